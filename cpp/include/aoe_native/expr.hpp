@@ -1,0 +1,72 @@
+// Restriction expressions: a small integer language in the syntax Kernel Tuner
+// users already write ("32 <= a*b <= 1024 and a % 16 == 0").
+//
+// Parsed by our own recursive-descent parser (never Python eval) into a flat
+// node array that is evaluated over int64 values.  Semantics follow Python on
+// integers, except that `/` is integer (floor) division.  A division or modulo
+// by zero makes the whole restriction false for that configuration.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace aoe {
+
+// Raised for syntax errors and unknown names; `position` is a 0-based offset
+// into the expression text, and what() shows the text with a caret under it.
+class ExprError : public std::invalid_argument {
+ public:
+  ExprError(const std::string& text, size_t position, const std::string& message);
+  size_t position() const { return position_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  size_t position_;
+  std::string message_;
+};
+
+class Expr {
+ public:
+  // `names` are the parameters the expression may refer to; a reference is
+  // stored as the index into `names`.
+  Expr(const std::string& text, const std::vector<std::string>& names);
+
+  // Evaluate with `values[i]` bound to names[i].  Returns the integer value
+  // (comparisons and boolean operators give 0 or 1).  Sets *div_by_zero when
+  // a division or modulo by zero happened (the result is then 0).
+  int64_t eval(const int64_t* values, bool* div_by_zero = nullptr) const;
+
+  // True when the expression holds (non-zero and no division by zero).
+  bool holds(const int64_t* values) const {
+    bool dz = false;
+    int64_t v = eval(values, &dz);
+    return !dz && v != 0;
+  }
+
+  const std::string& text() const { return text_; }
+  // Sorted, unique indices of the parameters used.
+  const std::vector<int>& params() const { return params_; }
+
+  enum class Op : uint8_t {
+    Const, Param, Neg, Not, Add, Sub, Mul, FloorDiv, Mod, Pow, And, Or, Compare
+  };
+  enum class Cmp : uint8_t { Lt, Le, Gt, Ge, Eq, Ne };
+  struct Node {
+    Op op;
+    int64_t value = 0;           // Const: literal; Param: index
+    std::vector<int> children;   // operand node indices
+    std::vector<Cmp> cmps;       // Compare: one per adjacent pair of children
+  };
+
+ private:
+  int64_t eval_node(int n, const int64_t* values, bool* dz) const;
+  friend class ExprParser;
+  std::string text_;
+  std::vector<Node> nodes_;
+  int root_ = -1;
+  std::vector<int> params_;
+};
+
+}  // namespace aoe

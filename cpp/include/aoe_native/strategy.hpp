@@ -1,0 +1,89 @@
+// Search strategies propose configurations (ask) and learn their values
+// (tell).  They work on configuration ids of a SearchSpace, so every proposal
+// is valid by construction.
+//
+// The tuner owns the evaluation record: a proposal already evaluated is not
+// evaluated again but told back at once with its recorded value, and strategies
+// can consult the record (EvalRecord) to avoid such proposals.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "aoe_native/rng.hpp"
+#include "aoe_native/search_space.hpp"
+
+namespace aoe {
+
+// Which configurations have been evaluated in this run, and their values
+// (failed = +inf).
+class EvalRecord {
+ public:
+  void reset(size_t space_size) {
+    seen_.assign((space_size + 63) / 64, 0);
+    values_.clear();
+    count_ = 0;
+  }
+  bool contains(ConfigId c) const { return (seen_[c >> 6] >> (c & 63)) & 1; }
+  double value(ConfigId c) const {
+    auto it = values_.find(c);
+    return it == values_.end() ? 0.0 : it->second;
+  }
+  void add(ConfigId c, double v) {
+    seen_[c >> 6] |= uint64_t(1) << (c & 63);
+    values_.emplace(c, v);
+    ++count_;
+  }
+  size_t count() const { return count_; }
+
+ private:
+  std::vector<uint64_t> seen_;
+  std::unordered_map<ConfigId, double> values_;
+  size_t count_ = 0;
+};
+
+// Draws configurations uniformly without replacement, skipping ones already
+// in the record.  Lazy Fisher-Yates over a sparse swap map: O(1) memory per
+// draw, so it works on spaces of any size.
+class UnvisitedSampler {
+ public:
+  void reset(size_t n) {
+    n_ = n;
+    drawn_ = 0;
+    swaps_.clear();
+  }
+  // Returns false when the space is exhausted.
+  bool next(Rng& rng, const EvalRecord& record, ConfigId& out);
+
+ private:
+  size_t n_ = 0, drawn_ = 0;
+  std::unordered_map<uint64_t, uint64_t> swaps_;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+
+  // Called once before a run.  `record` stays valid and up to date for the
+  // whole run.
+  virtual void reset(const SearchSpace& space, const EvalRecord& record, uint64_t seed) = 0;
+
+  // Propose up to max_n configurations (at least one).  Return none only when
+  // the strategy has nothing left to propose.
+  virtual void ask(size_t max_n, std::vector<ConfigId>& out) = 0;
+
+  // Values of the proposals of the last ask(), in the same order; failed
+  // configurations have value +inf.
+  virtual void tell(const ConfigId* ids, const double* values, size_t n) = 0;
+};
+
+// Names: "exhaustive", "random", "genetic", "annealing", "local", "bandit",
+// "auto".  Throws std::invalid_argument listing the valid names otherwise.
+std::unique_ptr<Strategy> make_strategy(const std::string& name);
+std::vector<std::string> strategy_names();
+
+}  // namespace aoe

@@ -1,0 +1,41 @@
+// The tuning loop: ask the strategy, evaluate what is new, tell the results,
+// keep the history, stop on budget.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "aoe_native/objective.hpp"
+#include "aoe_native/search_space.hpp"
+#include "aoe_native/strategy.hpp"
+
+namespace aoe {
+
+struct TuneOptions {
+  std::string strategy = "auto";
+  std::optional<size_t> max_evals;     // none: no limit by count
+  std::optional<double> time_limit_s;  // none: no limit by time
+  uint64_t seed = 0;
+  // Evaluated first, in order (warm start); duplicates are skipped.
+  std::vector<ConfigId> initial;
+  // Called after every batch with (evaluations so far, best value so far);
+  // returning false stops the run (reported as stop_reason "stopped").
+  std::function<bool(size_t, double)> progress;
+};
+
+struct TuneResult {
+  std::vector<ConfigId> history;  // evaluation order
+  std::vector<double> values;     // +inf for failed
+  std::vector<std::pair<size_t, std::string>> errors;  // (history position, message)
+  std::optional<ConfigId> best;
+  double best_value = 0;          // +inf when every evaluation failed
+  size_t failed = 0;
+  double elapsed_s = 0;
+  std::string stop_reason;        // "max_evals", "time_limit", "exhausted", "stopped"
+};
+
+TuneResult tune(const SearchSpace& space, Objective& objective, const TuneOptions& options);
+
+}  // namespace aoe
