@@ -79,6 +79,10 @@ class Strategy {
   // Values of the proposals of the last ask(), in the same order; failed
   // configurations have value +inf.
   virtual void tell(const ConfigId* ids, const double* values, size_t n) = 0;
+
+  // Results the strategy did not ask for: warm-start configurations evaluated
+  // before the search, and random fill-ins when the strategy stalls.
+  virtual void observe(const ConfigId* /*ids*/, const double* /*values*/, size_t /*n*/) {}
 };
 
 // Names: "exhaustive", "random", "genetic", "annealing", "local", "bandit",
