@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "aoe_native/strategies.hpp"
+#include "shared.hpp"
 
 namespace aoe {
 
@@ -10,11 +11,34 @@ namespace {
 
 using Factory = std::unique_ptr<Strategy> (*)();
 
+std::unique_ptr<Strategy> genetic() { return make_genetic(); }
+std::unique_ptr<Strategy> annealing() { return make_annealing(); }
+std::unique_ptr<Strategy> local() { return make_local(); }
+
+// OpenTuner-style ensemble of our three adaptive techniques.
+std::unique_ptr<Strategy> bandit() {
+  std::vector<std::unique_ptr<Strategy>> arms;
+  arms.push_back(make_local());
+  arms.push_back(make_genetic());
+  arms.push_back(make_annealing());
+  return make_bandit("bandit", std::move(arms));
+}
+
+// The default: chosen by bench/bench_strategies.py (see its docstring).
+std::unique_ptr<Strategy> automatic() {
+  auto s = bandit();
+  return s;
+}
+
 const std::vector<std::pair<std::string, Factory>>& registry() {
   static const std::vector<std::pair<std::string, Factory>> r = {
-      {"auto", &make_random},  // replaced by the measured best strategy
+      {"auto", &automatic},
       {"exhaustive", &make_exhaustive},
       {"random", &make_random},
+      {"genetic", &genetic},
+      {"annealing", &annealing},
+      {"local", &local},
+      {"bandit", &bandit},
   };
   return r;
 }

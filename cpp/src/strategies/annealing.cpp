@@ -1,0 +1,171 @@
+// Simulated annealing over Hamming neighbours.
+//
+// Scale-free acceptance: an uphill step of size d is accepted with
+// probability exp(-(d / s) / T), where s is a running average of the absolute
+// value differences of the steps taken so far.  T is thus measured in
+// "typical steps" and the schedule works whatever the objective's units or
+// offset.  T cools geometrically from t_start to t_end over a cycle; at the
+// end of a cycle the chain restarts from its best point (reheating), and
+// after a cycle without a new best, from a random unvisited configuration.
+// Neighbours already evaluated are judged on their recorded value at no cost.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "shared.hpp"
+
+namespace aoe {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+class Annealing : public Strategy {
+ public:
+  explicit Annealing(const AnnealingOptions& o) : opt_(o) {}
+  std::string name() const override { return "annealing"; }
+
+  void reset(const SearchSpace& space, const EvalRecord& record, uint64_t seed) override {
+    space_ = &space;
+    record_ = &record;
+    rng_.reseed(seed);
+    sampler_.reset(space.size());
+    has_cur_ = false;
+    has_best_ = false;
+    improved_in_cycle_ = false;
+    scale_ = 0;
+    scale_n_ = 0;
+    step_ = 0;
+    pending_start_ = false;
+    cycle_ = opt_.cycle;
+  }
+
+  void ask(size_t, std::vector<ConfigId>& out) override {
+    out.clear();
+    for (int guard = 0; guard < 10000; ++guard) {
+      if (!has_cur_) {
+        start_random(out);
+        return;
+      }
+      if (step_ >= cycle_) {
+        end_cycle();
+        continue;
+      }
+      if (nbrs_.empty()) {  // isolated point
+        has_cur_ = false;
+        continue;
+      }
+      ConfigId n = nbrs_[rng_.below(nbrs_.size())];
+      if (record_->contains(n)) {
+        consider(n, record_->value(n));
+        continue;
+      }
+      out.push_back(n);
+      return;
+    }
+    start_random(out);
+  }
+
+  void tell(const ConfigId* ids, const double* values, size_t n) override {
+    for (size_t i = 0; i < n; ++i) {
+      if (pending_start_) {
+        pending_start_ = false;
+        set_current(ids[i], values[i]);
+        note_best(ids[i], values[i]);
+      } else {
+        consider(ids[i], values[i]);
+      }
+    }
+  }
+
+  // A better point found elsewhere replaces the chain's current point.
+  void observe(const ConfigId* ids, const double* values, size_t n) override {
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isfinite(values[i]) && (!has_cur_ || values[i] < cur_v_)) {
+        set_current(ids[i], values[i]);
+        note_best(ids[i], values[i]);
+      }
+    }
+  }
+
+ private:
+  double temperature() const {
+    double f = cycle_ > 1 ? double(step_) / double(cycle_ - 1) : 1.0;
+    return opt_.t_start * std::pow(opt_.t_end / opt_.t_start, std::min(f, 1.0));
+  }
+
+  void consider(ConfigId n, double v) {
+    ++step_;
+    note_best(n, v);
+    if (!std::isfinite(v)) return;
+    if (!std::isfinite(cur_v_)) {
+      set_current(n, v);
+      return;
+    }
+    double d = v - cur_v_;
+    // Running mean of |step| sizes: the unit of the temperature.
+    scale_n_ += 1;
+    scale_ += (std::fabs(d) - scale_) / scale_n_;
+    if (d <= 0) {
+      set_current(n, v);
+      return;
+    }
+    double s = scale_ > 0 ? scale_ : std::fabs(d);
+    if (rng_.uniform() < std::exp(-(d / s) / temperature())) set_current(n, v);
+  }
+
+  void note_best(ConfigId c, double v) {
+    if (!has_best_ || v < best_v_) {
+      if (has_best_ && v < best_v_) improved_in_cycle_ = true;
+      best_ = c;
+      best_v_ = v;
+      has_best_ = true;
+    }
+  }
+
+  void end_cycle() {
+    step_ = 0;
+    if (improved_in_cycle_ && has_best_ && std::isfinite(best_v_)) {
+      set_current(best_, best_v_);  // reheat from the best point
+    } else {
+      has_cur_ = false;  // stuck: start elsewhere
+      has_best_ = false;
+    }
+    improved_in_cycle_ = false;
+  }
+
+  void set_current(ConfigId c, double v) {
+    cur_ = c;
+    cur_v_ = v;
+    has_cur_ = true;
+    space_->neighbours(c, Neighbourhood::Hamming, nbrs_);
+    if (opt_.cycle == 0) cycle_ = std::max<size_t>(cycle_, 3 * nbrs_.size() + 10);
+  }
+
+  void start_random(std::vector<ConfigId>& out) {
+    ConfigId c;
+    if (!detail::draw_unvisited(*space_, *record_, rng_, sampler_, c)) return;
+    pending_start_ = true;
+    step_ = 0;
+    out.push_back(c);
+  }
+
+  AnnealingOptions opt_;
+  const SearchSpace* space_ = nullptr;
+  const EvalRecord* record_ = nullptr;
+  Rng rng_;
+  UnvisitedSampler sampler_;
+  bool has_cur_ = false, has_best_ = false, improved_in_cycle_ = false, pending_start_ = false;
+  ConfigId cur_ = 0, best_ = 0;
+  double cur_v_ = kInf, best_v_ = kInf;
+  double scale_ = 0, scale_n_ = 0;
+  size_t step_ = 0, cycle_ = 0;
+  std::vector<ConfigId> nbrs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_annealing(const AnnealingOptions& options) {
+  return std::make_unique<Annealing>(options);
+}
+
+}  // namespace aoe

@@ -1,0 +1,243 @@
+// Constraint-aware steady-state genetic algorithm.
+//
+// Individuals are valid configuration ids.  A child comes from uniform
+// crossover of two tournament-selected parents; when the crossed value
+// indices are not a valid configuration, the child is repaired by reverting
+// its genes to the first parent's values in random order until it is valid
+// (the first parent itself is valid, so this terminates, and the result is
+// the valid point nearest the child along that path).  Mutation moves to a
+// random valid Hamming neighbour, so it too only produces valid configs.
+//
+// Steady state: each evaluated child replaces the worst member when better,
+// so the best members always survive (elitism).  After `stagnation`
+// evaluations without a new best the population restarts: the `elites` best
+// members stay, the rest are replaced by random unvisited configurations.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+
+#include "shared.hpp"
+
+namespace aoe {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+class Genetic : public Strategy {
+ public:
+  explicit Genetic(const GeneticOptions& o) : opt_(o) {
+    if (opt_.population < 2) opt_.population = 2;
+    if (opt_.tournament < 1) opt_.tournament = 1;
+  }
+  std::string name() const override { return "genetic"; }
+
+  void reset(const SearchSpace& space, const EvalRecord& record, uint64_t seed) override {
+    space_ = &space;
+    record_ = &record;
+    rng_.reseed(seed);
+    sampler_.reset(space.size());
+    pop_.clear();
+    best_v_ = kInf;
+    since_best_ = 0;
+    fill_ = opt_.population;
+    mutation_ = opt_.mutation_rate > 0 ? opt_.mutation_rate
+                                       : 1.0 / double(std::max<size_t>(1, space.num_params()));
+    stagnation_ = opt_.stagnation > 0 ? opt_.stagnation : 8 * opt_.population;
+    child_.assign(space.num_params(), 0);
+    model_.reset(space);
+    effects_.reset(space);
+    learned_.clear();
+  }
+
+  void ask(size_t max_n, std::vector<ConfigId>& out) override {
+    out.clear();
+    // Children are bred from the population as it is now; keep batches
+    // small so that later children profit from earlier results.
+    size_t want = std::max<size_t>(1, std::min(max_n, opt_.population / 2));
+    while (out.size() < want) {
+      ConfigId c;
+      bool ok;
+      if (fill_ > 0) {
+        ok = detail::draw_unvisited(*space_, *record_, rng_, sampler_, c) && !in(out, c);
+        if (ok) --fill_;
+      } else {
+        ok = breed(out, c);
+      }
+      if (!ok) {
+        // Nothing new from breeding: explore instead.
+        if (!detail::draw_unvisited(*space_, *record_, rng_, sampler_, c) || in(out, c)) break;
+      }
+      out.push_back(c);
+    }
+  }
+
+  void tell(const ConfigId* ids, const double* values, size_t n) override {
+    for (size_t i = 0; i < n; ++i) {
+      ++since_best_;
+      learn(ids[i], values[i]);
+      consider(ids[i], values[i]);
+    }
+    if (since_best_ >= stagnation_) restart();
+  }
+
+  // Good configurations found by other techniques join the population.
+  void observe(const ConfigId* ids, const double* values, size_t n) override {
+    for (size_t i = 0; i < n; ++i) {
+      learn(ids[i], values[i]);
+      consider(ids[i], values[i]);
+    }
+  }
+
+ private:
+  struct Member {
+    ConfigId id;
+    double value;
+  };
+
+  static bool in(const std::vector<ConfigId>& v, ConfigId c) {
+    return std::find(v.begin(), v.end(), c) != v.end();
+  }
+
+  // New results feed the surrogate (each configuration once: the tuner tells
+  // a re-proposed one again with its recorded value).
+  void learn(ConfigId c, double v) {
+    if (opt_.screen <= 1 || learned_.count(c)) return;
+    learned_.insert(c);
+    if (opt_.model != 1) model_.add(c, v);
+    if (opt_.model != 0) effects_.add(c, v);
+  }
+
+  void consider(ConfigId c, double v) {
+    if (v < best_v_) {
+      best_v_ = v;
+      since_best_ = 0;
+    }
+    for (const Member& m : pop_)
+      if (m.id == c) return;
+    if (pop_.size() < opt_.population) {
+      pop_.push_back({c, v});
+      return;
+    }
+    auto worst = std::max_element(pop_.begin(), pop_.end(),
+                                  [](const Member& a, const Member& b) { return a.value < b.value; });
+    if (v < worst->value) *worst = {c, v};
+  }
+
+  void restart() {
+    std::sort(pop_.begin(), pop_.end(), [](const Member& a, const Member& b) { return a.value < b.value; });
+    if (pop_.size() > opt_.elites) pop_.resize(opt_.elites);
+    fill_ = opt_.population - pop_.size();
+    since_best_ = 0;
+  }
+
+  const Member& select() {
+    const Member* best = &pop_[rng_.below(pop_.size())];
+    for (size_t k = 1; k < opt_.tournament; ++k) {
+      const Member* m = &pop_[rng_.below(pop_.size())];
+      if (m->value < best->value) best = m;
+    }
+    return *best;
+  }
+
+  // The most promising of `screen` new children (by the model), or simply a
+  // new child.
+  bool breed(const std::vector<ConfigId>& batch, ConfigId& out) {
+    if (opt_.screen <= 1 || pop_.size() < opt_.population) return breed_one(batch, out);
+    bool any = false;
+    double best = 0;
+    cands_ = batch;
+    for (size_t k = 0; k < opt_.screen; ++k) {
+      ConfigId c;
+      if (!breed_one(cands_, c)) continue;
+      cands_.push_back(c);
+      double p = predict(c);
+      if (!any || p < best) {
+        any = true;
+        best = p;
+        out = c;
+      }
+    }
+    return any;
+  }
+
+  double predict(ConfigId c) const {
+    if (opt_.model == 0) return model_.predict(c);
+    if (opt_.model == 1) return effects_.predict(c);
+    return 0.5 * (model_.predict(c) + effects_.predict(c));
+  }
+
+  // A new child, valid and not yet evaluated nor in `batch`.
+  bool breed_one(const std::vector<ConfigId>& batch, ConfigId& out) {
+    if (pop_.empty()) return false;
+    const size_t P = space_->num_params();
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      const Member& a = select();
+      const Member& b = select();
+      ConfigId c = a.id;
+      if (a.id != b.id) {
+        const uint16_t* ia = space_->indices(a.id);
+        const uint16_t* ib = space_->indices(b.id);
+        diff_.clear();
+        for (size_t p = 0; p < P; ++p) {
+          child_[p] = ia[p];
+          if (ia[p] != ib[p] && (rng_.next() & 1)) {
+            child_[p] = ib[p];
+            diff_.push_back(uint16_t(p));
+          }
+        }
+        c = repair(ia);
+      }
+      // Mutation: each parameter mutates with probability mutation_; a child
+      // identical to a known point always mutates.
+      size_t steps = 0;
+      for (size_t p = 0; p < P; ++p) steps += rng_.uniform() < mutation_;
+      if (steps == 0 && (record_->contains(c) || in(batch, c))) steps = 1;
+      for (size_t s = 0; s < steps; ++s)
+        if (!detail::random_move(*space_, c, rng_, opt_.adjacent, c)) break;
+      if (record_->contains(c)) {
+        consider(c, record_->value(c));  // known already: free information
+        continue;
+      }
+      if (in(batch, c)) continue;
+      out = c;
+      return true;
+    }
+    return false;
+  }
+
+  // Revert crossed genes (in random order) to parent a's values until valid.
+  ConfigId repair(const uint16_t* ia) {
+    auto found = space_->find_indices(child_.data());
+    detail::shuffle(diff_, rng_);
+    for (size_t k = 0; !found && k < diff_.size(); ++k) {
+      child_[diff_[k]] = ia[diff_[k]];
+      found = space_->find_indices(child_.data());
+    }
+    // With every gene reverted the child is parent a, which is valid.
+    return *found;
+  }
+
+  GeneticOptions opt_;
+  const SearchSpace* space_ = nullptr;
+  const EvalRecord* record_ = nullptr;
+  Rng rng_;
+  UnvisitedSampler sampler_;
+  std::vector<Member> pop_;
+  double best_v_ = kInf;
+  size_t since_best_ = 0, fill_ = 0, stagnation_ = 0;
+  double mutation_ = 0;
+  std::vector<uint16_t> child_, diff_;
+  std::vector<ConfigId> nbrs_, cands_;
+  NeighbourModel model_;
+  MainEffectsModel effects_;
+  std::unordered_set<ConfigId> learned_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_genetic(const GeneticOptions& options) {
+  return std::make_unique<Genetic>(options);
+}
+
+}  // namespace aoe

@@ -1,0 +1,129 @@
+// Factories and options of the adaptive strategies (genetic, annealing,
+// local, bandit).  Internal: users go through make_strategy().
+//
+// Every one of them also learns from results it did not propose
+// (Strategy::observe), so that inside the bandit each technique can exploit
+// what the others found.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aoe_native/strategy.hpp"
+
+namespace aoe {
+
+struct GeneticOptions {
+  size_t population = 16;
+  size_t tournament = 2;
+  double mutation_rate = 0.0;   // per-parameter; 0 = 1 / num_params
+  size_t stagnation = 0;        // evaluations without a new best before a restart; 0 = 8 * population
+  size_t elites = 2;            // kept across a restart
+  double adjacent = 0.5;        // share of mutations to an adjacent value
+  size_t screen = 0;            // candidate children per proposal, ranked by a surrogate (0/1 = off)
+  int model = 0;                // surrogate: 0 nearest neighbours, 1 main effects, 2 their mean
+};
+
+struct AnnealingOptions {
+  double t_start = 1.0;         // in units of the typical step size (scale-free)
+  double t_end = 0.02;
+  size_t cycle = 0;             // steps per cooling cycle; 0 = 3 * typical neighbourhood size
+};
+
+struct LocalOptions {
+  size_t kick_steps = 3;        // random Hamming steps of an ILS perturbation
+  size_t kicks_per_restart = 4; // failed kicks before a random restart
+  bool adjacent_first = true;   // try adjacent-value neighbours before the rest
+};
+
+struct BanditOptions {
+  double c = 0.05;              // exploration weight (OpenTuner's default C)
+  size_t window = 500;          // sliding window of results
+  bool share = true;            // forward every result to every technique
+};
+
+std::unique_ptr<Strategy> make_genetic(const GeneticOptions& options = {});
+std::unique_ptr<Strategy> make_annealing(const AnnealingOptions& options = {});
+std::unique_ptr<Strategy> make_local(const LocalOptions& options = {});
+std::unique_ptr<Strategy> make_bandit(std::string name,
+                                            std::vector<std::unique_ptr<Strategy>> arms,
+                                            const BanditOptions& options = {});
+
+// A cheap surrogate: predicts how good an unevaluated configuration is from
+// its k nearest evaluated ones (distance over normalised value indices),
+// as the distance-weighted mean of their value ranks.  Ranks make it
+// independent of the objective's scale; failed configurations rank last.
+// Keeps the `capacity` most recent results, so a prediction costs
+// O(capacity * num_params).
+class NeighbourModel {
+ public:
+  void reset(const SearchSpace& space, size_t capacity = 1024, size_t k = 3);
+  void add(ConfigId c, double value);
+  // In [0, 1], lower is better; 0.5 when nothing is known.
+  double predict(ConfigId c) const;
+  size_t size() const { return ids_.size(); }
+
+ private:
+  double rank(double value) const;
+  const SearchSpace* space_ = nullptr;
+  size_t capacity_ = 0, k_ = 3, next_ = 0;
+  std::vector<ConfigId> ids_;
+  std::vector<double> values_;
+  std::vector<double> sorted_;      // finite values of the stored results
+  std::vector<double> inv_range_;   // 1 / (number of values - 1) per parameter
+};
+
+// A cheaper, smoother surrogate: the mean value rank of the results having
+// each value of each parameter (main effects, shrunk towards the middle when
+// few results have that value); a prediction is their average over the
+// parameters.  O(num_params) per prediction.
+class MainEffectsModel {
+ public:
+  void reset(const SearchSpace& space);
+  void add(ConfigId c, double value);
+  double predict(ConfigId c) const;  // lower is better
+  size_t size() const { return count_; }
+
+ private:
+  const SearchSpace* space_ = nullptr;
+  std::vector<size_t> offset_;      // first slot of each parameter
+  std::vector<double> sum_, n_;     // per (parameter, value): sum of rank scores, count
+  std::vector<ConfigId> ids_;
+  std::vector<double> values_, sorted_;
+  size_t count_ = 0;
+  bool dirty_ = false;
+  void refresh() const;
+  mutable std::vector<double> mean_;
+};
+
+// Helpers shared by the strategies.
+namespace detail {
+
+// A random configuration not yet evaluated: a few cheap rejection draws, then
+// the exhaustive without-replacement sampler.  False when none is left.
+bool draw_unvisited(const SearchSpace& space, const EvalRecord& record, Rng& rng,
+                    UnvisitedSampler& sampler, ConfigId& out);
+
+// A random valid configuration differing from c in one parameter.  The
+// parameter is drawn uniformly (not the neighbour: a parameter with many
+// values would otherwise take most moves); the new value is the adjacent one
+// with probability `adjacent`, else any other.  False when c has no
+// neighbour at all.
+bool random_move(const SearchSpace& space, ConfigId c, Rng& rng, double adjacent, ConfigId& out);
+
+// Fisher-Yates shuffle with our own generator (std::shuffle is not
+// reproducible across standard libraries).
+template <class T>
+void shuffle(std::vector<T>& v, Rng& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+}
+
+// Derive independent seeds for sub-components.
+inline uint64_t derive_seed(uint64_t seed, uint64_t salt) {
+  uint64_t x = seed ^ (salt * 0x9e3779b97f4a7c15ULL);
+  return Rng::splitmix(x);
+}
+
+}  // namespace detail
+}  // namespace aoe
