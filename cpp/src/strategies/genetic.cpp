@@ -54,7 +54,7 @@ class Genetic : public Strategy {
     out.clear();
     // Children are bred from the population as it is now; keep batches
     // small so that later children profit from earlier results.
-    size_t want = std::max<size_t>(1, std::min(max_n, opt_.population / 2));
+    size_t want = std::max<size_t>(1, std::min(max_n, opt_.batch ? opt_.batch : opt_.population / 2));
     while (out.size() < want) {
       ConfigId c;
       bool ok;
@@ -131,6 +131,11 @@ class Genetic : public Strategy {
     since_best_ = 0;
   }
 
+  const Member& best_member() const {
+    return *std::min_element(pop_.begin(), pop_.end(),
+                             [](const Member& x, const Member& y) { return x.value < y.value; });
+  }
+
   const Member& select() {
     const Member* best = &pop_[rng_.below(pop_.size())];
     for (size_t k = 1; k < opt_.tournament; ++k) {
@@ -172,7 +177,7 @@ class Genetic : public Strategy {
     if (pop_.empty()) return false;
     const size_t P = space_->num_params();
     for (int attempt = 0; attempt < 16; ++attempt) {
-      const Member& a = select();
+      const Member& a = rng_.uniform() < opt_.best_parent ? best_member() : select();
       const Member& b = select();
       ConfigId c = a.id;
       if (a.id != b.id) {

@@ -15,12 +15,14 @@
 namespace aoe {
 
 struct GeneticOptions {
-  size_t population = 16;
-  size_t tournament = 2;
+  size_t population = 30;
+  size_t tournament = 6;
   double mutation_rate = 0.0;   // per-parameter; 0 = 1 / num_params
   size_t stagnation = 0;        // evaluations without a new best before a restart; 0 = 8 * population
   size_t elites = 2;            // kept across a restart
-  double adjacent = 0.5;        // share of mutations to an adjacent value
+  size_t batch = 1;             // children per ask at most; 0 = population / 2
+  double best_parent = 0.0;     // probability that the first parent is the best member
+  double adjacent = 0.0;        // share of mutations to an adjacent value
   size_t screen = 0;            // candidate children per proposal, ranked by a surrogate (0/1 = off)
   int model = 0;                // surrogate: 0 nearest neighbours, 1 main effects, 2 their mean
 };
