@@ -149,3 +149,17 @@ def test_bandit_shares_results_with_warm_start(space):
     res = tune(space, landscape, strategy="bandit", max_evals=len(init) + 40, seed=0, initial_configs=init)
     assert len(set(res.history_ids.tolist())) == res.evaluations
     assert res.best_value <= min(landscape(c) for c in init)
+
+
+@pytest.mark.parametrize("strategy", ADAPTIVE)
+def test_time_limit_stops_the_search(space, strategy):
+    import time
+
+    def slow(cfg: dict) -> float:
+        time.sleep(0.002)
+        return landscape(cfg)
+
+    res = tune(space, slow, strategy=strategy, time_limit=0.05, seed=0)
+    assert res.stop_reason == "time_limit"
+    assert 5 <= res.evaluations < len(space)
+    assert res.elapsed_s < 1.0
