@@ -6,16 +6,27 @@ import os
 import tempfile
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a reader sees the old or the new
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a reader sees the old or the new
     file, never a partial one, whatever happens to this process (temporary file
     in the same directory, fsync, rename)."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        if hasattr(os, "fchmod"):  # mkstemp creates 0600; give the file the usual mode
+            os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -33,3 +44,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             os.close(dfd)
     except OSError:
         pass
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Atomic UTF-8 text write (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
