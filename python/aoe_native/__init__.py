@@ -15,6 +15,7 @@ from ._core import Objective, SearchSpace, SyntheticObjective, TableObjective, _
 from ._core import strategy_names as _strategy_names
 from . import replay
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, tune
+from .opat import ModelTuneResult, tune_model
 
 
 def strategies() -> list[str]:
@@ -29,6 +30,7 @@ def cmake_dir() -> str:
 
 __all__ = [
     "BatchObjective",
+    "ModelTuneResult",
     "Objective",
     "SearchSpace",
     "SyntheticObjective",
@@ -40,4 +42,5 @@ __all__ = [
     "replay",
     "strategies",
     "tune",
+    "tune_model",
 ]
