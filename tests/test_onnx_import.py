@@ -110,3 +110,17 @@ def test_node_mapping_details():
     assert (gap.op_type, gap.attrs) == ("ReduceMean", {"axes": [2, 3], "keepdims": 1})
     with pytest.raises(UnsupportedNode, match="MaxPool is not modelled"):
         map_node(g, by["maxpool"])
+
+
+def test_weights_in_external_data_are_never_read(tmp_path):
+    """A real export with its weights in an external file: small constants are read, the
+    weights never are (the import works even without the weight file)."""
+    for threshold, drop in ((0, False), (1024, True)):
+        d = tmp_path / str(threshold)
+        d.mkdir()
+        onnx.save_model(_exported_style_model(), str(d / "ext.onnx"), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="ext.data", size_threshold=threshold)
+        if drop:
+            (d / "ext.data").unlink()
+        g = load_graph(str(d / "ext.onnx"))
+        assert g.shape("w") == (64, 32) and g.shape("r") == (2, 16)

@@ -183,6 +183,20 @@ def _attr_values(node: onnx.NodeProto) -> dict[str, Any]:
     return out
 
 
+def _load_small_external(model: onnx.ModelProto, base_dir: str) -> None:
+    """Read the small external tensors (reshape targets, axes...) that shape inference needs;
+    large weights stay on disk (and may be absent)."""
+    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+    for t in model.graph.initializer:
+        if uses_external_data(t) and int(np.prod(t.dims)) <= _MAX_CONST_ELEMENTS:
+            try:
+                load_external_data_for_tensor(t, base_dir)
+                t.data_location = onnx.TensorProto.DEFAULT
+                del t.external_data[:]
+            except Exception:  # missing/short data file: shapes that need the value stay unknown
+                pass
+
+
 def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
                input_shape: str | Mapping[str, Any] | None = None) -> Graph:
     """Load an ONNX model (path or ModelProto), fix its inputs and infer all shapes.
@@ -204,6 +218,7 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
             raise ValueError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
         if not model.graph.node:
             raise ValueError(f"{path}: not a readable ONNX model (no graph nodes; truncated or not ONNX?)")
+        _load_small_external(model, os.path.dirname(os.path.abspath(path)))
     shapes = parse_input_shape(input_shape)
     _fix_inputs(model, shapes, where)
     try:
