@@ -177,3 +177,27 @@ def test_four_concurrent_aoe_processes_share_one_bank(tmp_path):
     for e in b.entries.values():  # every entry is a valid tiling for the cost model
         est = aoe_native.estimate(e["op_type"], e["inputs"], e["dtype"], SOC, e["tiling"], attrs=e["attrs"] or None)
         assert est.time_us == pytest.approx(e["time_after_us"], rel=1e-6)
+
+
+def test_parallel_workers_and_te_parallel_compiler(tmp_path, monkeypatch):
+    from aoe_native.opat import default_parallel
+    monkeypatch.setenv("TE_PARALLEL_COMPILER", "3")
+    assert default_parallel() == 3
+    monkeypatch.setenv("TE_PARALLEL_COMPILER", "many")
+    with pytest.raises(ValueError, match="TE_PARALLEL_COMPILER"):
+        default_parallel()
+    monkeypatch.delenv("TE_PARALLEL_COMPILER")
+    kw = dict(soc_version=SOC, evals_per_task=24, round_evals=12, seed=5)
+    two = aoe_native.tune_model(zoo.build("resnet50"), bank=tmp_path / "p2", parallel=2, **kw)
+    _check_counts(two)
+    assert two.parallel == 2 and two.repo_summary["repo_add_num"] > 0
+    again = aoe_native.tune_model(zoo.build("resnet50"), bank=tmp_path / "p2b", parallel=2, **kw)
+    assert [t.tiling for t in two.tasks] == [t.tiling for t in again.tasks]  # rounds are synchronous
+
+
+def test_tuning_time_limit_is_respected(tmp_path):
+    t = time.monotonic()
+    r = aoe_native.tune_model(zoo.build("bert_base"), soc_version=SOC, bank=tmp_path, parallel=1,
+                              evals_per_task=100000, round_evals=2000, tuning_time_limit=1.0)
+    assert time.monotonic() - t < 4.0
+    _check_counts(r)

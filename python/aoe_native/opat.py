@@ -446,11 +446,14 @@ def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version
                      _seed_for(seed, s.task.key, round_no),
                      (s.warm if round_no == 0 else [s.best_tiling] if s.best_tiling else []), per_job_time)
                     for s in batch]
-            notify("tuning", batch)
+            running = list(batch)
+            notify("tuning", running)
             for index, res, err in runner.run(jobs):
                 _apply_round(states[index], res, err)
                 budget -= res["evaluations"] if res else 0
                 _store(the_bank, states[index])  # at once: a kill loses only the tasks still running
+                running.remove(states[index])
+                notify("tuning", running)
             round_no += 1
     finally:
         runner.close()
