@@ -24,7 +24,10 @@ def strategies() -> list[str]:
 
 def cmake_dir() -> str:
     """Directory of the installed CMake package config, for ``find_package(aoe_native)``."""
-    return _os.path.join(_os.path.dirname(__file__), "lib", "cmake", "aoe_native")
+    from . import _core
+
+    # The C++ library and its config are installed next to the extension module.
+    return _os.path.join(_os.path.dirname(_core.__file__), "lib", "cmake", "aoe_native")
 
 
 __all__ = [
