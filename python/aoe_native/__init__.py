@@ -5,6 +5,7 @@ The core objects:
 - :class:`SearchSpace` - named integer parameters with restriction strings.
 - :func:`tune` - search a space for the configuration minimising an objective.
 - :mod:`aoe_native.replay` - replay recorded (Kernel Tuner) search spaces.
+- :mod:`aoe_native.runners` - real measurements: host timing, process isolation.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os as _os
 
 from ._core import Objective, SearchSpace, SyntheticObjective, TableObjective, __version__
 from ._core import strategy_names as _strategy_names
-from . import replay
+from . import replay, runners
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, tune
 
 
@@ -41,6 +42,7 @@ __all__ = [
     "__version__",
     "cmake_dir",
     "replay",
+    "runners",
     "strategies",
     "tune",
 ]
