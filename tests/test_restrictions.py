@@ -118,3 +118,39 @@ def test_restrictions_must_be_strings():
         SearchSpace({"a": [1]}, [lambda p: True])
     # a single string is one restriction, not a list of characters
     assert len(SearchSpace({"a": [1, 2, 3]}, "a >= 2")) == 2
+
+
+def _expressions():
+    from hypothesis import strategies as st
+
+    leaves = st.one_of(st.integers(-20, 20).map(str), st.sampled_from(["a", "b", "c"]))
+
+    def extend(children):
+        binary = st.tuples(children, st.sampled_from(["+", "-", "*", "//", "%", "<", "<=", "==", "!=", ">", ">=",
+                                                      "and", "or"]), children)
+        return st.one_of(
+            binary.map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            children.map(lambda e: f"(not {e})"),
+            children.map(lambda e: f"(-{e})"),
+            st.tuples(children, children, children).map(lambda t: f"({t[0]} < {t[1]} <= {t[2]})"),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=8)
+
+
+def test_random_expressions_agree_with_python():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=400, deadline=None)
+    @given(_expressions(), st.tuples(st.integers(-9, 9), st.integers(-9, 9), st.integers(-9, 9)))
+    def check(expr, values):
+        env = dict(zip("abc", values))
+        try:
+            want = bool(eval(expr, {}, env))  # the reference; the code under test never evals
+        except ZeroDivisionError:
+            want = False
+        space = SearchSpace({k: [v] for k, v in env.items()}, [expr])
+        assert (len(space) == 1) is want, expr
+
+    check()
