@@ -2,6 +2,7 @@
 // keep the history, stop on budget.
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -12,6 +13,13 @@
 #include "aoe_native/strategy.hpp"
 
 namespace aoe {
+
+// Thrown by an objective to end the run at once (e.g. the user pressed
+// Ctrl-C): the batch being evaluated is dropped, everything evaluated before
+// is kept and the result says stop_reason "interrupted".
+struct StopTuning : std::exception {
+  const char* what() const noexcept override { return "tuning stopped by the objective"; }
+};
 
 struct TuneOptions {
   std::string strategy = "auto";
@@ -33,7 +41,7 @@ struct TuneResult {
   double best_value = 0;          // +inf when every evaluation failed
   size_t failed = 0;
   double elapsed_s = 0;
-  std::string stop_reason;        // "max_evals", "time_limit", "exhausted", "stopped"
+  std::string stop_reason;        // "max_evals", "time_limit", "exhausted", "stopped", "interrupted"
 };
 
 TuneResult tune(const SearchSpace& space, Objective& objective, const TuneOptions& options);

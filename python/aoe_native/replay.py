@@ -1,0 +1,153 @@
+"""Replay of recorded search spaces: Kernel Tuner cache files in, and out.
+
+A cache file (format: Kernel Tuner's ``cache=`` JSON, described in
+``shared/datasets/README.md``) holds one record per benchmarked configuration.
+:func:`load` turns a complete cache into a search space of exactly the
+recorded configurations and a native objective that looks their times up, so a
+strategy can be scored in simulation without the hardware.  :func:`save` writes
+a tuning run in the same format, so our results open in Kernel Tuner's tools.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._core import SearchSpace, TableObjective
+from .fileio import atomic_write_text
+
+if TYPE_CHECKING:
+    from .tuning import TuneResult
+
+_REQUIRED = ("tune_params_keys", "cache")
+
+
+@dataclass
+class Replay:
+    """A recorded search space.
+
+    ``space`` holds exactly the recorded configurations, ``objective`` returns
+    the recorded value of each (failed records fail), ``optimum`` is the best
+    recorded value and ``values`` the value per configuration index (NaN for
+    failed ones).
+    """
+
+    path: str
+    space: SearchSpace
+    objective: TableObjective
+    values: np.ndarray
+    objective_name: str
+    metadata: dict[str, Any]
+
+    @property
+    def optimum(self) -> float:
+        return float(np.nanmin(self.values))
+
+    @property
+    def optimum_config(self) -> dict[str, int]:
+        return self.space.config(int(np.nanargmin(self.values)))
+
+    @property
+    def failed(self) -> int:
+        return int(np.isnan(self.values).sum())
+
+    @property
+    def median(self) -> float:
+        """Median over all records, failed ones counted as the worst value."""
+        worst = np.nanmax(self.values)
+        return float(np.median(np.where(np.isnan(self.values), worst, self.values)))
+
+
+def _as_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"{where}: parameter value {value!r} is not an integer (only integer spaces are supported)")
+    return int(value)
+
+
+def load(path: str | os.PathLike[str], objective: str | None = None) -> Replay:
+    """Read a Kernel Tuner cache file.
+
+    Args:
+        path: the ``.json`` cache file.
+        objective: the record field to minimise; defaults to the file's
+            ``objective`` entry, else ``"time"``.
+
+    A record whose objective is not a finite number (e.g. ``"RuntimeFailedConfig"``)
+    is a failed configuration.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or any(k not in data for k in _REQUIRED):
+        raise ValueError(f"{path}: not a Kernel Tuner cache file (needs keys {', '.join(_REQUIRED)})")
+    names = list(data["tune_params_keys"])
+    cache = data["cache"]
+    if not isinstance(cache, dict) or not cache:
+        raise ValueError(f"{path}: the cache holds no records")
+    field = objective or data.get("objective") or "time"
+    rows = np.empty((len(cache), len(names)), dtype=np.int64)
+    raw: list[float] = []
+    reasons: list[str] = []
+    for r, (key, rec) in enumerate(cache.items()):
+        try:
+            rows[r] = [_as_int(rec[n], f"{path}: record {key!r}") for n in names]
+        except KeyError as e:
+            raise ValueError(f"{path}: record {key!r} has no value for parameter {e.args[0]!r}") from None
+        v = rec.get(field)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            raw.append(float(v))
+            reasons.append("")
+        else:
+            raw.append(math.nan)
+            reasons.append(str(v) if v is not None else f"record has no {field!r}")
+    space = SearchSpace.from_configs(names, rows)
+    ids = space.indices(rows)
+    values = np.full(len(space), math.nan)
+    ordered_reasons = [""] * len(space)
+    values[ids] = raw
+    for i, reason in zip(ids, reasons):
+        ordered_reasons[i] = reason
+    meta = {k: v for k, v in data.items() if k != "cache"}
+    return Replay(path=path, space=space, objective=TableObjective(values, ordered_reasons), values=values,
+                  objective_name=field, metadata=meta)
+
+
+def save(result: "TuneResult", path: str | os.PathLike[str], kernel_name: str = "aoe_native",
+         device_name: str = "unknown", problem_size: Any = None, objective: str = "time") -> None:
+    """Write a tuning run as a Kernel Tuner cache file (one record per
+    evaluated configuration; failed ones as ``"RuntimeFailedConfig"``)."""
+    space = result.space
+    names = list(space.param_names)
+    cache: dict[str, Any] = {}
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S+00:00", time.gmtime())
+    for cfg_id, value in zip(result.history_ids, result.history_values):
+        values = list(space.config(int(cfg_id)).values())
+        record: dict[str, Any] = dict(zip(names, values))
+        if math.isfinite(value):
+            record[objective] = float(value)
+            record["times"] = [float(value)]
+        else:
+            record[objective] = "RuntimeFailedConfig"
+        record.update({"compile_time": 0.0, "verification_time": 0, "benchmark_time": 0.0,
+                       "framework_time": 0.0, "strategy_time": 0, "timestamp": stamp})
+        cache[",".join(str(v) for v in values)] = record
+    data = {
+        "device_name": device_name,
+        "kernel_name": kernel_name,
+        "problem_size": problem_size if problem_size is not None else [],
+        "tune_params_keys": names,
+        "tune_params": {n: [int(v) for v in vals] for n, vals in zip(names, space.param_values)},
+        "objective": objective,
+        "cache": cache,
+    }
+    atomic_write_text(os.fspath(path), json.dumps(data, indent=1))

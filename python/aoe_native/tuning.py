@@ -1,0 +1,167 @@
+"""The Python face of the tuning loop: :func:`tune` and :class:`TuneResult`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+
+import numpy as np
+
+from . import _core
+from ._core import Objective, SearchSpace
+
+Config = dict[str, int]
+
+
+class BatchObjective:
+    """Marks a callable that evaluates many configurations at once.
+
+    ``fn`` receives an ``int64`` array with one row per configuration (columns in
+    ``space.param_names`` order) and returns one value per row.  An exception
+    marks the whole batch failed; a non-finite value marks one configuration.
+    """
+
+    def __init__(self, fn: Callable[[np.ndarray], Sequence[float]], max_batch: int = 256) -> None:
+        if not callable(fn):
+            raise TypeError(f"BatchObjective needs a callable, got {fn!r}")
+        if int(max_batch) < 1:
+            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+        self.fn = fn
+        self.max_batch = int(max_batch)
+
+    def __call__(self, rows: np.ndarray) -> Sequence[float]:
+        return self.fn(rows)
+
+
+ObjectiveLike = Union[Callable[[Config], float], BatchObjective, Objective]
+
+
+@dataclass
+class TuneResult:
+    """Outcome of :func:`tune`.
+
+    ``history_ids``/``history_values`` hold every evaluation in order (failed ones
+    as ``inf``); ``failed`` pairs each failed configuration with its error.
+    """
+
+    space: SearchSpace
+    history_ids: np.ndarray
+    history_values: np.ndarray
+    errors: dict[int, str]
+    best_id: int | None
+    best_value: float
+    elapsed_s: float
+    stop_reason: str
+    strategy: str
+    seed: int
+    _trace: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def best_config(self) -> Config | None:
+        """The best configuration found (None if every evaluation failed)."""
+        return None if self.best_id is None else self.space.config(self.best_id)
+
+    @property
+    def evaluations(self) -> int:
+        return len(self.history_ids)
+
+    @property
+    def failed(self) -> list[tuple[Config, str]]:
+        """Each failed configuration with its error message, in evaluation order."""
+        return [(self.space.config(int(self.history_ids[i])), msg) for i, msg in sorted(self.errors.items())]
+
+    @property
+    def history(self) -> list[tuple[Config, float]]:
+        """Every evaluated configuration and its value, in evaluation order."""
+        return [(self.space.config(int(i)), float(v)) for i, v in zip(self.history_ids, self.history_values)]
+
+    @property
+    def history_configs(self) -> np.ndarray:
+        """The evaluated configurations as an int64 array (one row per evaluation)."""
+        return self.space.configs()[self.history_ids] if len(self.history_ids) else np.zeros(
+            (0, len(self.space.param_names)), dtype=np.int64)
+
+    @property
+    def trace(self) -> np.ndarray:
+        """Best value so far after each evaluation (inf until the first success)."""
+        if self._trace is None:
+            self._trace = np.minimum.accumulate(self.history_values) if len(self.history_values) else np.zeros(0)
+        return self._trace
+
+    def save_cache(self, path: str, **metadata: Any) -> None:
+        """Write the run as a Kernel Tuner cache file (see :func:`aoe_native.replay.save`)."""
+        from .replay import save
+
+        save(self, path, **metadata)
+
+
+class TuningInterrupted(KeyboardInterrupt):
+    """Raised when a run is interrupted by Ctrl-C; ``partial_result`` keeps what
+    was found.  Other exceptions that end a run (a SystemExit from the objective,
+    an error raised by ``progress``) are re-raised with ``partial_result`` set."""
+
+    def __init__(self, partial_result: TuneResult, cause: BaseException) -> None:
+        super().__init__(f"tuning interrupted after {partial_result.evaluations} evaluations: {cause!r}")
+        self.partial_result = partial_result
+
+
+def _initial_ids(space: SearchSpace, initial_configs: Iterable[Mapping[str, int] | Sequence[int]] | None) -> list[int]:
+    ids = []
+    for cfg in initial_configs or ():
+        i = space.index(cfg)
+        if i is None:
+            raise ValueError(f"initial configuration {cfg!r} is not a valid configuration of the space")
+        ids.append(i)
+    return ids
+
+
+def tune(
+    space: SearchSpace,
+    objective: ObjectiveLike,
+    strategy: str = "auto",
+    max_evals: int | None = None,
+    time_limit: float | None = None,
+    seed: int = 0,
+    initial_configs: Iterable[Mapping[str, int] | Sequence[int]] | None = None,
+    progress: Callable[[int, float], bool | None] | None = None,
+) -> TuneResult:
+    """Search ``space`` for the configuration that minimises ``objective``.
+
+    Args:
+        space: the search space; only its valid configurations are evaluated.
+        objective: ``f(config: dict) -> float`` (lower is better; an exception or a
+            non-finite value marks the configuration failed and the run goes on),
+            a :class:`BatchObjective`, or a native :class:`Objective` (runs in C++
+            without the GIL).
+        strategy: one of :func:`aoe_native.strategies`; ``"auto"`` is the best
+            general choice.
+        max_evals: at most this many evaluations.  With neither ``max_evals`` nor
+            ``time_limit`` the whole space may be evaluated.
+        time_limit: stop after this many seconds (checked between evaluations).
+        seed: same inputs and seed give the same result.
+        initial_configs: configurations evaluated first (warm start).
+        progress: called as ``progress(evaluations, best_value)`` after each batch
+            (at most ~10 times a second for native objectives); return False to stop.
+
+    No configuration is evaluated twice in one run.  If the run is interrupted
+    (Ctrl-C), :class:`TuningInterrupted` carries the partial result.
+    """
+    if not isinstance(space, SearchSpace):
+        raise TypeError(f"space must be an aoe_native.SearchSpace, got {type(space).__name__}")
+    batch = 0
+    fn: Any = objective
+    if isinstance(objective, BatchObjective):
+        batch, fn = objective.max_batch, objective.fn
+    if max_evals is not None and int(max_evals) != max_evals:
+        raise TypeError(f"max_evals must be an integer, got {max_evals!r}")
+    ids, values, errors, best, best_value, _failed, elapsed, reason, pending = _core._tune(
+        space, fn, batch, strategy, None if max_evals is None else int(max_evals),
+        None if time_limit is None else float(time_limit), int(seed), _initial_ids(space, initial_configs), progress)
+    result = TuneResult(space=space, history_ids=ids, history_values=values, errors=dict(errors), best_id=best,
+                        best_value=best_value, elapsed_s=elapsed, stop_reason=reason, strategy=strategy, seed=int(seed))
+    if pending is not None:
+        if isinstance(pending, KeyboardInterrupt):
+            raise TuningInterrupted(result, pending) from pending
+        pending.partial_result = result  # e.g. SystemExit, or an error raised by `progress`
+        raise pending
+    return result
