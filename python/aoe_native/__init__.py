@@ -16,6 +16,9 @@ from ._core import Objective, SearchSpace, SyntheticObjective, TableObjective, _
 from ._core import strategy_names as _strategy_names
 from . import replay, runners
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, tune
+from .platforms import load_platform, platform, soc_versions
+from .ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, supported_ops, tiling_space,
+                  tune_op)
 
 
 def strategies() -> list[str]:
@@ -32,6 +35,17 @@ def cmake_dir() -> str:
 
 
 __all__ = [
+    "Estimate",
+    "OpTuneResult",
+    "baseline_tiling",
+    "estimate",
+    "estimate_batch",
+    "load_platform",
+    "platform",
+    "soc_versions",
+    "supported_ops",
+    "tiling_space",
+    "tune_op",
     "BatchObjective",
     "Objective",
     "SearchSpace",
