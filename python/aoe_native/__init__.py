@@ -16,6 +16,9 @@ from ._core import Objective, SearchSpace, SyntheticObjective, TableObjective, _
 from ._core import strategy_names as _strategy_names
 from . import replay, runners
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, tune
+from .platforms import load_platform, platform, soc_versions
+from .ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, supported_ops, tiling_space,
+                  tune_op)
 from .opat import ModelTuneResult, tune_model
 
 
@@ -33,6 +36,17 @@ def cmake_dir() -> str:
 
 
 __all__ = [
+    "Estimate",
+    "OpTuneResult",
+    "baseline_tiling",
+    "estimate",
+    "estimate_batch",
+    "load_platform",
+    "platform",
+    "soc_versions",
+    "supported_ops",
+    "tiling_space",
+    "tune_op",
     "BatchObjective",
     "ModelTuneResult",
     "Objective",
