@@ -9,8 +9,8 @@ Location (first that applies):
 
 Layout: one JSON file per operator type (``MatMul.json``, ``Conv.json``...), each
 ``{"schema": "aoe_native.opat_bank", "schema_version": 1, "soc_version": ..., "op_type": ...,
-"entries": {key: entry}}`` written with sorted keys, one item per line, so banks diff and
-merge well in git.  The key is op type + shapes + dtype + formats + attributes
+"entries": {key: entry}}`` written with sorted keys and one entry per line, so banks diff
+and merge well in git.  The key is op type + shapes + dtype + formats + attributes
 (:func:`aoe_native.partition.task_key`).  An entry records the tiling, the time with the
 default (baseline) tiling and with the tuned one, the tool version and the date.
 
@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ._files import dump_json, locked
+from ._files import locked
 from .fileio import atomic_write_text
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "BankError", "Bank", "bank_dir", "make_entry", "merge_banks"]
@@ -113,6 +113,24 @@ def _read_file(path: str, soc_version: str | None) -> dict[str, Any]:
     for key, e in entries.items():
         _check_entry(path, key, e)
     return doc
+
+
+def _dump_bank(doc: dict[str, Any]) -> str:
+    """Bank file text: sorted keys, one entry per line (so a git diff shows one line per
+    changed key), compact within the entry."""
+    lines = ["{", ' "entries": {']
+    items = sorted(doc["entries"].items())
+    for i, (key, e) in enumerate(items):
+        lines.append(f"  {json.dumps(key, ensure_ascii=False)}: "
+                     f"{json.dumps(e, sort_keys=True, ensure_ascii=False, separators=(', ', ': '))}"
+                     + ("," if i + 1 < len(items) else ""))
+    lines.append(" },")
+    rest = sorted((k, v) for k, v in doc.items() if k != "entries")
+    for i, (k, v) in enumerate(rest):
+        lines.append(f" {json.dumps(k)}: {json.dumps(v, sort_keys=True, ensure_ascii=False)}"
+                     + ("," if i + 1 < len(rest) else ""))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def _file_name(op_type: str) -> str:
@@ -211,7 +229,7 @@ class Bank:
                     else:
                         outcomes.append(StoreOutcome(key, False, old))
                 if changed:
-                    atomic_write_text(path, dump_json(doc))
+                    atomic_write_text(path, _dump_bank(doc))
                 self.entries.update(doc["entries"])
         return outcomes
 

@@ -20,6 +20,8 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
+import numpy as np
+
 from .bank import Bank, bank_dir, make_entry
 
 if TYPE_CHECKING:  # onnx is imported only when a model is tuned, to keep `import aoe_native` light
@@ -73,7 +75,7 @@ def tune_task(task: dict[str, Any], soc_version: str, max_evals: int, seed: int,
             "baseline_tiling": {k: int(v) for k, v in r.baseline_tiling.items()},
             "baseline_us": float(r.baseline_us), "roofline_us": float(r.roofline_us),
             "evaluations": int(r.evaluations), "space_size": int(r.space_size),
-            "trace": [float(x) for x in r.trace]}
+            "trace": np.asarray(r.trace, dtype=np.float64)}
 
 
 def _round_job(args: tuple) -> tuple[int, dict[str, Any] | None, str | None]:
@@ -233,10 +235,8 @@ def _apply_round(st: _State, res: dict[str, Any] | None, err: str | None) -> Non
     prev = st.best_us
     if res["time_us"] < st.best_us:
         st.best_us, st.best_tiling = res["time_us"], res["tiling"]
-    run_best = prev
-    for v in res["trace"]:
-        run_best = min(run_best, v)
-        st.trace.append(run_best)
+    trace = np.minimum.accumulate(np.minimum(np.asarray(res["trace"], dtype=np.float64), prev))
+    st.trace.extend(trace.tolist())
     st.evaluations += res["evaluations"]
     st.last_evals = max(res["evaluations"], 1)
     st.last_gain = max((prev if prev != float("inf") else st.baseline_us) - st.best_us, 0.0)
@@ -328,7 +328,7 @@ def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version
                job_type: int = 2, input_shape: str | dict | None = None, dtype: str = "float16",
                bank: str | os.PathLike | None = None, parallel: int | None = None,
                tuning_time_limit: float | None = None, tune_ops: Iterable[str] | str | None = None,
-               seed: int = 0, evals_per_task: int = 192, round_evals: int = 64,
+               seed: int = 0, evals_per_task: int = 20000, round_evals: int = 5000,
                launch_overhead_us: float | None = None, repeat_tune: bool | None = None,
                output: str | os.PathLike | None = None, result_dir: str | os.PathLike | None = None,
                progress: Callable[[dict[str, Any]], None] | None = None) -> ModelTuneResult:

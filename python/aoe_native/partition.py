@@ -109,6 +109,7 @@ class _Group:
     out_shape: list[int]
     producers: set[int]        # groups whose outputs this one reads
     full_buffers: int          # full-size tensors held in UB
+    chain: list[tuple[str, list[str], str]] = field(default_factory=list)  # (op, inputs, output) per element-wise node
 
 
 def _numel(shape) -> int:
@@ -162,6 +163,8 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
         for o in node.outputs:
             if o:
                 owner[o] = gid
+        if kind == "elementwise":
+            groups[gid].chain.append((node.op_type, [t for t in node.inputs if t], node.outputs[0]))
         return gid
 
     for node in graph.nodes:
@@ -210,6 +213,7 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
             g.nodes.append(node.name)
             g.onnx_types.append(node.op_type)
             g.ops.append(node.op_type)
+            g.chain.append((node.op_type, [t for t in node.inputs if t], node.outputs[0]))
             g.ext_inputs.update(ext)
             g.full_buffers += extra
             g.producers.update(others)
@@ -226,7 +230,7 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
     for g in groups:
         if g.kind == "unsupported":
             continue
-        op_type, inputs, attrs = _kernel_op(g, supported)
+        op_type, inputs, attrs = _kernel_op(g, graph, supported)
         formats = _formats(op_type, inputs)
         key = task_key(op_type, inputs, dtype, formats, attrs)
         k = Kernel(len(kernels), g.nodes, g.onnx_types, op_type, inputs, attrs, formats, g.out_shape)
@@ -243,20 +247,91 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
     return Partition(graph.name, kernels, list(tasks.values()), unsup, n_nodes, n_view, dtype)
 
 
-def _kernel_op(g: _Group, supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
+# Element-wise decompositions that compilers recognise as one fused op, as exporters emit them.
+# Each pattern is a list of (op, operand spec) where "x" is the pattern's input, "p" the
+# previous step's output and "c" a constant.
+_PATTERNS: list[tuple[str, list[tuple[str, tuple[str, ...]]]]] = [
+    ("Gelu", [("Div", ("x", "c")), ("Erf", ("p",)), ("Add", ("p", "c")), ("Mul", ("x", "p")), ("Mul", ("p", "c"))]),
+    ("Gelu", [("Div", ("x", "c")), ("Erf", ("p",)), ("Add", ("p", "c")), ("Mul", ("p", "x")), ("Mul", ("p", "c"))]),
+    ("Gelu", [("Pow", ("x", "c")), ("Mul", ("p", "c")), ("Add", ("x", "p")), ("Mul", ("p", "c")), ("Tanh", ("p",)),
+              ("Add", ("p", "c")), ("Mul", ("x", "p")), ("Mul", ("p", "c"))]),
+    ("Silu", [("Sigmoid", ("x",)), ("Mul", ("x", "p"))]),
+]
+# Unary in the cost model although ONNX gives them optional extra inputs.
+_UNARY = {"Clip", "Cast", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs",
+          "LeakyRelu", "HardSwish", "Gelu", "Silu", "Identity"}
+
+
+def _match(chain, i, steps, graph: Graph) -> bool:
+    if i + len(steps) > len(chain):
+        return False
+    x = chain[i][1][0] if chain[i][1] else None
+    prev = None
+    for (op, ins, out), (want_op, spec) in zip(chain[i:i + len(steps)], steps):
+        if op != want_op or len(ins) != len(spec):
+            return False
+        for t, role in zip(ins, spec):
+            if (role == "x" and t != x) or (role == "p" and t != prev) or (role == "c" and not graph.is_const(t)):
+                return False
+        prev = out
+    return True
+
+
+def _fuse_patterns(chain, graph: Graph):
+    """Replace recognised decompositions (GELU, SiLU) by the single op."""
+    out, i = [], 0
+    while i < len(chain):
+        for name, steps in _PATTERNS:
+            if _match(chain, i, steps, graph):
+                out.append((name, [chain[i][1][0]], chain[i + len(steps) - 1][2]))
+                i += len(steps)
+                break
+        else:
+            out.append(chain[i])
+            i += 1
+    return out
+
+
+def _shape_of(graph: Graph, t: str) -> list[int]:
+    return list(graph.shape(t) or []) or [1]
+
+
+def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
+    chain = _fuse_patterns(g.chain, graph)
     if g.kind in ("cube", "vector"):
         attrs = dict(g.spec.attrs)
-        if g.ops:
-            attrs["epilogue"] = list(g.ops)
+        if chain:
+            # An Add of a broadcast operand (bias, mask) reads no output-sized tensor: BiasAdd.
+            epi = []
+            for op, ins, _ in chain:
+                small = [t for t in ins if _numel(graph.shape(t) or []) < g.out_numel]
+                epi.append("BiasAdd" if op == "Add" and small else op)
+            attrs["epilogue"] = epi
         return g.spec.op_type, [list(s) for s in g.spec.inputs], attrs
-    # Element-wise chain.  A standalone BatchNormalization is a per-channel scale and shift.
+    # Element-wise chain: the cost model's FusedElementwise takes the first op's operands,
+    # then one more operand per later binary op (the chain value is the other one).
     ops: list[str] = []
-    for op in g.ops:
-        ops.extend(["Mul", "Add"] if op == "BatchNormalization" else [op])
+    inputs: list[list[int]] = []
+    prev = None
+    for op, ins, out in chain:
+        if op == "BatchNormalization":  # inference BN: per-channel scale and shift
+            x, scale, bias = ins[0], ins[1], ins[2]
+            if prev is None:
+                inputs.append(_shape_of(graph, x))
+            ops += ["Mul", "Add"]
+            inputs += [_shape_of(graph, scale) + [1] * (len(_shape_of(graph, x)) - 2),
+                       _shape_of(graph, bias) + [1] * (len(_shape_of(graph, x)) - 2)]
+        elif prev is None:
+            ops.append(op)
+            inputs += [_shape_of(graph, t) for t in (ins[:1] if op in _UNARY else ins)]
+        else:
+            ops.append(op)
+            if op not in _UNARY:
+                rest = list(ins)
+                if prev in rest:
+                    rest.remove(prev)
+                inputs.append(_shape_of(graph, rest[0]))
+        prev = out
     if len(ops) == 1 and ops[0] in supported:
-        return ops[0], [list(s) for s in g.spec.inputs], {}
-    shapes: list[list[int]] = []
-    for s in g.ext_inputs.values():
-        if list(s) not in shapes:
-            shapes.append(list(s))
-    return "FusedElementwise", shapes, {"ops": ops}
+        return ops[0], inputs, {}
+    return "FusedElementwise", inputs, {"ops": ops}
