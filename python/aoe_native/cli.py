@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--parallel", type=int, help="worker processes (default $TE_PARALLEL_COMPILER, else the cores)")
     ap.add_argument("--dtype", default="float16", help="compute data type of the kernels (default float16)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (results are deterministic per seed)")
+    ap.add_argument("--launch_overhead_us", type=float,
+                    help="per-kernel launch cost added to model time (default 3 us, an assumption)")
     return ap
 
 
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         r = tune_model(args.model, soc_version=args.soc_version, job_type=2, input_shape=args.input_shape,
                        dtype=args.dtype, bank=args.bank, parallel=args.parallel,
                        tuning_time_limit=args.tuning_time_limit, tune_ops=args.tune_ops_file, seed=args.seed,
-                       output=args.output, result_dir=result_dir,
+                       output=args.output, result_dir=result_dir, launch_overhead_us=args.launch_overhead_us,
                        progress=_ProgressBar() if args.progress_bar else None)
     except (ValueError, KeyError, FileNotFoundError, BankError, NotImplementedError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e

@@ -357,6 +357,8 @@ def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version
         raise ValueError(f"unknown soc_version {soc_version!r}; known: {', '.join(aoe_native.soc_versions())}")
     if tuning_time_limit is not None and not tuning_time_limit > 0:
         raise ValueError(f"tuning_time_limit must be > 0 seconds, got {tuning_time_limit}")
+    if launch_overhead_us is not None and not launch_overhead_us >= 0:
+        raise ValueError(f"launch_overhead_us must be >= 0, got {launch_overhead_us}")
     if evals_per_task < 1 or round_evals < 1:
         raise ValueError("evals_per_task and round_evals must be >= 1")
     parallel = default_parallel() if parallel is None else int(parallel)

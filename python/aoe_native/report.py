@@ -75,9 +75,14 @@ def _hbars(rows: list[tuple[str, float, float]], unit: str) -> str:
 
 
 def _convergence(series: list[tuple[str, list[float], float]]) -> str:
-    """Best time so far / default time versus evaluations, one line per task."""
+    """Best time so far / default time versus evaluations (log scale), one line per task."""
+    import math
     w, h, left, bottom, top = 960, 280, 55, 35, 10
     longest = max([len(t) for _, t, _ in series] + [2])
+    span_x = math.log10(longest)
+
+    def xpos(j: int) -> float:  # evaluation j+1 on a log axis
+        return left + math.log10(j + 1) / span_x * (w - left - 10)
     vals = [v / base for _, t, base in series for v in t if base > 0 and v != float("inf")]
     lo, hi = min(vals + [1.0]), max(vals + [1.0])
     span = max(hi - lo, 1e-6)
@@ -86,8 +91,13 @@ def _convergence(series: list[tuple[str, list[float], float]]) -> str:
     for frac in (0.0, 0.5, 1.0):
         y = h - bottom - frac * (h - bottom - top)
         body.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{lo + frac * span:.3f}</text>')
-    body.append(f'<text x="{w - 10}" y="{h - bottom + 14}" text-anchor="end">{longest} evaluations</text>')
-    body.append(f'<text x="{left}" y="{h - bottom + 14}">0</text>')
+    decade = 1
+    while decade <= longest:
+        x = xpos(decade - 1)
+        body.append(f'<line x1="{x:.1f}" y1="{h - bottom}" x2="{x:.1f}" y2="{h - bottom + 4}" stroke="#444"/>'
+                    f'<text x="{x:.1f}" y="{h - bottom + 15}" text-anchor="middle">{decade}</text>')
+        decade *= 10
+    body.append(f'<text x="{(left + w) / 2}" y="{h - 4}" text-anchor="middle">evaluations (log scale)</text>')
     legend = []
     for i, (label, trace, base) in enumerate(series):
         color = _LINE_COLORS[i % len(_LINE_COLORS)]
@@ -95,7 +105,7 @@ def _convergence(series: list[tuple[str, list[float], float]]) -> str:
         for j, v in enumerate(trace):
             if base <= 0 or v == float("inf"):
                 continue
-            x = left + j / (longest - 1) * (w - left - 10)
+            x = xpos(j)
             y = h - bottom - (v / base - lo) / span * (h - bottom - top)
             pts.append(f"{x:.1f},{y:.1f}")
         if pts:
