@@ -204,3 +204,27 @@ def test_tuning_time_limit_is_respected(tmp_path):
                               evals_per_task=100000, round_evals=2000, tuning_time_limit=1.0)
     assert time.monotonic() - t < 4.0
     _check_counts(r)
+
+
+def test_scheduler_gives_rounds_to_where_the_model_time_is(tmp_path):
+    from aoe_native.opat import _State
+    from aoe_native.partition import Task
+
+    def state(occ, best, roofline, evals, gain):
+        t = Task(0, "k", "MatMul", [[8, 8], [8, 8]], "float16", ["ND", "ND"], {}, kernels=list(range(occ)))
+        return _State(t, [], None, None, best_us=best, roofline_us=roofline, evaluations=evals, rounds=1,
+                      last_gain=gain, last_evals=100)
+    assert state(6, 10.0, 5.0, 100, 1.0).priority() > state(1, 10.0, 5.0, 100, 1.0).priority()  # occurrences
+    assert state(1, 10.0, 5.0, 100, 3.0).priority() > state(1, 10.0, 5.0, 100, 0.0).priority()  # recent gain
+    assert state(1, 10.0, 2.0, 100, 0.0).priority() > state(1, 10.0, 9.0, 100, 0.0).priority()  # gap to bound
+    done = state(9, 10.0, 1.0, 100, 5.0)
+    done.done = True
+    assert done.priority() == 0.0
+    # a run with a tight budget spends its extra rounds on heavy tasks, within the budget
+    r = aoe_native.tune_model(zoo.build("resnet50"), soc_version=SOC, bank=tmp_path, parallel=1,
+                              evals_per_task=60, round_evals=50)
+    assert sum(t.evaluations for t in r.tasks) <= 60 * len(r.tasks) + 50
+    extra = [t for t in r.tasks if t.evaluations > 50]
+    light = [t for t in r.tasks if t.evaluations <= 50]
+    weight = {t.index: t.occurrences * t.baseline_us for t in r.tasks}
+    assert extra and sum(weight[t.index] for t in extra) / len(extra) > sum(weight[t.index] for t in light) / len(light)
