@@ -297,11 +297,11 @@ void CubeModel::build_spec() {
   r.push_back("baseM * baseK * " + num(ds) + " * dbL0A <= " + num(p.l0a));
   r.push_back("baseN * baseK * " + num(ds) + " * dbL0B <= " + num(p.l0b));
   r.push_back("baseM * baseN * 4 * dbL0C <= " + num(p.l0c));  // L0C holds fp32/int32
-  if (q.bias) r.push_back("baseN * 4 <= " + num(p.bt));
+  if (q.bias && p.bt > 0) r.push_back("baseN * 4 <= " + num(p.bt));  // bias table
   r.push_back("depthA1 == stepM * stepKa or depthA1 == 2 * stepM * stepKa");
   r.push_back("depthB1 == stepN * stepKb or depthB1 == 2 * stepN * stepKb");
   r.push_back("(baseM * baseK * depthA1 + baseN * baseK * depthB1) * " + num(ds) +
-              (q.bias ? " + baseN * 4" : "") + " <= " + num(p.l1));
+              (q.bias && p.bt > 0 ? " + baseN * 4" : "") + " <= " + num(p.l1));
   // MDL: M (N) may take several base blocks only when K is fully loaded.
   r.push_back("stepM == 1 or baseK * stepKa >= " + K);
   r.push_back("stepN == 1 or baseK * stepKb >= " + K);
@@ -349,7 +349,7 @@ void CubeModel::build_spec() {
   }
   if (bm * bn * 4 * 2 > p.l0c) dbc = 1;
   int64_t depth = 2;
-  if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias ? bn * 4 : 0) > p.l1) depth = 1;
+  if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias && p.bt > 0 ? bn * 4 : 0) > p.l1) depth = 1;
   s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0};
 }
 
@@ -374,6 +374,11 @@ std::vector<VecStep> epilogue_program(const OpDesc& op, const std::string& dtype
     if (arity == 2) extra_per_elem += out_size;  // reads one output-sized tensor
   }
   return prog;
+}
+
+// Without a bias table (before C220) the bias is added on the vector unit.
+void finish_bias(CubeProblem& q, const Platform& p, const std::string& dtype) {
+  if (q.bias && p.bt <= 0) vec_program("Add", dtype == "int8" ? "float16" : dtype, q.epilogue);
 }
 
 int cube_k0(const std::string& dtype) {
@@ -452,6 +457,7 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
   q.epi_extra_per_elem += extra;
   q.extra_bytes += extra * double(batch) * M * N;
   if (!p.fixpipe && attr_int(op, "relu", 0)) vec_program("Relu", dtype, q.epilogue);
+  finish_bias(q, p, dtype);
   return std::make_shared<CubeModel>(q, p);
 }
 
@@ -521,6 +527,7 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
   q.epilogue = epilogue_program(op, dtype == "int8" ? "float16" : dtype, extra, p.fixpipe, q.out_size);
   q.epi_extra_per_elem = extra;
   q.extra_bytes = extra * double(n) * m * ho * wo;
+  finish_bias(q, p, dtype);
   return std::make_shared<CubeModel>(q, p);
 }
 

@@ -92,9 +92,11 @@ class VecModel : public OpModel {
       rout = std::min(rout, side * k.ds);
     }
     const double tile_bytes = tile_elems * k.ds;
+    // Charged bytes per byte moved, for contiguous runs of `run` bytes (0:
+    // the whole tile).  Transposed runs start every other run (pitch 2x).
     auto rcharge = [&](double run) {
       if (run <= 0) run = tile_bytes;
-      return read_charge(run, run <= 0 ? tile_bytes : (k.transpose_side ? run * 2 : run), run) / run;
+      return read_charge(run, k.transpose_side ? run * 2 : run, run) / run;
     };
     auto wcharge = [&](double run) {
       if (run <= 0) run = tile_bytes;
@@ -109,7 +111,7 @@ class VecModel : public OpModel {
     // Vector: elementwise APIs over each tile; reduce APIs per row.
     double vec = double(tiles) * sweeps * vec_cycles(k.elem_prog, tile_elems);
     if (!k.row_prog.empty()) {
-      const double rows_in_tile = fits && !splitR ? double(rows_per_tile) : 1.0;
+      const double rows_in_tile = fits && !splitR ? double(std::min(rows_per_tile, units_core)) : 1.0;
       const double elems_in_call = fits && !splitR ? double(k.unit_elems) : std::min<double>(tile, row_elems);
       for (const auto& s : k.row_prog) {
         const double epr = s.fp32 ? 64.0 : 128.0;
