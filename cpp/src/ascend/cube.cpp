@@ -73,7 +73,7 @@ class CubeModel : public OpModel {
 };
 
 // Sum over the chunks of a row of length `len` cut into pieces of `chunk`.
-inline double chunked(int64_t len, int64_t chunk, double ds, double pitch) {
+inline double chunked(int64_t len, int64_t chunk, int64_t ds, int64_t pitch) {
   const int64_t full = len / chunk, tail = len % chunk;
   double c = double(full) * read_charge(chunk * ds, pitch, chunk * ds);
   if (tail) c += read_charge(tail * ds, pitch, chunk * ds);
@@ -81,7 +81,7 @@ inline double chunked(int64_t len, int64_t chunk, double ds, double pitch) {
 }
 
 double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
-  const double ds = q_.in_size;
+  const int64_t ds = q_.in_size;
   if (q_.conv) {
     // load3d reads the input rows under each M tile once per K pass:
     // rows of output covered (+1 for a tile straddling a row), their input
@@ -93,26 +93,26 @@ double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
     return double(tiles) * std::ceil(hi_rows * q_.wi * q_.cin_pad * ds / kSector) * kSector;
   }
   if (!q_.trans_a) {
-    const double pitch = q_.K * ds;
-    if (kA >= q_.K) return std::ceil(tm * pitch / kSector) * kSector;  // whole rows: one contiguous run
+    const int64_t pitch = q_.K * ds;
+    if (kA >= q_.K) return std::ceil(double(tm) * pitch / kSector) * kSector;  // whole rows: one contiguous run
     return double(tm) * chunked(q_.K, kA, ds, pitch);
   }
-  const double pitch = q_.M * ds;  // A stored K x M
+  const int64_t pitch = q_.M * ds;  // A stored K x M
   return double(q_.K) * chunked(tm, mL1, ds, pitch);
 }
 
 double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const {
-  const double ds = q_.in_size;
+  const int64_t ds = q_.in_size;
   if (q_.conv) {  // weights in FRACTAL_Z: contiguous
     return std::ceil(double(tn) * Kp_ * ds / kSector) * kSector;
   }
   if (!q_.trans_b) {
-    const double pitch = q_.N * ds;  // B stored K x N
+    const int64_t pitch = q_.N * ds;  // B stored K x N
     if (tn >= q_.N) return std::ceil(double(q_.K) * pitch / kSector) * kSector;
     return double(q_.K) * chunked(tn, nL1, ds, pitch);
   }
-  const double pitch = q_.K * ds;  // B stored N x K
-  if (kB >= q_.K) return std::ceil(tn * pitch / kSector) * kSector;
+  const int64_t pitch = q_.K * ds;  // B stored N x K
+  if (kB >= q_.K) return std::ceil(double(tn) * pitch / kSector) * kSector;
   return double(tn) * chunked(q_.K, kB, ds, pitch);
 }
 
@@ -176,13 +176,13 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // Cube: 16 x k0 x 16 MACs per cycle on fractal-padded blocks (DtypeMKN).
   const double cube = double(Mt / 16) * double(Nt / 16) * (Kt / q.k0);
   // FixPipe: L0C -> GM, bursts of one block row.
-  const double dc = q.out_size;
+  const int64_t dc = q.out_size;
   double fix_bytes;
   if (q.conv) {  // NC1HWC0 output: runs of bM pixels x C0
-    fix_bytes = double(Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, kGranule);
-    if (tm % bM) fix_bytes += double(Nt / 16) * write_charge((tm % bM) * 16 * dc, kGranule);
+    fix_bytes = double(Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, int64_t(kGranule));
+    if (tm % bM) fix_bytes += double(Nt / 16) * write_charge((tm % bM) * 16 * dc, int64_t(kGranule));
   } else {
-    const double pitch = q.N * dc;
+    const int64_t pitch = q.N * dc;
     const int64_t full = tn / bN, tail = tn % bN;
     fix_bytes = double(tm) * (full * write_charge(bN * dc, pitch) + (tail ? write_charge(tail * dc, pitch) : 0));
   }

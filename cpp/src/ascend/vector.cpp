@@ -94,13 +94,13 @@ class VecModel : public OpModel {
     const double tile_bytes = tile_elems * k.ds;
     // Charged bytes per byte moved, for contiguous runs of `run` bytes (0:
     // the whole tile).  Transposed runs start every other run (pitch 2x).
-    auto rcharge = [&](double run) {
-      if (run <= 0) run = tile_bytes;
-      return read_charge(run, k.transpose_side ? run * 2 : run, run) / run;
+    auto rcharge = [&](double run_bytes) {
+      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));
+      return read_charge(run, k.transpose_side ? run * 2 : run, run) / double(run);
     };
-    auto wcharge = [&](double run) {
-      if (run <= 0) run = tile_bytes;
-      return write_charge(run, k.transpose_side ? run * 2 : run) / run;
+    auto wcharge = [&](double run_bytes) {
+      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));
+      return write_charge(run, k.transpose_side ? run * 2 : run) / double(run);
     };
     const double read_ch = read * rcharge(rin) + k.bcast_bytes;
     const double write_ch = write * wcharge(rout);
