@@ -89,3 +89,10 @@ def test_strategy_names_pass_through():
     assert r.evaluations <= 10 and r.strategy == "random"
     with pytest.raises(ValueError, match="unknown strategy"):
         an.tune_op("Relu", [[1 << 20]], strategy="nope", max_evals=10)
+
+
+def test_few_long_rows_split_across_cores():
+    # 8 rows of 256K elements: whole rows would use 8 of 40 vector cores.
+    r = an.tune_op("Softmax", [[8, 1 << 18]])
+    assert r.tiling["splitR"] == 1 and r.breakdown["cores_used"] > 8
+    assert r.time_us < 0.5 * r.baseline_us

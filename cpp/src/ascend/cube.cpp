@@ -108,7 +108,7 @@ double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const {
   }
   if (!q_.trans_b) {
     const int64_t pitch = q_.N * ds;  // B stored K x N
-    if (tn >= q_.N) return std::ceil(double(q_.K) * pitch / kSector) * kSector;
+    if (nL1 >= q_.N) return std::ceil(double(q_.K) * pitch / kSector) * kSector;  // whole rows per copy
     return double(q_.K) * chunked(tn, nL1, ds, pitch);
   }
   const int64_t pitch = q_.K * ds;  // B stored N x K
