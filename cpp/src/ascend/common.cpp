@@ -64,7 +64,11 @@ const std::map<std::string, Recipe>& recipes() {
       // Gelu (tanh form): x * 0.5 * (1 + tanh(0.79788 * (x + 0.044715 x^3)))
       {"Gelu", {1, {"Mul", "Mul", "Muls", "Add", "Muls", "Tanh", "Adds", "Mul", "Muls"}}},
       {"Silu", {1, {"Sigmoid", "Mul"}}}, {"HardSwish", {1, {"Adds", "Adds", "Muls", "Mul"}}},
-      {"Clip", {1, {"Adds", "Adds"}}}, {"Identity", {1, {}}},
+      {"Clip", {1, {"Adds", "Adds"}}}, {"Identity", {1, {}}}, {"Dropout", {1, {}}},  // inference: identity
+      {"Floor", {1, {"Adds"}}}, {"Ceil", {1, {"Adds"}}}, {"Round", {1, {"Adds"}}}, {"Sign", {1, {"Adds"}}},
+      {"Equal", {2, {"Add"}}}, {"Greater", {2, {"Add"}}}, {"Less", {2, {"Add"}}},  // compare: Add class
+      {"Softplus", {1, {"Exp", "Adds", "Exp"}}},  // ln(1 + e^x): Ln costed as Exp
+      {"Mish", {1, {"Exp", "Adds", "Exp", "Tanh", "Mul"}}},
       {"Cast", {1, {}}},  // handled by the caller (direction known there)
   };
   return m;

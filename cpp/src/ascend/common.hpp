@@ -33,21 +33,21 @@ constexpr double kSector = 256.0;
 constexpr double kGranule = 512.0;  // [A] NPU架构版本2201.md / GM地址尽量512B对齐.md
 
 // Charged bytes of one burst of `b` bytes starting every `step` bytes in rows
-// of `pitch` bytes.
-inline double read_charge(double b, double pitch, double step) {
-  double sectors = std::ceil(b / kSector);
-  const bool aligned = std::fmod(pitch, kGranule) == 0 &&
-                       (std::fmod(step, kGranule) == 0 || std::fmod(kGranule, step) == 0) &&
-                       (std::fmod(b, kGranule) == 0 || std::fmod(kGranule, b) == 0 || b < kSector);
-  if (!aligned && b >= kSector) sectors += 1;
-  return sectors * kSector;
+// of `pitch` bytes (integer arithmetic: this is on the per-tiling hot path).
+inline double read_charge(int64_t b, int64_t pitch, int64_t step) {
+  constexpr int64_t S = int64_t(kSector), G = int64_t(kGranule);
+  int64_t sectors = (b + S - 1) / S;
+  const bool aligned = pitch % G == 0 && (step % G == 0 || G % step == 0) && (b % G == 0 || G % b == 0 || b < S);
+  if (!aligned && b >= S) sectors += 1;
+  return double(sectors * S);
 }
 // Writes go to whole 512-byte L2 lines ([A] 基本架构.md: C220 line 512 B);
 // the published case blames the 256-byte steps of 64x64 fp32 output blocks.
-inline double write_charge(double b, double pitch) {
-  double lines = std::ceil(b / kGranule);
-  if (std::fmod(pitch, kGranule) != 0 && b >= kGranule) lines += 1;
-  return lines * kGranule;
+inline double write_charge(int64_t b, int64_t pitch) {
+  constexpr int64_t G = int64_t(kGranule);
+  int64_t lines = (b + G - 1) / G;
+  if (pitch % G != 0 && b >= G) lines += 1;
+  return double(lines * G);
 }
 
 // ---- vector instruction costs -------------------------------------------------

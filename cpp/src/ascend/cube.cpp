@@ -73,7 +73,7 @@ class CubeModel : public OpModel {
 };
 
 // Sum over the chunks of a row of length `len` cut into pieces of `chunk`.
-inline double chunked(int64_t len, int64_t chunk, double ds, double pitch) {
+inline double chunked(int64_t len, int64_t chunk, int64_t ds, int64_t pitch) {
   const int64_t full = len / chunk, tail = len % chunk;
   double c = double(full) * read_charge(chunk * ds, pitch, chunk * ds);
   if (tail) c += read_charge(tail * ds, pitch, chunk * ds);
@@ -81,7 +81,7 @@ inline double chunked(int64_t len, int64_t chunk, double ds, double pitch) {
 }
 
 double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
-  const double ds = q_.in_size;
+  const int64_t ds = q_.in_size;
   if (q_.conv) {
     // load3d reads the input rows under each M tile once per K pass:
     // rows of output covered (+1 for a tile straddling a row), their input
@@ -93,26 +93,26 @@ double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
     return double(tiles) * std::ceil(hi_rows * q_.wi * q_.cin_pad * ds / kSector) * kSector;
   }
   if (!q_.trans_a) {
-    const double pitch = q_.K * ds;
-    if (kA >= q_.K) return std::ceil(tm * pitch / kSector) * kSector;  // whole rows: one contiguous run
+    const int64_t pitch = q_.K * ds;
+    if (kA >= q_.K) return std::ceil(double(tm) * pitch / kSector) * kSector;  // whole rows: one contiguous run
     return double(tm) * chunked(q_.K, kA, ds, pitch);
   }
-  const double pitch = q_.M * ds;  // A stored K x M
+  const int64_t pitch = q_.M * ds;  // A stored K x M
   return double(q_.K) * chunked(tm, mL1, ds, pitch);
 }
 
 double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const {
-  const double ds = q_.in_size;
+  const int64_t ds = q_.in_size;
   if (q_.conv) {  // weights in FRACTAL_Z: contiguous
     return std::ceil(double(tn) * Kp_ * ds / kSector) * kSector;
   }
   if (!q_.trans_b) {
-    const double pitch = q_.N * ds;  // B stored K x N
-    if (tn >= q_.N) return std::ceil(double(q_.K) * pitch / kSector) * kSector;
+    const int64_t pitch = q_.N * ds;  // B stored K x N
+    if (nL1 >= q_.N) return std::ceil(double(q_.K) * pitch / kSector) * kSector;  // whole rows per copy
     return double(q_.K) * chunked(tn, nL1, ds, pitch);
   }
-  const double pitch = q_.K * ds;  // B stored N x K
-  if (kB >= q_.K) return std::ceil(tn * pitch / kSector) * kSector;
+  const int64_t pitch = q_.K * ds;  // B stored N x K
+  if (kB >= q_.K) return std::ceil(double(tn) * pitch / kSector) * kSector;
   return double(tn) * chunked(q_.K, kB, ds, pitch);
 }
 
@@ -176,13 +176,13 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // Cube: 16 x k0 x 16 MACs per cycle on fractal-padded blocks (DtypeMKN).
   const double cube = double(Mt / 16) * double(Nt / 16) * (Kt / q.k0);
   // FixPipe: L0C -> GM, bursts of one block row.
-  const double dc = q.out_size;
+  const int64_t dc = q.out_size;
   double fix_bytes;
   if (q.conv) {  // NC1HWC0 output: runs of bM pixels x C0
-    fix_bytes = double(Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, kGranule);
-    if (tm % bM) fix_bytes += double(Nt / 16) * write_charge((tm % bM) * 16 * dc, kGranule);
+    fix_bytes = double(Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, int64_t(kGranule));
+    if (tm % bM) fix_bytes += double(Nt / 16) * write_charge((tm % bM) * 16 * dc, int64_t(kGranule));
   } else {
-    const double pitch = q.N * dc;
+    const int64_t pitch = q.N * dc;
     const int64_t full = tn / bN, tail = tn % bN;
     fix_bytes = double(tm) * (full * write_charge(bN * dc, pitch) + (tail ? write_charge(tail * dc, pitch) : 0));
   }
@@ -297,11 +297,11 @@ void CubeModel::build_spec() {
   r.push_back("baseM * baseK * " + num(ds) + " * dbL0A <= " + num(p.l0a));
   r.push_back("baseN * baseK * " + num(ds) + " * dbL0B <= " + num(p.l0b));
   r.push_back("baseM * baseN * 4 * dbL0C <= " + num(p.l0c));  // L0C holds fp32/int32
-  if (q.bias) r.push_back("baseN * 4 <= " + num(p.bt));
+  if (q.bias && p.bt > 0) r.push_back("baseN * 4 <= " + num(p.bt));  // bias table
   r.push_back("depthA1 == stepM * stepKa or depthA1 == 2 * stepM * stepKa");
   r.push_back("depthB1 == stepN * stepKb or depthB1 == 2 * stepN * stepKb");
   r.push_back("(baseM * baseK * depthA1 + baseN * baseK * depthB1) * " + num(ds) +
-              (q.bias ? " + baseN * 4" : "") + " <= " + num(p.l1));
+              (q.bias && p.bt > 0 ? " + baseN * 4" : "") + " <= " + num(p.l1));
   // MDL: M (N) may take several base blocks only when K is fully loaded.
   r.push_back("stepM == 1 or baseK * stepKa >= " + K);
   r.push_back("stepN == 1 or baseK * stepKb >= " + K);
@@ -349,7 +349,7 @@ void CubeModel::build_spec() {
   }
   if (bm * bn * 4 * 2 > p.l0c) dbc = 1;
   int64_t depth = 2;
-  if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias ? bn * 4 : 0) > p.l1) depth = 1;
+  if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias && p.bt > 0 ? bn * 4 : 0) > p.l1) depth = 1;
   s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0};
 }
 
@@ -374,6 +374,11 @@ std::vector<VecStep> epilogue_program(const OpDesc& op, const std::string& dtype
     if (arity == 2) extra_per_elem += out_size;  // reads one output-sized tensor
   }
   return prog;
+}
+
+// Without a bias table (before C220) the bias is added on the vector unit.
+void finish_bias(CubeProblem& q, const Platform& p, const std::string& dtype) {
+  if (q.bias && p.bt <= 0) vec_program("Add", dtype == "int8" ? "float16" : dtype, q.epilogue);
 }
 
 int cube_k0(const std::string& dtype) {
@@ -452,6 +457,7 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
   q.epi_extra_per_elem += extra;
   q.extra_bytes += extra * double(batch) * M * N;
   if (!p.fixpipe && attr_int(op, "relu", 0)) vec_program("Relu", dtype, q.epilogue);
+  finish_bias(q, p, dtype);
   return std::make_shared<CubeModel>(q, p);
 }
 
@@ -521,6 +527,7 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
   q.epilogue = epilogue_program(op, dtype == "int8" ? "float16" : dtype, extra, p.fixpipe, q.out_size);
   q.epi_extra_per_elem = extra;
   q.extra_bytes = extra * double(n) * m * ho * wo;
+  finish_bias(q, p, dtype);
   return std::make_shared<CubeModel>(q, p);
 }
 

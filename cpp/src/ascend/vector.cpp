@@ -32,7 +32,8 @@ struct VecKernel {
   int transpose_side = 0;           // >0: runs limited by the square tile side
   int ub_buffers = 2;               // tile-sized queue buffers (x bufferNum)
   int temp_fp32 = 0;                // tile-sized fp32 temporaries
-  bool reduce = false;              // cores may split the rows (splitR)
+  bool split_rows = false;          // cores may split the rows (splitR)
+  int syncs = 1;                    // core syncs when rows are split (one per row statistic)
   double unique_bytes = 0;          // for the roofline
   double flops = 0;
 };
@@ -58,32 +59,24 @@ class VecModel : public OpModel {
     const Platform& p = p_;
     const VecKernel& k = k_;
     const int64_t bd = t[kBlockDim], tile = t[kTileLen], db = t[kBufferNum];
-    const bool splitR = k.reduce && t[kSplitR] == 1;
-    // Rows per tile, or tile chunks per row.
-    const bool fits = k.unit_elems <= tile;
-    const int64_t rows_per_tile = fits ? tile / k.unit_elems : 1;
-    const int64_t chunks = fits ? 1 : cdiv(k.unit_elems, tile);
+    const bool splitR = k.split_rows && t[kSplitR] == 1;
+    // Every core takes whole rows, or (splitR) 1/bd of every row with the
+    // partial results combined after a core sync.
+    const int64_t row = splitR ? cdiv(k.unit_elems, bd) : k.unit_elems;
+    const bool fits = row <= tile;  // a row (share) fits one UB tile: one GM sweep
     const int sweeps = fits ? 1 : k.sweeps_if_split;
-    int64_t cores, units_core, tiles;
-    double elems_core, row_elems;  // elements per core; elements of one row handled per core
-    if (splitR) {  // every core takes 1/bd of every row; partial results are combined by atomic add
-      cores = bd;
-      units_core = k.units;
-      row_elems = double(cdiv(k.unit_elems, bd));
-      const int64_t rpt = row_elems <= tile ? std::max<int64_t>(1, tile / int64_t(row_elems)) : 1;
-      tiles = row_elems <= tile ? cdiv(units_core, rpt) : units_core * cdiv(int64_t(row_elems), tile);
-      elems_core = double(units_core) * row_elems;
-    } else {
-      cores = std::min<int64_t>(bd, k.units);
-      units_core = cdiv(k.units, bd);
-      row_elems = double(k.unit_elems);
-      tiles = fits ? cdiv(units_core, rows_per_tile) : units_core * chunks;
-      elems_core = double(units_core) * k.unit_elems;
-    }
+    const int64_t cores = splitR ? bd : std::min<int64_t>(bd, k.units);
+    const int64_t units_core = splitR ? k.units : cdiv(k.units, bd);
+    const int64_t rows_per_tile = fits ? tile / row : 1;
+    const int64_t tiles = fits ? cdiv(units_core, rows_per_tile) : units_core * cdiv(row, tile);
+    const double row_elems = double(row);
+    const double elems_core = double(units_core) * row;
     const double tile_elems = std::min(double(tile), elems_core);
     // GM bytes per core, charged by burst.
     const double read = elems_core * k.in_bytes * sweeps;
-    const double write = elems_core * k.out_bytes + units_core * k.out_bytes_per_unit * (splitR ? 2 : 1);
+    // Split rows also write their partial results (and read them back).
+    const double write = elems_core * k.out_bytes + units_core * k.out_bytes_per_unit * (splitR ? 2 : 1) +
+                         (splitR ? double(units_core) * 8 * k.syncs : 0);
     double rin = k.run_in, rout = k.run_out;
     if (k.transpose_side) {
       double side = 16;
@@ -92,13 +85,15 @@ class VecModel : public OpModel {
       rout = std::min(rout, side * k.ds);
     }
     const double tile_bytes = tile_elems * k.ds;
-    auto rcharge = [&](double run) {
-      if (run <= 0) run = tile_bytes;
-      return read_charge(run, run <= 0 ? tile_bytes : (k.transpose_side ? run * 2 : run), run) / run;
+    // Charged bytes per byte moved, for contiguous runs of `run` bytes (0:
+    // the whole tile).  Transposed runs start every other run (pitch 2x).
+    auto rcharge = [&](double run_bytes) {
+      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));
+      return read_charge(run, k.transpose_side ? run * 2 : run, run) / double(run);
     };
-    auto wcharge = [&](double run) {
-      if (run <= 0) run = tile_bytes;
-      return write_charge(run, k.transpose_side ? run * 2 : run) / run;
+    auto wcharge = [&](double run_bytes) {
+      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));
+      return write_charge(run, k.transpose_side ? run * 2 : run) / double(run);
     };
     const double read_ch = read * rcharge(rin) + k.bcast_bytes;
     const double write_ch = write * wcharge(rout);
@@ -109,8 +104,8 @@ class VecModel : public OpModel {
     // Vector: elementwise APIs over each tile; reduce APIs per row.
     double vec = double(tiles) * sweeps * vec_cycles(k.elem_prog, tile_elems);
     if (!k.row_prog.empty()) {
-      const double rows_in_tile = fits && !splitR ? double(rows_per_tile) : 1.0;
-      const double elems_in_call = fits && !splitR ? double(k.unit_elems) : std::min<double>(tile, row_elems);
+      const double rows_in_tile = fits ? double(std::min(rows_per_tile, units_core)) : 1.0;
+      const double elems_in_call = fits ? row_elems : double(tile);
       for (const auto& s : k.row_prog) {
         const double epr = s.fp32 ? 64.0 : 128.0;
         double reps = rows_in_tile * std::ceil(elems_in_call / epr);
@@ -124,7 +119,7 @@ class VecModel : public OpModel {
       core_cycles = std::max({mte2, vec, mte3, port}) + per_tile_mte2 + per_tile_mte3;
     else
       core_cycles = std::max(mte2 + vec + mte3, port);
-    if (splitR) core_cycles += mte2_head(int(cores), false);  // SyncAll before the atomic combine
+    if (splitR) core_cycles += k.syncs * mte2_head(int(cores), false);  // SyncAll, then combine partials
     const double f = p.freq_mhz;
     const double head_us = (kOpHead + mte2_head(int(cores), tile_bytes >= 25000) + kMte3Head + kVecHead) / f;
     const double chip_bytes = (read_ch + write_ch) * cores;
@@ -167,7 +162,7 @@ class VecModel : public OpModel {
     if (ub <= 0 || (per_tile_bytes_db + fixed) * std::max<int64_t>(align, 256 / ds) > ub)
       fail(k.kind + ": the operands do not fit the " + std::to_string(int64_t(p.ub)) + "-byte UB of " + p.name);
     s.names = {"blockDim", "tileLen", "bufferNum"};
-    const int64_t max_units = k.reduce ? std::max<int64_t>(k.units, p.vector_cores) : k.units;
+    const int64_t max_units = k.split_rows ? std::max<int64_t>(k.units, p.vector_cores) : k.units;
     s.values.push_back(core_counts(p.vector_cores, max_units));
     s.values.push_back(pow2_range(std::max<int64_t>(align, 256 / ds), ub / (per_tile_bytes_db + fixed)));
     s.values.push_back({1, 2});
@@ -181,7 +176,7 @@ class VecModel : public OpModel {
     // beyond twice a core's share.
     const std::string share = "(" + std::to_string(total) + " + blockDim - 1) / blockDim";
     s.pruning.push_back("tileLen < 2 * " + share + " or tileLen == " + std::to_string(s.values[1].front()));
-    if (k.reduce) {
+    if (k.split_rows) {
       s.names.push_back("splitR");
       s.values.push_back(k.unit_elems >= 2 * 256 / ds ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
       r.push_back("splitR == 0 or splitR == 1");
@@ -201,7 +196,7 @@ class VecModel : public OpModel {
     for (int64_t v : s.values[1])
       if (v * (per_tile_bytes_db * 2 + fixed) <= ub && (v <= std::max<int64_t>(block / 16, 1) || v <= k.unit_elems)) tile = v;
     s.baseline = {bd_val, tile, 2};
-    if (k.reduce) s.baseline.push_back(0);
+    if (k.split_rows) s.baseline.push_back(0);
   }
 
   VecKernel k_;
@@ -261,11 +256,14 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
       const auto to = attr_strs(op, "to");
       const std::string target = to.empty() ? dtype : canonical_dtype(to[0]);
       const int ts = dtype_size(target);
-      if (ts != k.ds || target != dtype) {
-        if (ts > k.ds) k.elem_prog.push_back({vec_api_cost("CastUp"), false});
-        else k.elem_prog.push_back({vec_api_cost("CastDown"), ts == 1 ? false : true});
-        if (ts == 1 || k.ds == 1) k.elem_prog.push_back({vec_api_cost("CastDown"), false});  // via fp16
-      }
+      // One Cast instruction per size step (int8 <-> fp16 <-> fp32); bf16 <->
+      // fp16 goes through fp32.  GE's Cast costs are per element of the
+      // 16-bit side, i.e. per 128-element repeat.
+      int steps = 0;
+      for (int s = std::min(ts, k.ds); s < std::max(ts, k.ds); s *= 2) ++steps;
+      if (steps == 0 && target != dtype) steps = 2;
+      for (int i = 0; i < steps; ++i)
+        k.elem_prog.push_back({vec_api_cost(ts > k.ds || (steps == 2 && i == 0 && ts == k.ds) ? "CastUp" : "CastDown"), false});
       out_size = ts;
       consumed += (i == 0) ? 1 : 0;
       continue;
@@ -302,6 +300,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   }
   k.ub_buffers += 1;  // one intermediate for the chain
   k.out_bytes = out_size;
+  if (out_size > k.ds) k.temp_fp32 += 1;  // the wider output tile
   k.unique_bytes += double(n) * out_size;
   k.flops = double(n) * ops.size();
   if (cd != dtype || dtype == "bfloat16") k.temp_fp32 += 1;
@@ -360,13 +359,16 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
       k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // max, then sum (WholeReduceMax: same class)
       for (auto* a : {"Add", "Exp", "Mul"}) k.elem_prog.push_back(api(a));  // x - max, exp, * 1/sum
       k.sweeps_if_split = 3;
+      k.split_rows = true;
+      k.syncs = 2;
     } else if (ln) {
       k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // mean, variance
       for (auto* a : {"Add", "Mul", "Muls", "Mul", "Add"}) k.elem_prog.push_back(api(a));
       k.sweeps_if_split = 2;
+      k.split_rows = true;
     } else {
       k.row_prog = {api("WholeReduceSum")};
-      k.reduce = true;
+      k.split_rows = true;
     }
     k.out_bytes_per_unit = (sm || ln) ? 0 : k.ds;
     k.out_bytes = (sm || ln) ? k.ds : 0;
@@ -389,7 +391,7 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     } else {
       k.elem_prog.push_back(api("Add"));
       k.out_bytes_per_unit = double(blk) * k.ds;
-      k.reduce = true;
+      k.split_rows = true;
     }
   }
   if (up) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
@@ -408,8 +410,6 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   const double n = double(numel(x));
   k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes;
   k.flops = n * (k.elem_prog.size() + k.row_prog.size());
-  if (k.reduce && op.kind != "ReduceSum" && op.kind != "ReduceMean" && op.kind != "ReduceMax" && op.kind != "ReduceMin")
-    fail("internal: unexpected reduce kind " + op.kind);
   return std::make_shared<VecModel>(k, p);
 }
 
