@@ -159,7 +159,7 @@ def test_kill_9_mid_run_then_rerun_reuses_finished_tasks(tmp_path):
 def test_four_concurrent_aoe_processes_share_one_bank(tmp_path):
     bank = tmp_path / "bank"
     paths = []
-    for i, tokens in enumerate((32, 48, 64, 80)):
+    for i, tokens in enumerate((32, 48, 64, 64)):  # two runs race on the same keys
         m = mlp(tokens=tokens)
         p = tmp_path / f"m{i}.onnx"
         p.write_bytes(m.SerializeToString())
