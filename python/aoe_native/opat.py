@@ -328,7 +328,7 @@ def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version
                job_type: int = 2, input_shape: str | dict | None = None, dtype: str = "float16",
                bank: str | os.PathLike | None = None, parallel: int | None = None,
                tuning_time_limit: float | None = None, tune_ops: Iterable[str] | str | None = None,
-               seed: int = 0, evals_per_task: int = 20000, round_evals: int = 5000,
+               seed: int = 0, evals_per_task: int = 100_000, round_evals: int = 25_000,
                launch_overhead_us: float | None = None, repeat_tune: bool | None = None,
                output: str | os.PathLike | None = None, result_dir: str | os.PathLike | None = None,
                progress: Callable[[dict[str, Any]], None] | None = None) -> ModelTuneResult:
