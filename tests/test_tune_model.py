@@ -228,3 +228,16 @@ def test_scheduler_gives_rounds_to_where_the_model_time_is(tmp_path):
     light = [t for t in r.tasks if t.evaluations <= 50]
     weight = {t.index: t.occurrences * t.baseline_us for t in r.tasks}
     assert extra and sum(weight[t.index] for t in extra) / len(extra) > sum(weight[t.index] for t in light) / len(light)
+
+
+def test_neighbour_tilings_are_mapped_into_the_new_space():
+    from aoe_native.opat import nearest_valid_tilings
+    a = {"op_type": "MatMul", "inputs": [[128, 768], [768, 768]], "dtype": "float16", "attrs": {}}
+    b = {"op_type": "MatMul", "inputs": [[96, 768], [768, 768]], "dtype": "float16", "attrs": {}}
+    best_a = aoe_native.tune_op(a["op_type"], a["inputs"], max_evals=2000).tiling
+    mapped = nearest_valid_tilings(b, SOC, [best_a, {"unrelated": 1}])
+    assert len(mapped) == 1
+    space = aoe_native.tiling_space(b["op_type"], b["inputs"])
+    assert space.index(mapped[0]) is not None  # a valid tiling of the new shape
+    valid_b = space.config(0)
+    assert nearest_valid_tilings(b, SOC, [valid_b]) == [valid_b]  # valid ones stay as they are

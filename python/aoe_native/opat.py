@@ -68,6 +68,8 @@ def tune_task(task: dict[str, Any], soc_version: str, max_evals: int, seed: int,
               initial_tilings: list[dict[str, int]] | None = None, time_limit: float | None = None) -> dict[str, Any]:
     """Tune one task with the cost model (runs in a worker process); plain-data result."""
     import aoe_native
+    if initial_tilings:
+        initial_tilings = nearest_valid_tilings(task, soc_version, initial_tilings)
     r = aoe_native.tune_op(task["op_type"], task["inputs"], dtype=task["dtype"], soc_version=soc_version,
                            attrs=task["attrs"] or None, max_evals=max_evals, time_limit=time_limit, seed=seed,
                            initial_tilings=initial_tilings or None)
@@ -76,6 +78,31 @@ def tune_task(task: dict[str, Any], soc_version: str, max_evals: int, seed: int,
             "baseline_us": float(r.baseline_us), "roofline_us": float(r.roofline_us),
             "evaluations": int(r.evaluations), "space_size": int(r.space_size),
             "trace": np.asarray(r.trace, dtype=np.float64)}
+
+
+def nearest_valid_tilings(task: dict[str, Any], soc_version: str,
+                          tilings: list[dict[str, int]]) -> list[dict[str, int]]:
+    """Map tilings found for other shapes onto this task's space: each becomes the valid
+    tiling closest to it (L1 distance of log2(1 + value) over the parameters), since a
+    neighbour's block sizes often break this shape's limits by a step or two."""
+    import aoe_native
+    space = aoe_native.tiling_space(task["op_type"], task["inputs"], task["dtype"], soc_version,
+                                    attrs=task["attrs"] or None)
+    names = list(space.param_names)
+    configs = space.configs()
+    if len(configs) == 0:
+        return []
+    logs = np.log2(1.0 + np.maximum(configs, 0).astype(np.float64))
+    out: list[dict[str, int]] = []
+    for t in tilings:
+        if set(t) != set(names):
+            continue  # a tiling of another parameterisation says nothing here
+        want = np.log2(1.0 + np.maximum(np.array([t[n] for n in names], dtype=np.float64), 0))
+        row = configs[int(np.argmin(np.abs(logs - want).sum(axis=1)))]
+        cfg = {n: int(v) for n, v in zip(names, row)}
+        if cfg not in out:
+            out.append(cfg)
+    return out
 
 
 def _round_job(args: tuple) -> tuple[int, dict[str, Any] | None, str | None]:
