@@ -124,3 +124,11 @@ def test_weights_in_external_data_are_never_read(tmp_path):
             (d / "ext.data").unlink()
         g = load_graph(str(d / "ext.onnx"))
         assert g.shape("w") == (64, 32) and g.shape("r") == (2, 16)
+
+
+def test_several_inputs_fixed_at_once():
+    m = zoo.build("bert_base", dynamic_batch=True)
+    with pytest.raises(ValueError, match="dynamic"):
+        load_graph(m, "input_ids:2,128")  # the other two inputs are still dynamic
+    g = load_graph(m, "input_ids:2,128;token_type_ids:2,128;attention_mask:2,128")
+    assert g.shape(g.outputs[0]) == (2, 128, 768)

@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"aoe: error: {msg}", file=sys.stderr)
         return 1
+    for t in r.tasks:
+        if t.update_mode == "failed":
+            print(f"aoe: warning: task {t.key} kept its default tiling: {t.error}", file=sys.stderr)
     s = r.repo_summary
     print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks, "
           f"{sum(u['count'] for u in r.unsupported)} unsupported nodes")
