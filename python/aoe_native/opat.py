@@ -431,8 +431,13 @@ def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version
     to_tune = [st for st in states if is_selected(st.task) and (st.bank_entry is None or repeat)]
     for st in states:
         if st not in to_tune:
-            st.baseline_tiling, st.baseline_us = _baseline(st.task, soc_version)
             st.done = True
+        try:  # cheap (one estimate); tells the scheduler where the model's time is
+            st.baseline_tiling, st.baseline_us = _baseline(st.task, soc_version)
+        except Exception as e:
+            if st not in to_tune:
+                raise
+            st.error = f"{type(e).__name__}: {e}"
 
     def notify(stage: str, current: list[_State]) -> None:
         if progress is None:
@@ -452,8 +457,10 @@ def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version
     deadline = None if tuning_time_limit is None else time.monotonic() + tuning_time_limit
     try:
         round_no = 0
-        pending = list(to_tune)  # first round: every task, in descending predicted weight
-        pending.sort(key=lambda s: -s.task.occurrences * (s.bank_us or 0.0))
+        # First round: every task, heaviest first (occurrences x default time), so that a
+        # time limit cuts the light ones.
+        pending = sorted(to_tune, key=lambda s: (-s.task.occurrences * (s.baseline_us if s.baseline_tiling
+                                                                          else 0.0), s.task.index))
         while True:
             if round_no == 0:
                 batch = pending[:]
