@@ -351,6 +351,51 @@ def _ub_bytes(soc: str) -> int:
     raise KeyError(f"platform({soc!r}) has no UB size")
 
 
+def _schedule(to_tune: list[_State], states: list[_State], runner: _Runner, the_bank: Bank, soc_version: str,
+              seed: int, budget: int, round_evals: int, deadline: float | None,
+              notify: Callable[[str, list[_State]], None]) -> None:
+    """Ansor-style rounds: every task once (heaviest first), then the tasks with the largest
+    priority (see _State.priority), `runner.parallel` at a time, until the evaluation budget,
+    the deadline or every task is spent.  Each finished job's winner is stored at once."""
+    try:
+        round_no = 0
+        # First round: every task, heaviest first (occurrences x default time), so that a
+        # time limit cuts the light ones.
+        pending = sorted(to_tune, key=lambda s: (-s.task.occurrences * (s.baseline_us if s.baseline_tiling
+                                                                          else 0.0), s.task.index))
+        while True:
+            if round_no == 0:
+                batch = pending[:]
+            else:
+                cands = sorted((s for s in to_tune if not s.done and s.priority() > 0),
+                               key=lambda s: (-s.priority(), s.task.index))
+                batch = cands[:runner.parallel]
+            if not batch or (round_no > 0 and budget <= 0):
+                break
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if round_no > 0 and remaining is not None and remaining <= 0:
+                break
+            per_job_time = None
+            if remaining is not None:
+                waves = -(-len(batch) // runner.parallel)
+                per_job_time = max(remaining / waves, 0.05)
+            jobs = [(s.task.index, _task_args(s.task), soc_version, round_evals,
+                     _seed_for(seed, s.task.key, round_no),
+                     (s.warm if round_no == 0 else [s.best_tiling] if s.best_tiling else []), per_job_time)
+                    for s in batch]
+            running = list(batch)
+            notify("tuning", running)
+            for index, res, err in runner.run(jobs):
+                _apply_round(states[index], res, err)
+                budget -= res["evaluations"] if res else 0
+                _store(the_bank, states[index])  # at once: a kill loses only the tasks still running
+                running.remove(states[index])
+                notify("tuning", running)
+            round_no += 1
+    finally:
+        runner.close()
+
+
 def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version: str = "Ascend910B3",
                job_type: int = 2, input_shape: str | dict | None = None, dtype: str = "float16",
                bank: str | os.PathLike | None = None, parallel: int | None = None,
@@ -452,47 +497,9 @@ def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version
                   "gain": before / after - 1.0 if after > 0 else 0.0,
                   "elapsed_s": time.monotonic() - t0})
 
-    runner = _Runner(min(parallel, max(len(to_tune), 1)))
-    budget = evals_per_task * len(to_tune)
     deadline = None if tuning_time_limit is None else time.monotonic() + tuning_time_limit
-    try:
-        round_no = 0
-        # First round: every task, heaviest first (occurrences x default time), so that a
-        # time limit cuts the light ones.
-        pending = sorted(to_tune, key=lambda s: (-s.task.occurrences * (s.baseline_us if s.baseline_tiling
-                                                                          else 0.0), s.task.index))
-        while True:
-            if round_no == 0:
-                batch = pending[:]
-            else:
-                cands = sorted((s for s in to_tune if not s.done and s.priority() > 0),
-                               key=lambda s: (-s.priority(), s.task.index))
-                batch = cands[:runner.parallel]
-            if not batch or (round_no > 0 and budget <= 0):
-                break
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if round_no > 0 and remaining is not None and remaining <= 0:
-                break
-            per_job_time = None
-            if remaining is not None:
-                waves = -(-len(batch) // runner.parallel)
-                per_job_time = max(remaining / waves, 0.05)
-            evals = round_evals
-            jobs = [(s.task.index, _task_args(s.task), soc_version, evals,
-                     _seed_for(seed, s.task.key, round_no),
-                     (s.warm if round_no == 0 else [s.best_tiling] if s.best_tiling else []), per_job_time)
-                    for s in batch]
-            running = list(batch)
-            notify("tuning", running)
-            for index, res, err in runner.run(jobs):
-                _apply_round(states[index], res, err)
-                budget -= res["evaluations"] if res else 0
-                _store(the_bank, states[index])  # at once: a kill loses only the tasks still running
-                running.remove(states[index])
-                notify("tuning", running)
-            round_no += 1
-    finally:
-        runner.close()
+    _schedule(to_tune, states, _Runner(min(parallel, max(len(to_tune), 1))), the_bank, soc_version, seed,
+              evals_per_task * len(to_tune), round_evals, deadline, notify)
 
     for st in to_tune:  # tasks whose tuning failed keep the default tiling
         if st.baseline_tiling is None:
