@@ -130,6 +130,8 @@ def test_kill_9_leaves_a_loadable_bank_with_every_finished_entry(tmp_path):
         b = Bank(d, SOC).load()  # loads: no partial file was ever visible
         assert set(finished) <= set(b.entries)
         assert len(b.entries) <= len(finished) + 1  # at most the entry being written when killed
+        b.store([("MatMul(1x1)|float16|ND|{}", _entry(1, 1.0))])  # the next writer cleans up after the kill
+        assert not [n for n in os.listdir(d) if n.startswith(".tmp-")]
 
 
 def test_merge_keeps_the_better_entry_same_soc_only(tmp_path, capsys):

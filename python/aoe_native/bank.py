@@ -212,6 +212,14 @@ class Bank:
             return outcomes
         os.makedirs(self.directory, exist_ok=True)
         with locked(os.path.join(self.directory, _LOCK_NAME)):
+            # Bank files are only written under this lock, so a temp file seen now was left
+            # by a writer killed mid-write: remove it.
+            for n in os.listdir(self.directory):
+                if n.startswith(".tmp-"):
+                    try:
+                        os.unlink(os.path.join(self.directory, n))
+                    except OSError:
+                        pass
             for name, items in sorted(by_file.items()):
                 path = os.path.join(self.directory, name)
                 if os.path.exists(path):

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                        tuning_time_limit=args.tuning_time_limit, tune_ops=args.tune_ops_file, seed=args.seed,
                        output=args.output, result_dir=result_dir, launch_overhead_us=args.launch_overhead_us,
                        progress=_ProgressBar() if args.progress_bar else None)
-    except (ValueError, KeyError, FileNotFoundError, BankError, NotImplementedError) as e:
+    except (ValueError, KeyError, OSError, BankError, NotImplementedError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"aoe: error: {msg}", file=sys.stderr)
         return 1
