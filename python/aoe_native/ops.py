@@ -100,6 +100,8 @@ def supported_ops() -> list[str]:
 # ---- input normalisation -----------------------------------------------------------
 
 def _shapes(inputs: Any, op_type: str) -> list[list[int]]:
+    if isinstance(inputs, np.ndarray):
+        inputs = inputs.tolist()
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
         raise TypeError(f"{op_type}: inputs must be a list of shapes (lists of ints), got {inputs!r}")
     out = []
