@@ -277,7 +277,8 @@ void CubeModel::build_spec() {
   s.values[kSN] = splits(q.N);
   s.values[kBM] = pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(q.M, 16))));
   s.values[kBN] = pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(q.N, 16))));
-  s.values[kBK] = pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds * 2 / 2 * 1, align_up(Kp_, kq))));
+  // baseK up to 512 bytes of K per row (256 fp16 elements).
+  s.values[kBK] = pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds, align_up(Kp_, kq))));
   s.values[kStepM] = {1, 2, 4};
   s.values[kStepN] = {1, 2, 4};
   s.values[kStepKa] = {1, 2, 4, 8};
