@@ -258,6 +258,15 @@ def test_errors_are_precise():
         an.tune_op("Softmax", [[4, 4]], attrs={"axis": 5})
     with pytest.raises(TypeError, match="not an integer"):
         an.tune_op("Add", [[4.5], [4]])
+    with pytest.raises(ValueError, match="unknown attribute.*'stride'.*strides"):
+        an.tune_op("Conv", [[1, 8, 8, 8], [8, 8, 3, 3]], attrs={"stride": [2, 2]})
+    with pytest.raises(ValueError, match="kernel_shape"):
+        an.tune_op("Conv", [[1, 8, 8, 8], [8, 8, 3, 3]], attrs={"kernel_shape": [5, 5]})
+    with pytest.raises(ValueError, match="not an elementwise op"):
+        an.tune_op("MatMul", [[64, 64], [64, 64]], attrs={"epilogue": ["Softmax"]})
+    # ONNX attributes that do not change the cost are accepted.
+    an.tune_op("LeakyRelu", [[64]], attrs={"alpha": 0.1})
+    an.tune_op("Conv", [[1, 8, 8, 8], [8, 8, 3, 3]], attrs={"auto_pad": "SAME_UPPER", "kernel_shape": [3, 3]})
 
 
 def test_tiling_outside_the_space_names_the_constraint():

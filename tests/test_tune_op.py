@@ -96,3 +96,37 @@ def test_few_long_rows_split_across_cores():
     r = an.tune_op("Softmax", [[8, 1 << 18]])
     assert r.tiling["splitR"] == 1 and r.breakdown["cores_used"] > 8
     assert r.time_us < 0.5 * r.baseline_us
+
+
+def test_random_operators_on_every_soc_are_valid_and_bounded():
+    # Any shape on any SoC: a non-empty space, a valid baseline, and
+    # roofline <= tuned <= baseline.
+    rnd = __import__("random").Random(7)
+    dims = [1, 3, 16, 17, 64, 100, 255, 512, 1000, 2048]
+    socs = an.soc_versions()
+    for _ in range(150):
+        soc = rnd.choice(socs)
+        p = an.platform(soc)
+        kind = rnd.choice(["mm", "conv", "ew", "red", "sm", "tr"])
+        if kind == "mm":
+            k = rnd.choice(dims)
+            op, ins, at = "BatchMatMul", [[rnd.choice([1, 3]), rnd.choice(dims), k], [1, k, rnd.choice(dims)]], None
+        elif kind == "conv":
+            c = rnd.choice([3, 16, 64])
+            g = rnd.choice([1, c])
+            kh = rnd.choice([1, 3, 7])
+            op, ins = "Conv", [[rnd.choice([1, 8]), c, 28, 28], [rnd.choice([16, 64]) if g == 1 else c, c // g, kh, kh]]
+            at = {"group": g, "strides": [rnd.choice([1, 2])] * 2, "pads": [kh // 2] * 4}
+        elif kind == "ew":
+            op, ins, at = "Mul", [[rnd.choice(dims), rnd.choice(dims)], [1]], None
+        elif kind == "red":
+            shape = [rnd.choice(dims) for _ in range(3)]
+            op, ins, at = "ReduceSum", [shape], {"axes": [rnd.randrange(3)]}
+        elif kind == "sm":
+            op, ins, at = "Softmax", [[rnd.choice(dims), rnd.choice(dims)]], None
+        else:
+            op, ins, at = "Transpose", [[rnd.choice(dims), rnd.choice(dims), 8]], {"perm": [1, 0, 2]}
+        dtype = rnd.choice(p["cube_dtypes"] if kind in ("mm", "conv") else p["vector_dtypes"])
+        r = an.tune_op(op, ins, dtype=dtype, soc_version=soc, attrs=at)
+        assert r.space_size > 0
+        assert r.roofline_us * 0.999 <= r.time_us <= r.baseline_us, (op, ins, at, dtype, soc)

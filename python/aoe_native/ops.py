@@ -37,6 +37,23 @@ _ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 6: "int3
 _FLOAT_ATTRS = {"alpha", "beta", "epsilon", "momentum", "min", "max"}
 # Attributes accepted for ONNX compatibility that the model derives itself.
 _IGNORED_ATTRS = {"kernel_shape", "noop_with_empty_axes", "stash_type"}
+# Attributes each structured op understands (a misspelt "stride" must not be
+# ignored silently).  Elementwise ops take any (their attributes - alpha,
+# approximate, ... - do not change the cost).
+_CUBE_COMMON = {"epilogue", "out_dtype", "bias", "relu"}
+_ALLOWED_ATTRS = {
+    "MatMul": _CUBE_COMMON | {"transpose_a", "transpose_b"},
+    "BatchMatMul": _CUBE_COMMON | {"transpose_a", "transpose_b"},
+    "Gemm": _CUBE_COMMON | {"alpha", "beta", "transA", "transB"},
+    "Conv": _CUBE_COMMON | {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
+    "ReduceSum": {"axes", "keepdims", "noop_with_empty_axes"},
+    "ReduceMean": {"axes", "keepdims", "noop_with_empty_axes"},
+    "ReduceMax": {"axes", "keepdims", "noop_with_empty_axes"},
+    "ReduceMin": {"axes", "keepdims", "noop_with_empty_axes"},
+    "Softmax": {"axis"},
+    "LayerNormalization": {"axis", "epsilon", "stash_type"},
+    "Transpose": {"perm"},
+}
 
 
 @dataclass(frozen=True)
@@ -83,6 +100,8 @@ def supported_ops() -> list[str]:
 # ---- input normalisation -----------------------------------------------------------
 
 def _shapes(inputs: Any, op_type: str) -> list[list[int]]:
+    if isinstance(inputs, np.ndarray):
+        inputs = inputs.tolist()
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
         raise TypeError(f"{op_type}: inputs must be a list of shapes (lists of ints), got {inputs!r}")
     out = []
@@ -158,6 +177,19 @@ def _auto_pad(mode: str, attrs: Mapping[str, Any], inputs: list[list[int]], op_t
     return {"pads": pads_begin + pads_end}
 
 
+def _check_attr_names(kind: str, op_type: str, attrs: Mapping[str, Any] | None, shapes: list[list[int]]) -> None:
+    allowed = _ALLOWED_ATTRS.get(kind)
+    if allowed is None or not attrs:
+        return
+    unknown = sorted(k for k in attrs if k not in allowed)
+    if unknown:
+        raise ValueError(f"{op_type}: unknown attribute(s) {', '.join(map(repr, unknown))}; "
+                         f"{op_type} accepts {', '.join(sorted(allowed))}")
+    if kind == "Conv" and "kernel_shape" in attrs and list(attrs["kernel_shape"]) != shapes[1][2:]:
+        raise ValueError(f"Conv: kernel_shape {list(attrs['kernel_shape'])} does not match W {shapes[1]} "
+                         f"(kH, kW = {shapes[1][2:]})")
+
+
 def _freeze(x: Any) -> Any:
     if isinstance(x, dict):
         return tuple(sorted((k, _freeze(v)) for k, v in x.items()))
@@ -185,6 +217,7 @@ def _model(op_type: str, inputs: Any, dtype: str, soc_version: str, attrs: Mappi
     if m is None:
         ints, strs = _attrs(attrs, op_type, shapes)
         m = _core.ascend_op_model(native_platform(soc_version), op_type, shapes, dtype, ints, strs)
+        _check_attr_names(m.kind, op_type, attrs, shapes)
         with _cache_lock:
             if len(_models) >= _CACHE_MAX:
                 _models.clear()

@@ -60,7 +60,7 @@ inline double write_charge(int64_t b, int64_t pitch) {
 struct VecCost {
   double per_repeat;
   double per_call;
-  int temps;  // extra tile-sized UB buffers the API needs
+  int temps;  // tile-sized temporaries the API needs (Ascend C's Sigmoid/Tanh/Erf take a sharedTmpBuffer)
 };
 
 // Cost of one named elementwise/reduce API (canonical names as in GE:

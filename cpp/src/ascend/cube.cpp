@@ -35,7 +35,7 @@ struct CubeProblem {
   bool trans_a = false, trans_b = false, bias = false;
   bool conv = false;
   // Conv geometry for the A operand (feature map in NC1HWC0, [A] 数据排布格式.md).
-  int64_t wo = 1, wi = 1, sh = 1, kh_eff = 1, cin_pad = 0, hi = 1;
+  int64_t ho = 1, wo = 1, wi = 1, sh = 1, kh_eff = 1, cin_pad = 0, hi = 1;
   double flops = 0;                // useful FLOPs (no padding)
   double a_bytes = 0, b_bytes = 0, c_bytes = 0, extra_bytes = 0;  // unique GM bytes, whole op
   std::vector<VecStep> epilogue;   // vector work per output element
@@ -87,10 +87,13 @@ double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
     // rows of output covered (+1 for a tile straddling a row), their input
     // rows with the kernel halo, all (padded) channels; C1 planes are
     // contiguous, so the bursts are long.
+    // A tile may span images (M = N * Ho * Wo): each image it touches adds
+    // the kernel halo.
     const int64_t tiles = cdiv(tm, mL1);
     const int64_t ho_rows = std::min(cdiv(mL1, q_.wo) + (mL1 % q_.wo ? 1 : 0), cdiv(tm, q_.wo) + 1);
-    const int64_t hi_rows = std::min((ho_rows - 1) * q_.sh + q_.kh_eff, q_.hi);
-    return double(tiles) * std::ceil(hi_rows * q_.wi * q_.cin_pad * ds / kSector) * kSector;
+    const int64_t segments = cdiv(ho_rows, q_.ho);
+    const int64_t hi_rows = ho_rows * std::min(q_.sh, q_.kh_eff) + segments * std::max<int64_t>(0, q_.kh_eff - q_.sh);
+    return double(tiles) * std::ceil(double(hi_rows) * q_.wi * q_.cin_pad * ds / kSector) * kSector;
   }
   if (!q_.trans_a) {
     const int64_t pitch = q_.K * ds;
@@ -274,7 +277,8 @@ void CubeModel::build_spec() {
   s.values[kSN] = splits(q.N);
   s.values[kBM] = pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(q.M, 16))));
   s.values[kBN] = pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(q.N, 16))));
-  s.values[kBK] = pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds * 2 / 2 * 1, align_up(Kp_, kq))));
+  // baseK up to 512 bytes of K per row (256 fp16 elements).
+  s.values[kBK] = pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds, align_up(Kp_, kq))));
   s.values[kStepM] = {1, 2, 4};
   s.values[kStepN] = {1, 2, 4};
   s.values[kStepKa] = {1, 2, 4, 8};
@@ -286,7 +290,7 @@ void CubeModel::build_spec() {
   s.values[kDbC] = {1, 2};
   s.values[kOrder] = {0, 1};
 
-  const std::string M = num(q.M), N = num(q.N), K = num(Kp_);
+  const std::string M = num(q.M), N = num(q.N), K = num(align_up(Kp_, kq));
   const std::string mB = "((" + M + " + singleCoreM - 1) / singleCoreM)";
   const std::string nB = "((" + N + " + singleCoreN - 1) / singleCoreN)";
   auto& r = s.restrictions;
@@ -314,11 +318,27 @@ void CubeModel::build_spec() {
   pr.push_back("baseM < 2 * singleCoreM and baseN < 2 * singleCoreN");
   pr.push_back("baseM * stepM < 2 * singleCoreM and baseN * stepN < 2 * singleCoreN");
   pr.push_back("baseK * stepKa < 2 * " + K + " and baseK * stepKb < 2 * " + K);
-  // Maximal multi-core splits only: neither M nor N could take one more
-  // piece without exceeding the cores (or the pieces available).
-  const std::string maxMB = num(cdiv(q.M, s.values[kSM].front())), maxNB = num(cdiv(q.N, s.values[kSN].front()));
-  pr.push_back("(" + mB + " * (" + nB + " + 1) > " + num(cores) + " or " + nB + " >= " + maxNB + ") and ((" + mB +
-               " + 1) * " + nB + " > " + num(cores) + " or " + mB + " >= " + maxMB + ")");
+  // Maximal multi-core splits only: no other split uses at least as many
+  // pieces along both M and N (and more along one) within the cores.
+  {
+    std::vector<std::pair<int64_t, int64_t>> pieces;  // (mB, nB) of each value pair
+    std::vector<std::pair<int64_t, int64_t>> vals;
+    for (int64_t sm : s.values[kSM])
+      for (int64_t sn : s.values[kSN]) {
+        const int64_t a = cdiv(q.M, sm), b = cdiv(q.N, sn);
+        if (a * b <= cores) pieces.push_back({a, b}), vals.push_back({sm, sn});
+      }
+    std::string any;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      bool maximal = true;
+      for (const auto& o : pieces)
+        if (o.first >= pieces[i].first && o.second >= pieces[i].second && o != pieces[i]) maximal = false;
+      if (maximal)
+        any += (any.empty() ? "" : " or ") + std::string("(singleCoreM == ") + num(vals[i].first) +
+               " and singleCoreN == " + num(vals[i].second) + ")";
+    }
+    if (!any.empty()) pr.push_back(any);
+  }
   // L0A/L0B and the two L1 operands are double-buffered alike (Ascend C's
   // recommended setting has both on; the model treats the sides alike).
   pr.push_back("dbL0A == dbL0B");
@@ -515,11 +535,13 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
   q.M = n * ho * wo;
   q.K = align_up(e * cg, c0) * kh * kw;
   q.N = e * mg;
-  q.wo = wo; q.wi = wd + pads[1] + pads[3]; q.hi = h + pads[0] + pads[2];
+  q.ho = ho; q.wo = wo; q.wi = wd + pads[1] + pads[3]; q.hi = h + pads[0] + pads[2];
   q.sh = strides[0]; q.kh_eff = ekh;
   q.cin_pad = align_up(e * cg, c0);
   q.flops = 2.0 * n * ho * wo * m * cg * kh * kw;
-  q.a_bytes = double(numel(x)) * q.in_size;
+  // Input rows the kernel touches (a stride above the kernel height skips rows).
+  const int64_t rows = std::min(h, ho * std::min(ekh, strides[0]) + std::max<int64_t>(0, ekh - strides[0]));
+  q.a_bytes = double(numel(x)) * q.in_size * double(rows) / double(h);
   q.b_bytes = double(numel(w)) * q.in_size;
   q.c_bytes = double(n) * m * ho * wo * q.out_size;
   q.bias = op.inputs.size() == 3 || attr_int(op, "bias", 0) != 0;

@@ -247,6 +247,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   // How many operands the chain consumes: the first op takes its arity, each
   // later binary op one more.
   size_t consumed = 0;
+  int temps = 0;  // temporaries of the hungriest API in the chain
   int out_size = k.ds;
   const std::string cd = compute_dtype(dtype);
   if (dtype == "int8") k.elem_prog.push_back({vec_api_cost("CastUp"), false});
@@ -273,11 +274,13 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
       for (auto& e : elementwise_ops()) v += (v.empty() ? "" : ", ") + e;
       fail(op.kind + ": '" + o + "' is not an elementwise op (supported: " + v + ")");
     }
+    const size_t first = k.elem_prog.size();
     const int arity = vec_program(o, cd, k.elem_prog);
     consumed += (i == 0) ? arity : arity - 1;
-    if (vec_api_cost("Add").per_call > 0 && (o == "Sigmoid" || o == "Tanh" || o == "Erf" || o == "Gelu")) k.temp_fp32 += 1;
+    for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
   }
   if (dtype == "int8") k.elem_prog.push_back({vec_api_cost("CastDown"), false});
+  k.temp_fp32 += temps;
   if (consumed != op.inputs.size())
     fail(op.kind + ": the ops " + [&] { std::string s; for (auto& o : ops) s += (s.empty() ? "" : ", ") + o; return s; }() +
          " take " + std::to_string(consumed) + " input(s), but " + std::to_string(op.inputs.size()) + " shapes were given");
