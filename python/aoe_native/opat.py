@@ -89,14 +89,20 @@ def nearest_valid_tilings(task: dict[str, Any], soc_version: str,
     space = aoe_native.tiling_space(task["op_type"], task["inputs"], task["dtype"], soc_version,
                                     attrs=task["attrs"] or None)
     names = list(space.param_names)
-    configs = space.configs()
-    if len(configs) == 0:
-        return []
-    logs = np.log2(1.0 + np.maximum(configs, 0).astype(np.float64))
     out: list[dict[str, int]] = []
+    logs = None
     for t in tilings:
         if set(t) != set(names):
             continue  # a tiling of another parameterisation says nothing here
+        if space.index(dict(t)) is not None:  # already valid: as is
+            if t not in out:
+                out.append(dict(t))
+            continue
+        if logs is None:  # materialise the space only when a tiling needs moving
+            configs = space.configs()
+            if len(configs) == 0:
+                break
+            logs = np.log2(1.0 + np.maximum(configs, 0).astype(np.float64))
         want = np.log2(1.0 + np.maximum(np.array([t[n] for n in names], dtype=np.float64), 0))
         row = configs[int(np.argmin(np.abs(logs - want).sum(axis=1)))]
         cfg = {n: int(v) for n, v in zip(names, row)}
