@@ -135,8 +135,8 @@ def test_damaged_bank_stops_the_run_and_is_kept(tmp_path):
 
 
 def test_kill_9_mid_run_then_rerun_reuses_finished_tasks(tmp_path):
-    model = tmp_path / "bert.onnx"
-    zoo.save("bert_base", str(model))
+    model = tmp_path / "yolo.onnx"
+    zoo.save("yolov5s", str(model))  # 38 tasks: the run lasts well beyond its first stored entry
     bank = tmp_path / "bank"
     cmd = [sys.executable, "-m", "aoe_native.cli", "-f", "5", "-j", "2", "-m", str(model), "--bank", str(bank),
            "--parallel", "2", "--progress_bar", "off"]
