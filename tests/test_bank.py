@@ -152,6 +152,8 @@ def test_merge_keeps_the_better_entry_same_soc_only(tmp_path, capsys):
     assert "3 entries" in capsys.readouterr().out
     assert bank_cli.main(["show", str(tmp_path / "dst"), "--op", "MatMul"]) == 0
     assert _key(3) in capsys.readouterr().out
+    assert bank_cli.main(["stats", str(tmp_path / "nope")]) == 1
+    assert "nope: not a bank directory" in capsys.readouterr().err
 
 
 def test_nearest_shapes_for_warm_start(tmp_path):

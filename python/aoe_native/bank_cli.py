@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .bank import Bank, BankError, bank_dir, merge_banks
@@ -19,6 +20,8 @@ __all__ = ["main"]
 
 def _open(args) -> Bank:
     if args.bank_dir:
+        if not os.path.isdir(args.bank_dir):
+            raise BankError(f"{args.bank_dir}: not a bank directory")
         return Bank(args.bank_dir).load()
     if not args.soc_version:
         raise ValueError("give a bank directory or --soc_version")
