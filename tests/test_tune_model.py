@@ -88,6 +88,12 @@ def test_tune_ops_filter_and_result_files(tmp_path):
                               tune_ops=str(ops), output=tmp_path / "out", result_dir=tmp_path, **FAST)
     modes = {t.node_names[0]: t.update_mode for t in r.tasks}
     assert modes["ln"] == "skipped"  # fc0 and fc1 are one task (identical shapes)
+    # a skipped task still runs with the bank's tiling when the bank has a faster one
+    aoe_native.tune_model(mlp(), soc_version=SOC, bank=tmp_path / "bank", input_shape="x:1,64,256", **FAST)
+    again = aoe_native.tune_model(mlp(), soc_version=SOC, bank=tmp_path / "bank", input_shape="x:1,64,256",
+                                  tune_ops=str(ops), **FAST)
+    ln = next(t for t in again.tasks if t.node_names[0] == "ln")
+    assert ln.update_mode == "skipped" and ln.bank_hit and ln.time_us < ln.baseline_us
     assert modes["fc0"] != "skipped" and modes["softmax"] != "skipped"
     assert r.repo_summary["total_num"] == 2
     doc = json.loads(open(r.result_file).read())

@@ -466,7 +466,7 @@ def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version
 
     states: list[_State] = []
     for task in part.tasks:
-        entry = the_bank.get(task.key) if is_selected(task) else None
+        entry = the_bank.get(task.key)  # also for tasks not selected: a compiler would use it
         bank_us = None
         if entry is not None:
             try:
@@ -516,7 +516,7 @@ def tune_model(model_or_path: "str | os.PathLike | onnx.ModelProto", soc_version
                 st.baseline_tiling, st.baseline_us = None, 0.0
     notify("done", [])
     result = _assemble(graph, part, states, to_tune, soc_version, dtype, overhead, the_bank, parallel, seed,
-                       time.monotonic() - t0, selected is not None, is_selected)
+                       time.monotonic() - t0, is_selected)
     from .results import write_outputs
     write_outputs(result, output=output, result_dir=result_dir)
     return result
@@ -546,8 +546,8 @@ def _store(the_bank: Bank, st: _State) -> None:
 
 
 def _assemble(graph, part: "Partition", states: list[_State], to_tune: list[_State], soc: str, dtype: str,
-              overhead: float, the_bank: Bank, parallel: int, seed: int, elapsed: float, filtered: bool,
-              is_selected) -> ModelTuneResult:
+              overhead: float, the_bank: Bank, parallel: int, seed: int, elapsed: float,
+              is_selected: Callable[["Task"], bool]) -> ModelTuneResult:
     tuned_set = {id(s) for s in to_tune}
     tasks: list[TaskResult] = []
     summary = {"repo_add_num": 0, "repo_hit_num": 0, "repo_reserved_num": 0, "repo_unsatisfied_num": 0,
@@ -558,8 +558,9 @@ def _assemble(graph, part: "Partition", states: list[_State], to_tune: list[_Sta
         hit = st.bank_entry is not None
         tuned = id(st) in tuned_set
         final = _final_time(st)
-        if not selected:
-            mode, tiling = "skipped", st.baseline_tiling
+        if not selected:  # not tuned; runs with the bank's tiling if it has a faster one
+            mode = "skipped"
+            tiling = st.bank_entry["tiling"] if hit and st.bank_us < st.baseline_us else st.baseline_tiling
         elif st.error is not None and st.best_tiling is None and not hit:
             mode, tiling = "failed", st.baseline_tiling
         elif hit:
