@@ -29,8 +29,12 @@ def _on_off(v: str) -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="aoe", description="Operator auto-tuning of a whole ONNX model for Ascend "
-                                 "NPUs (AOE-compatible flags).")
+    ap = argparse.ArgumentParser(
+        prog="aoe", description="Operator auto-tuning of a whole ONNX model for Ascend NPUs (AOE-compatible flags).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="environment: TUNE_BANK_PATH (bank root, must exist), REPEAT_TUNE=True (re-tune bank hits),\n"
+               "TE_PARALLEL_COMPILER (default --parallel), ASCEND_WORK_PATH (where aoe_result_opat_*.json\n"
+               "is written; default: the working directory).")
     ap.add_argument("--model", "-m", required=True, help="ONNX model file")
     ap.add_argument("--framework", "-f", type=int, required=True,
                     help="model framework: 5 = ONNX (the only one supported)")
