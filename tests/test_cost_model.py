@@ -285,3 +285,35 @@ def test_tiling_outside_the_space_names_the_constraint():
     assert np.isfinite(out[0]) and np.isnan(out[1])
     with pytest.raises(ValueError, match="columns"):
         an.estimate_batch("MatMul", shape, "float16", B3, rows[:, :3])
+
+
+def test_pooling_models_traffic_and_window_work():
+    import aoe_native as an
+
+    x = [32, 64, 112, 112]
+    pool = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    r = an.tune_op("MaxPool", [x], soc_version="Ascend910B3", attrs=pool)
+    est = an.estimate("MaxPool", [x], "float16", "Ascend910B3", r.tiling, attrs=pool)
+    out = 32 * 64 * 56 * 56
+    # input read once, output written once
+    assert est.breakdown["gm_read_bytes"] == pytest.approx(32 * 64 * 112 * 112 * 2, rel=0.01)
+    assert est.breakdown["gm_write_bytes"] == pytest.approx(out * 2, rel=0.01)
+    assert r.time_us >= r.roofline_us and r.improvement >= 0
+    # a larger window costs more vector work on the same output size
+    big = dict(kernel_shape=[5, 5], strides=[2, 2], pads=[2, 2, 2, 2])
+    assert an.tune_op("MaxPool", [x], attrs=big).breakdown["vector_us"] > r.breakdown["vector_us"]
+    avg = an.tune_op("AveragePool", [x], attrs=dict(kernel_shape=[2, 2], strides=[2, 2]))
+    assert avg.time_us > 0
+
+
+@pytest.mark.parametrize("attrs, message", [
+    ({}, "kernel_shape"),
+    ({"kernel_shape": [9, 9]}, "larger than the padded input"),
+    ({"kernel_shape": [3, 3], "strides": [0, 1]}, "strides"),
+    ({"kernel_shape": [3, 3], "stride": [1, 1]}, "unknown attribute"),
+])
+def test_pooling_bad_input(attrs, message):
+    import aoe_native as an
+
+    with pytest.raises(ValueError, match=message):
+        an.estimate("MaxPool", [[1, 8, 4, 4]], "float16", "Ascend910B3", [1, 16, 2], attrs=attrs)

@@ -97,8 +97,9 @@ def test_node_mapping_details():
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", strides=[2, 2], auto_pad="SAME_UPPER"),
              helper.make_node("MatMul", ["a", "bm"], ["m"], name="bmm"),
              helper.make_node("GlobalAveragePool", ["c"], ["p"], name="gap"),
-             helper.make_node("MaxPool", ["c"], ["mp"], name="maxpool", kernel_shape=[2, 2])]
-    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("m", "p", "mp")]
+             helper.make_node("MaxPool", ["c"], ["mp"], name="maxpool", kernel_shape=[2, 2]),
+             helper.make_node("LpPool", ["c"], ["lp"], name="lppool", kernel_shape=[2, 2])]
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("m", "p", "mp", "lp")]
     g = load_graph(helper.make_model(helper.make_graph(nodes, "t", [x, wt, a, bm], outs),
                                      opset_imports=[helper.make_opsetid("", 17)]))
     by = {n.name: n for n in g.nodes}
@@ -108,8 +109,11 @@ def test_node_mapping_details():
     assert map_node(g, by["bmm"]).op_type == "BatchMatMul"
     gap = map_node(g, by["gap"])
     assert (gap.op_type, gap.attrs) == ("ReduceMean", {"axes": [2, 3], "keepdims": 1})
-    with pytest.raises(UnsupportedNode, match="MaxPool is not modelled"):
-        map_node(g, by["maxpool"])
+    mp = map_node(g, by["maxpool"])
+    assert (mp.op_type, mp.inputs, mp.attrs) == ("MaxPool", [[1, 16, 8, 8]], {
+        "kernel_shape": [2, 2], "strides": [1, 1], "pads": [0, 0, 0, 0], "ceil_mode": 0, "dilations": [1, 1]})
+    with pytest.raises(UnsupportedNode, match="LpPool is not modelled"):
+        map_node(g, by["lppool"])
 
 
 def test_weights_in_external_data_are_never_read(tmp_path):

@@ -57,10 +57,10 @@ def test_resnet50_fuses_conv_bn_add_relu_and_dedups():
     epi = Counter(tuple(k.attrs.get("epilogue", [])) for k in p.kernels if k.op_type == "Conv")
     assert epi == {("BatchNormalization", "Relu"): 33, ("BatchNormalization", "Add", "Relu"): 16,
                    ("BatchNormalization",): 4}
-    assert sum(t.occurrences for t in p.tasks) == len(p.kernels) == 55
+    assert sum(t.occurrences for t in p.tasks) == len(p.kernels) == 56
     assert len({t.key for t in p.tasks}) == len(p.tasks) < len(p.kernels)
-    assert [(u.onnx_type, u.count) for u in p.unsupported] == [("MaxPool", 1)]
-    assert p.unsupported[0].share == pytest.approx(1 / 175)
+    assert p.unsupported == []  # every node of ResNet-50 is modelled (MaxPool as a vector kernel)
+    assert [k.op_type for k in p.kernels].count("MaxPool") == 1
     # identical bottlenecks share tasks: layer3 has six blocks, five of them identical
     l3 = [k for k in p.kernels if k.nodes[0].startswith("layer3.") and k.nodes[0].endswith("conv2")]
     assert len({k.task for k in l3[1:]}) == 1
@@ -89,7 +89,7 @@ def test_transformer_and_yolo_partitions(name):
         assert sum(k.attrs.get("epilogue") == ["BiasAdd", "Gelu"] for k in p.kernels) == 12  # tanh form
     if name == "yolov5s":
         assert Counter(u.onnx_type for u in p.unsupported for _ in range(u.count)) == \
-            {"Concat": 14, "MaxPool": 3, "Resize": 2}
+            {"Concat": 14, "Resize": 2}
         epi = Counter(tuple(k.attrs.get("epilogue", [])) for k in p.kernels if k.op_type == "Conv")
         assert epi == {("Silu",): 50, ("Silu", "Add"): 7, (): 3}
 

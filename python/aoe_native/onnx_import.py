@@ -341,6 +341,19 @@ def map_node(graph: Graph, node: Node) -> OpSpec:
         x = _shape(graph, node.inputs[0], node)
         return OpSpec("ReduceMean" if op == "GlobalAveragePool" else "ReduceMax", [x],
                       {"axes": list(range(2, len(x))), "keepdims": 1}, "vector")
+    if op in ("MaxPool", "AveragePool"):
+        x = _shape(graph, node.inputs[0], node)
+        if len(x) != 4:
+            raise UnsupportedNode(f"only 2-D pooling is modelled (input rank {len(x)})")
+        if a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+            raise UnsupportedNode(f"{op} with auto_pad={a['auto_pad']} is not modelled")
+        if len(node.outputs) > 1 and node.outputs[1]:
+            raise UnsupportedNode("MaxPool with an Indices output is not modelled")
+        attrs = {"kernel_shape": list(a["kernel_shape"]), "strides": list(a.get("strides", [1, 1])),
+                 "pads": list(a.get("pads", [0, 0, 0, 0])), "ceil_mode": int(a.get("ceil_mode", 0))}
+        if op == "MaxPool":
+            attrs["dilations"] = list(a.get("dilations", [1, 1]))
+        return OpSpec(op, [x], attrs, "vector")
     if op == "Softmax":
         x = _shape(graph, node.inputs[0], node)
         return OpSpec(op, [x], {"axis": int(a.get("axis", -1)) % len(x)}, "vector")

@@ -36,7 +36,7 @@ _ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 6: "int3
 # Float attributes that do not change the cost (scalars folded into the kernel).
 _FLOAT_ATTRS = {"alpha", "beta", "epsilon", "momentum", "min", "max"}
 # Attributes accepted for ONNX compatibility that the model derives itself.
-_IGNORED_ATTRS = {"kernel_shape", "noop_with_empty_axes", "stash_type"}
+_IGNORED_ATTRS = {"noop_with_empty_axes", "stash_type"}
 # Attributes each structured op understands (a misspelt "stride" must not be
 # ignored silently).  Elementwise ops take any (their attributes - alpha,
 # approximate, ... - do not change the cost).
@@ -53,6 +53,8 @@ _ALLOWED_ATTRS = {
     "Softmax": {"axis"},
     "LayerNormalization": {"axis", "epsilon", "stash_type"},
     "Transpose": {"perm"},
+    "MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order"},
+    "AveragePool": {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"},
 }
 
 

@@ -42,6 +42,11 @@ def measure(fn: Callable[[], Any], repeats: int = 7, warmup: int = 1, min_second
 
 
 def _worker(conn: Any, fn: Callable[[dict[str, int]], float]) -> None:
+    # A crash is reported by the parent with its signal; a traceback dump from a
+    # faulthandler inherited through fork would only clutter the parent's output.
+    import faulthandler
+
+    faulthandler.disable()
     while True:
         try:
             config = conn.recv()

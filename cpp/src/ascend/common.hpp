@@ -123,5 +123,6 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p);  // reduce/softmax/layernorm
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p);
+std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p);  // MaxPool, AveragePool
 
 }  // namespace aoe::ascend::detail

@@ -14,7 +14,7 @@ using namespace detail;
 
 namespace {
 
-enum class Family { MatMul, Conv, Elementwise, Rows, Transpose };
+enum class Family { MatMul, Conv, Elementwise, Rows, Transpose, Pool };
 
 // Accepted names -> (canonical kind, family).  ONNX names first; Ascend/TF
 // names as aliases.
@@ -33,6 +33,8 @@ const std::map<std::string, std::pair<std::string, Family>>& op_table() {
         {"LayerNormalization", {"LayerNormalization", Family::Rows}},
         {"LayerNorm", {"LayerNormalization", Family::Rows}},
         {"Transpose", {"Transpose", Family::Transpose}}, {"TransposeD", {"Transpose", Family::Transpose}},
+        {"MaxPool", {"MaxPool", Family::Pool}},       {"AveragePool", {"AveragePool", Family::Pool}},
+        {"MaxPoolV3", {"MaxPool", Family::Pool}},     {"AvgPoolV2", {"AveragePool", Family::Pool}},
         {"FusedElementwise", {"FusedElementwise", Family::Elementwise}},
         {"RealDiv", {"Div", Family::Elementwise}},    {"Maximum", {"Max", Family::Elementwise}},
         {"Minimum", {"Min", Family::Elementwise}},    {"Square", {"Mul", Family::Elementwise}},
@@ -70,6 +72,7 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
     case Family::Elementwise: return make_elementwise_model(op, platform);
     case Family::Rows: return make_rows_model(op, platform);
     case Family::Transpose: return make_transpose_model(op, platform);
+    case Family::Pool: return make_pool_model(op, platform);
   }
   fail("internal: unhandled op family");
 }

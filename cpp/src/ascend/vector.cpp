@@ -462,4 +462,52 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
   return std::make_shared<VecModel>(k, p);
 }
 
+std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
+  // MaxPool / AveragePool over NCHW with ONNX attributes.  On the vector unit
+  // a window is kh*kw - 1 Max (or Add) calls over a tile of outputs whose
+  // input rows sit in UB; padding is filled in UB (Duplicate), so GM traffic
+  // is the input read once (halo rows shared by adjacent tiles are
+  // neglected) plus the output.
+  VecKernel k;
+  const std::string dtype = op.dtype;
+  check_vec_dtype(dtype, p, op.kind);
+  k.kind = op.kind;
+  k.ds = dtype_size(dtype);
+  if (op.inputs.size() != 1) fail(op.kind + ": expected one input shape, got " + std::to_string(op.inputs.size()));
+  const auto& x = op.inputs[0];
+  check_shape(x, op.kind + " input");
+  if (x.size() != 4) fail(op.kind + ": only 2-D pooling over NCHW is modelled (input " + shape_str(x) + ")");
+  const auto ks = attr_ints(op, "kernel_shape", {});
+  if (ks.size() != 2 || ks[0] <= 0 || ks[1] <= 0)
+    fail(op.kind + ": attrs['kernel_shape'] must be two positive sizes, got " + shape_str(ks));
+  const auto st = attr_ints(op, "strides", {1, 1});
+  const auto pads = attr_ints(op, "pads", {0, 0, 0, 0});
+  const auto dil = attr_ints(op, "dilations", {1, 1});
+  if (st.size() != 2 || st[0] <= 0 || st[1] <= 0) fail(op.kind + ": strides must be two positive values");
+  if (pads.size() != 4) fail(op.kind + ": pads must be [top, left, bottom, right]");
+  if (dil.size() != 2 || dil[0] <= 0 || dil[1] <= 0) fail(op.kind + ": dilations must be two positive values");
+  const bool ceil_mode = attr_int(op, "ceil_mode", 0) != 0;
+  int64_t out_hw[2];
+  for (int i = 0; i < 2; ++i) {
+    const int64_t span = x[2 + i] + pads[i] + pads[i + 2] - ((ks[i] - 1) * dil[i] + 1);
+    if (span < 0) fail(op.kind + ": the window is larger than the padded input " + shape_str(x));
+    out_hw[i] = (ceil_mode ? cdiv(span, st[i]) : span / st[i]) + 1;
+  }
+  const int64_t out = x[0] * x[1] * out_hw[0] * out_hw[1];
+  const double ratio = double(numel(x)) / double(out);  // input elements per output element
+  const std::string cd = compute_dtype(dtype);
+  const bool avg = op.kind == "AveragePool";
+  for (int64_t w = 1; w < ks[0] * ks[1]; ++w) vec_program(avg ? "Add" : "Max", cd, k.elem_prog);
+  if (avg) k.elem_prog.push_back({vec_api_cost("Muls"), cd == "float32"});
+  k.units = out;
+  k.unit_elems = 1;
+  k.in_bytes = k.ds * ratio;
+  k.out_bytes = k.ds;
+  k.in_streams = 1;
+  k.ub_buffers = 2 + int(std::ceil(ratio));  // output, accumulator, input rows
+  k.unique_bytes = double(numel(x)) * k.ds + double(out) * k.ds;
+  k.flops = double(out) * ks[0] * ks[1];
+  return std::make_shared<VecModel>(k, p);
+}
+
 }  // namespace aoe::ascend::detail
