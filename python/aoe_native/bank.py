@@ -29,8 +29,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ._files import locked
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, locked
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "BankError", "Bank", "bank_dir", "make_entry", "merge_banks"]
 

@@ -7,8 +7,7 @@ import datetime as _dt
 import os
 from typing import TYPE_CHECKING, Any
 
-from ._files import dump_json
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, dump_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from .opat import ModelTuneResult
