@@ -19,41 +19,49 @@
 namespace aoe {
 
 // Which configurations have been evaluated in this run, and their values
-// (failed = +inf).
+// (failed = +inf).  Values are kept densely for spaces up to 4M
+// configurations (fast lookups in the hot loop), else in a hash map.
 class EvalRecord {
  public:
   void reset(size_t space_size) {
     seen_.assign((space_size + 63) / 64, 0);
-    values_.clear();
+    dense_.assign(space_size <= kDenseLimit ? space_size : 0, 0.0);
+    sparse_.clear();
     count_ = 0;
   }
   bool contains(ConfigId c) const { return (seen_[c >> 6] >> (c & 63)) & 1; }
   double value(ConfigId c) const {
-    auto it = values_.find(c);
-    return it == values_.end() ? 0.0 : it->second;
+    if (!dense_.empty()) return dense_[c];
+    auto it = sparse_.find(c);
+    return it == sparse_.end() ? 0.0 : it->second;
   }
   void add(ConfigId c, double v) {
     seen_[c >> 6] |= uint64_t(1) << (c & 63);
-    values_.emplace(c, v);
+    if (!dense_.empty()) dense_[c] = v;
+    else sparse_.emplace(c, v);
     ++count_;
   }
   size_t count() const { return count_; }
 
  private:
+  static constexpr size_t kDenseLimit = size_t(1) << 22;
   std::vector<uint64_t> seen_;
-  std::unordered_map<ConfigId, double> values_;
+  std::vector<double> dense_;
+  std::unordered_map<ConfigId, double> sparse_;
   size_t count_ = 0;
 };
 
 // Draws configurations uniformly without replacement, skipping ones already
-// in the record.  Lazy Fisher-Yates over a sparse swap map: O(1) memory per
-// draw, so it works on spaces of any size.
+// in the record.  Lazy Fisher-Yates: over a dense permutation for spaces up
+// to 4M configurations (fast), else over a sparse swap map (O(1) memory per
+// draw, so it works on spaces of any size).
 class UnvisitedSampler {
  public:
   void reset(size_t n) {
     n_ = n;
     drawn_ = 0;
     swaps_.clear();
+    perm_.clear();
   }
   // Returns false when the space is exhausted.
   bool next(Rng& rng, const EvalRecord& record, ConfigId& out);
@@ -61,6 +69,7 @@ class UnvisitedSampler {
  private:
   size_t n_ = 0, drawn_ = 0;
   std::unordered_map<uint64_t, uint64_t> swaps_;
+  std::vector<ConfigId> perm_;
 };
 
 class Strategy {

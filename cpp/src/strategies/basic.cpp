@@ -5,6 +5,23 @@
 namespace aoe {
 
 bool UnvisitedSampler::next(Rng& rng, const EvalRecord& record, ConfigId& out) {
+  constexpr size_t kDenseLimit = size_t(1) << 22;
+  if (n_ <= kDenseLimit) {
+    if (perm_.size() != n_) {
+      perm_.resize(n_);
+      for (size_t i = 0; i < n_; ++i) perm_[i] = ConfigId(i);
+    }
+    while (drawn_ < n_) {
+      const size_t j = drawn_ + size_t(rng.below(n_ - drawn_));
+      std::swap(perm_[drawn_], perm_[j]);
+      const ConfigId c = perm_[drawn_++];
+      if (!record.contains(c)) {
+        out = c;
+        return true;
+      }
+    }
+    return false;
+  }
   // Lazy Fisher-Yates: position i of the virtual permutation holds swaps_[i]
   // if present, else i.
   auto at = [&](uint64_t i) {

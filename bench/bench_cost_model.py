@@ -1,0 +1,158 @@
+"""Bench report for the Ascend cost model (issue 4).
+
+Prints (1) the grounding table: published figure, model figure, ratio;
+(2) native estimate throughput; (3) tune_op wall time and its gap to the
+exhaustive optimum of the tiling space, for several shapes.
+
+Run: python bench/bench_cost_model.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import aoe_native as an
+
+B3 = "Ascend910B3"
+CASE = dict(inputs=[[4096, 4096], [4096, 5120]], dtype="float16", soc_version=B3, attrs={"out_dtype": "float32"})
+
+
+def mm_tiling(sm, sn, base, step_k=1, db_c=1):
+    bm, bn, bk = base
+    return dict(singleCoreM=sm, singleCoreN=sn, baseM=bm, baseN=bn, baseK=bk, stepM=1, stepN=1, stepKa=step_k,
+                stepKb=step_k, depthA1=2 * step_k, depthB1=2 * step_k, dbL0A=2, dbL0B=2, dbL0C=db_c, iterateOrder=0)
+
+
+def case(tiling):
+    return an.estimate("MatMul", CASE["inputs"], CASE["dtype"], CASE["soc_version"], tiling, attrs=CASE["attrs"])
+
+
+def grounding_rows():
+    rows = []
+    # Peak FP16 (ascend_model.md §1; 910A published 256 TFLOPS, 310P3 from 140 TOPS int8 per chip / 2).
+    peaks = {"Ascend910A": (256, "Hot Chips 2019"), "Ascend310P3": (70, "300I Duo 280 TOPS int8 / 2 chips / 2"),
+             "Ascend910ProB": (283, "[D] §1"), "Ascend910B1": (364, "[D] §1"), "Ascend910B2": (354, "[D] §1"),
+             "Ascend910B3": (295, "[D] §1"), "Ascend910B4": (246, "[D] §1"), "Ascend910_9392": (364, "[D] §1"),
+             "Ascend310B1": (10.0, "[D] §1")}
+    for soc, (pub, src) in peaks.items():
+        p = an.platform(soc)
+        model = p["cube_cores"] * 4096 * 2 * p["freq_mhz"] * 1e6 / 1e12
+        rows.append((f"peak fp16 TFLOPS {soc} ({src})", pub, model))
+    # Published Matmul tuning case ([A] Matmul算子优化Tiling策略.md), modelled on 910B3.
+    s1_4 = case(mm_tiling(2048, 2560, (64, 64, 256), db_c=2))
+    s1 = case(mm_tiling(1024, 1024, (64, 64, 256), db_c=2))
+    s2 = case(mm_tiling(1024, 1024, (128, 256, 64)))
+    s3 = case(mm_tiling(1024, 1024, (128, 256, 64), step_k=4))
+    rows += [
+        ("matmul case: 4 cores, base [64,64,256], op us", 12045, s1_4.time_us),
+        ("matmul case: 20 cores, same base, op us", 2532, s1.time_us),
+        ("matmul case: speed-up 4 -> 20 cores", 4.76, s1_4.time_us / s1.time_us),
+        ("matmul case: 20 cores MTE2 us", 2452, s1.breakdown["mte2_us"]),
+        ("matmul case: base [128,256,64] MTE2 us", 808, s2.breakdown["mte2_us"]),
+        ("matmul case: MTE2 gain of the base change", 3.03, s1.breakdown["mte2_us"] / s2.breakdown["mte2_us"]),
+        ("matmul case: + large-packet (stepKa=stepKb=4) MTE2 us", 591, s3.breakdown["mte2_us"]),
+        ("matmul case: cube utilisation after step 3 (> 0.80)", 0.80, s3.breakdown["cube_us"] / s3.time_us),
+    ]
+    # Tuned large GEMM vs cube peak (requirement: >= 80%).
+    p = an.platform(B3)
+    peak = p["cube_cores"] * 4096 * 2 * p["freq_mhz"] * 1e6
+    for n in (4096, 8192):
+        r = an.tune_op("MatMul", [[n, n], [n, n]])
+        rows.append((f"tuned {n}^3 GEMM fraction of cube peak (>= 0.80)", 0.80, 2 * n**3 / (r.time_us * 1e-6) / peak))
+    # Large elementwise Add vs HBM (1.6 TB/s, [A] L2-Cache切分.md).
+    n = 64 * 1024 * 1024
+    r = an.tune_op("Add", [[n], [n]])
+    rows.append(("Add 64M fp16: achieved GB/s vs HBM 1600 GB/s", 1600, 3 * n * 2 / r.time_us / 1e3))
+    # GE fitted per-API vector costs ([G] §3d), cycles = k*n + b, one core, one tile.
+    ge = {"Add": (0.0103, 22.2), "Mul": (0.0110, 23.1), "Exp": (0.0311, 28.0)}
+    f = p["freq_mhz"]
+    for op, (k, b) in ge.items():
+        for size in (256, 2000, 16384):
+            ins = [[size], [size]] if op != "Exp" else [[size]]
+            e = an.estimate(op, ins, "float16", B3, {"blockDim": 1, "tileLen": 16384, "bufferNum": 1})
+            rows.append((f"GE vector cycles {op} n={size}", k * size + b, e.breakdown["vector_us"] * f))
+    for size in (256, 1024, 4096):
+        e = an.estimate("ReduceSum", [[1, size]], "float16", B3, {"blockDim": 1, "tileLen": 8192, "bufferNum": 1,
+                                                                  "splitR": 0}, attrs={"axes": [1]})
+        rows.append((f"GE vector cycles WholeReduceSum n={size}", 0.0547 * size + 35.0, e.breakdown["vector_us"] * f))
+    return rows
+
+
+def throughput(reps: int) -> None:
+    shape = [[4096, 4096], [4096, 4096]]
+    space = an.tiling_space("MatMul", shape)
+    rows = space.configs()
+    an.estimate_batch("MatMul", shape, "float16", B3, rows[:1000])
+    for check in (False, True):
+        model, _ = an.ops._model("MatMul", shape, "float16", B3, None)
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            model.estimate_batch(rows, check)
+            times.append(time.perf_counter() - t0)
+        med = statistics.median(times)
+        what = "with restriction check" if check else "estimates only"
+        print(f"MatMul 4096^3 native batch estimates ({what}), one thread: {len(rows) / med / 1e6:.2f} M/s "
+              f"({len(rows)} tilings, median of {reps})")
+
+
+def tune_report(quick: bool) -> None:
+    shapes = [
+        ("MatMul", [[4096, 4096], [4096, 4096]], None),
+        ("MatMul", [[8192, 8192], [8192, 8192]], None),
+        ("MatMul", [[1024, 1024], [1024, 1024]], None),
+        ("MatMul", [[4096, 4096], [4096, 5120]], {"out_dtype": "float32"}),
+        ("MatMul", [[8, 512, 768], [768, 3072]], None),
+        ("MatMul", [[1, 4096], [4096, 4096]], None),
+        ("BatchMatMul", [[16, 12, 512, 64], [16, 12, 64, 512]], None),
+        ("Conv", [[32, 64, 56, 56], [64, 64, 3, 3]], {"pads": [1, 1, 1, 1]}),
+        ("Conv", [[32, 256, 56, 56], [512, 256, 1, 1]], {"strides": [2, 2]}),
+        ("Softmax", [[32, 16, 512, 512]], None),
+        ("LayerNormalization", [[32, 512, 1024], [1024], [1024]], None),
+        ("ReduceSum", [[1 << 24]], None),
+    ]
+    if quick:
+        shapes = shapes[:3]
+    print(f"{'op':12s} {'inputs':44s} {'space':>7s} {'tune_op s':>9s} {'evals':>7s} {'time us':>9s} "
+          f"{'optimum':>9s} {'gap %':>6s} {'vs base':>7s} {'budget 10k gap %':>16s}")
+    for op, inputs, attrs in shapes:
+        an.ops._models.clear()
+        an.ops._spaces.clear()
+        t0 = time.perf_counter()
+        r = an.tune_op(op, inputs, attrs=attrs)
+        cold = time.perf_counter() - t0
+        space = an.tiling_space(op, inputs, attrs=attrs)
+        opt = float(an.estimate_batch(op, inputs, "float16", B3, space.configs(), attrs=attrs).min())
+        gaps = []
+        for seed in range(3):
+            rb = an.tune_op(op, inputs, attrs=attrs, max_evals=10000, seed=seed)
+            gaps.append((rb.time_us / opt - 1) * 100)
+        print(f"{op:12s} {str(inputs)[:44]:44s} {len(space):7d} {cold:9.3f} {r.evaluations:7d} {r.time_us:9.1f} "
+              f"{opt:9.1f} {(r.time_us / opt - 1) * 100:6.2f} {r.improvement * 100:6.1f}% "
+              f"{statistics.median(gaps):7.2f} (max {max(gaps):.2f})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    print("== Grounding (published / model / ratio) ==")
+    worst = 0.0
+    for name, pub, model in grounding_rows():
+        ratio = model / pub
+        flag = "" if abs(ratio - 1) <= 0.2 or "(>=" in name or "(>" in name or "GB/s" in name else "  <-- off by >20%"
+        worst = max(worst, abs(ratio - 1)) if not flag and "(>" not in name and "GB/s" not in name else worst
+        print(f"{name:58s} {pub:10.2f} {model:10.2f} {ratio:6.2f}{flag}")
+    print(f"(largest miss among exact-figure rows: {worst * 100:.1f}%; 'GB/s' and '(>=' rows are shares, not targets)")
+    print("\n== Estimate throughput ==")
+    throughput(3 if args.quick else 7)
+    print("\n== tune_op (default: exhaustive when the space is small enough) ==")
+    tune_report(args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+// Analytical cost model of one operator on one Ascend AI Core SoC.
+//
+// make_op_model() checks the operator description once and precomputes
+// everything that does not depend on the tiling; OpModel::evaluate() is then
+// pure arithmetic per tiling (millions per second), so the native tuner can
+// search the operator's tiling space without Python.
+//
+// The model is a pipeline model of the AI Core queues (MTE2, MTE1, Cube,
+// FixPipe, Vector, MTE3): double-buffered stages overlap (time = slowest
+// stage), single-buffered stages serialise (times add).  Sources of every
+// constant are cited next to it in the .cpp files and in
+// python/aoe_native/data/socs.json.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aoe_native/ascend/platform.hpp"
+#include "aoe_native/expr.hpp"
+#include "aoe_native/objective.hpp"
+#include "aoe_native/search_space.hpp"
+
+namespace aoe::ascend {
+
+// One operator instance.  `kind` may be an ONNX or Ascend name (see
+// supported_ops()).  Integer and string attributes are kept apart; a scalar
+// attribute is a one-element list.
+struct OpDesc {
+  std::string kind;
+  std::vector<std::vector<int64_t>> inputs;
+  std::string dtype = "float16";
+  std::map<std::string, std::vector<int64_t>> int_attrs;
+  std::map<std::string, std::vector<std::string>> str_attrs;
+};
+
+// Where the time goes for one tiling.
+struct Breakdown {
+  double time_us = 0;
+  // Busy time per pipe on the critical core (us), and fixed start costs.
+  double mte2_us = 0, mte1_us = 0, cube_us = 0, fixpipe_us = 0, vector_us = 0, mte3_us = 0, head_us = 0;
+  // Bytes moved, summed over cores: read from GM (L2 hits included), of
+  // which served by HBM; written to GM; L1 -> L0A/L0B; through UB.
+  double gm_read_bytes = 0, hbm_read_bytes = 0, gm_write_bytes = 0, l0_bytes = 0, ub_bytes = 0;
+  double flops = 0;
+  int cores_used = 0;
+  int waves = 0;
+  std::string bound;         // "compute", "memory" or "latency"
+  double roofline_us = 0;    // lower bound for the operator on this SoC (any tiling)
+};
+
+// The tiling knobs of an operator: parameters, value lists, and restrictions
+// in aoe::Expr syntax.  `restrictions` are hardware limits (every tiling that
+// meets them runs); `pruning` only trims the searched space (a tiling that
+// breaks a pruning rule is still accepted by estimate()).
+struct TilingSpec {
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> values;
+  std::vector<std::string> restrictions;
+  std::vector<std::string> pruning;
+  std::vector<int64_t> baseline;  // what a compiler picks without tuning
+};
+
+class OpModel {
+ public:
+  virtual ~OpModel() = default;
+  const TilingSpec& spec() const { return spec_; }
+  const std::string& kind() const { return kind_; }  // canonical op kind
+  // Time in us of one tiling (values in spec().names order).  `out` may be
+  // null (fast path).  The tiling is not checked here: see violation().
+  virtual double evaluate(const int64_t* tiling, Breakdown* out) const = 0;
+  double roofline_us() const { return roofline_us_; }
+  // Empty when the tiling meets every hardware restriction; otherwise names
+  // the first violated restriction.
+  std::string violation(const int64_t* tiling) const;
+
+ protected:
+  TilingSpec spec_;
+  std::string kind_;
+  double roofline_us_ = 0;
+  void finish_spec();          // parses the restrictions (call at the end of a constructor)
+  std::vector<Expr> checks_;   // spec_.restrictions, parsed
+};
+
+// Builds the model; throws std::invalid_argument with a precise message for
+// unknown ops, unsupported dtypes, bad shapes or attributes.
+std::shared_ptr<OpModel> make_op_model(const OpDesc& op, const Platform& platform);
+
+// Accepted op type names (canonical and ONNX aliases), sorted.
+std::vector<std::string> supported_ops();
+
+// Evaluates configurations of a SearchSpace built from model->spec() with the
+// cost model, natively (no Python, no GIL).
+class CostObjective : public Objective {
+ public:
+  explicit CostObjective(std::shared_ptr<const OpModel> model) : model_(std::move(model)) {}
+  void evaluate(const SearchSpace& space, const ConfigId* ids, size_t n, double* out,
+                std::string* errors) override;
+  size_t max_batch() const override { return 4096; }
+
+ private:
+  std::shared_ptr<const OpModel> model_;
+};
+
+}  // namespace aoe::ascend

@@ -1,0 +1,165 @@
+#include "common.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace aoe::ascend::detail {
+
+namespace {
+const std::map<std::string, std::string>& dtype_aliases() {
+  static const std::map<std::string, std::string> m = {
+      {"float16", "float16"}, {"fp16", "float16"}, {"half", "float16"},
+      {"bfloat16", "bfloat16"}, {"bf16", "bfloat16"},
+      {"float32", "float32"}, {"fp32", "float32"}, {"float", "float32"},
+      {"int8", "int8"}, {"int32", "int32"}};
+  return m;
+}
+}  // namespace
+
+std::string canonical_dtype(const std::string& dtype) {
+  auto it = dtype_aliases().find(dtype);
+  if (it == dtype_aliases().end())
+    fail("unknown dtype '" + dtype + "'; valid dtypes: float16, bfloat16, float32, int8 (int32 for outputs)");
+  return it->second;
+}
+
+int dtype_size(const std::string& dtype) {
+  const std::string d = canonical_dtype(dtype);
+  if (d == "float16" || d == "bfloat16") return 2;
+  if (d == "int8") return 1;
+  return 4;
+}
+
+// Per-repeat cycles = GE k_fp16 x 128 elements, per-call = GE b ([G] §3d).
+VecCost vec_api_cost(const std::string& api) {
+  static const std::map<std::string, VecCost> table = {
+      {"Add", {0.0103 * 128, 22.2, 0}},   {"Mul", {0.0110 * 128, 23.1, 0}},
+      {"Adds", {0.0071 * 128, 22.5, 0}},  {"Muls", {0.0071 * 128, 22.5, 0}},
+      {"Exp", {0.0311 * 128, 28.0, 0}},   {"Div", {0.046 * 128, 29.1, 0}},
+      {"Sqrt", {0.0312 * 128, 29.0, 0}},  {"CastUp", {0.0147 * 128, 20.1, 0}},
+      {"CastDown", {0.0087 * 128, 20.4, 0}},
+      {"WholeReduceSum", {0.0547 * 128, 35.0, 0}},
+      {"Sigmoid", {0.101 * 128, 116, 1}}, {"Tanh", {0.198 * 128, 182, 1}}, {"Erf", {0.70 * 128, 478, 2}},
+  };
+  auto it = table.find(api);
+  if (it == table.end()) fail("internal: no vector cost for API " + api);
+  return it->second;
+}
+
+namespace {
+// ONNX op -> (arity, GE APIs).  Ops GE does not list are composed from the
+// ones it does (stated per line).
+struct Recipe { int arity; std::vector<const char*> apis; };
+const std::map<std::string, Recipe>& recipes() {
+  static const std::map<std::string, Recipe> m = {
+      {"Add", {2, {"Add"}}}, {"Sub", {2, {"Add"}}},       // Sub: same instruction class as Add
+      {"Mul", {2, {"Mul"}}}, {"Div", {2, {"Div"}}},
+      {"Max", {2, {"Add"}}}, {"Min", {2, {"Add"}}},       // binary compare-select: Add class
+      {"Pow", {2, {"Exp", "Mul", "Exp"}}},                // exp(b * ln a): Ln costed as Exp
+      {"Relu", {1, {"Adds"}}}, {"LeakyRelu", {1, {"Muls", "Add"}}},  // Maxs: scalar-operand class
+      {"Abs", {1, {"Adds"}}}, {"Neg", {1, {"Muls"}}},
+      {"Exp", {1, {"Exp"}}}, {"Log", {1, {"Exp"}}},       // Ln: same class as Exp
+      {"Sqrt", {1, {"Sqrt"}}}, {"Reciprocal", {1, {"Div"}}}, {"Rsqrt", {1, {"Sqrt", "Div"}}},
+      {"Sigmoid", {1, {"Sigmoid"}}}, {"Tanh", {1, {"Tanh"}}}, {"Erf", {1, {"Erf"}}},
+      // Gelu (tanh form): x * 0.5 * (1 + tanh(0.79788 * (x + 0.044715 x^3)))
+      {"Gelu", {1, {"Mul", "Mul", "Muls", "Add", "Muls", "Tanh", "Adds", "Mul", "Muls"}}},
+      {"Silu", {1, {"Sigmoid", "Mul"}}}, {"HardSwish", {1, {"Adds", "Adds", "Muls", "Mul"}}},
+      {"Clip", {1, {"Adds", "Adds"}}}, {"Identity", {1, {}}}, {"Dropout", {1, {}}},  // inference: identity
+      {"Floor", {1, {"Adds"}}}, {"Ceil", {1, {"Adds"}}}, {"Round", {1, {"Adds"}}}, {"Sign", {1, {"Adds"}}},
+      {"Equal", {2, {"Add"}}}, {"Greater", {2, {"Add"}}}, {"Less", {2, {"Add"}}},  // compare: Add class
+      {"Softplus", {1, {"Exp", "Adds", "Exp"}}},  // ln(1 + e^x): Ln costed as Exp
+      {"Mish", {1, {"Exp", "Adds", "Exp", "Tanh", "Mul"}}},
+      {"Cast", {1, {}}},  // handled by the caller (direction known there)
+  };
+  return m;
+}
+}  // namespace
+
+bool is_elementwise(const std::string& op) { return recipes().count(op) > 0; }
+
+std::vector<std::string> elementwise_ops() {
+  std::vector<std::string> v;
+  for (auto& kv : recipes()) v.push_back(kv.first);
+  return v;
+}
+
+int vec_program(const std::string& op, const std::string& dtype, std::vector<VecStep>& out) {
+  auto it = recipes().find(op);
+  if (it == recipes().end()) fail("'" + op + "' is not an elementwise op");
+  const bool bf16 = dtype == "bfloat16";
+  const bool fp32 = dtype == "float32" || bf16;
+  // bf16 arithmetic runs in fp32 between casts.
+  if (bf16) out.push_back({vec_api_cost("CastUp"), false});
+  for (const char* api : it->second.apis) out.push_back({vec_api_cost(api), fp32});
+  if (bf16) out.push_back({vec_api_cost("CastDown"), false});
+  return it->second.arity;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+void check_shape(const std::vector<int64_t>& s, const std::string& what) {
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] <= 0)
+      fail(what + " " + shape_str(s) + ": dimension " + std::to_string(i) + " is " + std::to_string(s[i]) +
+           " (dimensions must be positive)");
+}
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const std::string& op) {
+  const size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> r(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i + a.size() >= n ? a[i + a.size() - n] : 1;
+    const int64_t y = i + b.size() >= n ? b[i + b.size() - n] : 1;
+    if (x != y && x != 1 && y != 1)
+      fail(op + ": shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (axis " +
+           std::to_string(int64_t(i) - int64_t(n)) + ": " + std::to_string(x) + " vs " + std::to_string(y) + ")");
+    r[i] = std::max(x, y);
+  }
+  return r;
+}
+
+std::vector<int64_t> attr_ints(const OpDesc& op, const std::string& name, std::vector<int64_t> dflt) {
+  auto it = op.int_attrs.find(name);
+  return it == op.int_attrs.end() ? dflt : it->second;
+}
+int64_t attr_int(const OpDesc& op, const std::string& name, int64_t dflt) {
+  auto it = op.int_attrs.find(name);
+  if (it == op.int_attrs.end() || it->second.empty()) return dflt;
+  if (it->second.size() != 1) fail(op.kind + ": attribute '" + name + "' must be a single integer, got " + shape_str(it->second));
+  return it->second[0];
+}
+std::vector<std::string> attr_strs(const OpDesc& op, const std::string& name) {
+  auto it = op.str_attrs.find(name);
+  return it == op.str_attrs.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::vector<int64_t> core_counts(int64_t n, int64_t max_useful) {
+  const int64_t hi = std::max<int64_t>(1, std::min(n, max_useful));
+  std::vector<int64_t> v;
+  for (int64_t c = 1; c < hi; c *= 2) v.push_back(c);
+  for (int64_t c = 8; c < hi; c += 8) v.push_back(c);
+  if (n % 2 == 0 && n / 2 < hi) v.push_back(n / 2);
+  v.push_back(hi);
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::vector<int64_t> pow2_range(int64_t lo, int64_t hi) {
+  std::vector<int64_t> v;
+  for (int64_t x = lo; x <= hi; x *= 2) v.push_back(x);
+  if (v.empty()) v.push_back(lo);
+  return v;
+}
+
+}  // namespace aoe::ascend::detail

@@ -1,0 +1,128 @@
+// Shared pieces of the Ascend cost model: dtypes, GM access charging, the
+// vector-instruction cost table and small arithmetic helpers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "aoe_native/ascend/cost_model.hpp"
+
+namespace aoe::ascend::detail {
+
+inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t align_up(int64_t a, int64_t b) { return cdiv(a, b) * b; }
+
+// Bytes per element; throws for unknown names.
+int dtype_size(const std::string& dtype);
+// The dtype name with aliases resolved ("fp16" -> "float16"); throws listing valid names.
+std::string canonical_dtype(const std::string& dtype);
+
+// ---- GM access charging ------------------------------------------------------
+// MTE2 moves GM data in 256-byte sectors: a burst (contiguous run) shorter
+// than a sector costs a whole sector, and a burst whose start is not aligned
+// to the 512-byte GM granule touches one sector more.  The extra sector makes
+// a 32 B-aligned 512 B burst cost 768 B, i.e. 67% of the aligned rate, which
+// is the "about 70%" of [A] SIMD算子性能优化/GM地址尽量512B对齐.md; the 256-byte
+// sector is calibrated on the published Matmul tuning case ([A]
+// Matmul算子优化Tiling策略.md: MTE2 2452 us -> 808 us for a 2.67x traffic cut
+// is 3.03x only if the 128-byte bursts of base [64,64,256] cost 256 bytes).
+constexpr double kSector = 256.0;
+constexpr double kGranule = 512.0;  // [A] NPU架构版本2201.md / GM地址尽量512B对齐.md
+
+// Charged bytes of one burst of `b` bytes starting every `step` bytes in rows
+// of `pitch` bytes (integer arithmetic: this is on the per-tiling hot path).
+inline double read_charge(int64_t b, int64_t pitch, int64_t step) {
+  constexpr int64_t S = int64_t(kSector), G = int64_t(kGranule);
+  int64_t sectors = (b + S - 1) / S;
+  const bool aligned = pitch % G == 0 && (step % G == 0 || G % step == 0) && (b % G == 0 || G % b == 0 || b < S);
+  if (!aligned && b >= S) sectors += 1;
+  return double(sectors * S);
+}
+// Writes go to whole 512-byte L2 lines ([A] 基本架构.md: C220 line 512 B);
+// the published case blames the 256-byte steps of 64x64 fp32 output blocks.
+inline double write_charge(int64_t b, int64_t pitch) {
+  constexpr int64_t G = int64_t(kGranule);
+  int64_t lines = (b + G - 1) / G;
+  if (pitch % G != 0 && b >= G) lines += 1;
+  return double(lines * G);
+}
+
+// ---- vector instruction costs -------------------------------------------------
+// Cycles of one vector API call over n elements: repeats * per_repeat + call,
+// one repeat = 256 bytes (8 DataBlocks x 32 B, [A] 高维切分.md).  Per-repeat and
+// per-call cycles are GE auto-fusion's fitted per-API costs ([G]
+// ascir_api_perf_v1.cpp, table in ascend_model.md §3d) rewritten per repeat
+// (k_fp16 * 128 elements); the fp32 entries there (Add, WholeReduceSum) are
+// the same cost per repeat, which is why repeats are the unit.
+struct VecCost {
+  double per_repeat;
+  double per_call;
+  int temps;  // tile-sized temporaries the API needs (Ascend C's Sigmoid/Tanh/Erf take a sharedTmpBuffer)
+};
+
+// Cost of one named elementwise/reduce API (canonical names as in GE:
+// Add, Mul, Adds, Exp, ...).  Composite ONNX ops are expanded by vec_program().
+VecCost vec_api_cost(const std::string& api);
+
+struct VecStep {
+  VecCost cost;
+  bool fp32;   // runs on fp32 data (repeats hold 64 elements)
+};
+
+// Expands one ONNX elementwise op into vector API calls on `dtype` data.
+// Throws for ops that are not elementwise.  Returns the number of tensor
+// operands it takes (1 unary, 2 binary).
+int vec_program(const std::string& op, const std::string& dtype, std::vector<VecStep>& out);
+bool is_elementwise(const std::string& op);
+std::vector<std::string> elementwise_ops();
+
+inline double vec_cycles(const std::vector<VecStep>& prog, double elems) {
+  double c = 0;
+  for (const auto& s : prog) c += std::ceil(elems / (s.fp32 ? 64.0 : 128.0)) * s.cost.per_repeat + s.cost.per_call;
+  return c;
+}
+
+// ---- start costs (GE ATT, [G] perf_param_v1.cpp / pipe_perf_expr.cpp) ---------
+constexpr double kOpHead = 300.0;         // per kernel
+constexpr double kMte3Head = 497.36;
+constexpr double kVecHead = 37.37;
+inline double mte2_head(int block_dim, bool big) {
+  return big ? 32.72 * block_dim + 1575.03 : 15.89 * block_dim + 882.09;
+}
+constexpr double kLoadCall = 27.01;       // GM->UB per call
+constexpr double kStoreCall = 12.09;      // UB->GM per call
+// GE: transfers >= 25000 B run at (9.9074 + 15.896/bd) B/cycle, smaller ones
+// at (7.9052 + 7.31/bd); we keep the ratio as a small-transfer efficiency.
+inline double small_transfer_eff(double bytes, int bd) {
+  if (bytes >= 25000) return 1.0;
+  return (7.9052 + 7.31 / bd) / (9.9074 + 15.896 / bd);
+}
+
+// ---- validation ------------------------------------------------------------------
+[[noreturn]] inline void fail(const std::string& msg) { throw std::invalid_argument(msg); }
+std::string shape_str(const std::vector<int64_t>& s);
+void check_shape(const std::vector<int64_t>& s, const std::string& what);
+// Numpy-style broadcast; throws naming both shapes when incompatible.
+std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const std::string& op);
+int64_t numel(const std::vector<int64_t>& s);
+
+// Ints of an attribute or a default.
+std::vector<int64_t> attr_ints(const OpDesc& op, const std::string& name, std::vector<int64_t> dflt);
+int64_t attr_int(const OpDesc& op, const std::string& name, int64_t dflt);
+std::vector<std::string> attr_strs(const OpDesc& op, const std::string& name);
+
+// Candidate core counts: 1, 2, 4, ... and every multiple of `step` up to n, and n.
+std::vector<int64_t> core_counts(int64_t n, int64_t max_useful);
+std::vector<int64_t> pow2_range(int64_t lo, int64_t hi);
+
+std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p);
+std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p);
+std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p);
+std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p);  // reduce/softmax/layernorm
+std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p);
+std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p);  // MaxPool, AveragePool
+
+}  // namespace aoe::ascend::detail

@@ -1,0 +1,556 @@
+// Cube operators: MatMul / Gemm / BatchMatMul and Conv (via img2col, which the
+// hardware does with load3d from L1).  Tiling knobs are TCubeTiling's
+// ([A] Matmul-Tiling类/TCubeTiling结构体.md, ascend_model.md §2.1).
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <sstream>
+
+#include "common.hpp"
+
+namespace aoe::ascend::detail {
+namespace {
+
+// MTE2 reaches 84% of l2_rate on fractal-sized, 512 B-aligned copies that hit
+// L2: calibrated on the published Matmul case ([A] Matmul算子优化Tiling策略.md:
+// 100.7 MB per core in 591 us at 1.8 GHz with large packets; 2452 us and 808 us
+// for the other two steps agree within 3% with the same factor).
+constexpr double kMte2Eff = 0.84;
+constexpr double kNd2NzStart = 210;  // cycles per GM->L1 copy ([C] GemmCycleModel)
+constexpr double kMte1Start = 26;    // cycles per L1->L0 load ([C] GemmCycleModel)
+constexpr double kFixStart = 26;     // per L0C block written out (same issue cost assumed)
+
+enum P { kSM, kSN, kBM, kBN, kBK, kStepM, kStepN, kStepKa, kStepKb, kDepthA1, kDepthB1, kDbA, kDbB, kDbC, kOrder, kNP };
+const char* const kNames[kNP] = {"singleCoreM", "singleCoreN", "baseM", "baseN", "baseK", "stepM", "stepN",
+                                 "stepKa", "stepKb", "depthA1", "depthB1", "dbL0A", "dbL0B", "dbL0C",
+                                 "iterateOrder"};
+
+// A GEMM C[M,N] = A[M,K] B[K,N] repeated `batch` times, plus how its
+// operands sit in GM.
+struct CubeProblem {
+  std::string kind;
+  int64_t M = 0, N = 0, K = 0, batch = 1;
+  int in_size = 2, out_size = 2;
+  int k0 = 16;  // K elements per cube cycle fractal (16 fp16/bf16, 8 fp32, 32 int8: DtypeMKN)
+  bool trans_a = false, trans_b = false, bias = false;
+  bool conv = false;
+  // Conv geometry for the A operand (feature map in NC1HWC0, [A] 数据排布格式.md).
+  int64_t ho = 1, wo = 1, wi = 1, sh = 1, kh_eff = 1, cin_pad = 0, hi = 1;
+  double flops = 0;                // useful FLOPs (no padding)
+  double a_bytes = 0, b_bytes = 0, c_bytes = 0, extra_bytes = 0;  // unique GM bytes, whole op
+  std::vector<VecStep> epilogue;   // vector work per output element
+  double epi_extra_per_elem = 0;   // bytes read per output element by binary epilogue ops
+  int epi_temps = 0;
+};
+
+class CubeModel : public OpModel {
+ public:
+  CubeModel(const CubeProblem& q, const Platform& p) : q_(q), p_(p) {
+    kind_ = q.kind;
+    Kp_ = align_up(q.K, q.k0);
+    const double f = p.freq_mhz;
+    peak_flops_per_us_ = double(p.cube_cores) * 16 * 16 * q.k0 * 2 * f;
+    const double mem_bytes = q.a_bytes + q.b_bytes + q.c_bytes + q.extra_bytes;
+    hbm_Bpus_ = p.hbm_gbps * 1e3;
+    l2_Bpus_ = (p.l2_gbps > 0 ? p.l2_gbps * 1e3 : p.cube_cores * p.l2_rate * f);
+    roofline_us_ = std::max(q.flops / peak_flops_per_us_, mem_bytes / hbm_Bpus_);
+    vec_per_core_ = p.split ? double(p.vector_cores) / p.cube_cores : 1.0;
+    build_spec();
+    finish_spec();
+  }
+
+  double evaluate(const int64_t* t, Breakdown* out) const override;
+
+ private:
+  void build_spec();
+  double a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const;  // charged bytes of one full read of A's tm x K
+  double b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const;
+
+  CubeProblem q_;
+  Platform p_;
+  int64_t Kp_;
+  double peak_flops_per_us_, hbm_Bpus_, l2_Bpus_, vec_per_core_;
+};
+
+// Sum over the chunks of a row of length `len` cut into pieces of `chunk`.
+inline double chunked(int64_t len, int64_t chunk, int64_t ds, int64_t pitch) {
+  const int64_t full = len / chunk, tail = len % chunk;
+  double c = double(full) * read_charge(chunk * ds, pitch, chunk * ds);
+  if (tail) c += read_charge(tail * ds, pitch, chunk * ds);
+  return c;
+}
+
+double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
+  const int64_t ds = q_.in_size;
+  if (q_.conv) {
+    // load3d reads the input rows under each M tile once per K pass:
+    // rows of output covered (+1 for a tile straddling a row), their input
+    // rows with the kernel halo, all (padded) channels; C1 planes are
+    // contiguous, so the bursts are long.
+    // A tile may span images (M = N * Ho * Wo): each image it touches adds
+    // the kernel halo.
+    const int64_t tiles = cdiv(tm, mL1);
+    const int64_t ho_rows = std::min(cdiv(mL1, q_.wo) + (mL1 % q_.wo ? 1 : 0), cdiv(tm, q_.wo) + 1);
+    const int64_t segments = cdiv(ho_rows, q_.ho);
+    const int64_t hi_rows = ho_rows * std::min(q_.sh, q_.kh_eff) + segments * std::max<int64_t>(0, q_.kh_eff - q_.sh);
+    return double(tiles) * std::ceil(double(hi_rows) * q_.wi * q_.cin_pad * ds / kSector) * kSector;
+  }
+  if (!q_.trans_a) {
+    const int64_t pitch = q_.K * ds;
+    if (kA >= q_.K) return std::ceil(double(tm) * pitch / kSector) * kSector;  // whole rows: one contiguous run
+    return double(tm) * chunked(q_.K, kA, ds, pitch);
+  }
+  const int64_t pitch = q_.M * ds;  // A stored K x M
+  return double(q_.K) * chunked(tm, mL1, ds, pitch);
+}
+
+double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const {
+  const int64_t ds = q_.in_size;
+  if (q_.conv) {  // weights in FRACTAL_Z: contiguous
+    return std::ceil(double(tn) * Kp_ * ds / kSector) * kSector;
+  }
+  if (!q_.trans_b) {
+    const int64_t pitch = q_.N * ds;  // B stored K x N
+    if (nL1 >= q_.N) return std::ceil(double(q_.K) * pitch / kSector) * kSector;  // whole rows per copy
+    return double(q_.K) * chunked(tn, nL1, ds, pitch);
+  }
+  const int64_t pitch = q_.K * ds;  // B stored N x K
+  if (kB >= q_.K) return std::ceil(double(tn) * pitch / kSector) * kSector;
+  return double(tn) * chunked(q_.K, kB, ds, pitch);
+}
+
+double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t sM = t[kSM], sN = t[kSN], bM = t[kBM], bN = t[kBN], bK = t[kBK];
+  const int64_t mB = cdiv(q.M, sM), nB = cdiv(q.N, sN);
+  const int64_t tasks = q.batch * mB * nB;
+  const int64_t cores = std::min<int64_t>(p.cube_cores, tasks);
+  const int64_t waves = cdiv(tasks, p.cube_cores);
+  // The critical core runs full sM x sN blocks; tail blocks finish earlier.
+  const int64_t tm = std::min(sM, q.M), tn = std::min(sN, q.N);
+  const int64_t Mt = align_up(tm, 16), Nt = align_up(tn, 16);
+  const int64_t mIter = cdiv(tm, bM), nIter = cdiv(tn, bN), kIter = cdiv(q.K, bK);
+  const int64_t mL1 = bM * t[kStepM], nL1 = bN * t[kStepN];
+  const int64_t kA = bK * t[kStepKa], kB = bK * t[kStepKb];
+  const int64_t mOut = cdiv(tm, mL1), nOut = cdiv(tn, nL1);
+  const bool aFull = kA >= q.K, bFull = kB >= q.K;
+  int64_t a_loads, b_loads;
+  if (t[kOrder] == 0) {  // M moves first: N outer, M inner
+    a_loads = (aFull && mOut == 1) ? 1 : nOut;
+    b_loads = bFull ? 1 : mOut;
+  } else {
+    b_loads = (bFull && nOut == 1) ? 1 : mOut;
+    a_loads = aFull ? 1 : nOut;
+  }
+  const double ds = q.in_size;
+  const double a_ch = double(a_loads) * a_read_charge(tm, mL1, kA);
+  const double b_ch = double(b_loads) * b_read_charge(tn, nL1, kB);
+  const double a_copies = double(a_loads) * mOut * cdiv(q.K, kA);
+  const double b_copies = double(b_loads) * nOut * cdiv(q.K, kB);
+
+  // Where reads are served: first touch from HBM; a re-read hits L2 when
+  // the data touched by all active cores between two reads of the same
+  // block (its reuse footprint) fits L2 ([A] L2-Cache切分.md).
+  const double core_ch = a_ch + b_ch;
+  const double chip_ch = core_ch * tasks;
+  const double unique = q.a_bytes + q.b_bytes;
+  const double act_m = double(std::min<int64_t>(mB * q.batch, cores)), act_n = double(std::min<int64_t>(nB * q.batch, cores));
+  const double kb = double(q.K) * ds;
+  double fp_a, fp_b;  // footprints between re-reads of A and of B
+  if (t[kOrder] == 0) {
+    fp_a = act_m * tm * kb + act_n * nL1 * kb;
+    fp_b = double(cores) * (mL1 + nL1) * kb;
+  } else {
+    fp_b = act_n * tn * kb + act_m * mL1 * kb;
+    fp_a = double(cores) * (mL1 + nL1) * kb;
+  }
+  const double h_a = std::min(1.0, p.l2 / fp_a), h_b = std::min(1.0, p.l2 / fp_b);
+  const double rereads = (1 - h_a) * a_ch * (1 - 1.0 / a_loads) + (1 - h_b) * b_ch * (1 - 1.0 / b_loads);
+  const double hbm_read = std::min(chip_ch, unique + double(tasks) * rereads);
+  const double f_miss = chip_ch > 0 ? hbm_read / chip_ch : 0;
+  const double cyc_per_byte = f_miss / p.ddr_rate + (1 - f_miss) / (kMte2Eff * p.l2_rate);
+  const double mte2_a = a_ch * cyc_per_byte, mte2_b = b_ch * cyc_per_byte;
+
+  // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
+  const double Kt = double(Kp_);
+  const double mte1_a = nIter * (Mt * Kt * ds / p.l1_to_l0a) + kMte1Start * mIter * nIter * kIter;
+  const double mte1_b = mIter * (Kt * Nt * ds / p.l1_to_l0b) + kMte1Start * mIter * nIter * kIter;
+  // Cube: 16 x k0 x 16 MACs per cycle on fractal-padded blocks (DtypeMKN).
+  const double cube = double(Mt / 16) * double(Nt / 16) * (Kt / q.k0);
+  // FixPipe: L0C -> GM, bursts of one block row.
+  const int64_t dc = q.out_size;
+  double fix_bytes;
+  if (q.conv) {  // NC1HWC0 output: runs of bM pixels x C0
+    fix_bytes = double(Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, int64_t(kGranule));
+    if (tm % bM) fix_bytes += double(Nt / 16) * write_charge((tm % bM) * 16 * dc, int64_t(kGranule));
+  } else {
+    const int64_t pitch = q.N * dc;
+    const int64_t full = tn / bN, tail = tn % bN;
+    fix_bytes = double(tm) * (full * write_charge(bN * dc, pitch) + (tail ? write_charge(tail * dc, pitch) : 0));
+  }
+  const double fix_rate = (p.split || p.fixpipe) ? p.l2_write_rate : p.l0c_to_ub;
+  double fix = fix_bytes / fix_rate + kFixStart * mIter * nIter;
+  // Epilogue on the vector units: on split SoCs the AIVs read the tile back
+  // from GM (L2) with any extra operand and write the result; on coupled SoCs
+  // the tile goes L0C -> UB -> GM (MTE3).
+  double vec = 0, mte3 = 0, vec_mem = 0;
+  const double out_elems = double(tm) * tn;
+  if (!q.epilogue.empty()) {
+    vec = double(mIter * nIter) * vec_cycles(q.epilogue, double(bM) * bN) / vec_per_core_;
+    double bytes = out_elems * q.epi_extra_per_elem;
+    if (p.split) bytes += out_elems * 2 * dc;
+    vec_mem = bytes / (kMte2Eff * p.l2_rate);
+    if (!p.split) mte3 = out_elems * dc / p.ub_to_ddr;
+  }
+  // Pipeline: double-buffered stages overlap, single-buffered ones wait.
+  const int64_t dbA1 = t[kDepthA1] / (t[kStepM] * t[kStepKa]);
+  const int64_t dbB1 = t[kDepthB1] / (t[kStepN] * t[kStepKb]);
+  const double inner = std::max(cube + (t[kDbA] == 1 ? mte1_a : 0) + (t[kDbB] == 1 ? mte1_b : 0), mte1_a + mte1_b);
+  const double mid = t[kDbC] == 2 ? std::max(inner, fix) : inner + fix;
+  const double exposed = (dbA1 == 1 ? mte2_a + a_copies * kNd2NzStart : 0) +
+                         (dbB1 == 1 ? mte2_b + b_copies * kNd2NzStart : 0);
+  const double blocks = double(mIter) * nIter * kIter;
+  const double fill = kNd2NzStart + (mte2_a / std::max(1.0, a_copies) + mte2_b / std::max(1.0, b_copies)) +
+                      (mte1_a + mte1_b) / blocks + cube / blocks + fix / double(mIter * nIter);
+  const double core_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec + vec_mem, mte3}) + fill;
+
+  const double f = p.freq_mhz;
+  const double head_us = (kOpHead + mte2_head(int(cores), true)) / f;
+  const double chip_write = double(tasks) * (out_elems * dc);
+  const double chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
+  const double hbm_us = (hbm_read + chip_write + chip_extra) / hbm_Bpus_;
+  const double l2_us = (chip_ch + chip_extra) / l2_Bpus_;
+  const double core_us = double(waves) * core_cycles / f;
+  const double time = std::max({core_us, hbm_us, l2_us}) + head_us;
+  if (out) {
+    Breakdown& b = *out;
+    b.time_us = time;
+    b.mte2_us = std::max({waves * (mte2_a + mte2_b) / f, hbm_us, l2_us});
+    b.mte1_us = waves * (mte1_a + mte1_b) / f;
+    b.cube_us = waves * cube / f;
+    b.fixpipe_us = waves * fix / f;
+    b.vector_us = waves * vec / f;
+    b.mte3_us = waves * mte3 / f;
+    b.head_us = head_us + waves * fill / f;
+    b.gm_read_bytes = chip_ch + chip_extra;
+    b.hbm_read_bytes = hbm_read + chip_extra;
+    b.gm_write_bytes = chip_write;
+    b.l0_bytes = double(tasks) * (nIter * Mt * Kt + mIter * Kt * Nt) * ds;
+    b.ub_bytes = q.epilogue.empty() ? 0 : double(tasks) * out_elems * (dc * 2 + q.epi_extra_per_elem);
+    b.flops = q.flops;
+    b.cores_used = int(cores);
+    b.waves = int(waves);
+    b.roofline_us = roofline_us_;
+    const double busiest = std::max({b.cube_us, b.mte2_us, b.mte1_us, b.fixpipe_us, b.vector_us});
+    if (b.head_us > 0.5 * time) b.bound = "latency";
+    else if (b.cube_us >= busiest) b.bound = "compute";
+    else b.bound = "memory";
+  }
+  return time;
+}
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << int64_t(v);
+  return s.str();
+}
+
+void CubeModel::build_spec() {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t cores = p.cube_cores;
+  const int64_t ds = q.in_size;
+  const int64_t kq = std::max<int64_t>(16, q.k0);  // baseK granule ([A] TCubeTiling: C0 or 16)
+  auto& s = spec_;
+  s.names.assign(kNames, kNames + kNP);
+  s.values.assign(kNP, {});
+  // Multi-core split: per-core extents for 1..cores pieces, on 16 rows.
+  auto splits = [&](int64_t n) {
+    std::vector<int64_t> v;
+    for (int64_t d = 1; d <= cores; ++d) v.push_back(align_up(cdiv(n, d), 16));
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  s.values[kSM] = splits(q.M);
+  s.values[kSN] = splits(q.N);
+  s.values[kBM] = pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(q.M, 16))));
+  s.values[kBN] = pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(q.N, 16))));
+  // baseK up to 512 bytes of K per row (256 fp16 elements).
+  s.values[kBK] = pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds, align_up(Kp_, kq))));
+  s.values[kStepM] = {1, 2, 4};
+  s.values[kStepN] = {1, 2, 4};
+  s.values[kStepKa] = {1, 2, 4, 8};
+  s.values[kStepKb] = {1, 2, 4, 8};
+  s.values[kDepthA1] = {1, 2, 4, 8, 16, 32, 64};
+  s.values[kDepthB1] = {1, 2, 4, 8, 16, 32, 64};
+  s.values[kDbA] = {1, 2};
+  s.values[kDbB] = {1, 2};
+  s.values[kDbC] = {1, 2};
+  s.values[kOrder] = {0, 1};
+
+  const std::string M = num(q.M), N = num(q.N), K = num(align_up(Kp_, kq));
+  const std::string mB = "((" + M + " + singleCoreM - 1) / singleCoreM)";
+  const std::string nB = "((" + N + " + singleCoreN - 1) / singleCoreN)";
+  auto& r = s.restrictions;
+  // [A] TCubeTiling table 2.
+  r.push_back(mB + " * " + nB + " <= " + num(cores));
+  r.push_back("singleCoreM % 16 == 0 and singleCoreN % 16 == 0");
+  r.push_back("baseM % 16 == 0 and baseN % 16 == 0 and baseK % " + num(kq) + " == 0");
+  r.push_back("baseM * baseK * " + num(ds) + " * dbL0A <= " + num(p.l0a));
+  r.push_back("baseN * baseK * " + num(ds) + " * dbL0B <= " + num(p.l0b));
+  r.push_back("baseM * baseN * 4 * dbL0C <= " + num(p.l0c));  // L0C holds fp32/int32
+  if (q.bias && p.bt > 0) r.push_back("baseN * 4 <= " + num(p.bt));  // bias table
+  r.push_back("depthA1 == stepM * stepKa or depthA1 == 2 * stepM * stepKa");
+  r.push_back("depthB1 == stepN * stepKb or depthB1 == 2 * stepN * stepKb");
+  r.push_back("(baseM * baseK * depthA1 + baseN * baseK * depthB1) * " + num(ds) +
+              (q.bias && p.bt > 0 ? " + baseN * 4" : "") + " <= " + num(p.l1));
+  // MDL: M (N) may take several base blocks only when K is fully loaded.
+  r.push_back("stepM == 1 or baseK * stepKa >= " + K);
+  r.push_back("stepN == 1 or baseK * stepKb >= " + K);
+  r.push_back("((" + K + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + K +
+              " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + K + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
+              K + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
+  // Pruning: no block or L1 extent beyond twice what it covers; use at least
+  // half of the cores the shape can occupy.
+  auto& pr = s.pruning;
+  pr.push_back("baseM < 2 * singleCoreM and baseN < 2 * singleCoreN");
+  pr.push_back("baseM * stepM < 2 * singleCoreM and baseN * stepN < 2 * singleCoreN");
+  pr.push_back("baseK * stepKa < 2 * " + K + " and baseK * stepKb < 2 * " + K);
+  // Maximal multi-core splits only: no other split uses at least as many
+  // pieces along both M and N (and more along one) within the cores.
+  {
+    std::vector<std::pair<int64_t, int64_t>> pieces;  // (mB, nB) of each value pair
+    std::vector<std::pair<int64_t, int64_t>> vals;
+    for (int64_t sm : s.values[kSM])
+      for (int64_t sn : s.values[kSN]) {
+        const int64_t a = cdiv(q.M, sm), b = cdiv(q.N, sn);
+        if (a * b <= cores) pieces.push_back({a, b}), vals.push_back({sm, sn});
+      }
+    std::string any;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      bool maximal = true;
+      for (const auto& o : pieces)
+        if (o.first >= pieces[i].first && o.second >= pieces[i].second && o != pieces[i]) maximal = false;
+      if (maximal)
+        any += (any.empty() ? "" : " or ") + std::string("(singleCoreM == ") + num(vals[i].first) +
+               " and singleCoreN == " + num(vals[i].second) + ")";
+    }
+    if (!any.empty()) pr.push_back(any);
+  }
+  // L0A/L0B and the two L1 operands are double-buffered alike (Ascend C's
+  // recommended setting has both on; the model treats the sides alike).
+  pr.push_back("dbL0A == dbL0B");
+  pr.push_back("depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
+
+  // Baseline ([A] TCubeTiling recommended values; [M] heuristics): all cores
+  // with the most even split, base (128, 256, 64) shrunk to the per-core
+  // block, L0A/L0B double-buffered, L1 double-buffered when it fits, K loaded
+  // in one base step (no large packets: that is what tuning adds).
+  int64_t best_sm = s.values[kSM].back(), best_sn = s.values[kSN].back();
+  double best_score = -1;
+  for (int64_t sm : s.values[kSM])
+    for (int64_t sn : s.values[kSN]) {
+      const int64_t used = cdiv(q.M, sm) * cdiv(q.N, sn);
+      if (used > cores) continue;
+      // Fewer-bytes-per-core split among those using the most cores.
+      const double score = double(std::min(used, cores)) * 1e9 - double(sm + sn);
+      if (score > best_score) best_score = score, best_sm = sm, best_sn = sn;
+    }
+  auto floor_pow2 = [](int64_t v) { int64_t r = 16; while (r * 2 <= v) r *= 2; return r; };
+  const int64_t bm = std::min<int64_t>(128, floor_pow2(best_sm));
+  const int64_t bn = std::min<int64_t>(256, floor_pow2(best_sn));
+  int64_t bk = std::min<int64_t>(std::max<int64_t>(kq, 128 / ds), s.values[kBK].back());
+  int64_t dba = 2, dbb = 2, dbc = 2;
+  while (bm * bk * ds * dba > p.l0a || bn * bk * ds * dbb > p.l0b) {
+    if (dba == 2) dba = dbb = 1; else bk = std::max<int64_t>(kq, bk / 2);
+    if (bk == kq && dba == 1) break;
+  }
+  if (bm * bn * 4 * 2 > p.l0c) dbc = 1;
+  int64_t depth = 2;
+  if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias && p.bt > 0 ? bn * 4 : 0) > p.l1) depth = 1;
+  s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0};
+}
+
+std::vector<VecStep> epilogue_program(const OpDesc& op, const std::string& dtype, double& extra_per_elem,
+                                      bool fixpipe, int out_size) {
+  std::vector<VecStep> prog;
+  extra_per_elem = 0;
+  for (const auto& name : attr_strs(op, "epilogue")) {
+    // ReLU (and the bias of Gemm/MatMul) ride on FixPipe where it exists ([R] support_fixpipe).
+    if (fixpipe && (name == "Relu" || name == "BiasAdd")) continue;
+    if (name == "BatchNormalization" || name == "BatchNorm" || name == "Scale") {
+      // Folded to a per-channel scale and bias: Mul + Add with small operands.
+      vec_program("Mul", dtype, prog);
+      vec_program("Add", dtype, prog);
+      continue;
+    }
+    if (name == "BiasAdd") { vec_program("Add", dtype, prog); continue; }
+    if (!is_elementwise(name))
+      fail("epilogue op '" + name + "' is not an elementwise op; fusable ops: BatchNormalization, BiasAdd, " +
+           [] { std::string s; for (auto& e : elementwise_ops()) s += (s.empty() ? "" : ", ") + e; return s; }());
+    const int arity = vec_program(name, dtype, prog);
+    if (arity == 2) extra_per_elem += out_size;  // reads one output-sized tensor
+  }
+  return prog;
+}
+
+// Without a bias table (before C220) the bias is added on the vector unit.
+void finish_bias(CubeProblem& q, const Platform& p, const std::string& dtype) {
+  if (q.bias && p.bt <= 0) vec_program("Add", dtype == "int8" ? "float16" : dtype, q.epilogue);
+}
+
+int cube_k0(const std::string& dtype) {
+  if (dtype == "int8") return 32;
+  if (dtype == "float32") return 8;
+  return 16;
+}
+
+void check_cube_dtype(const std::string& dtype, const Platform& p, const std::string& kind) {
+  if (std::find(p.cube_dtypes.begin(), p.cube_dtypes.end(), dtype) == p.cube_dtypes.end()) {
+    std::string v;
+    for (auto& d : p.cube_dtypes) v += (v.empty() ? "" : ", ") + d;
+    fail(kind + ": dtype " + dtype + " is not supported by the cube of " + p.name + " (supported: " + v + ")");
+  }
+}
+
+int out_dtype_size(const OpDesc& op, const std::string& dtype) {
+  auto it = op.str_attrs.find("out_dtype");
+  if (it != op.str_attrs.end() && !it->second.empty()) return dtype_size(canonical_dtype(it->second[0]));
+  if (dtype == "int8") return 4;  // int32 accumulators
+  return dtype_size(dtype);
+}
+
+}  // namespace
+
+std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) {
+  CubeProblem q;
+  q.kind = op.kind;
+  const std::string dtype = op.dtype;
+  check_cube_dtype(dtype, p, op.kind);
+  const bool gemm = op.kind == "Gemm";
+  if (op.inputs.size() < 2 || op.inputs.size() > 3)
+    fail(op.kind + ": expected 2 inputs (A, B) or 3 (A, B, bias), got " + std::to_string(op.inputs.size()));
+  std::vector<int64_t> a = op.inputs[0], b = op.inputs[1];
+  check_shape(a, op.kind + " input A");
+  check_shape(b, op.kind + " input B");
+  q.trans_a = attr_int(op, gemm ? "transA" : "transpose_a", 0) != 0;
+  q.trans_b = attr_int(op, gemm ? "transB" : "transpose_b", 0) != 0;
+  if (gemm && (a.size() != 2 || b.size() != 2))
+    fail("Gemm: A and B must be 2-D, got A " + shape_str(a) + " and B " + shape_str(b));
+  if (a.size() == 1) { a.insert(a.begin(), 1); q.trans_a = false; }
+  if (b.size() == 1) { b.push_back(1); q.trans_b = false; }
+  const int64_t M = q.trans_a ? a[a.size() - 1] : a[a.size() - 2];
+  const int64_t Ka = q.trans_a ? a[a.size() - 2] : a[a.size() - 1];
+  const int64_t Kb = q.trans_b ? b[b.size() - 1] : b[b.size() - 2];
+  const int64_t N = q.trans_b ? b[b.size() - 2] : b[b.size() - 1];
+  if (Ka != Kb)
+    fail(op.kind + ": inner dimensions differ: A " + shape_str(op.inputs[0]) + " has K=" + std::to_string(Ka) +
+         ", B " + shape_str(op.inputs[1]) + " has K=" + std::to_string(Kb));
+  std::vector<int64_t> ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const std::vector<int64_t> batch_shape = broadcast(ab, bb, op.kind + " batch dimensions");
+  int64_t batch = numel(batch_shape);
+  q.M = M; q.N = N; q.K = Ka; q.batch = batch;
+  // Shared weights: fold the batch into M, as compilers do (one bigger GEMM).
+  if (batch > 1 && numel(bb) == 1 && !q.trans_a) { q.M = M * batch; q.batch = 1; }
+  q.in_size = dtype_size(dtype);
+  q.out_size = out_dtype_size(op, dtype);
+  q.k0 = cube_k0(dtype);
+  q.flops = 2.0 * double(batch) * M * N * Ka;
+  q.a_bytes = double(numel(a)) * q.in_size;
+  q.b_bytes = double(numel(b)) * q.in_size;
+  q.c_bytes = double(batch) * M * N * q.out_size;
+  q.bias = attr_int(op, "bias", 0) != 0;
+  if (op.inputs.size() == 3) {
+    const auto& c = op.inputs[2];
+    check_shape(c, op.kind + " input C");
+    const std::vector<int64_t> out{M, N};
+    const auto bc = broadcast(out, c, op.kind + " bias C");
+    if (bc != out) fail(op.kind + ": C " + shape_str(c) + " does not broadcast to the output [" + std::to_string(M) + ", " + std::to_string(N) + "]");
+    if (numel(c) == N || numel(c) == 1) q.bias = true;  // per-column bias -> bias table
+    else { q.epi_extra_per_elem += q.out_size; q.extra_bytes += double(numel(c)) * q.out_size; vec_program("Add", dtype, q.epilogue); }
+  }
+  double extra = 0;
+  auto epi = epilogue_program(op, dtype == "int8" ? "float16" : dtype, extra, p.fixpipe, q.out_size);
+  q.epilogue.insert(q.epilogue.end(), epi.begin(), epi.end());
+  q.epi_extra_per_elem += extra;
+  q.extra_bytes += extra * double(batch) * M * N;
+  if (!p.fixpipe && attr_int(op, "relu", 0)) vec_program("Relu", dtype, q.epilogue);
+  finish_bias(q, p, dtype);
+  return std::make_shared<CubeModel>(q, p);
+}
+
+std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
+  CubeProblem q;
+  q.kind = "Conv";
+  q.conv = true;
+  const std::string dtype = op.dtype;
+  check_cube_dtype(dtype, p, "Conv");
+  if (op.inputs.size() < 2 || op.inputs.size() > 3)
+    fail("Conv: expected inputs [X, W] or [X, W, B], got " + std::to_string(op.inputs.size()) + " inputs");
+  const auto& x = op.inputs[0];
+  const auto& w = op.inputs[1];
+  check_shape(x, "Conv input X");
+  check_shape(w, "Conv input W");
+  if (x.size() != 4 || w.size() != 4)
+    fail("Conv: only 2-D convolution is supported: X must be NCHW and W (M, C/group, kH, kW); got X " +
+         shape_str(x) + ", W " + shape_str(w));
+  const int64_t group = attr_int(op, "group", 1);
+  const auto strides = attr_ints(op, "strides", {1, 1});
+  const auto dil = attr_ints(op, "dilations", {1, 1});
+  const auto pads = attr_ints(op, "pads", {0, 0, 0, 0});
+  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4)
+    fail("Conv: strides and dilations need 2 values and pads 4 ([top, left, bottom, right])");
+  for (auto v : strides) if (v <= 0) fail("Conv: strides must be positive, got " + shape_str(strides));
+  for (auto v : dil) if (v <= 0) fail("Conv: dilations must be positive, got " + shape_str(dil));
+  for (auto v : pads) if (v < 0) fail("Conv: pads must be >= 0, got " + shape_str(pads));
+  const int64_t n = x[0], c = x[1], h = x[2], wd = x[3];
+  const int64_t m = w[0], cg = w[1], kh = w[2], kw = w[3];
+  if (group <= 0 || c % group || m % group)
+    fail("Conv: group=" + std::to_string(group) + " must divide the input channels (" + std::to_string(c) +
+         ") and the output channels (" + std::to_string(m) + ")");
+  if (cg != c / group)
+    fail("Conv: W " + shape_str(w) + " has " + std::to_string(cg) + " input channels per group, X " + shape_str(x) +
+         " with group=" + std::to_string(group) + " needs " + std::to_string(c / group));
+  const int64_t ekh = (kh - 1) * dil[0] + 1, ekw = (kw - 1) * dil[1] + 1;
+  const int64_t ho = (h + pads[0] + pads[2] - ekh) / strides[0] + 1;
+  const int64_t wo = (wd + pads[1] + pads[3] - ekw) / strides[1] + 1;
+  if (h + pads[0] + pads[2] < ekh || wd + pads[1] + pads[3] < ekw)
+    fail("Conv: kernel " + std::to_string(ekh) + "x" + std::to_string(ekw) + " (with dilation) is larger than the padded input " +
+         std::to_string(h + pads[0] + pads[2]) + "x" + std::to_string(wd + pads[1] + pads[3]));
+  if (op.inputs.size() == 3 && numel(op.inputs[2]) != m)
+    fail("Conv: bias B " + shape_str(op.inputs[2]) + " must have " + std::to_string(m) + " elements");
+  q.in_size = dtype_size(dtype);
+  q.out_size = out_dtype_size(op, dtype);
+  q.k0 = cube_k0(dtype);
+  const int64_t c0 = 32 / q.in_size;  // C0 of NC1HWC0 ([A] 数据排布格式.md)
+  const int64_t mg = m / group;
+  // Small groups (depthwise) are packed block-diagonally into one C0-wide
+  // cube group: e groups share a fractal.
+  int64_t e = 1;
+  if (group > 1) e = std::max<int64_t>(1, std::min<int64_t>(group, c0 / std::max<int64_t>(cg, mg)));
+  const int64_t groups = cdiv(group, e);
+  q.batch = groups;
+  q.M = n * ho * wo;
+  q.K = align_up(e * cg, c0) * kh * kw;
+  q.N = e * mg;
+  q.ho = ho; q.wo = wo; q.wi = wd + pads[1] + pads[3]; q.hi = h + pads[0] + pads[2];
+  q.sh = strides[0]; q.kh_eff = ekh;
+  q.cin_pad = align_up(e * cg, c0);
+  q.flops = 2.0 * n * ho * wo * m * cg * kh * kw;
+  // Input rows the kernel touches (a stride above the kernel height skips rows).
+  const int64_t rows = std::min(h, ho * std::min(ekh, strides[0]) + std::max<int64_t>(0, ekh - strides[0]));
+  q.a_bytes = double(numel(x)) * q.in_size * double(rows) / double(h);
+  q.b_bytes = double(numel(w)) * q.in_size;
+  q.c_bytes = double(n) * m * ho * wo * q.out_size;
+  q.bias = op.inputs.size() == 3 || attr_int(op, "bias", 0) != 0;
+  double extra = 0;
+  q.epilogue = epilogue_program(op, dtype == "int8" ? "float16" : dtype, extra, p.fixpipe, q.out_size);
+  q.epi_extra_per_elem = extra;
+  q.extra_bytes = extra * double(n) * m * ho * wo;
+  finish_bias(q, p, dtype);
+  return std::make_shared<CubeModel>(q, p);
+}
+
+}  // namespace aoe::ascend::detail

@@ -1,0 +1,513 @@
+// Vector operators: elementwise (single and fused chains, with broadcasting),
+// Cast, reductions, Softmax, LayerNorm and Transpose.  All follow the Ascend C
+// vector pattern ([A] 多核Tiling.md, DoubleBuffer.md; ascend_model.md §2.3):
+// the work is split over `blockDim` cores; each core loops CopyIn (MTE2) ->
+// Compute (Vector) -> CopyOut (MTE3) over UB tiles of `tileLen` elements,
+// with `bufferNum` (1 or 2) buffers per queue.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <set>
+
+#include "common.hpp"
+
+namespace aoe::ascend::detail {
+namespace {
+
+// The work as the model sees it: `units` independent rows of `unit_elems`
+// elements (unit_elems = 1 for plain elementwise work).
+struct VecKernel {
+  std::string kind;
+  int ds = 2;                       // bytes per element of the streamed data
+  int64_t units = 1, unit_elems = 1;
+  double in_bytes = 0;              // GM bytes read per element per sweep
+  double out_bytes = 0;             // GM bytes written per element
+  double out_bytes_per_unit = 0;    // GM bytes written per unit (reductions)
+  double bcast_bytes = 0;           // small operands read once per core, kept in UB
+  int in_streams = 1;               // GM->UB copies per tile
+  std::vector<VecStep> elem_prog;   // per element
+  std::vector<VecStep> row_prog;    // per unit (reduce APIs: repeats per row)
+  int sweeps_if_split = 1;          // GM passes when a unit does not fit one tile
+  double run_in = 0, run_out = 0;   // contiguous run in GM (0: the whole tile)
+  int transpose_side = 0;           // >0: runs limited by the square tile side
+  int ub_buffers = 2;               // tile-sized queue buffers (x bufferNum)
+  int temp_fp32 = 0;                // tile-sized fp32 temporaries
+  bool split_rows = false;          // cores may split the rows (splitR)
+  int syncs = 1;                    // core syncs when rows are split (one per row statistic)
+  double unique_bytes = 0;          // for the roofline
+  double flops = 0;
+};
+
+enum P { kBlockDim, kTileLen, kBufferNum, kSplitR };
+
+class VecModel : public OpModel {
+ public:
+  VecModel(const VecKernel& k, const Platform& p) : k_(k), p_(p) {
+    kind_ = k.kind;
+    const double f = p.freq_mhz;
+    // Per vector core share of the AI core's GM rate ([R] ddr_rate is per
+    // AI core; on split SoCs its AIVs share it).
+    rate_ = p.split ? p.ddr_rate * p.cube_cores / p.vector_cores : p.ddr_rate;
+    hbm_Bpus_ = p.hbm_gbps * 1e3;
+    const double chip_rate = std::min(hbm_Bpus_, p.vector_cores * rate_ * f);
+    roofline_us_ = k.unique_bytes / chip_rate;
+    build_spec();
+    finish_spec();
+  }
+
+  double evaluate(const int64_t* t, Breakdown* out) const override {
+    const Platform& p = p_;
+    const VecKernel& k = k_;
+    const int64_t bd = t[kBlockDim], tile = t[kTileLen], db = t[kBufferNum];
+    const bool splitR = k.split_rows && t[kSplitR] == 1;
+    // Every core takes whole rows, or (splitR) 1/bd of every row with the
+    // partial results combined after a core sync.
+    const int64_t row = splitR ? cdiv(k.unit_elems, bd) : k.unit_elems;
+    const bool fits = row <= tile;  // a row (share) fits one UB tile: one GM sweep
+    const int sweeps = fits ? 1 : k.sweeps_if_split;
+    const int64_t cores = splitR ? bd : std::min<int64_t>(bd, k.units);
+    const int64_t units_core = splitR ? k.units : cdiv(k.units, bd);
+    const int64_t rows_per_tile = fits ? tile / row : 1;
+    const int64_t tiles = fits ? cdiv(units_core, rows_per_tile) : units_core * cdiv(row, tile);
+    const double row_elems = double(row);
+    const double elems_core = double(units_core) * row;
+    const double tile_elems = std::min(double(tile), elems_core);
+    // GM bytes per core, charged by burst.
+    const double read = elems_core * k.in_bytes * sweeps;
+    // Split rows also write their partial results (and read them back).
+    const double write = elems_core * k.out_bytes + units_core * k.out_bytes_per_unit * (splitR ? 2 : 1) +
+                         (splitR ? double(units_core) * 8 * k.syncs : 0);
+    double rin = k.run_in, rout = k.run_out;
+    if (k.transpose_side) {
+      double side = 16;
+      while (side * side * 4 <= tile) side *= 2;
+      rin = std::min(rin, side * k.ds);
+      rout = std::min(rout, side * k.ds);
+    }
+    const double tile_bytes = tile_elems * k.ds;
+    // Charged bytes per byte moved, for contiguous runs of `run` bytes (0:
+    // the whole tile).  Transposed runs start every other run (pitch 2x).
+    auto rcharge = [&](double run_bytes) {
+      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));
+      return read_charge(run, k.transpose_side ? run * 2 : run, run) / double(run);
+    };
+    auto wcharge = [&](double run_bytes) {
+      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));
+      return write_charge(run, k.transpose_side ? run * 2 : run) / double(run);
+    };
+    const double read_ch = read * rcharge(rin) + k.bcast_bytes;
+    const double write_ch = write * wcharge(rout);
+    const double eff = small_transfer_eff(tile_bytes, int(cores));
+    const double mte2 = read_ch / (rate_ * eff) + double(tiles) * k.in_streams * sweeps * kLoadCall;
+    const double mte3 = write_ch / (rate_ * eff) + double(tiles) * kStoreCall;
+    const double port = (read_ch + write_ch) / (rate_ * eff);  // MTE2 and MTE3 share the core's GM port
+    // Vector: elementwise APIs over each tile; reduce APIs per row.
+    double vec = double(tiles) * sweeps * vec_cycles(k.elem_prog, tile_elems);
+    if (!k.row_prog.empty()) {
+      const double rows_in_tile = fits ? double(std::min(rows_per_tile, units_core)) : 1.0;
+      const double elems_in_call = fits ? row_elems : double(tile);
+      for (const auto& s : k.row_prog) {
+        const double epr = s.fp32 ? 64.0 : 128.0;
+        double reps = rows_in_tile * std::ceil(elems_in_call / epr);
+        if (elems_in_call > epr) reps += rows_in_tile * std::ceil(std::ceil(elems_in_call / epr) / epr);
+        vec += double(tiles) * (reps * s.cost.per_repeat + s.cost.per_call);
+      }
+    }
+    const double per_tile_mte2 = mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = mte3 / std::max<int64_t>(1, tiles);
+    double core_cycles;
+    if (db == 2)
+      core_cycles = std::max({mte2, vec, mte3, port}) + per_tile_mte2 + per_tile_mte3;
+    else
+      core_cycles = std::max(mte2 + vec + mte3, port);
+    if (splitR) core_cycles += k.syncs * mte2_head(int(cores), false);  // SyncAll, then combine partials
+    const double f = p.freq_mhz;
+    const double head_us = (kOpHead + mte2_head(int(cores), tile_bytes >= 25000) + kMte3Head + kVecHead) / f;
+    const double chip_bytes = (read_ch + write_ch) * cores;
+    const double hbm_us = chip_bytes / hbm_Bpus_;
+    const double core_us = core_cycles / f;
+    const double time = std::max(core_us, hbm_us) + head_us;
+    if (out) {
+      Breakdown& b = *out;
+      b.time_us = time;
+      b.mte2_us = std::max(mte2 / f, hbm_us * read_ch / std::max(1.0, read_ch + write_ch));
+      b.vector_us = vec / f;
+      b.mte3_us = mte3 / f;
+      b.head_us = head_us;
+      b.gm_read_bytes = read * cores + k.bcast_bytes * cores;
+      b.hbm_read_bytes = b.gm_read_bytes;
+      b.gm_write_bytes = write * cores;
+      b.ub_bytes = (read + write) * cores;
+      b.flops = k.flops;
+      b.cores_used = int(cores);
+      b.waves = 1;
+      b.roofline_us = roofline_us_;
+      if (head_us > 0.5 * time) b.bound = "latency";
+      else if (vec >= std::max({mte2, mte3, port})) b.bound = "compute";
+      else b.bound = "memory";
+    }
+    return time;
+  }
+
+ private:
+  void build_spec() {
+    const Platform& p = p_;
+    const VecKernel& k = k_;
+    auto& s = spec_;
+    const int64_t ds = k.ds;
+    const int64_t total = k.units * k.unit_elems;
+    const int64_t align = 32 / ds;  // UB operands are 32 B aligned ([A] NPU架构版本2201.md)
+    const int64_t per_tile_bytes_db = k.ub_buffers * ds;  // x bufferNum
+    const int64_t fixed = k.temp_fp32 * 4;
+    const int64_t ub = int64_t(p.ub) - int64_t(std::ceil(k.bcast_bytes / 32.0) * 32);
+    if (ub <= 0 || (per_tile_bytes_db + fixed) * std::max<int64_t>(align, 256 / ds) > ub)
+      fail(k.kind + ": the operands do not fit the " + std::to_string(int64_t(p.ub)) + "-byte UB of " + p.name);
+    s.names = {"blockDim", "tileLen", "bufferNum"};
+    const int64_t max_units = k.split_rows ? std::max<int64_t>(k.units, p.vector_cores) : k.units;
+    s.values.push_back(core_counts(p.vector_cores, max_units));
+    s.values.push_back(pow2_range(std::max<int64_t>(align, 256 / ds), ub / (per_tile_bytes_db + fixed)));
+    s.values.push_back({1, 2});
+    auto& r = s.restrictions;
+    r.push_back("blockDim >= 1 and blockDim <= " + std::to_string(p.vector_cores));
+    r.push_back("tileLen % " + std::to_string(align) + " == 0 and tileLen > 0");
+    r.push_back("bufferNum >= 1 and bufferNum <= 2");
+    r.push_back("tileLen * (" + std::to_string(per_tile_bytes_db) + " * bufferNum + " + std::to_string(fixed) +
+                ") <= " + std::to_string(ub));
+    // Pruning: no more cores than rows (unless rows are split), no tile
+    // beyond twice a core's share.
+    const std::string share = "(" + std::to_string(total) + " + blockDim - 1) / blockDim";
+    s.pruning.push_back("tileLen < 2 * " + share + " or tileLen == " + std::to_string(s.values[1].front()));
+    if (k.split_rows) {
+      s.names.push_back("splitR");
+      s.values.push_back(k.unit_elems >= 2 * 256 / ds ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+      r.push_back("splitR == 0 or splitR == 1");
+      s.pruning.push_back("splitR == 1 or blockDim <= " + std::to_string(k.units));
+      s.pruning.push_back("splitR == 0 or " + std::to_string(k.units) + " < blockDim");
+    } else {
+      s.pruning.push_back("blockDim <= " + std::to_string(std::max<int64_t>(1, k.units)));
+    }
+    // Baseline: the Ascend C sample pattern - all cores (no more than rows),
+    // BUFFER_NUM = 2, TILE_NUM = 8, i.e. tileLength = blockLength / 16,
+    // capped by UB; reductions keep whole rows on a core.
+    const int64_t bd = std::min<int64_t>(p.vector_cores, std::max<int64_t>(1, k.units));
+    int64_t bd_val = s.values[0].front();
+    for (int64_t v : s.values[0]) if (v <= bd) bd_val = v;
+    const int64_t block = cdiv(total, bd_val);
+    int64_t tile = s.values[1].front();
+    for (int64_t v : s.values[1])
+      if (v * (per_tile_bytes_db * 2 + fixed) <= ub && (v <= std::max<int64_t>(block / 16, 1) || v <= k.unit_elems)) tile = v;
+    s.baseline = {bd_val, tile, 2};
+    if (k.split_rows) s.baseline.push_back(0);
+  }
+
+  VecKernel k_;
+  Platform p_;
+  double rate_, hbm_Bpus_;
+};
+
+void check_vec_dtype(const std::string& dtype, const Platform& p, const std::string& kind) {
+  if (std::find(p.vector_dtypes.begin(), p.vector_dtypes.end(), dtype) == p.vector_dtypes.end()) {
+    std::string v;
+    for (auto& d : p.vector_dtypes) v += (v.empty() ? "" : ", ") + d;
+    fail(kind + ": dtype " + dtype + " is not supported by the vector unit of " + p.name + " (supported: " + v + ")");
+  }
+}
+
+// int8 elementwise math runs in fp16 between casts.
+std::string compute_dtype(const std::string& dtype) { return dtype == "int8" ? "float16" : dtype; }
+
+// Axis in [-rank, rank) -> [0, rank).
+int64_t norm_axis(int64_t a, size_t rank, const std::string& kind) {
+  const int64_t r = int64_t(rank);
+  if (a < -r || a >= r) fail(kind + ": axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+  return a < 0 ? a + r : a;
+}
+
+}  // namespace
+
+std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p) {
+  VecKernel k;
+  const std::string dtype = op.dtype;
+  check_vec_dtype(dtype, p, op.kind);
+  k.ds = dtype_size(dtype);
+  std::vector<std::string> ops;
+  if (op.kind == "FusedElementwise") {
+    ops = attr_strs(op, "ops");
+    if (ops.empty()) fail("FusedElementwise: attrs['ops'] must list the elementwise ops in order");
+  } else {
+    ops = {op.kind};
+  }
+  k.kind = op.kind;
+  if (op.inputs.empty()) fail(op.kind + ": needs at least one input shape");
+  std::vector<int64_t> out_shape = op.inputs[0];
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    check_shape(op.inputs[i], op.kind + " input " + std::to_string(i));
+    out_shape = broadcast(out_shape, op.inputs[i], op.kind);
+  }
+  const int64_t n = numel(out_shape);
+  // How many operands the chain consumes: the first op takes its arity, each
+  // later binary op one more.
+  size_t consumed = 0;
+  int temps = 0;  // temporaries of the hungriest API in the chain
+  int out_size = k.ds;
+  const std::string cd = compute_dtype(dtype);
+  if (dtype == "int8") k.elem_prog.push_back({vec_api_cost("CastUp"), false});
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string& o = ops[i];
+    if (o == "Cast") {
+      const auto to = attr_strs(op, "to");
+      const std::string target = to.empty() ? dtype : canonical_dtype(to[0]);
+      const int ts = dtype_size(target);
+      // One Cast instruction per size step (int8 <-> fp16 <-> fp32); bf16 <->
+      // fp16 goes through fp32.  GE's Cast costs are per element of the
+      // 16-bit side, i.e. per 128-element repeat.
+      int steps = 0;
+      for (int s = std::min(ts, k.ds); s < std::max(ts, k.ds); s *= 2) ++steps;
+      if (steps == 0 && target != dtype) steps = 2;
+      for (int i = 0; i < steps; ++i)
+        k.elem_prog.push_back({vec_api_cost(ts > k.ds || (steps == 2 && i == 0 && ts == k.ds) ? "CastUp" : "CastDown"), false});
+      out_size = ts;
+      consumed += (i == 0) ? 1 : 0;
+      continue;
+    }
+    if (!is_elementwise(o)) {
+      std::string v;
+      for (auto& e : elementwise_ops()) v += (v.empty() ? "" : ", ") + e;
+      fail(op.kind + ": '" + o + "' is not an elementwise op (supported: " + v + ")");
+    }
+    const size_t first = k.elem_prog.size();
+    const int arity = vec_program(o, cd, k.elem_prog);
+    consumed += (i == 0) ? arity : arity - 1;
+    for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
+  }
+  if (dtype == "int8") k.elem_prog.push_back({vec_api_cost("CastDown"), false});
+  k.temp_fp32 += temps;
+  if (consumed != op.inputs.size())
+    fail(op.kind + ": the ops " + [&] { std::string s; for (auto& o : ops) s += (s.empty() ? "" : ", ") + o; return s; }() +
+         " take " + std::to_string(consumed) + " input(s), but " + std::to_string(op.inputs.size()) + " shapes were given");
+  k.units = n;
+  k.unit_elems = 1;
+  // Operands the size of the output stream through UB; small broadcast ones
+  // (per-channel scales, scalars) are read once per core and stay in UB.
+  k.in_streams = 0;
+  k.ub_buffers = 1;  // output queue
+  for (const auto& s : op.inputs) {
+    const double bytes = double(numel(s)) * k.ds;
+    k.unique_bytes += bytes;
+    if (numel(s) < n && bytes <= 16384) {
+      k.bcast_bytes += bytes;
+    } else {
+      k.in_bytes += k.ds;
+      k.in_streams += 1;
+      k.ub_buffers += 1;
+    }
+  }
+  k.ub_buffers += 1;  // one intermediate for the chain
+  k.out_bytes = out_size;
+  if (out_size > k.ds) k.temp_fp32 += 1;  // the wider output tile
+  k.unique_bytes += double(n) * out_size;
+  k.flops = double(n) * ops.size();
+  if (cd != dtype || dtype == "bfloat16") k.temp_fp32 += 1;
+  return std::make_shared<VecModel>(k, p);
+}
+
+std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
+  VecKernel k;
+  const std::string dtype = op.dtype;
+  check_vec_dtype(dtype, p, op.kind);
+  k.kind = op.kind;
+  k.ds = dtype_size(dtype);
+  const bool ln = op.kind == "LayerNormalization", sm = op.kind == "Softmax";
+  if (op.inputs.empty()) fail(op.kind + ": needs the input shape");
+  const auto& x = op.inputs[0];
+  check_shape(x, op.kind + " input");
+  if (x.empty()) fail(op.kind + ": the input must have at least one dimension");
+  const size_t rank = x.size();
+  std::vector<bool> red(rank, false);
+  if (sm) {
+    red[norm_axis(attr_int(op, "axis", -1), rank, op.kind)] = true;
+  } else if (ln) {
+    const int64_t a = norm_axis(attr_int(op, "axis", -1), rank, op.kind);
+    for (size_t i = a; i < rank; ++i) red[i] = true;
+  } else {
+    auto axes = attr_ints(op, "axes", {});
+    if (op.inputs.size() > 1) fail(op.kind + ": give the axes as attrs['axes'], not as an input");
+    if (axes.empty()) red.assign(rank, true);  // ONNX: no axes = all axes
+    for (auto a : axes) {
+      const int64_t n = norm_axis(a, rank, op.kind);
+      if (red[n] && axes.size() > 1 && std::count(axes.begin(), axes.end(), a) > 1)
+        fail(op.kind + ": axis " + std::to_string(a) + " is listed twice");
+      red[n] = true;
+    }
+  }
+  // [outer, R, inner]: reduced extent R, non-reduced dims before the first
+  // reduced axis, and after it (interleaved axes are approximated).
+  int64_t outer = 1, R = 1, inner = 1;
+  size_t first = rank;
+  for (size_t i = 0; i < rank; ++i) if (red[i] && first == rank) first = i;
+  for (size_t i = 0; i < rank; ++i) {
+    if (red[i]) R *= x[i];
+    else if (i < first) outer *= x[i];
+    else inner *= x[i];
+  }
+  const std::string cd = compute_dtype(dtype);
+  const bool up = cd == "float16" && (sm || ln);  // fp16 softmax/layernorm compute in fp32
+  const bool f32 = cd != "float16" || up;
+  auto api = [&](const char* name) { return VecStep{vec_api_cost(name), f32}; };
+  if (up) k.elem_prog.push_back({vec_api_cost("CastUp"), false});
+  const int64_t elem_align = 32 / k.ds;
+  if (inner == 1) {
+    k.units = outer;
+    k.unit_elems = align_up(R, elem_align);
+    if (sm) {
+      k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // max, then sum (WholeReduceMax: same class)
+      for (auto* a : {"Add", "Exp", "Mul"}) k.elem_prog.push_back(api(a));  // x - max, exp, * 1/sum
+      k.sweeps_if_split = 3;
+      k.split_rows = true;
+      k.syncs = 2;
+    } else if (ln) {
+      k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // mean, variance
+      for (auto* a : {"Add", "Mul", "Muls", "Mul", "Add"}) k.elem_prog.push_back(api(a));
+      k.sweeps_if_split = 2;
+      k.split_rows = true;
+    } else {
+      k.row_prog = {api("WholeReduceSum")};
+      k.split_rows = true;
+    }
+    k.out_bytes_per_unit = (sm || ln) ? 0 : k.ds;
+    k.out_bytes = (sm || ln) ? k.ds : 0;
+  } else {
+    // Reduction along a non-innermost axis: vector Adds of rows, blocks of
+    // 512 B of the inner axis per unit (so GM runs stay long).
+    const int64_t blk = std::min<int64_t>(align_up(inner, elem_align), 512 / k.ds);
+    k.units = outer * cdiv(inner, blk);
+    k.unit_elems = R * blk;
+    k.run_in = double(blk) * k.ds;
+    k.run_out = double(blk) * k.ds;
+    if (sm) {
+      for (auto* a : {"Add", "Add", "Exp", "Add", "Mul"}) k.elem_prog.push_back(api(a));
+      k.sweeps_if_split = 3;
+      k.out_bytes = k.ds;
+    } else if (ln) {
+      for (auto* a : {"Add", "Add", "Mul", "Add", "Mul", "Mul", "Add"}) k.elem_prog.push_back(api(a));
+      k.sweeps_if_split = 2;
+      k.out_bytes = k.ds;
+    } else {
+      k.elem_prog.push_back(api("Add"));
+      k.out_bytes_per_unit = double(blk) * k.ds;
+      k.split_rows = true;
+    }
+  }
+  if (up) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
+  if (ln) {
+    for (size_t i = 1; i < op.inputs.size() && i < 3; ++i) {
+      check_shape(op.inputs[i], "LayerNormalization input " + std::to_string(i));
+      if (numel(op.inputs[i]) != R)
+        fail("LayerNormalization: scale/bias " + shape_str(op.inputs[i]) + " must have " + std::to_string(R) +
+             " elements (the normalized extent)");
+      k.bcast_bytes += double(R) * k.ds;
+    }
+  }
+  k.in_bytes = k.ds;
+  k.ub_buffers = 2;
+  k.temp_fp32 = f32 && k.ds != 4 ? 2 : 1;
+  const double n = double(numel(x));
+  k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes;
+  k.flops = n * (k.elem_prog.size() + k.row_prog.size());
+  return std::make_shared<VecModel>(k, p);
+}
+
+std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p) {
+  VecKernel k;
+  const std::string dtype = op.dtype;
+  check_vec_dtype(dtype, p, "Transpose");
+  k.kind = "Transpose";
+  k.ds = dtype_size(dtype);
+  if (op.inputs.size() != 1) fail("Transpose: expected one input shape, got " + std::to_string(op.inputs.size()));
+  const auto& x = op.inputs[0];
+  check_shape(x, "Transpose input");
+  const size_t rank = x.size();
+  std::vector<int64_t> perm = attr_ints(op, "perm", {});
+  if (perm.empty()) for (size_t i = 0; i < rank; ++i) perm.push_back(int64_t(rank - 1 - i));
+  if (perm.size() != rank) fail("Transpose: perm " + shape_str(perm) + " must have " + std::to_string(rank) + " entries");
+  std::set<int64_t> seen;
+  for (auto a : perm) {
+    if (a < 0 || a >= int64_t(rank) || !seen.insert(a).second)
+      fail("Transpose: perm " + shape_str(perm) + " is not a permutation of 0.." + std::to_string(rank - 1));
+  }
+  const int64_t n = numel(x);
+  k.units = n;
+  k.unit_elems = 1;
+  k.in_bytes = k.ds;
+  k.out_bytes = k.ds;
+  // Contiguous runs: trailing input axes kept in order at the end of the output.
+  int64_t kept = 1;
+  size_t j = rank;
+  while (j > 0 && perm[j - 1] == int64_t(j - 1)) { kept *= x[j - 1]; --j; }
+  if (j == 0) {  // identity
+    k.run_in = k.run_out = 0;
+  } else if (kept * k.ds >= 32) {
+    // The innermost block moves as a whole (DataCopy with strides, no vector work).
+    k.run_in = k.run_out = double(kept) * k.ds;
+  } else {
+    // The last axis changes: a vector transpose in UB (TransDataTo5HD class:
+    // two scalar-operand passes per repeat), on square tiles.
+    k.elem_prog = {{vec_api_cost("Adds"), false}, {vec_api_cost("Adds"), false}};
+    k.run_in = double(x[rank - 1]) * kept * k.ds;
+    k.run_out = double(x[perm[rank - 1]]) * kept * k.ds;
+    k.transpose_side = 1;
+  }
+  k.ub_buffers = 2;
+  k.temp_fp32 = k.transpose_side ? 1 : 0;
+  k.unique_bytes = 2.0 * n * k.ds;
+  return std::make_shared<VecModel>(k, p);
+}
+
+std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
+  // MaxPool / AveragePool over NCHW with ONNX attributes.  On the vector unit
+  // a window is kh*kw - 1 Max (or Add) calls over a tile of outputs whose
+  // input rows sit in UB; padding is filled in UB (Duplicate), so GM traffic
+  // is the input read once (halo rows shared by adjacent tiles are
+  // neglected) plus the output.
+  VecKernel k;
+  const std::string dtype = op.dtype;
+  check_vec_dtype(dtype, p, op.kind);
+  k.kind = op.kind;
+  k.ds = dtype_size(dtype);
+  if (op.inputs.size() != 1) fail(op.kind + ": expected one input shape, got " + std::to_string(op.inputs.size()));
+  const auto& x = op.inputs[0];
+  check_shape(x, op.kind + " input");
+  if (x.size() != 4) fail(op.kind + ": only 2-D pooling over NCHW is modelled (input " + shape_str(x) + ")");
+  const auto ks = attr_ints(op, "kernel_shape", {});
+  if (ks.size() != 2 || ks[0] <= 0 || ks[1] <= 0)
+    fail(op.kind + ": attrs['kernel_shape'] must be two positive sizes, got " + shape_str(ks));
+  const auto st = attr_ints(op, "strides", {1, 1});
+  const auto pads = attr_ints(op, "pads", {0, 0, 0, 0});
+  const auto dil = attr_ints(op, "dilations", {1, 1});
+  if (st.size() != 2 || st[0] <= 0 || st[1] <= 0) fail(op.kind + ": strides must be two positive values");
+  if (pads.size() != 4) fail(op.kind + ": pads must be [top, left, bottom, right]");
+  if (dil.size() != 2 || dil[0] <= 0 || dil[1] <= 0) fail(op.kind + ": dilations must be two positive values");
+  const bool ceil_mode = attr_int(op, "ceil_mode", 0) != 0;
+  int64_t out_hw[2];
+  for (int i = 0; i < 2; ++i) {
+    const int64_t span = x[2 + i] + pads[i] + pads[i + 2] - ((ks[i] - 1) * dil[i] + 1);
+    if (span < 0) fail(op.kind + ": the window is larger than the padded input " + shape_str(x));
+    out_hw[i] = (ceil_mode ? cdiv(span, st[i]) : span / st[i]) + 1;
+  }
+  const int64_t out = x[0] * x[1] * out_hw[0] * out_hw[1];
+  const double ratio = double(numel(x)) / double(out);  // input elements per output element
+  const std::string cd = compute_dtype(dtype);
+  const bool avg = op.kind == "AveragePool";
+  for (int64_t w = 1; w < ks[0] * ks[1]; ++w) vec_program(avg ? "Add" : "Max", cd, k.elem_prog);
+  if (avg) k.elem_prog.push_back({vec_api_cost("Muls"), cd == "float32"});
+  k.units = out;
+  k.unit_elems = 1;
+  k.in_bytes = k.ds * ratio;
+  k.out_bytes = k.ds;
+  k.in_streams = 1;
+  k.ub_buffers = 2 + int(std::ceil(ratio));  // output, accumulator, input rows
+  k.unique_bytes = double(numel(x)) * k.ds + double(out) * k.ds;
+  k.flops = double(out) * ks[0] * ks[1];
+  return std::make_shared<VecModel>(k, p);
+}
+
+}  // namespace aoe::ascend::detail

@@ -1,0 +1,282 @@
+"""The knowledge bank: tuned tilings kept between runs, one directory per SoC.
+
+Location (first that applies):
+1. an explicit directory root (``aoe --bank PATH`` / ``tune_model(bank=PATH)``): ``PATH/<soc_version>/``;
+2. ``$TUNE_BANK_PATH/<soc_version>/`` (as AOE; the TUNE_BANK_PATH directory must exist);
+3. ``$XDG_CACHE_HOME/aoe_native/bank/<soc_version>/`` (default ``~/.cache/aoe_native/bank/<soc_version>/``).
+   (AOE's own default, ~/Ascend/latest/data/aoe/custom/op/<soc>, belongs to the CANN
+   toolkit's tree, so we do not write there.)
+
+Layout: one JSON file per operator type (``MatMul.json``, ``Conv.json``...), each
+``{"schema": "aoe_native.opat_bank", "schema_version": 1, "soc_version": ..., "op_type": ...,
+"entries": {key: entry}}`` written with sorted keys and one entry per line, so banks diff
+and merge well in git.  The key is op type + shapes + dtype + formats + attributes
+(:func:`aoe_native.partition.task_key`).  An entry records the tiling, the time with the
+default (baseline) tiling and with the tuned one, the tool version and the date.
+
+Concurrency: every write takes an exclusive ``flock`` on ``<dir>/.lock``, re-reads the file,
+merges (the faster entry of a key wins) and replaces the file atomically, so parallel tasks
+and concurrent ``aoe`` processes lose nothing, and a kill at any moment leaves the previous
+or the new file.  A file that is not valid bank JSON raises :class:`BankError` naming it and
+is never overwritten.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .fileio import atomic_write_text, locked
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "BankError", "Bank", "bank_dir", "make_entry", "merge_banks"]
+
+SCHEMA = "aoe_native.opat_bank"
+SCHEMA_VERSION = 1
+_ENTRY_FIELDS = ("op_type", "inputs", "dtype", "formats", "attrs", "tiling", "time_before_us", "time_after_us",
+                 "tool_version", "date")
+_LOCK_NAME = ".lock"
+
+
+class BankError(ValueError):
+    """A bank file or directory that cannot be used; the message names it."""
+
+
+def _tool_version() -> str:
+    try:
+        from ._core import __version__
+        return str(__version__)
+    except Exception:  # pragma: no cover - package imported without its extension
+        return "unknown"
+
+
+def bank_dir(soc_version: str, bank: str | os.PathLike | None = None) -> str:
+    """The bank directory for `soc_version` (see the module docstring for the order)."""
+    if not soc_version or os.sep in soc_version or soc_version.startswith("."):
+        raise ValueError(f"invalid soc_version {soc_version!r}")
+    if bank is not None:
+        return os.path.join(os.fspath(bank), soc_version)
+    env = os.environ.get("TUNE_BANK_PATH")
+    if env:
+        if not os.path.isdir(env):
+            raise BankError(f"TUNE_BANK_PATH={env}: directory does not exist (create it first, as AOE requires)")
+        return os.path.join(env, soc_version)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "aoe_native", "bank", soc_version)
+
+
+def make_entry(op_type: str, inputs: list[list[int]], dtype: str, formats: list[str], attrs: dict[str, Any],
+               tiling: dict[str, int], time_before_us: float, time_after_us: float, **extra: Any) -> dict[str, Any]:
+    """A bank entry with the current tool version and date (UTC, ISO 8601)."""
+    e = {"op_type": op_type, "inputs": [list(map(int, s)) for s in inputs], "dtype": dtype,
+         "formats": list(formats), "attrs": attrs, "tiling": {k: int(v) for k, v in tiling.items()},
+         "time_before_us": float(time_before_us), "time_after_us": float(time_after_us),
+         "tool_version": _tool_version(),
+         "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()}
+    e.update(extra)
+    return e
+
+
+def _check_entry(path: str, key: str, e: Any) -> None:
+    if not isinstance(e, dict):
+        raise BankError(f"{path}: entry {key!r} is not an object")
+    missing = [f for f in _ENTRY_FIELDS if f not in e]
+    if missing:
+        raise BankError(f"{path}: entry {key!r} lacks {', '.join(missing)}")
+    if not isinstance(e["tiling"], dict) or not all(isinstance(v, int) for v in e["tiling"].values()):
+        raise BankError(f"{path}: entry {key!r} has a malformed tiling")
+    for f in ("time_before_us", "time_after_us"):
+        if not isinstance(e[f], (int, float)) or not math.isfinite(e[f]) or e[f] < 0:
+            raise BankError(f"{path}: entry {key!r} has an invalid {f}")
+
+
+def _read_file(path: str, soc_version: str | None) -> dict[str, Any]:
+    """Parse and validate one bank file; BankError (naming it) if it is not ours or is damaged."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BankError(f"{path}: corrupt bank file ({e}); left untouched") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise BankError(f"{path}: not an aoe_native bank file (no \"schema\": \"{SCHEMA}\"); left untouched")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise BankError(f"{path}: bank schema version {doc.get('schema_version')!r} is not supported "
+                        f"(this tool reads version {SCHEMA_VERSION})")
+    if soc_version is not None and doc.get("soc_version") != soc_version:
+        raise BankError(f"{path}: bank for SoC {doc.get('soc_version')!r}, expected {soc_version!r}")
+    entries = doc.get("entries")
+    if not isinstance(entries, dict):
+        raise BankError(f"{path}: \"entries\" is not an object")
+    for key, e in entries.items():
+        _check_entry(path, key, e)
+    return doc
+
+
+def _dump_bank(doc: dict[str, Any]) -> str:
+    """Bank file text: sorted keys, one entry per line (so a git diff shows one line per
+    changed key), compact within the entry."""
+    lines = ["{", ' "entries": {']
+    items = sorted(doc["entries"].items())
+    for i, (key, e) in enumerate(items):
+        lines.append(f"  {json.dumps(key, ensure_ascii=False)}: "
+                     f"{json.dumps(e, sort_keys=True, ensure_ascii=False, separators=(', ', ': '))}"
+                     + ("," if i + 1 < len(items) else ""))
+    lines.append(" },")
+    rest = sorted((k, v) for k, v in doc.items() if k != "entries")
+    for i, (k, v) in enumerate(rest):
+        lines.append(f" {json.dumps(k)}: {json.dumps(v, sort_keys=True, ensure_ascii=False)}"
+                     + ("," if i + 1 < len(rest) else ""))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _file_name(op_type: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in op_type)
+    return f"{safe}.json"
+
+
+@dataclass
+class StoreOutcome:
+    key: str
+    stored: bool          # False: the bank already held an entry at least as fast
+    entry: dict[str, Any]  # the entry now in the bank for this key
+
+
+class Bank:
+    """One SoC's bank directory. `entries` is a snapshot taken by :meth:`load`;
+    :meth:`store` merges into the files under the lock and refreshes the snapshot."""
+
+    def __init__(self, directory: str | os.PathLike, soc_version: str | None = None):
+        self.directory = os.fspath(directory)
+        self.soc_version = soc_version
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def open(cls, soc_version: str, bank: str | os.PathLike | None = None) -> "Bank":
+        b = cls(bank_dir(soc_version, bank), soc_version)
+        b.load()
+        return b
+
+    def files(self) -> list[str]:
+        if not os.path.isdir(self.directory):
+            if os.path.exists(self.directory):
+                raise BankError(f"{self.directory}: bank path exists and is not a directory")
+            return []
+        return sorted(os.path.join(self.directory, n) for n in os.listdir(self.directory)
+                      if n.endswith(".json") and not n.startswith("."))
+
+    def load(self) -> "Bank":
+        entries: dict[str, dict[str, Any]] = {}
+        for path in self.files():
+            doc = _read_file(path, self.soc_version)
+            if self.soc_version is None:
+                self.soc_version = doc.get("soc_version")
+            entries.update(doc["entries"])
+        self.entries = entries
+        return self
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.entries.get(key)
+
+    def nearest(self, op_type: str, inputs: list[list[int]], dtype: str, attrs: dict[str, Any],
+                k: int = 4, exclude: str | None = None) -> list[dict[str, Any]]:
+        """Up to `k` entries of the same op type, dtype and input ranks, nearest in shape
+        (sum of |log ratio| over all dimensions; a different attribute set counts 1)."""
+        ranks = [len(s) for s in inputs]
+        scored = []
+        for key, e in self.entries.items():
+            if key == exclude or e["op_type"] != op_type or e["dtype"] != dtype or \
+                    [len(s) for s in e["inputs"]] != ranks:
+                continue
+            d = sum(abs(math.log(max(a, 1) / max(b, 1))) for s, t in zip(inputs, e["inputs"]) for a, b in zip(s, t))
+            d += 0.0 if e["attrs"] == attrs else 1.0
+            scored.append((d, key, e))
+        scored.sort(key=lambda x: (x[0], x[1]))
+        return [e for _, _, e in scored[:k]]
+
+    def store(self, entries: Iterable[tuple[str, dict[str, Any]]]) -> list[StoreOutcome]:
+        """Merge (key, entry) pairs into the bank files; the faster entry of a key wins.
+
+        Each op-type file is re-read under the lock, so concurrent writers lose nothing."""
+        by_file: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for key, e in entries:
+            if self.soc_version is None:
+                raise BankError(f"{self.directory}: cannot store into a bank whose SoC is unknown")
+            _check_entry("<new entry>", key, e)
+            by_file.setdefault(_file_name(e["op_type"]), []).append((key, e))
+        outcomes: list[StoreOutcome] = []
+        if not by_file:
+            return outcomes
+        os.makedirs(self.directory, exist_ok=True)
+        with locked(os.path.join(self.directory, _LOCK_NAME)):
+            # Bank files are only written under this lock, so a temp file seen now was left
+            # by a writer killed mid-write: remove it.
+            for n in os.listdir(self.directory):
+                if n.startswith(".tmp-"):
+                    try:
+                        os.unlink(os.path.join(self.directory, n))
+                    except OSError:
+                        pass
+            for name, items in sorted(by_file.items()):
+                path = os.path.join(self.directory, name)
+                if os.path.exists(path):
+                    doc = _read_file(path, self.soc_version)  # raises on a damaged file: never overwrite it
+                else:
+                    doc = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "soc_version": self.soc_version,
+                           "op_type": items[0][1]["op_type"], "entries": {}}
+                changed = False
+                for key, e in items:
+                    old = doc["entries"].get(key)
+                    if old is None or e["time_after_us"] < old["time_after_us"]:
+                        doc["entries"][key] = e
+                        changed = True
+                        outcomes.append(StoreOutcome(key, True, e))
+                    else:
+                        outcomes.append(StoreOutcome(key, False, old))
+                if changed:
+                    atomic_write_text(path, _dump_bank(doc))
+                self.entries.update(doc["entries"])
+        return outcomes
+
+    def stats(self) -> dict[str, Any]:
+        """Entry count and mean improvement per op type."""
+        per: dict[str, list[float]] = {}
+        for e in self.entries.values():
+            per.setdefault(e["op_type"], []).append(
+                e["time_before_us"] / e["time_after_us"] - 1.0 if e["time_after_us"] > 0 else 0.0)
+        return {"directory": self.directory, "soc_version": self.soc_version, "entries": len(self.entries),
+                "op_types": {op: {"entries": len(v), "mean_improvement": sum(v) / len(v)}
+                             for op, v in sorted(per.items())}}
+
+
+def merge_banks(sources: list[str | os.PathLike], destination: str | os.PathLike) -> dict[str, int]:
+    """Merge bank directories into `destination` (created if missing), keeping the faster
+    entry of each key. All banks must be for the same SoC. Returns counts."""
+    if not sources:
+        raise ValueError("merge needs at least one source bank")
+    banks = []
+    for src in sources:
+        src = os.fspath(src)
+        if not os.path.isdir(src):
+            raise BankError(f"{src}: not a bank directory")
+        b = Bank(src).load()
+        if b.soc_version is None:
+            raise BankError(f"{src}: empty bank (no entries to merge)")
+        banks.append(b)
+    socs = {b.soc_version for b in banks}
+    dst = Bank(destination).load()
+    if dst.soc_version is not None:
+        socs.add(dst.soc_version)
+    if len(socs) > 1:
+        detail = ", ".join(f"{b.directory}: {b.soc_version}" for b in banks)
+        if dst.soc_version is not None:
+            detail += f", {dst.directory}: {dst.soc_version}"
+        raise BankError(f"cannot merge banks of different SoCs ({detail}); only banks of one SoC merge")
+    dst.soc_version = socs.pop()
+    items = [(k, e) for b in banks for k, e in sorted(b.entries.items())]
+    before = len(dst.entries)
+    outcomes = dst.store(items)
+    return {"sources": len(banks), "source_entries": len(items), "stored": sum(o.stored for o in outcomes),
+            "new_keys": len(dst.entries) - before, "entries": len(dst.entries)}

@@ -1,0 +1,368 @@
+"""ONNX graph import: load, fix input shapes, infer every tensor's shape, and map nodes to
+the operator types the cost model knows.
+
+Only structure and shapes are read; weights are never loaded (external data is skipped),
+so multi-GB exported models import as fast as the structure-only zoo graphs.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+__all__ = ["Tensor", "Node", "Graph", "OpSpec", "parse_input_shape", "load_graph", "map_node",
+           "ELEMENTWISE_OPS", "VIEW_OPS"]
+
+# Nodes that only reinterpret a tensor: no kernel is launched for them.
+VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
+# Element-wise ONNX operators (same-shape or broadcast inputs, one output).
+ELEMENTWISE_OPS = frozenset({
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Where", "Equal", "Less", "Greater",
+    "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "PRelu",
+    "Relu", "LeakyRelu", "Elu", "Selu", "Gelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Exp",
+    "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Erf", "Cast", "Clip", "Softplus", "Softsign", "Mish",
+    "Floor", "Ceil", "Round", "Sign", "Sin", "Cos",
+})
+# Nodes whose output depends only on input shapes: folded into constants by a compiler.
+_SHAPE_OPS = frozenset({"Shape", "Size"})
+# Small constant tensors whose values are kept (axes, split sizes, reshape targets).
+_MAX_CONST_ELEMENTS = 4096
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: tuple[int, ...] | None  # None: unknown after inference
+    dtype: str                     # numpy dtype name, "" when unknown
+    const: bool = False            # initializer, Constant output or folded
+
+
+@dataclass
+class Node:
+    index: int
+    name: str
+    op_type: str
+    inputs: list[str]   # "" for an omitted optional input
+    outputs: list[str]
+    attrs: dict[str, Any]
+
+
+@dataclass
+class Graph:
+    """An imported model: nodes in topological order and every tensor's static shape."""
+    name: str
+    path: str | None
+    nodes: list[Node]
+    tensors: dict[str, Tensor]
+    inputs: dict[str, tuple[int, ...]]       # graph inputs that are not initializers
+    outputs: list[str]
+    const_values: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def shape(self, tensor: str) -> tuple[int, ...] | None:
+        t = self.tensors.get(tensor)
+        return None if t is None else t.shape
+
+    def is_const(self, tensor: str) -> bool:
+        t = self.tensors.get(tensor)
+        return t is not None and t.const
+
+
+@dataclass
+class OpSpec:
+    """A node expressed in the cost model's terms."""
+    op_type: str
+    inputs: list[list[int]]
+    attrs: dict[str, Any]
+    kind: str  # "cube", "vector", "elementwise"
+
+
+class UnsupportedNode(Exception):
+    """Raised by map_node for a node we do not model; the message is the reason."""
+
+
+# --------------------------------------------------------------------------- input shapes
+def parse_input_shape(spec: str | Mapping[str, Any] | None) -> dict[str, list[int]]:
+    """Parse AOE's --input_shape syntax, e.g. "input_ids:1,128;attention_mask:1,128".
+
+    A mapping {name: dims} is accepted as is (after validation)."""
+    if spec is None or spec == "":
+        return {}
+    items: list[tuple[str, Any]]
+    if isinstance(spec, Mapping):
+        items = list(spec.items())
+    else:
+        items = []
+        for part in str(spec).split(";"):
+            part = part.strip()
+            if not part:
+                continue
+            name, sep, dims = part.rpartition(":")
+            if not sep or not name:
+                raise ValueError(f"--input_shape entry {part!r} is not of the form name:d1,d2,...")
+            items.append((name.strip(), dims.split(",") if dims.strip() else []))
+    out: dict[str, list[int]] = {}
+    for name, dims in items:
+        parsed = []
+        for d in dims:
+            try:
+                v = int(str(d).strip())
+            except ValueError:
+                raise ValueError(f"--input_shape {name!r}: dimension {d!r} is not an integer") from None
+            if v < 1:
+                raise ValueError(f"--input_shape {name!r}: dimension {v} must be >= 1")
+            parsed.append(v)
+        if name in out:
+            raise ValueError(f"--input_shape names input {name!r} twice")
+        out[name] = parsed
+    return out
+
+
+def _dims(type_proto: onnx.TypeProto) -> list[int | str] | None:
+    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
+        return None
+    dims: list[int | str] = []
+    for d in type_proto.tensor_type.shape.dim:
+        if d.HasField("dim_value") and d.dim_value > 0:
+            dims.append(int(d.dim_value))
+        else:
+            dims.append(d.dim_param or "?")
+    return dims
+
+
+def _dtype_name(elem_type: int) -> str:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except Exception:
+        return ""
+
+
+def _fix_inputs(model: onnx.ModelProto, shapes: dict[str, list[int]], where: str) -> None:
+    graph = model.graph
+    init_names = {t.name for t in graph.initializer}
+    data_inputs = [vi for vi in graph.input if vi.name not in init_names]
+    by_name = {vi.name: vi for vi in data_inputs}
+    for name in shapes:
+        if name not in by_name:
+            raise KeyError(f"{where}: --input_shape names {name!r}, which is not an input of the model "
+                           f"(inputs: {', '.join(sorted(by_name)) or 'none'})")
+    for vi in data_inputs:
+        dims = _dims(vi.type)
+        if vi.name in shapes:
+            new = shapes[vi.name]
+            if dims is not None and len(dims) != len(new):
+                raise ValueError(f"{where}: input {vi.name!r} has rank {len(dims)} ({dims}), "
+                                 f"--input_shape gives rank {len(new)} ({new})")
+            for i, (old, v) in enumerate(zip(dims or [], new)):
+                if isinstance(old, int) and old != v:
+                    raise ValueError(f"{where}: input {vi.name!r} dimension {i} is fixed to {old} in the model, "
+                                     f"--input_shape gives {v}")
+            shape = vi.type.tensor_type.shape
+            shape.ClearField("dim")
+            for v in new:
+                shape.dim.add().dim_value = v
+        elif dims is None or any(not isinstance(d, int) for d in dims):
+            raise ValueError(f"{where}: input {vi.name!r} has dynamic or unknown dimensions {dims}; "
+                             f"fix them with --input_shape \"{vi.name}:d1,d2,...\"")
+
+
+def _attr_values(node: onnx.NodeProto) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.TENSOR:
+            out[a.name] = numpy_helper.to_array(a.t)
+        elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            out[a.name] = "<subgraph>"
+        else:
+            v = helper.get_attribute_value(a)
+            out[a.name] = v.decode() if isinstance(v, bytes) else (list(v) if isinstance(v, (list, tuple)) or
+                                                                   type(v).__name__.startswith("Repeated") else v)
+    return out
+
+
+def _load_small_external(model: onnx.ModelProto, base_dir: str) -> None:
+    """Read the small external tensors (reshape targets, axes...) that shape inference needs;
+    large weights stay on disk (and may be absent)."""
+    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+    for t in model.graph.initializer:
+        if uses_external_data(t) and int(np.prod(t.dims)) <= _MAX_CONST_ELEMENTS:
+            try:
+                load_external_data_for_tensor(t, base_dir)
+                t.data_location = onnx.TensorProto.DEFAULT
+                del t.external_data[:]
+            except Exception:  # missing/short data file: shapes that need the value stay unknown
+                pass
+
+
+def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
+               input_shape: str | Mapping[str, Any] | None = None) -> Graph:
+    """Load an ONNX model (path or ModelProto), fix its inputs and infer all shapes.
+
+    Raises ValueError (unreadable/malformed model, bad or missing input shapes) or KeyError
+    (an --input_shape name that is not a model input), each naming the model."""
+    if isinstance(model_or_path, onnx.ModelProto):
+        model = onnx.ModelProto()
+        model.CopyFrom(model_or_path)
+        path, where = None, f"model {model.graph.name or '<unnamed>'}"
+    else:
+        path = os.fspath(model_or_path)
+        where = path
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path}: model file not found")
+        try:
+            model = onnx.load(path, load_external_data=False)
+        except Exception as e:  # protobuf DecodeError and friends
+            raise ValueError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+        if not model.graph.node:
+            raise ValueError(f"{path}: not a readable ONNX model (no graph nodes; truncated or not ONNX?)")
+        _load_small_external(model, os.path.dirname(os.path.abspath(path)))
+    shapes = parse_input_shape(input_shape)
+    _fix_inputs(model, shapes, where)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as e:
+        raise ValueError(f"{where}: ONNX shape inference failed ({e})") from None
+    g = inferred.graph
+
+    tensors: dict[str, Tensor] = {}
+    const_values: dict[str, np.ndarray] = {}
+    for t in g.initializer:
+        tensors[t.name] = Tensor(t.name, tuple(int(d) for d in t.dims), _dtype_name(t.data_type), const=True)
+        n_el = int(np.prod(t.dims)) if len(t.dims) else 1
+        if n_el <= _MAX_CONST_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL:
+            try:
+                const_values[t.name] = numpy_helper.to_array(t)
+            except Exception:
+                pass
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        if vi.name in tensors:
+            continue
+        dims = _dims(vi.type)
+        shape = tuple(dims) if dims is not None and all(isinstance(d, int) for d in dims) else None
+        tensors[vi.name] = Tensor(vi.name, shape, _dtype_name(vi.type.tensor_type.elem_type))
+    inputs = {vi.name: tensors[vi.name].shape for vi in g.input if not tensors[vi.name].const}
+
+    nodes: list[Node] = []
+    for i, n in enumerate(g.node):
+        attrs = _attr_values(n)
+        node = Node(i, n.name or f"{n.op_type}_{i}", n.op_type, list(n.input), list(n.output), attrs)
+        nodes.append(node)
+        for o in n.output:
+            tensors.setdefault(o, Tensor(o, None, ""))
+        # Constant folding: a node computed only from constants (or from shapes) is no kernel.
+        if n.op_type == "Constant" and "value" in attrs:
+            val = np.asarray(attrs["value"])
+            tensors[n.output[0]].const = True
+            tensors[n.output[0]].shape = tuple(val.shape)
+            if val.size <= _MAX_CONST_ELEMENTS:
+                const_values[n.output[0]] = val
+        elif n.op_type in _SHAPE_OPS or (n.input and all(not x or (x in tensors and tensors[x].const)
+                                                          for x in n.input) and n.domain in ("", "ai.onnx")):
+            for o in n.output:
+                tensors[o].const = True
+    return Graph(g.name or (os.path.splitext(os.path.basename(path))[0] if path else "model"), path, nodes,
+                 tensors, inputs, [o.name for o in g.output], const_values)
+
+
+# --------------------------------------------------------------------------- node mapping
+def _shape(graph: Graph, tensor: str, node: Node) -> list[int]:
+    s = graph.shape(tensor)
+    if s is None:
+        raise UnsupportedNode(f"shape of input {tensor!r} unknown after shape inference")
+    return list(s) if s else [1]
+
+
+def _axes(graph: Graph, node: Node, rank: int) -> list[int] | None:
+    if "axes" in node.attrs:
+        axes = list(node.attrs["axes"])
+    elif len(node.inputs) > 1 and node.inputs[1]:
+        if node.inputs[1] not in graph.const_values:
+            raise UnsupportedNode("reduction axes are not a constant")
+        axes = [int(a) for a in np.asarray(graph.const_values[node.inputs[1]]).reshape(-1)]
+    else:
+        return None
+    return sorted(a % rank for a in axes)
+
+
+def map_node(graph: Graph, node: Node) -> OpSpec:
+    """Express `node` as a cost-model operator; raises UnsupportedNode with the reason."""
+    op = node.op_type
+    a = node.attrs
+    if any(graph.shape(o) is None for o in node.outputs[:1]):
+        raise UnsupportedNode("output shape unknown after shape inference")
+    if op == "Conv":
+        x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
+        if len(x) != 4:
+            raise UnsupportedNode(f"only 2-D convolution is modelled (input rank {len(x)})")
+        kh, kw = w[2], w[3]
+        strides = list(a.get("strides", [1, 1]))
+        dil = list(a.get("dilations", [1, 1]))
+        pads = list(a.get("pads", [0, 0, 0, 0]))
+        auto = a.get("auto_pad", "NOTSET")
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            pads = []
+            for i, (size, k) in enumerate(zip(x[2:], (kh, kw))):
+                out = -(-size // strides[i])
+                total = max(0, (out - 1) * strides[i] + (k - 1) * dil[i] + 1 - size)
+                small, big = total // 2, total - total // 2
+                pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
+            pads = [pads[0][0], pads[1][0], pads[0][1], pads[1][1]]
+        elif auto == "VALID":
+            pads = [0, 0, 0, 0]
+        inputs = [x, w] + ([_shape(graph, node.inputs[2], node)] if len(node.inputs) > 2 and node.inputs[2] else [])
+        return OpSpec("Conv", inputs, {"strides": strides, "pads": pads, "dilations": dil,
+                                       "group": int(a.get("group", 1))}, "cube")
+    if op == "MatMul":
+        x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
+        if len(x) < 2 or len(w) < 2:
+            raise UnsupportedNode("MatMul with a 1-D operand")
+        if len(w) == 2:  # [..., M, K] x [K, N]: the leading dims fold into M
+            return OpSpec("MatMul", [[int(np.prod(x[:-1])), x[-1]], w], {}, "cube")
+        return OpSpec("BatchMatMul", [x, w], {}, "cube")
+    if op == "Gemm":
+        inputs = [_shape(graph, t, node) for t in node.inputs if t]
+        return OpSpec("Gemm", inputs, {"transA": int(a.get("transA", 0)), "transB": int(a.get("transB", 0))}, "cube")
+    if op in ELEMENTWISE_OPS:
+        return OpSpec(op, [_shape(graph, t, node) for t in node.inputs if t], {}, "elementwise")
+    if op == "BatchNormalization":  # inference BN: a per-channel scale and shift
+        return OpSpec(op, [_shape(graph, node.inputs[0], node)], {}, "elementwise")
+    if op in ("ReduceSum", "ReduceMean", "ReduceMax"):
+        x = _shape(graph, node.inputs[0], node)
+        axes = _axes(graph, node, len(x))
+        if axes is None:
+            if a.get("noop_with_empty_axes", 0):
+                raise UnsupportedNode("reduction with no axes is a no-op")
+            axes = list(range(len(x)))
+        return OpSpec(op, [x], {"axes": axes, "keepdims": int(a.get("keepdims", 1))}, "vector")
+    if op in ("GlobalAveragePool", "GlobalMaxPool"):
+        x = _shape(graph, node.inputs[0], node)
+        return OpSpec("ReduceMean" if op == "GlobalAveragePool" else "ReduceMax", [x],
+                      {"axes": list(range(2, len(x))), "keepdims": 1}, "vector")
+    if op in ("MaxPool", "AveragePool"):
+        x = _shape(graph, node.inputs[0], node)
+        if len(x) != 4:
+            raise UnsupportedNode(f"only 2-D pooling is modelled (input rank {len(x)})")
+        if a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+            raise UnsupportedNode(f"{op} with auto_pad={a['auto_pad']} is not modelled")
+        if len(node.outputs) > 1 and node.outputs[1]:
+            raise UnsupportedNode("MaxPool with an Indices output is not modelled")
+        attrs = {"kernel_shape": list(a["kernel_shape"]), "strides": list(a.get("strides", [1, 1])),
+                 "pads": list(a.get("pads", [0, 0, 0, 0])), "ceil_mode": int(a.get("ceil_mode", 0))}
+        if op == "MaxPool":
+            attrs["dilations"] = list(a.get("dilations", [1, 1]))
+        return OpSpec(op, [x], attrs, "vector")
+    if op == "Softmax":
+        x = _shape(graph, node.inputs[0], node)
+        return OpSpec(op, [x], {"axis": int(a.get("axis", -1)) % len(x)}, "vector")
+    if op == "LayerNormalization":
+        inputs = [_shape(graph, t, node) for t in node.inputs if t]
+        return OpSpec(op, inputs, {"axis": int(a.get("axis", -1)) % len(inputs[0]),
+                                   "epsilon": float(a.get("epsilon", 1e-5))}, "vector")
+    if op == "Transpose":
+        x = _shape(graph, node.inputs[0], node)
+        perm = [int(p) for p in a.get("perm", list(range(len(x)))[::-1])]
+        return OpSpec(op, [x], {"perm": perm}, "vector")
+    raise UnsupportedNode(f"operator {op} is not modelled")

@@ -1,0 +1,337 @@
+"""Partition an imported graph into the kernels a compiler would emit, and deduplicate
+them into tuning tasks.
+
+Fusion rules (greedy, in topological order, as ATC/TBE "UB fusion" does):
+- a cube op (Conv, MatMul, Gemm, BatchMatMul) absorbs the element-wise ops that follow it
+  (folded BatchNormalization, bias/residual Add, Relu, GELU/SiLU decompositions...) as its
+  epilogue;
+- consecutive element-wise ops form one vector kernel ("FusedElementwise");
+- other vector ops (Softmax, LayerNorm, reductions, Transpose) are kernels of their own;
+- view ops (Reshape, Flatten, ...) and constant-foldable nodes launch nothing.
+An element-wise op joins a producer's kernel only if its output has the producer's size,
+the merge creates no cycle between kernels, and the kernel's full-size buffers still fit
+the Unified Buffer (see `max_fused_buffers`).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from .onnx_import import VIEW_OPS, Graph, OpSpec, UnsupportedNode, map_node
+
+__all__ = ["Kernel", "Task", "Partition", "UnsupportedOp", "partition", "max_fused_buffers", "task_key"]
+
+# Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
+# for near-peak GM bandwidth (ascend_model.md §2.3, [A] DoubleBuffer.md and
+# 尽量一次搬运较大的数据块.md).  A fused kernel therefore keeps each full-size tensor in
+# 2 x 16 KiB of UB at least; the number of such tensors is capped by UB / 32 KiB.
+_BUFFER_NUM = 2
+_MIN_TILE_BYTES = 16 * 1024
+
+
+def max_fused_buffers(ub_bytes: int) -> int:
+    """How many full-size tensors (inputs, output, one temporary) one fused kernel may hold."""
+    return max(3, ub_bytes // (_BUFFER_NUM * _MIN_TILE_BYTES))
+
+
+def task_key(op_type: str, inputs: Iterable[Iterable[int]], dtype: str, formats: Iterable[str],
+             attrs: dict[str, Any]) -> str:
+    """The identity of a tuning task and of a bank entry: op, shapes, dtypes, formats, attributes."""
+    shapes = ",".join("x".join(str(int(d)) for d in s) for s in inputs)
+    return (f"{op_type}({shapes})|{dtype}|{','.join(formats)}|"
+            f"{json.dumps(attrs, sort_keys=True, separators=(',', ':'))}")
+
+
+@dataclass
+class Kernel:
+    """One launched kernel: the graph nodes it covers and the operator it runs."""
+    index: int
+    nodes: list[str]           # node names, producer first
+    onnx_types: list[str]
+    op_type: str
+    inputs: list[list[int]]
+    attrs: dict[str, Any]
+    formats: list[str]
+    output_shape: list[int]
+    task: int = -1             # index into Partition.tasks
+
+
+@dataclass
+class Task:
+    """A distinct (op, shapes, dtype, formats, attrs): tuned once, weighted by occurrences."""
+    index: int
+    key: str
+    op_type: str
+    inputs: list[list[int]]
+    dtype: str
+    formats: list[str]
+    attrs: dict[str, Any]
+    kernels: list[int] = field(default_factory=list)
+
+    @property
+    def occurrences(self) -> int:
+        return len(self.kernels)
+
+
+@dataclass
+class UnsupportedOp:
+    onnx_type: str
+    count: int
+    share: float       # fraction of the graph's nodes
+    reason: str
+    nodes: list[str]
+
+
+@dataclass
+class Partition:
+    graph_name: str
+    kernels: list[Kernel]
+    tasks: list[Task]
+    unsupported: list[UnsupportedOp]
+    n_nodes: int
+    n_view_nodes: int       # views and constant-folded nodes: no kernel
+    dtype: str
+
+
+@dataclass
+class _Group:
+    id: int
+    kind: str                  # "cube", "vector", "elementwise", "unsupported"
+    nodes: list[str]
+    onnx_types: list[str]
+    spec: OpSpec | None
+    ops: list[str]             # element-wise ops (epilogue or chain)
+    ext_inputs: dict[str, list[int]]   # tensor -> shape, for element-wise chains
+    out_numel: int
+    out_shape: list[int]
+    producers: set[int]        # groups whose outputs this one reads
+    full_buffers: int          # full-size tensors held in UB
+    chain: list[tuple[str, list[str], str]] = field(default_factory=list)  # (op, inputs, output) per element-wise node
+
+
+def _numel(shape) -> int:
+    return int(np.prod(shape)) if shape else 1
+
+
+def _formats(op_type: str, inputs: list[list[int]]) -> list[str]:
+    return ["NCHW" if op_type == "Conv" and len(s) == 4 else "ND" for s in inputs]
+
+
+def _depends(groups: list[_Group], start: int, target: int) -> bool:
+    """Does group `start` (transitively) read an output of group `target`?"""
+    stack, seen = [start], set()
+    while stack:
+        g = stack.pop()
+        if g == target:
+            return True
+        if g in seen:
+            continue
+        seen.add(g)
+        stack.extend(groups[g].producers)
+    return False
+
+
+def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16",
+              ub_bytes: int = 192 * 1024) -> Partition:
+    """Group `graph`'s nodes into kernels and the kernels into tasks.
+
+    supported_ops: operator types the cost model accepts (aoe_native.supported_ops());
+    a node whose mapped type is not among them is reported as unsupported.
+    ub_bytes: Unified Buffer size of the target SoC (caps fusion)."""
+    supported = set(supported_ops)
+    max_buf = max_fused_buffers(ub_bytes)
+    groups: list[_Group] = []
+    owner: dict[str, int] = {}          # tensor -> producing group
+    unsupported: dict[str, UnsupportedOp] = {}
+    n_view = 0
+
+    def producers_of(names: list[str]) -> list[int]:
+        out: list[int] = []
+        for t in names:
+            if t and t in owner and owner[t] not in out:
+                out.append(owner[t])
+        return out
+
+    def new_group(kind, node, spec, ops, ext, out_shape, prods) -> int:
+        gid = len(groups)
+        groups.append(_Group(gid, kind, [node.name], [node.op_type], spec, ops, ext, _numel(out_shape),
+                             list(out_shape), set(prods), 1 + sum(1 for s in ext.values()
+                                                                  if _numel(s) == _numel(out_shape))))
+        for o in node.outputs:
+            if o:
+                owner[o] = gid
+        if kind == "elementwise":
+            groups[gid].chain.append((node.op_type, [t for t in node.inputs if t], node.outputs[0]))
+        return gid
+
+    for node in graph.nodes:
+        if node.outputs and all(graph.is_const(o) for o in node.outputs if o):
+            n_view += 1
+            continue
+        live_inputs = [t for t in node.inputs if t and not graph.is_const(t)]
+        if node.op_type in VIEW_OPS:
+            n_view += 1
+            if live_inputs and live_inputs[0] in owner:
+                for o in node.outputs:
+                    owner[o] = owner[live_inputs[0]]
+            continue
+        prods = producers_of(live_inputs)
+        try:
+            spec = map_node(graph, node)
+            if spec.op_type not in supported and not (spec.kind == "elementwise" and spec.op_type == "BatchNormalization"):
+                raise UnsupportedNode(f"the cost model does not support {spec.op_type}")
+        except UnsupportedNode as e:
+            u = unsupported.setdefault(node.op_type, UnsupportedOp(node.op_type, 0, 0.0, str(e), []))
+            u.count += 1
+            u.nodes.append(node.name)
+            out_shape = list(graph.shape(node.outputs[0]) or []) if node.outputs else []
+            new_group("unsupported", node, None, [], {}, out_shape, prods)
+            continue
+        out_shape = list(graph.shape(node.outputs[0]))
+        if spec.kind != "elementwise":
+            new_group(spec.kind, node, spec, [], {}, out_shape, prods)
+            continue
+        # Element-wise: try to join the kernel of one of its producers.
+        joined = False
+        for gid in prods:
+            g = groups[gid]
+            if g.kind not in ("cube", "elementwise") or g.out_numel != _numel(out_shape):
+                continue
+            others = [p for p in prods if p != gid]
+            if any(_depends(groups, p, gid) for p in others):
+                continue  # would create a cycle between kernels
+            if g.kind == "cube" and node.op_type == "BatchNormalization" and g.ops:
+                continue  # BN folds into the conv weights only directly after the conv
+            ext = {t: list(graph.shape(t) or [1]) for t in node.inputs
+                   if t and owner.get(t) != gid and t not in g.ext_inputs}
+            extra = sum(1 for s in ext.values() if _numel(s) == g.out_numel)
+            if g.full_buffers + extra + 1 > max_buf:  # +1: one temporary for the chain
+                continue
+            g.nodes.append(node.name)
+            g.onnx_types.append(node.op_type)
+            g.ops.append(node.op_type)
+            g.chain.append((node.op_type, [t for t in node.inputs if t], node.outputs[0]))
+            g.ext_inputs.update(ext)
+            g.full_buffers += extra
+            g.producers.update(others)
+            for o in node.outputs:
+                owner[o] = gid
+            joined = True
+            break
+        if not joined:
+            ext = {t: list(graph.shape(t) or [1]) for t in node.inputs if t}
+            new_group("elementwise", node, spec, [node.op_type], ext, out_shape, prods)
+
+    kernels: list[Kernel] = []
+    tasks: dict[str, Task] = {}
+    for g in groups:
+        if g.kind == "unsupported":
+            continue
+        op_type, inputs, attrs = _kernel_op(g, graph, supported)
+        formats = _formats(op_type, inputs)
+        key = task_key(op_type, inputs, dtype, formats, attrs)
+        k = Kernel(len(kernels), g.nodes, g.onnx_types, op_type, inputs, attrs, formats, g.out_shape)
+        task = tasks.get(key)
+        if task is None:
+            task = tasks[key] = Task(len(tasks), key, op_type, inputs, dtype, formats, attrs)
+        task.kernels.append(k.index)
+        k.task = task.index
+        kernels.append(k)
+    n_nodes = len(graph.nodes)
+    unsup = sorted(unsupported.values(), key=lambda u: (-u.count, u.onnx_type))
+    for u in unsup:
+        u.share = u.count / n_nodes if n_nodes else 0.0
+    return Partition(graph.name, kernels, list(tasks.values()), unsup, n_nodes, n_view, dtype)
+
+
+# Element-wise decompositions that compilers recognise as one fused op, as exporters emit them.
+# Each pattern is a list of (op, operand spec) where "x" is the pattern's input, "p" the
+# previous step's output and "c" a constant.
+_PATTERNS: list[tuple[str, list[tuple[str, tuple[str, ...]]]]] = [
+    ("Gelu", [("Div", ("x", "c")), ("Erf", ("p",)), ("Add", ("p", "c")), ("Mul", ("x", "p")), ("Mul", ("p", "c"))]),
+    ("Gelu", [("Div", ("x", "c")), ("Erf", ("p",)), ("Add", ("p", "c")), ("Mul", ("p", "x")), ("Mul", ("p", "c"))]),
+    ("Gelu", [("Pow", ("x", "c")), ("Mul", ("p", "c")), ("Add", ("x", "p")), ("Mul", ("p", "c")), ("Tanh", ("p",)),
+              ("Add", ("p", "c")), ("Mul", ("x", "p")), ("Mul", ("p", "c"))]),
+    ("Silu", [("Sigmoid", ("x",)), ("Mul", ("x", "p"))]),
+]
+# Unary in the cost model although ONNX gives them optional extra inputs.
+_UNARY = {"Clip", "Cast", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs",
+          "LeakyRelu", "HardSwish", "Gelu", "Silu", "Identity"}
+
+
+def _match(chain, i, steps, graph: Graph) -> bool:
+    if i + len(steps) > len(chain):
+        return False
+    x = chain[i][1][0] if chain[i][1] else None
+    prev = None
+    for (op, ins, out), (want_op, spec) in zip(chain[i:i + len(steps)], steps):
+        if op != want_op or len(ins) != len(spec):
+            return False
+        for t, role in zip(ins, spec):
+            if (role == "x" and t != x) or (role == "p" and t != prev) or (role == "c" and not graph.is_const(t)):
+                return False
+        prev = out
+    return True
+
+
+def _fuse_patterns(chain, graph: Graph):
+    """Replace recognised decompositions (GELU, SiLU) by the single op."""
+    out, i = [], 0
+    while i < len(chain):
+        for name, steps in _PATTERNS:
+            if _match(chain, i, steps, graph):
+                out.append((name, [chain[i][1][0]], chain[i + len(steps) - 1][2]))
+                i += len(steps)
+                break
+        else:
+            out.append(chain[i])
+            i += 1
+    return out
+
+
+def _shape_of(graph: Graph, t: str) -> list[int]:
+    return list(graph.shape(t) or []) or [1]
+
+
+def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
+    chain = _fuse_patterns(g.chain, graph)
+    if g.kind in ("cube", "vector"):
+        attrs = dict(g.spec.attrs)
+        if chain:
+            # An Add of a broadcast operand (bias, mask) reads no output-sized tensor: BiasAdd.
+            epi = []
+            for op, ins, _ in chain:
+                small = [t for t in ins if _numel(graph.shape(t) or []) < g.out_numel]
+                epi.append("BiasAdd" if op == "Add" and small else op)
+            attrs["epilogue"] = epi
+        return g.spec.op_type, [list(s) for s in g.spec.inputs], attrs
+    # Element-wise chain: the cost model's FusedElementwise takes the first op's operands,
+    # then one more operand per later binary op (the chain value is the other one).
+    ops: list[str] = []
+    inputs: list[list[int]] = []
+    prev = None
+    for op, ins, out in chain:
+        if op == "BatchNormalization":  # inference BN: per-channel scale and shift
+            x, scale, bias = ins[0], ins[1], ins[2]
+            if prev is None:
+                inputs.append(_shape_of(graph, x))
+            ops += ["Mul", "Add"]
+            inputs += [_shape_of(graph, scale) + [1] * (len(_shape_of(graph, x)) - 2),
+                       _shape_of(graph, bias) + [1] * (len(_shape_of(graph, x)) - 2)]
+        elif prev is None:
+            ops.append(op)
+            inputs += [_shape_of(graph, t) for t in (ins[:1] if op in _UNARY else ins)]
+        else:
+            ops.append(op)
+            if op not in _UNARY:
+                rest = list(ins)
+                if prev in rest:
+                    rest.remove(prev)
+                inputs.append(_shape_of(graph, rest[0]))
+        prev = out
+    if len(ops) == 1 and ops[0] in supported:
+        return ops[0], inputs, {}
+    return "FusedElementwise", inputs, {"ops": ops}

@@ -1,0 +1,67 @@
+"""The `aoe` command: AOE's flags, clear errors, final line, files written."""
+import json
+import re
+
+from aoe_native import cli, zoo
+
+from opat_models import mlp, run_aoe
+
+
+def test_unsupported_framework_and_job_type(tmp_path, capsys):
+    m = tmp_path / "m.onnx"
+    m.write_bytes(mlp().SerializeToString())
+    assert cli.main(["--framework=3", f"--model={m}", "--job_type=2", f"--bank={tmp_path}"]) == 2
+    assert "--framework=3 (TensorFlow) is not supported; only 5 (ONNX)" in capsys.readouterr().err
+    assert cli.main(["-f", "5", "-m", str(m), "-j", "1"]) == 2
+    assert "subgraph tuning) is planned" in capsys.readouterr().err
+    assert not (tmp_path / "Ascend910B3").exists()
+
+
+def test_errors_are_one_clear_line(tmp_path, capsys):
+    m = tmp_path / "m.onnx"
+    m.write_bytes(mlp().SerializeToString())
+    assert cli.main(["-f", "5", "-m", str(m), "-j", "2", f"--bank={tmp_path}", "--progress_bar=off",
+                     "--input_shape", "y:1,2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("aoe: error: ") and "'y', which is not an input" in err
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage")
+    assert cli.main(["-f", "5", "-m", str(bad), "-j", "2", f"--bank={tmp_path}", "--progress_bar=off"]) == 1
+    assert "bad.onnx: not a readable ONNX model" in capsys.readouterr().err
+    assert not (tmp_path / "Ascend910B3").exists()
+
+
+def test_end_to_end_run_prints_aoe_final_line_and_writes_files(tmp_path):
+    model = tmp_path / "r.onnx"
+    zoo.save("resnet50", str(model))
+    work = tmp_path / "work"
+    work.mkdir()
+    p = run_aoe(["--framework=5", f"--model={model}", "--job_type=2", "--soc_version=Ascend910B3",
+                 f"--bank={tmp_path / 'bank'}", f"--output={tmp_path / 'out'}", "--parallel=2"], cwd=tmp_path,
+                env_extra={"ASCEND_WORK_PATH": str(work)}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    last = p.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"resnet50 OPAT process finished\. Performance improved by \d+\.\d\d%", last)
+    assert "tasks" in p.stderr  # the progress bar is on by default
+    results = list(work.glob("aoe_result_opat_*_*.json"))
+    assert len(results) == 1
+    doc = json.loads(results[0].read_text())
+    assert doc[1]["OPAT"]["model_performance_improvement"] in last
+    assert (tmp_path / "out" / "resnet50_opat_report.html").exists()
+    assert (tmp_path / "out" / "resnet50_tuned_plan.json").exists()
+    again = run_aoe(["-f", "5", "-m", str(model), "-j", "2", f"--bank={tmp_path / 'bank'}",
+                     "--progress_bar", "off"], cwd=work, timeout=120)
+    assert again.returncode == 0 and again.stderr == ""
+    added = int(re.search(r", add (\d+),", p.stdout).group(1))
+    assert f"hit {added} (reserved {added}, update 0)" in again.stdout  # every stored task is reused
+
+
+def test_tune_ops_file_json_form(tmp_path):
+    m = tmp_path / "m.onnx"
+    m.write_bytes(mlp().SerializeToString())
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"tune_ops_type": ["Softmax"]}))
+    p = run_aoe(["-f", "5", "-m", str(m), "-j", "2", "--input_shape", "x:1,64,256", f"--bank={tmp_path}",
+                 f"--tune_ops_file={cfg}", "--progress_bar=off"], cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "total 1," in p.stdout

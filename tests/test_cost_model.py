@@ -1,0 +1,319 @@
+"""The Ascend AI Core cost model: grounding against published figures
+(ascend_model.md), structural behaviour, and errors for bad input."""
+
+import numpy as np
+import pytest
+
+import aoe_native as an
+
+B3 = "Ascend910B3"
+
+# ---- grounding: the published Ascend C Matmul tuning case -------------------------------
+# [A] asc-devkit docs/zh/guide/算子实践参考/优秀实践/Matmul性能调优案例/Matmul算子优化Tiling策略.md:
+# Atlas A2 with 20 cube cores, M=4096 N=5120 K=4096, fp16 in, fp32 out, measured with msOpProf.
+CASE = dict(op_type="MatMul", inputs=[[4096, 4096], [4096, 5120]], dtype="float16", soc_version=B3,
+            attrs={"out_dtype": "float32"})
+
+
+def mm_tiling(sm, sn, base, step_k=1, db_c=1):
+    bm, bn, bk = base
+    return dict(singleCoreM=sm, singleCoreN=sn, baseM=bm, baseN=bn, baseK=bk, stepM=1, stepN=1, stepKa=step_k,
+                stepKb=step_k, depthA1=2 * step_k, depthB1=2 * step_k, dbL0A=2, dbL0B=2, dbL0C=db_c, iterateOrder=0)
+
+
+def case_estimate(tiling):
+    return an.estimate(CASE["op_type"], CASE["inputs"], CASE["dtype"], CASE["soc_version"], tiling,
+                       attrs=CASE["attrs"])
+
+
+def within(model, published, tol=0.2):
+    return abs(model / published - 1) <= tol
+
+
+def test_published_case_step1_core_count():
+    four = case_estimate(mm_tiling(2048, 2560, (64, 64, 256), db_c=2))
+    twenty = case_estimate(mm_tiling(1024, 1024, (64, 64, 256), db_c=2))
+    assert four.breakdown["cores_used"] == 4 and twenty.breakdown["cores_used"] == 20
+    assert within(four.time_us, 12045)
+    assert within(twenty.time_us, 2532)
+    assert within(twenty.breakdown["mte2_us"], 2452)
+    assert twenty.breakdown["bound"] == "memory"
+    assert within(four.time_us / twenty.time_us, 4.76, 0.1)
+
+
+def test_published_case_step2_base_block_and_step3_large_packets():
+    step2 = case_estimate(mm_tiling(1024, 1024, (128, 256, 64)))
+    step3 = case_estimate(mm_tiling(1024, 1024, (128, 256, 64), step_k=4))
+    assert within(step2.breakdown["mte2_us"], 808)
+    assert within(step3.breakdown["mte2_us"], 591)
+    # Large-packet loads gain more than 20% when MTE2 is the bottleneck (doc's rule of thumb).
+    assert step3.breakdown["mte2_us"] < 0.8 * step2.breakdown["mte2_us"]
+    # Cube utilisation after the three steps is over 80%.
+    assert step3.breakdown["cube_us"] / step3.time_us > 0.8
+
+
+def test_published_case_tuning_finds_at_least_the_manual_result():
+    r = an.tune_op(**CASE)
+    step3 = case_estimate(mm_tiling(1024, 1024, (128, 256, 64), step_k=4))
+    assert r.time_us <= step3.time_us * 1.0001
+    assert r.baseline_us > r.time_us
+
+
+# ---- grounding: peaks and bandwidth -------------------------------------------------------
+PEAK_FP16_TFLOPS = {  # ascend_model.md §1; 910A is the published 256 TFLOPS (Hot Chips 2019 / Huawei)
+    "Ascend910A": 256, "Ascend910ProB": 283, "Ascend910B1": 364, "Ascend910B2": 354, "Ascend910B3": 295,
+    "Ascend910B4": 246, "Ascend910_9392": 364, "Ascend310P3": 69.5, "Ascend310B1": 10.0}
+
+
+@pytest.mark.parametrize("soc", sorted(PEAK_FP16_TFLOPS))
+def test_peak_fp16_and_large_gemm(soc):
+    shape = [[4096, 4096], [4096, 4096]]
+    r = an.tune_op("MatMul", shape, soc_version=soc, max_evals=3000)
+    flops = 2 * 4096**3
+    peak_tf = flops / r.roofline_us / 1e6 if r.breakdown["bound"] != "memory" or soc != "Ascend310B1" else None
+    p = an.platform(soc)
+    model_peak = p["cube_cores"] * 16 * 16 * 16 * 2 * p["freq_mhz"] * 1e6 / 1e12
+    assert within(model_peak, PEAK_FP16_TFLOPS[soc], 0.05)
+    assert r.time_us >= r.roofline_us
+    assert flops / r.time_us / 1e6 <= model_peak * 1.0001
+    del peak_tf
+
+
+def test_tuned_large_gemm_reaches_80_percent_of_cube_peak():
+    r = an.tune_op("MatMul", [[8192, 8192], [8192, 8192]])
+    p = an.platform(B3)
+    peak = p["cube_cores"] * 4096 * 2 * p["freq_mhz"] * 1e6
+    assert 2 * 8192**3 / (r.time_us * 1e-6) / peak >= 0.8
+
+
+def test_large_elementwise_reaches_a_realistic_share_of_hbm_bandwidth():
+    n = 64 * 1024 * 1024
+    r = an.tune_op("Add", [[n], [n]])
+    gbps = 3 * n * 2 / r.time_us / 1e3
+    hbm = an.platform(B3)["hbm_gbps"]  # 1.6 TB/s ([A] L2-Cache切分.md)
+    assert 0.5 * hbm <= gbps <= 0.95 * hbm
+    assert r.breakdown["bound"] == "memory"
+
+
+# GE auto-fusion's fitted per-API vector costs ([G] ascir_api_perf_v1.cpp; §3d): cycles = k * n + b.
+GE_FP16 = {"Add": (0.0103, 22.2), "Mul": (0.0110, 23.1), "Exp": (0.0311, 28.0)}
+
+
+@pytest.mark.parametrize("op", sorted(GE_FP16))
+@pytest.mark.parametrize("n", [256, 1000, 4096, 16384])
+def test_vector_api_cost_matches_ge_fit(op, n):
+    inputs = [[n], [n]] if op in ("Add", "Mul") else [[n]]
+    e = an.estimate(op, inputs, "float16", B3, {"blockDim": 1, "tileLen": 16384, "bufferNum": 1})
+    cycles = e.breakdown["vector_us"] * an.platform(B3)["freq_mhz"]
+    k, b = GE_FP16[op]
+    assert within(cycles, k * n + b)
+
+
+@pytest.mark.parametrize("r", [256, 1024, 4096])
+def test_reduce_cost_matches_ge_whole_reduce_sum(r):
+    e = an.estimate("ReduceSum", [[1, r]], "float16", B3, {"blockDim": 1, "tileLen": 8192, "bufferNum": 1, "splitR": 0},
+                    attrs={"axes": [1]})
+    cycles = e.breakdown["vector_us"] * an.platform(B3)["freq_mhz"]
+    assert within(cycles, 0.0547 * r + 35.0)
+
+
+def test_fp32_vector_costs_twice_fp16_per_element():
+    t = {"blockDim": 1, "tileLen": 8192, "bufferNum": 1}
+    h = an.estimate("Add", [[8192], [8192]], "float16", B3, t).breakdown["vector_us"]
+    f = an.estimate("Add", [[8192], [8192]], "float32", B3, {**t, "tileLen": 4096}).breakdown["vector_us"]
+    assert f > 1.5 * h  # GE: Add fp32 k = 0.0206 vs fp16 0.0103
+
+
+# ---- structural behaviour -----------------------------------------------------------------------
+def test_breakdown_fields():
+    e = case_estimate(mm_tiling(1024, 1024, (128, 256, 64)))
+    for k in ("mte2_us", "mte1_us", "cube_us", "fixpipe_us", "vector_us", "mte3_us", "gm_read_bytes",
+              "hbm_read_bytes", "gm_write_bytes", "l0_bytes", "flops", "bound", "roofline_us"):
+        assert k in e.breakdown
+    assert e.breakdown["flops"] == 2 * 4096 * 5120 * 4096
+    assert e.breakdown["bound"] in ("compute", "memory", "latency")
+
+
+def test_time_never_below_roofline_over_the_space():
+    for op, inputs, attrs in [("MatMul", [[1024, 2048], [2048, 512]], None),
+                              ("Conv", [[8, 64, 56, 56], [64, 64, 3, 3]], {"pads": [1, 1, 1, 1]}),
+                              ("Softmax", [[64, 1024]], None), ("Add", [[1 << 20], [1 << 20]], None)]:
+        space = an.tiling_space(op, inputs, attrs=attrs)
+        rows = space.configs()
+        t = an.estimate_batch(op, inputs, "float16", B3, rows, attrs=attrs)
+        roof = an.estimate(op, inputs, "float16", B3, space.config(0), attrs=attrs).breakdown["roofline_us"]
+        assert np.all(np.isfinite(t)) and t.min() >= roof
+
+
+def test_estimate_batch_agrees_with_estimate():
+    space = an.tiling_space(**{k: CASE[k] for k in ("op_type", "inputs", "dtype", "soc_version", "attrs")})
+    rows = space.configs()[::997]
+    t = an.estimate_batch(CASE["op_type"], CASE["inputs"], "float16", B3, rows, attrs=CASE["attrs"])
+    for row, v in zip(rows[:20], t[:20]):
+        assert case_estimate(dict(zip(space.param_names, map(int, row)))).time_us == pytest.approx(v)
+
+
+def test_double_buffering_overlaps_pipes():
+    db = mm_tiling(1024, 1024, (128, 256, 64), step_k=4)
+    single = {**db, "depthA1": 4, "depthB1": 4}  # L1 not double-buffered: MTE2 waits for the cube
+    assert case_estimate(db).time_us < 0.8 * case_estimate(single).time_us
+    single_l0 = {**db, "dbL0A": 1, "dbL0B": 1}  # L0 not double-buffered: MTE1 waits for the cube
+    assert case_estimate(db).breakdown["cube_us"] == case_estimate(single_l0).breakdown["cube_us"]
+    assert case_estimate(db).time_us < case_estimate(single_l0).time_us
+    t = {"blockDim": 40, "tileLen": 8192}
+    # Sigmoid: vector time comparable to the GM traffic, so overlap pays.
+    a = an.estimate("Sigmoid", [[1 << 24]], "float16", B3, {**t, "bufferNum": 2})
+    b = an.estimate("Sigmoid", [[1 << 24]], "float16", B3, {**t, "bufferNum": 1})
+    assert a.time_us < 0.8 * b.time_us
+
+
+def test_gm_alignment_and_fractal_padding():
+    # K * 2 bytes not a multiple of 512: every row burst straddles a GM granule.
+    t = mm_tiling(1024, 1024, (128, 256, 64), step_k=4)
+    aligned = an.estimate("MatMul", [[4096, 4096], [4096, 5120]], "float16", B3, t).breakdown
+    odd = an.estimate("MatMul", [[4096, 4104], [4104, 5120]], "float16", B3, t).breakdown
+    assert odd["mte2_us"] / aligned["mte2_us"] > 1.1
+    # K = 4097 pads to 4112 (fractals of 16): cube time grows by 4112/4096.
+    t2 = mm_tiling(1024, 1024, (128, 256, 64))
+    c1 = an.estimate("MatMul", [[4096, 4097], [4097, 4096]], "float16", B3, t2).breakdown["cube_us"]
+    c0 = an.estimate("MatMul", [[4096, 4096], [4096, 4096]], "float16", B3, t2).breakdown["cube_us"]
+    assert c1 / c0 == pytest.approx(4112 / 4096)
+    # A single row costs the cube as much as 16 rows (one fractal).
+    t3 = mm_tiling(16, 64, (16, 64, 64))
+    one = an.estimate("MatMul", [[1, 1024], [1024, 1024]], "float16", B3, t3).breakdown["cube_us"]
+    sixteen = an.estimate("MatMul", [[16, 1024], [1024, 1024]], "float16", B3, t3).breakdown["cube_us"]
+    assert one == sixteen
+
+
+def test_l2_reuse_when_operands_fit():
+    big = an.tune_op("MatMul", [[16384, 16384], [16384, 16384]], max_evals=2000)
+    small = an.tune_op("MatMul", [[2048, 2048], [2048, 2048]], max_evals=2000)
+    def miss(r):
+        return r.breakdown["hbm_read_bytes"] / r.breakdown["gm_read_bytes"]
+    assert miss(small) < miss(big)
+
+
+def test_more_cores_and_waves():
+    one = an.estimate("Add", [[1 << 22], [1 << 22]], "float16", B3, {"blockDim": 1, "tileLen": 8192, "bufferNum": 2})
+    forty = an.estimate("Add", [[1 << 22], [1 << 22]], "float16", B3, {"blockDim": 40, "tileLen": 8192, "bufferNum": 2})
+    assert forty.time_us < one.time_us / 10
+    # 21 batches on 20 cores: two waves.
+    e = an.tune_op("BatchMatMul", [[21, 512, 512], [21, 512, 512]])
+    assert e.breakdown["waves"] >= 1
+
+
+def test_epilogue_costs_extra_reads():
+    shape = [[4096, 4096], [4096, 4096]]
+    t = an.baseline_tiling("MatMul", shape)
+    plain = an.estimate("MatMul", shape, "float16", B3, t)
+    fused = an.estimate("MatMul", shape, "float16", B3, t, attrs={"epilogue": ["Add", "Gelu"]})
+    assert fused.breakdown["gm_read_bytes"] > plain.breakdown["gm_read_bytes"] + 4096 * 4096 * 2 * 0.99
+    assert fused.breakdown["vector_us"] > 0 and fused.time_us >= plain.time_us
+
+
+def test_fused_elementwise_ub_budget_counts_live_buffers():
+    one = an.tiling_space("Add", [[1 << 20], [1 << 20]])
+    chain = an.tiling_space("FusedElementwise", [[1 << 20], [1 << 20], [1 << 20]], attrs={"ops": ["Add", "Mul", "Gelu"]})
+    assert max(c["tileLen"] for c in chain) < max(c["tileLen"] for c in one)
+
+
+@pytest.mark.parametrize("soc", ["Ascend910A", "Ascend310P3", "Ascend910B4", "Ascend310B1", "Ascend910_9392"])
+def test_every_op_family_on_every_soc_family(soc):
+    cases = [("MatMul", [[256, 512], [512, 1024]], {"transpose_b": 0}),
+             ("Gemm", [[256, 512], [1024, 512], [1024]], {"transB": 1}),
+             ("BatchMatMul", [[4, 128, 64], [4, 64, 128]], None),
+             ("Conv", [[2, 32, 28, 28], [32, 1, 3, 3]], {"group": 32, "pads": [1, 1, 1, 1]}),
+             ("Conv", [[2, 16, 28, 28], [32, 16, 3, 3]], {"strides": [2, 2], "dilations": [2, 2], "epilogue": ["Relu"]}),
+             ("Sigmoid", [[1000]], None), ("Div", [[64, 1], [64, 300]], None),
+             ("ReduceMean", [[8, 300, 7]], {"axes": [1], "keepdims": 1}), ("Softmax", [[16, 1000]], {"axis": -1}),
+             ("LayerNormalization", [[16, 768], [768], [768]], None), ("Transpose", [[8, 16, 33]], {"perm": [2, 0, 1]}),
+             ("Cast", [[1000]], {"to": 1}),
+             ("FusedElementwise", [[8, 64], [64]], {"ops": ["Mul", "Relu"]})]
+    for op, inputs, attrs in cases:
+        r = an.tune_op(op, inputs, soc_version=soc, attrs=attrs)
+        assert np.isfinite(r.time_us) and r.time_us > 0 and r.time_us <= r.baseline_us
+
+
+# ---- bad input -----------------------------------------------------------------------------------
+def test_errors_are_precise():
+    with pytest.raises(ValueError, match="unknown op type 'Foo'.*MatMul"):
+        an.tune_op("Foo", [[1]])
+    with pytest.raises(ValueError, match="bfloat16 is not supported by the cube of Ascend910A"):
+        an.tune_op("MatMul", [[64, 64], [64, 64]], dtype="bfloat16", soc_version="Ascend910A")
+    with pytest.raises(ValueError, match="unknown dtype 'float64'"):
+        an.tune_op("Add", [[4], [4]], dtype="float64")
+    with pytest.raises(ValueError, match="inner dimensions differ.*K=64.*K=32"):
+        an.tune_op("MatMul", [[16, 64], [32, 16]])
+    with pytest.raises(ValueError, match=r"shapes \[3, 4\] and \[5\] do not broadcast"):
+        an.tune_op("Add", [[3, 4], [5]])
+    with pytest.raises(ValueError, match="must be positive"):
+        an.tune_op("Relu", [[4, 0]])
+    with pytest.raises(ValueError, match="must be positive"):
+        an.tune_op("MatMul", [[-1, 4], [4, 4]])
+    with pytest.raises(ValueError, match="take 2 input"):
+        an.tune_op("FusedElementwise", [[4], [4], [4]], attrs={"ops": ["Add", "Relu"]})
+    with pytest.raises(ValueError, match="group=3"):
+        an.tune_op("Conv", [[1, 8, 8, 8], [8, 8, 3, 3]], attrs={"group": 3})
+    with pytest.raises(ValueError, match="axis 5 is out of range"):
+        an.tune_op("Softmax", [[4, 4]], attrs={"axis": 5})
+    with pytest.raises(TypeError, match="not an integer"):
+        an.tune_op("Add", [[4.5], [4]])
+    with pytest.raises(ValueError, match="unknown attribute.*'stride'.*strides"):
+        an.tune_op("Conv", [[1, 8, 8, 8], [8, 8, 3, 3]], attrs={"stride": [2, 2]})
+    with pytest.raises(ValueError, match="kernel_shape"):
+        an.tune_op("Conv", [[1, 8, 8, 8], [8, 8, 3, 3]], attrs={"kernel_shape": [5, 5]})
+    with pytest.raises(ValueError, match="not an elementwise op"):
+        an.tune_op("MatMul", [[64, 64], [64, 64]], attrs={"epilogue": ["Softmax"]})
+    # ONNX attributes that do not change the cost are accepted.
+    an.tune_op("LeakyRelu", [[64]], attrs={"alpha": 0.1})
+    an.tune_op("Conv", [[1, 8, 8, 8], [8, 8, 3, 3]], attrs={"auto_pad": "SAME_UPPER", "kernel_shape": [3, 3]})
+
+
+def test_tiling_outside_the_space_names_the_constraint():
+    shape = [[4096, 4096], [4096, 4096]]
+    t = an.baseline_tiling("MatMul", shape)
+    with pytest.raises(ValueError, match=r"baseM \* baseK \* 2 \* dbL0A <= 65536"):
+        an.estimate("MatMul", shape, "float16", B3, {**t, "baseM": 256, "baseK": 256})
+    with pytest.raises(ValueError, match="<= 20"):
+        an.estimate("MatMul", shape, "float16", B3, {**t, "singleCoreM": 128, "singleCoreN": 128})
+    with pytest.raises(ValueError, match="missing baseK"):
+        an.estimate("MatMul", shape, "float16", B3, {k: v for k, v in t.items() if k != "baseK"})
+    with pytest.raises(ValueError, match="unknown tileSize"):
+        an.estimate("MatMul", shape, "float16", B3, {**t, "tileSize": 3})
+    rows = np.array([list(t.values()), list({**t, "baseM": 256, "baseK": 256}.values())], dtype=np.int64)
+    out = an.estimate_batch("MatMul", shape, "float16", B3, rows)
+    assert np.isfinite(out[0]) and np.isnan(out[1])
+    with pytest.raises(ValueError, match="columns"):
+        an.estimate_batch("MatMul", shape, "float16", B3, rows[:, :3])
+
+
+def test_pooling_models_traffic_and_window_work():
+    import aoe_native as an
+
+    x = [32, 64, 112, 112]
+    pool = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    r = an.tune_op("MaxPool", [x], soc_version="Ascend910B3", attrs=pool)
+    est = an.estimate("MaxPool", [x], "float16", "Ascend910B3", r.tiling, attrs=pool)
+    out = 32 * 64 * 56 * 56
+    # input read once, output written once
+    assert est.breakdown["gm_read_bytes"] == pytest.approx(32 * 64 * 112 * 112 * 2, rel=0.01)
+    assert est.breakdown["gm_write_bytes"] == pytest.approx(out * 2, rel=0.01)
+    assert r.time_us >= r.roofline_us and r.improvement >= 0
+    # a larger window costs more vector work on the same output size
+    big = dict(kernel_shape=[5, 5], strides=[2, 2], pads=[2, 2, 2, 2])
+    assert an.tune_op("MaxPool", [x], attrs=big).breakdown["vector_us"] > r.breakdown["vector_us"]
+    avg = an.tune_op("AveragePool", [x], attrs=dict(kernel_shape=[2, 2], strides=[2, 2]))
+    assert avg.time_us > 0
+
+
+@pytest.mark.parametrize("attrs, message", [
+    ({}, "kernel_shape"),
+    ({"kernel_shape": [9, 9]}, "larger than the padded input"),
+    ({"kernel_shape": [3, 3], "strides": [0, 1]}, "strides"),
+    ({"kernel_shape": [3, 3], "stride": [1, 1]}, "unknown attribute"),
+])
+def test_pooling_bad_input(attrs, message):
+    import aoe_native as an
+
+    with pytest.raises(ValueError, match=message):
+        an.estimate("MaxPool", [[1, 8, 4, 4]], "float16", "Ascend910B3", [1, 16, 2], attrs=attrs)

@@ -1,0 +1,138 @@
+"""ONNX import: input shapes, shape inference, constant folding, node mapping, bad files."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from aoe_native import zoo
+from aoe_native.onnx_import import UnsupportedNode, load_graph, map_node, parse_input_shape
+
+
+def test_parse_input_shape():
+    assert parse_input_shape("input_ids:1,128;attention_mask:1,128") == {
+        "input_ids": [1, 128], "attention_mask": [1, 128]}
+    assert parse_input_shape("ns:x:2,3;") == {"ns:x": [2, 3]}  # names may contain ':'
+    assert parse_input_shape(None) == {} and parse_input_shape({"a": [1, 2]}) == {"a": [1, 2]}
+    for bad, msg in [("x", "name:d1"), ("x:1,a", "not an integer"), ("x:0,3", ">= 1"), ("x:1;x:2", "twice")]:
+        with pytest.raises(ValueError, match=msg):
+            parse_input_shape(bad)
+
+
+def test_dynamic_batch_needs_input_shape():
+    m = zoo.build("resnet50", dynamic_batch=True)
+    with pytest.raises(ValueError, match=r"input 'input' has dynamic.*--input_shape"):
+        load_graph(m)
+    g = load_graph(m, "input:2,3,224,224")
+    fc = next(n for n in g.nodes if n.name == "fc")
+    assert g.shape(fc.outputs[0]) == (2, 1000)
+
+
+def test_input_shape_errors_name_the_problem():
+    m = zoo.build("resnet50")
+    with pytest.raises(KeyError, match="'images', which is not an input"):
+        load_graph(m, "images:1,3,224,224")
+    with pytest.raises(ValueError, match="rank 4"):
+        load_graph(m, "input:1,3,224")
+    with pytest.raises(ValueError, match="dimension 1 is fixed to 3"):
+        load_graph(m, "input:1,4,224,224")
+
+
+def test_bad_files_give_clear_errors(tmp_path):
+    good = tmp_path / "r.onnx"
+    data = zoo.build("resnet50").SerializeToString()
+    good.write_bytes(data)
+    trunc = tmp_path / "trunc.onnx"
+    trunc.write_bytes(data[: len(data) // 3])
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"this is not a protobuf \x00\xff" * 10)
+    for p in (trunc, junk):
+        with pytest.raises(ValueError, match=str(p.name) + ".*not a readable ONNX model"):
+            load_graph(str(p))
+    with pytest.raises(FileNotFoundError, match="missing.onnx"):
+        load_graph(str(tmp_path / "missing.onnx"))
+    assert len(load_graph(str(good)).nodes) == 175
+
+
+def _exported_style_model():
+    """Weights as initializers, a Constant node and a Shape->Gather->Concat->Reshape chain, as
+    torch.onnx.export emits them: the shape chain folds away, only the real ops remain."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16, 64])
+    w = numpy_helper.from_array(np.zeros((64, 32), np.float32), "w")
+    b = numpy_helper.from_array(np.zeros((32,), np.float32), "b")
+    idx = numpy_helper.from_array(np.array([0, 1], np.int64), "idx")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+        helper.make_node("Add", ["mm", "b"], ["y"], name="bias"),
+        helper.make_node("Shape", ["y"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "idx"], ["s2"], name="gather_shape", axis=0),
+        helper.make_node("Constant", [], ["minus1"], name="const",
+                         value=numpy_helper.from_array(np.array([-1], np.int64))),
+        helper.make_node("Concat", ["s2", "minus1"], ["target"], name="concat_shape", axis=0),
+        helper.make_node("Reshape", ["y", "target"], ["z"], name="reshape"),
+        helper.make_node("ReduceSum", ["z", "axes"], ["r"], name="rsum", keepdims=0),
+    ]
+    axes = numpy_helper.from_array(np.array([2], np.int64), "axes")
+    out = helper.make_tensor_value_info("r", TensorProto.FLOAT, None)
+    g = helper.make_graph(nodes, "exported", [x], [out], [w, b, idx, axes])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_exported_model_constant_subgraph_folds():
+    g = load_graph(_exported_style_model())
+    assert g.inputs == {"x": (2, 16, 64)}
+    folded = {n.name for n in g.nodes if all(g.is_const(o) for o in n.outputs)}
+    assert folded == {"shape", "gather_shape", "const", "concat_shape"}
+    rsum = next(n for n in g.nodes if n.name == "rsum")
+    spec = map_node(g, rsum)
+    assert (spec.op_type, spec.attrs) == ("ReduceSum", {"axes": [2], "keepdims": 0})
+    mm = map_node(g, next(n for n in g.nodes if n.name == "mm"))
+    assert (mm.op_type, mm.inputs) == ("MatMul", [[32, 64], [64, 32]])  # leading dims fold into M
+
+
+def test_node_mapping_details():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 15, 15])
+    wt = helper.make_tensor_value_info("w", TensorProto.FLOAT, [16, 8, 3, 3])
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 4, 8, 16])
+    bm = helper.make_tensor_value_info("bm", TensorProto.FLOAT, [2, 4, 16, 8])
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", strides=[2, 2], auto_pad="SAME_UPPER"),
+             helper.make_node("MatMul", ["a", "bm"], ["m"], name="bmm"),
+             helper.make_node("GlobalAveragePool", ["c"], ["p"], name="gap"),
+             helper.make_node("MaxPool", ["c"], ["mp"], name="maxpool", kernel_shape=[2, 2]),
+             helper.make_node("LpPool", ["c"], ["lp"], name="lppool", kernel_shape=[2, 2])]
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("m", "p", "mp", "lp")]
+    g = load_graph(helper.make_model(helper.make_graph(nodes, "t", [x, wt, a, bm], outs),
+                                     opset_imports=[helper.make_opsetid("", 17)]))
+    by = {n.name: n for n in g.nodes}
+    conv = map_node(g, by["conv"])
+    assert conv.attrs == {"strides": [2, 2], "pads": [1, 1, 1, 1], "dilations": [1, 1], "group": 1}
+    assert g.shape("c") == (1, 16, 8, 8)
+    assert map_node(g, by["bmm"]).op_type == "BatchMatMul"
+    gap = map_node(g, by["gap"])
+    assert (gap.op_type, gap.attrs) == ("ReduceMean", {"axes": [2, 3], "keepdims": 1})
+    mp = map_node(g, by["maxpool"])
+    assert (mp.op_type, mp.inputs, mp.attrs) == ("MaxPool", [[1, 16, 8, 8]], {
+        "kernel_shape": [2, 2], "strides": [1, 1], "pads": [0, 0, 0, 0], "ceil_mode": 0, "dilations": [1, 1]})
+    with pytest.raises(UnsupportedNode, match="LpPool is not modelled"):
+        map_node(g, by["lppool"])
+
+
+def test_weights_in_external_data_are_never_read(tmp_path):
+    """A real export with its weights in an external file: small constants are read, the
+    weights never are (the import works even without the weight file)."""
+    for threshold, drop in ((0, False), (1024, True)):
+        d = tmp_path / str(threshold)
+        d.mkdir()
+        onnx.save_model(_exported_style_model(), str(d / "ext.onnx"), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="ext.data", size_threshold=threshold)
+        if drop:
+            (d / "ext.data").unlink()
+        g = load_graph(str(d / "ext.onnx"))
+        assert g.shape("w") == (64, 32) and g.shape("r") == (2, 16)
+
+
+def test_several_inputs_fixed_at_once():
+    m = zoo.build("bert_base", dynamic_batch=True)
+    with pytest.raises(ValueError, match="dynamic"):
+        load_graph(m, "input_ids:2,128")  # the other two inputs are still dynamic
+    g = load_graph(m, "input_ids:2,128;token_type_ids:2,128;attention_mask:2,128")
+    assert g.shape(g.outputs[0]) == (2, 128, 768)

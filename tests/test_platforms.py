@@ -1,0 +1,82 @@
+"""The SoC table shipped with the package and user-loaded SoCs."""
+
+import json
+
+import pytest
+
+import aoe_native as an
+from aoe_native import platforms
+
+REQUIRED_SOCS = ["Ascend310P3", "Ascend910A", "Ascend910ProB", "Ascend910B1", "Ascend910B2", "Ascend910B3",
+                 "Ascend910B4", "Ascend910_9392", "Ascend310B1"]
+
+
+def test_every_required_soc_is_listed():
+    names = an.soc_versions()
+    for n in REQUIRED_SOCS:
+        assert n in names
+
+
+@pytest.mark.parametrize("name", REQUIRED_SOCS)
+def test_every_number_has_a_source(name):
+    p = an.platform(name)
+    for k in platforms.REQUIRED:
+        if k != "name":
+            assert p["sources"].get(k), f"{name}.{k} has no source"
+
+
+def test_values_from_the_reference_table():
+    # ascend_model.md §1 ([R] platform ini files).
+    b3 = an.platform("Ascend910B3")
+    assert (b3["cube_cores"], b3["vector_cores"], b3["freq_mhz"], b3["mode"]) == (20, 40, 1800, "split")
+    assert (b3["l0a"], b3["l0c"], b3["l1"], b3["ub"]) == (65536, 131072, 524288, 196608)
+    a = an.platform("Ascend910A")
+    assert (a["cube_cores"], a["mode"], a["l0c"], a["ub"]) == (32, "coupled", 262144, 262144)
+    assert an.platform("Ascend310B1")["ub"] == 253952
+    assert an.platform("Ascend910B4")["l2"] == 96 * 1024 * 1024
+
+
+def test_platform_returns_a_copy():
+    p = an.platform("Ascend910B3")
+    p["cube_cores"] = 1
+    assert an.platform("Ascend910B3")["cube_cores"] == 20
+
+
+def test_unknown_soc_lists_valid_names():
+    with pytest.raises(ValueError, match="Ascend910B3") as e:
+        an.platform("Ascend999")
+    assert "Ascend999" in str(e.value)
+    with pytest.raises(ValueError, match="valid soc_version"):
+        an.estimate("Add", [[16], [16]], "float16", "nope", {"blockDim": 1, "tileLen": 128, "bufferNum": 1})
+
+
+def test_load_user_platform_overrides_and_is_used(tmp_path):
+    path = tmp_path / "my_soc.json"
+    path.write_text(json.dumps({"base": "Ascend910B3", "name": "MyHalfB3", "cube_cores": 10, "vector_cores": 20}))
+    assert an.load_platform(str(path)) == "MyHalfB3"
+    assert "MyHalfB3" in an.soc_versions()
+    assert an.platform("MyHalfB3")["cube_cores"] == 10
+    shape = [[2048, 2048], [2048, 2048]]
+    full = an.tune_op("MatMul", shape, soc_version="Ascend910B3")
+    half = an.tune_op("MatMul", shape, soc_version="MyHalfB3")
+    assert half.time_us > 1.6 * full.time_us  # half the cube cores
+    assert half.breakdown["cores_used"] <= 10
+
+
+def test_load_platform_bad_files(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        an.load_platform(str(p))
+    p.write_text(json.dumps({"name": "X"}))
+    with pytest.raises(ValueError, match="missing field"):
+        an.load_platform(str(p))
+    p.write_text(json.dumps({"base": "Ascend910B3", "name": "Y", "cube_cores": 0}))
+    with pytest.raises(ValueError, match="cube_cores"):
+        an.load_platform(str(p))
+    p.write_text(json.dumps({"base": "Ascend910B3"}))
+    with pytest.raises(ValueError, match="built-in"):
+        an.load_platform(str(p))
+    p.write_text(json.dumps({"base": "Ascend910B3", "name": "Z", "cube_dtypes": ["float64"]}))
+    with pytest.raises(ValueError, match="cube_dtypes"):
+        an.load_platform(str(p))

@@ -1,0 +1,93 @@
+"""Replay of Kernel Tuner cache files, and writing our runs as cache files."""
+
+import json
+
+import numpy as np
+import pytest
+
+import aoe_native as an
+
+FILES = {
+    "gemm_clblast-xgemm_RTX3090_kerneltuner.json": (17956, 0, 5.658),
+    "convolution_A100_kerneltuner.json": (4362, 161, 0.5536),
+    "pnpoly_RTX3090_kerneltuner.json": (4092, 318, 8.714),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_replay_shared_files(datasets, name):
+    size, failed, best = FILES[name]
+    rep = an.replay.load(datasets / name)
+    assert len(rep.space) == size and rep.failed == failed
+    assert rep.optimum == pytest.approx(best, rel=1e-3)
+    raw = json.loads((datasets / name).read_text())
+    # exactly the recorded configurations, each with its recorded value
+    keys = raw["tune_params_keys"]
+    for key, rec in list(raw["cache"].items())[::97]:
+        i = rep.space.index({k: rec[k] for k in keys})
+        assert i is not None
+        if isinstance(rec["time"], str):
+            assert np.isnan(rep.values[i])
+        else:
+            assert rep.objective(rep.space, rep.space.config(i)) == rec["time"]
+    # an exhaustive run finds the recorded optimum and counts the failed records
+    r = an.tune(rep.space, rep.objective, strategy="exhaustive")
+    assert r.best_value == rep.optimum and len(r.failed) == failed
+    assert r.best_config == rep.optimum_config
+    if failed:
+        assert r.failed[0][1] in ("CompilationFailedConfig", "RuntimeFailedConfig")
+
+
+def test_gemm_space_matches_documented_restrictions(datasets):
+    rep = an.replay.load(datasets / "gemm_clblast-xgemm_RTX3090_kerneltuner.json")
+    params = {n: v for n, v in zip(rep.space.param_names, rep.space.param_values)}
+    restricted = an.SearchSpace(params, [
+        "KWG%KWI==0", "MWG%(MDIMC*VWM)==0", "NWG%(NDIMC*VWN)==0", "MWG%(MDIMA*VWM)==0", "NWG%(NDIMB*VWN)==0",
+        "KWG%((MDIMC*NDIMC)/MDIMA)==0", "KWG%((MDIMC*NDIMC)/NDIMB)==0"])
+    assert np.array_equal(restricted.configs(), rep.space.configs())
+
+
+def write_cache(path, records, keys=("x", "y")):
+    cache = {",".join(str(r[k]) for k in keys): r for r in records}
+    path.write_text(json.dumps({"device_name": "dev", "kernel_name": "k", "problem_size": [1],
+                                "tune_params_keys": list(keys), "tune_params": {}, "objective": "time",
+                                "cache": cache}))
+
+
+def test_round_trip_through_cache_file(tmp_path):
+    space = an.SearchSpace({"x": [1, 2, 3, 4], "y": [0, 1]})
+
+    def f(c):
+        if c["x"] == 3:
+            raise RuntimeError("bad")
+        return c["x"] * 1.5 + c["y"]
+
+    result = an.tune(space, f, strategy="exhaustive")
+    out = tmp_path / "run.json"
+    result.save_cache(out, kernel_name="mine", device_name="Ascend910B3", problem_size=[4096])
+    data = json.loads(out.read_text())
+    assert data["kernel_name"] == "mine" and data["tune_params_keys"] == ["x", "y"]
+    assert data["tune_params"] == {"x": [1, 2, 3, 4], "y": [0, 1]}
+    assert data["cache"]["3,1"]["time"] == "RuntimeFailedConfig"
+    assert data["cache"]["2,1"]["time"] == 4.0
+    rep = an.replay.load(out)
+    assert rep.optimum == 1.5 and rep.failed == 2 and len(rep.space) == 8
+    assert list(tmp_path.iterdir()) == [out]  # no temporary files left behind
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"cache": {}}', "not a Kernel Tuner cache file"),
+        ('{"tune_params_keys": ["x"], "cache": {}}', "holds no records"),
+        ('{"tune_params_keys": ["x"], "cache": {"a": {"x": "big", "time": 1}}}', "is not an integer"),
+        ('{"tune_params_keys": ["x", "y"], "cache": {"1": {"x": 1, "time": 1}}}', "no value for parameter 'y'"),
+    ],
+)
+def test_bad_cache_files(tmp_path, content, message):
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    with pytest.raises(ValueError, match=message) as info:
+        an.replay.load(p)
+    assert str(p) in str(info.value)
