@@ -21,10 +21,11 @@ struct GeneticOptions {
   size_t stagnation = 0;        // evaluations without a new best before a restart; 0 = 8 * population
   size_t elites = 2;            // kept across a restart
   size_t batch = 1;             // children per ask at most; 0 = population / 2
-  double best_parent = 0.0;     // probability that the first parent is the best member
   double adjacent = 0.0;        // share of mutations to an adjacent value
-  size_t screen = 0;            // candidate children per proposal, ranked by a surrogate (0/1 = off)
-  int model = 0;                // surrogate: 0 nearest neighbours, 1 main effects, 2 their mean
+  // Candidate children per proposal, the most promising by a NeighbourModel
+  // proposed (0/1 = off).  Measured: better on GEMM/convolution-like spaces,
+  // worse on deceptive ones (pnpoly), so off by default.
+  size_t screen = 0;
 };
 
 struct AnnealingOptions {
@@ -74,29 +75,6 @@ class NeighbourModel {
   std::vector<double> values_;
   std::vector<double> sorted_;      // finite values of the stored results
   std::vector<double> inv_range_;   // 1 / (number of values - 1) per parameter
-};
-
-// A cheaper, smoother surrogate: the mean value rank of the results having
-// each value of each parameter (main effects, shrunk towards the middle when
-// few results have that value); a prediction is their average over the
-// parameters.  O(num_params) per prediction.
-class MainEffectsModel {
- public:
-  void reset(const SearchSpace& space);
-  void add(ConfigId c, double value);
-  double predict(ConfigId c) const;  // lower is better
-  size_t size() const { return count_; }
-
- private:
-  const SearchSpace* space_ = nullptr;
-  std::vector<size_t> offset_;      // first slot of each parameter
-  std::vector<double> sum_, n_;     // per (parameter, value): sum of rank scores, count
-  std::vector<ConfigId> ids_;
-  std::vector<double> values_, sorted_;
-  size_t count_ = 0;
-  bool dirty_ = false;
-  void refresh() const;
-  mutable std::vector<double> mean_;
 };
 
 // Helpers shared by the strategies.
