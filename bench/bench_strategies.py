@@ -197,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ours", nargs="*", default=OURS)
     ap.add_argument("--kt", nargs="*", default=KERNEL_TUNER, help="Kernel Tuner strategies (none: skip)")
     ap.add_argument("--no-kt", action="store_true", help="skip Kernel Tuner")
+    ap.add_argument("--reuse-kt", type=Path, default=None,
+                    help="take Kernel Tuner's curves from a previous run's strategies_curves.npz instead of rerunning")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = ap.parse_args(argv)
     if args.repeats < 30:
@@ -227,8 +229,13 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             curves[label] = {sp.name: run_ours(sp, s, args.repeats) for sp in spaces}
             seconds[label] = time.perf_counter() - t0
+        reused = np.load(args.reuse_kt) if args.reuse_kt else None
         for s in kt:
             label = f"kt:{s}"
+            if reused is not None:
+                curves[label] = {sp.name: reused[f"{label}|{sp.name}"] for sp in spaces}
+                seconds[label] = float("nan")
+                continue
             t0 = time.perf_counter()
             curves[label] = {sp.name: run_kernel_tuner(sp, s, args.repeats, Path(tmp)) for sp in spaces}
             seconds[label] = time.perf_counter() - t0
@@ -266,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         "auto_vs_kt": verdict,
     }
     (args.out / "strategies.json").write_text(json.dumps(summary, indent=1))
+    np.savez_compressed(args.out / "strategies_curves.npz",
+                        **{f"{lab}|{n}": c for lab, per in curves.items() for n, c in per.items()})
     print(f"\nplot: {png}")
     return 0
 

@@ -1,4 +1,6 @@
-// Simulated annealing over Hamming neighbours.
+// Simulated annealing over single-parameter moves (detail::random_move: the
+// parameter drawn uniformly, so parameters with long value lists do not
+// take most of the moves).
 //
 // Scale-free acceptance: an uphill step of size d is accepted with
 // probability exp(-(d / s) / T), where s is a running average of the absolute
@@ -50,11 +52,11 @@ class Annealing : public Strategy {
         end_cycle();
         continue;
       }
-      if (nbrs_.empty()) {  // isolated point
+      ConfigId n;
+      if (!detail::random_move(*space_, cur_, rng_, opt_.adjacent, n)) {  // isolated point
         has_cur_ = false;
         continue;
       }
-      ConfigId n = nbrs_[rng_.below(nbrs_.size())];
       if (record_->contains(n)) {
         consider(n, record_->value(n));
         continue;
@@ -137,8 +139,12 @@ class Annealing : public Strategy {
     cur_ = c;
     cur_v_ = v;
     has_cur_ = true;
-    space_->neighbours(c, Neighbourhood::Hamming, nbrs_);
-    if (opt_.cycle == 0) cycle_ = std::max<size_t>(cycle_, 3 * nbrs_.size() + 10);
+    if (opt_.cycle == 0 && cycle_ == 0) {
+      // About three tries of every single-parameter change per cycle.
+      size_t moves = 0;
+      for (const auto& vals : space_->param_values()) moves += vals.size() - 1;
+      cycle_ = 3 * moves + 10;
+    }
   }
 
   void start_random(std::vector<ConfigId>& out) {
@@ -159,7 +165,6 @@ class Annealing : public Strategy {
   double cur_v_ = kInf, best_v_ = kInf;
   double scale_ = 0, scale_n_ = 0;
   size_t step_ = 0, cycle_ = 0;
-  std::vector<ConfigId> nbrs_;
 };
 
 }  // namespace

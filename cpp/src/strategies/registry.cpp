@@ -25,10 +25,12 @@ std::unique_ptr<Strategy> bandit() {
   return make_bandit("bandit", std::move(arms));
 }
 
-// The default: of our strategies, the constraint-aware genetic algorithm had
-// the best mean score over the brute-forced spaces of
-// bench/bench_strategies.py (measured on seeds other than the benchmark's).
-std::unique_ptr<Strategy> automatic() { return make_genetic(); }
+// The default.  Measured on held-out seeds: the bandit and the genetic
+// algorithm alone tie on the three brute-forced spaces of
+// bench/bench_strategies.py (within one standard error), and the bandit is
+// ahead on synthetic landscapes with interactions and failures, so it is the
+// more general choice.
+std::unique_ptr<Strategy> automatic() { return bandit(); }
 
 const std::vector<std::pair<std::string, Factory>>& registry() {
   static const std::vector<std::pair<std::string, Factory>> r = {

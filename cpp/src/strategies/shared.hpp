@@ -31,7 +31,8 @@ struct GeneticOptions {
 struct AnnealingOptions {
   double t_start = 1.0;         // in units of the typical step size (scale-free)
   double t_end = 0.02;
-  size_t cycle = 0;             // steps per cooling cycle; 0 = 3 * typical neighbourhood size
+  size_t cycle = 0;             // steps per cooling cycle; 0 = 3 * number of single-parameter moves
+  double adjacent = 0.5;        // share of moves to an adjacent value
 };
 
 struct LocalOptions {
