@@ -29,6 +29,7 @@ import argparse
 import json
 import math
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -158,6 +159,10 @@ def run_kernel_tuner(space: Space, strategy: str, repeats: int, workdir: Path) -
     keys = list(space.replay.metadata["tune_params_keys"])
     curves = []
     for seed in range(repeats):
+        # tune_kernel(seed=) alone does not make every strategy repeatable; the
+        # SciPy-based ones draw from NumPy's global generator.
+        random.seed(seed)
+        np.random.seed(seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             results, _env = tune_cache(str(cache), strategy=strategy, strategy_options={"max_fevals": space.budget},
