@@ -108,17 +108,8 @@ double NeighbourModel::predict(ConfigId c) const {
     double d = 0;
     for (size_t p = 0; p < P; ++p)
       if (x[p] != y[p]) d += 0.5 + 0.5 * std::abs(int(x[p]) - int(y[p])) * inv_range_[p];
-    if (filled < k) {
-      size_t j = filled++;
-      while (j > 0 && best_d[j - 1] > d) {
-        best_d[j] = best_d[j - 1];
-        best_i[j] = best_i[j - 1];
-        --j;
-      }
-      best_d[j] = d;
-      best_i[j] = i;
-    } else if (d < best_d[k - 1]) {
-      size_t j = k - 1;
+    if (filled < k || d < best_d[k - 1]) {  // insert into the sorted k nearest
+      size_t j = filled < k ? filled++ : k - 1;
       while (j > 0 && best_d[j - 1] > d) {
         best_d[j] = best_d[j - 1];
         best_i[j] = best_i[j - 1];
