@@ -204,12 +204,18 @@ class VecModel : public OpModel {
   double rate_, hbm_Bpus_;
 };
 
-void check_vec_dtype(const std::string& dtype, const Platform& p, const std::string& kind) {
-  if (std::find(p.vector_dtypes.begin(), p.vector_dtypes.end(), dtype) == p.vector_dtypes.end()) {
+// A kernel named `kind` streaming op.dtype data, once the vector unit of `p`
+// is known to support that dtype.
+VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind) {
+  if (std::find(p.vector_dtypes.begin(), p.vector_dtypes.end(), op.dtype) == p.vector_dtypes.end()) {
     std::string v;
     for (auto& d : p.vector_dtypes) v += (v.empty() ? "" : ", ") + d;
-    fail(kind + ": dtype " + dtype + " is not supported by the vector unit of " + p.name + " (supported: " + v + ")");
+    fail(kind + ": dtype " + op.dtype + " is not supported by the vector unit of " + p.name + " (supported: " + v + ")");
   }
+  VecKernel k;
+  k.kind = kind;
+  k.ds = dtype_size(op.dtype);
+  return k;
 }
 
 // int8 elementwise math runs in fp16 between casts.
@@ -225,10 +231,8 @@ int64_t norm_axis(int64_t a, size_t rank, const std::string& kind) {
 }  // namespace
 
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p) {
-  VecKernel k;
+  VecKernel k = start_kernel(op, p, op.kind);
   const std::string dtype = op.dtype;
-  check_vec_dtype(dtype, p, op.kind);
-  k.ds = dtype_size(dtype);
   std::vector<std::string> ops;
   if (op.kind == "FusedElementwise") {
     ops = attr_strs(op, "ops");
@@ -236,7 +240,6 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   } else {
     ops = {op.kind};
   }
-  k.kind = op.kind;
   if (op.inputs.empty()) fail(op.kind + ": needs at least one input shape");
   std::vector<int64_t> out_shape = op.inputs[0];
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -311,11 +314,8 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
 }
 
 std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
-  VecKernel k;
+  VecKernel k = start_kernel(op, p, op.kind);
   const std::string dtype = op.dtype;
-  check_vec_dtype(dtype, p, op.kind);
-  k.kind = op.kind;
-  k.ds = dtype_size(dtype);
   const bool ln = op.kind == "LayerNormalization", sm = op.kind == "Softmax";
   if (op.inputs.empty()) fail(op.kind + ": needs the input shape");
   const auto& x = op.inputs[0];
@@ -417,11 +417,7 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
 }
 
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p) {
-  VecKernel k;
-  const std::string dtype = op.dtype;
-  check_vec_dtype(dtype, p, "Transpose");
-  k.kind = "Transpose";
-  k.ds = dtype_size(dtype);
+  VecKernel k = start_kernel(op, p, "Transpose");
   if (op.inputs.size() != 1) fail("Transpose: expected one input shape, got " + std::to_string(op.inputs.size()));
   const auto& x = op.inputs[0];
   check_shape(x, "Transpose input");
@@ -468,11 +464,7 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
   // input rows sit in UB; padding is filled in UB (Duplicate), so GM traffic
   // is the input read once (halo rows shared by adjacent tiles are
   // neglected) plus the output.
-  VecKernel k;
-  const std::string dtype = op.dtype;
-  check_vec_dtype(dtype, p, op.kind);
-  k.kind = op.kind;
-  k.ds = dtype_size(dtype);
+  VecKernel k = start_kernel(op, p, op.kind);
   if (op.inputs.size() != 1) fail(op.kind + ": expected one input shape, got " + std::to_string(op.inputs.size()));
   const auto& x = op.inputs[0];
   check_shape(x, op.kind + " input");
@@ -495,7 +487,7 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
   }
   const int64_t out = x[0] * x[1] * out_hw[0] * out_hw[1];
   const double ratio = double(numel(x)) / double(out);  // input elements per output element
-  const std::string cd = compute_dtype(dtype);
+  const std::string cd = compute_dtype(op.dtype);
   const bool avg = op.kind == "AveragePool";
   for (int64_t w = 1; w < ks[0] * ks[1]; ++w) vec_program(avg ? "Add" : "Max", cd, k.elem_prog);
   if (avg) k.elem_prog.push_back({vec_api_cost("Muls"), cd == "float32"});
