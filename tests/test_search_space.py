@@ -87,6 +87,10 @@ def test_python_api():
     assert space.restrictions == ["x * y <= 40"]
     configs = space.configs()
     assert configs.dtype == np.int64 and configs.shape == (5, 2)
+    assert np.array_equal(space.configs([4, -5, 1]), configs[[4, 0, 1]])
+    assert space.configs(np.zeros(0, dtype=np.int64)).shape == (0, 2)
+    with pytest.raises(IndexError):
+        space.configs([5])
     assert list(space) == [dict(zip(["x", "y"], r)) for r in configs.tolist()]
     assert space.config(-1) == {"x": 4, "y": 10} == space[4]
     assert space.index({"x": 2, "y": 20}) == 3

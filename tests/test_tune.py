@@ -77,6 +77,7 @@ def test_non_numeric_return_is_a_failure(space):
 def test_trace_is_best_so_far(space):
     r = an.tune(space, quadratic, strategy="random", max_evals=100, seed=5)
     assert np.array_equal(r.trace, np.minimum.accumulate(r.history_values))
+    assert [dict(zip(space.param_names, row)) for row in r.history_configs.tolist()] == [c for c, _ in r.history]
     assert r.trace[-1] == r.best_value
 
 

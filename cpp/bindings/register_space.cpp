@@ -73,13 +73,17 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
                              "Points of the Cartesian product before restrictions.")
       .def(
           "configs",
-          [](const SearchSpace& s) {
-            py::array_t<int64_t> out({py::ssize_t(s.size()), py::ssize_t(s.num_params())});
+          [](const SearchSpace& s, const std::optional<py::array_t<int64_t, py::array::c_style | py::array::forcecast>>& ids) {
+            const size_t n = ids ? size_t(ids->size()) : s.size();
+            py::array_t<int64_t> out({py::ssize_t(n), py::ssize_t(s.num_params())});
             int64_t* d = out.mutable_data();
-            for (size_t c = 0; c < s.size(); ++c) s.values(ConfigId(c), d + c * s.num_params());
+            for (size_t r = 0; r < n; ++r)
+              s.values(ids ? checked_id(s, ids->data()[r]) : ConfigId(r), d + r * s.num_params());
             return out;
           },
-          "All valid configurations as an int64 array (rows in index order, columns in parameter order).")
+          py::arg("ids") = py::none(),
+          "Valid configurations as an int64 array (columns in parameter order): all of them in index order, "
+          "or the rows of the given indices.")
       .def(
           "config", [](const SearchSpace& s, int64_t i) { return aoe_py::config_dict(s, checked_id(s, i)); },
           py::arg("index"), "The configuration with this index, as a dict.")

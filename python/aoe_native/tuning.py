@@ -78,8 +78,7 @@ class TuneResult:
     @property
     def history_configs(self) -> np.ndarray:
         """The evaluated configurations as an int64 array (one row per evaluation)."""
-        return self.space.configs()[self.history_ids] if len(self.history_ids) else np.zeros(
-            (0, len(self.space.param_names)), dtype=np.int64)
+        return self.space.configs(self.history_ids)
 
     @property
     def trace(self) -> np.ndarray:
