@@ -101,10 +101,12 @@ class PythonObjective : public aoe::Objective {
 };
 
 py::tuple run_tune(const std::shared_ptr<SearchSpace>& space, const py::object& objective, size_t batch,
-                   const std::string& strategy, std::optional<int64_t> max_evals, std::optional<double> time_limit,
+                   const std::string& strategy, const aoe::StrategyOptions& strategy_options,
+                   std::optional<int64_t> max_evals, std::optional<double> time_limit,
                    uint64_t seed, const std::vector<int64_t>& initial, const py::object& progress) {
   aoe::TuneOptions opt;
   opt.strategy = strategy;
+  opt.strategy_options = strategy_options;
   if (max_evals) {
     if (*max_evals < 1) throw py::value_error("max_evals must be at least 1, got " + std::to_string(*max_evals));
     opt.max_evals = size_t(*max_evals);
@@ -204,6 +206,8 @@ void register_tune(py::module_& m) {
       });
 
   m.def("strategy_names", &aoe::strategy_names, "Names accepted by tune(strategy=...).");
+  m.def("strategy_defaults", &aoe::strategy_defaults, py::arg("name"),
+        "The options a strategy accepts (tune(strategy_options=...)), with their defaults.");
   m.def("_tune", &run_tune, py::arg("space"), py::arg("objective"), py::arg("batch"), py::arg("strategy"),
-        py::arg("max_evals"), py::arg("time_limit"), py::arg("seed"), py::arg("initial"), py::arg("progress"));
+        py::arg("strategy_options"), py::arg("max_evals"), py::arg("time_limit"), py::arg("seed"), py::arg("initial"), py::arg("progress"));
 }

@@ -28,7 +28,7 @@ class Run {
     batch_ = std::max<size_t>(1, objective.max_batch());
     record_.reset(space.size());
     fallback_.reset(space.size());
-    strategy_ = make_strategy(opt.strategy);
+    strategy_ = make_strategy(opt.strategy, opt.strategy_options);
     strategy_->reset(space, record_, opt.seed);
     res_.best_value = kInf;
   }

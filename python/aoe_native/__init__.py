@@ -13,6 +13,7 @@ from __future__ import annotations
 import os as _os
 
 from ._core import Objective, SearchSpace, SyntheticObjective, TableObjective, __version__
+from ._core import strategy_defaults as _strategy_defaults
 from ._core import strategy_names as _strategy_names
 from . import replay, runners
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, tune
@@ -25,6 +26,11 @@ from .opat import ModelTuneResult, tune_model
 def strategies() -> list[str]:
     """Names accepted by ``tune(strategy=...)``."""
     return list(_strategy_names())
+
+
+def strategy_options(name: str) -> dict[str, float]:
+    """The options ``tune(strategy=name, strategy_options=...)`` accepts, with their defaults."""
+    return dict(_strategy_defaults(name))
 
 
 def cmake_dir() -> str:
@@ -60,6 +66,7 @@ __all__ = [
     "replay",
     "runners",
     "strategies",
+    "strategy_options",
     "tune",
     "tune_model",
 ]

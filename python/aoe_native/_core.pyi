@@ -46,11 +46,13 @@ class TableObjective(Objective):
     def values(self) -> npt.NDArray[np.float64]: ...
 
 def strategy_names() -> list[str]: ...
+def strategy_defaults(name: str) -> dict[str, float]: ...
 def _tune(
     space: SearchSpace,
     objective: Any,
     batch: int,
     strategy: str,
+    strategy_options: Mapping[str, float],
     max_evals: int | None,
     time_limit: float | None,
     seed: int,

@@ -30,6 +30,13 @@ Shape = Sequence[int]
 EXHAUSTIVE_LIMIT = 400_000
 # Budget of the search strategy on larger spaces.
 DEFAULT_MAX_EVALS = 200_000
+# The tuner's "auto" (surrogate-guided) spends ~0.1-0.3 ms of model time per
+# evaluation: worth it for small budgets, not when a cost-model evaluation takes
+# microseconds and the budget is large.  Above this many evaluations (or with a
+# time limit alone) "auto" here means CHEAP_STRATEGY, which reaches the
+# exhaustive optimum at 20k evaluations on the bench shapes.
+MODEL_BUDGET_LIMIT = 2_000
+CHEAP_STRATEGY = "bandit"
 
 # ONNX TensorProto data types accepted for Cast's "to".
 _ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 6: "int32"}
@@ -318,7 +325,10 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
 
     With ``strategy="auto"`` and no budget, spaces of up to ``EXHAUSTIVE_LIMIT``
     tilings are searched exhaustively (the optimum of the space); larger ones
-    with the tuner's auto strategy and ``DEFAULT_MAX_EVALS`` evaluations.
+    with ``DEFAULT_MAX_EVALS`` evaluations.  Budgets of up to
+    ``MODEL_BUDGET_LIMIT`` evaluations use the tuner's (surrogate-guided)
+    auto strategy; larger or time-limited ones ``CHEAP_STRATEGY``, whose cost
+    per evaluation is a few microseconds.
     ``initial_tilings`` (tiling dicts, e.g. winners for similar shapes) are
     evaluated first; ones not in this space are skipped.  The baseline tiling is
     always evaluated, so ``improvement >= 0``.
@@ -333,11 +343,14 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
         if isinstance(t, Mapping) and set(t) == set(names) and space.index(dict(t)) is not None and t not in init:
             init.append(dict(t))
     strat = strategy
-    if strategy == "auto" and max_evals is None and time_limit is None:
-        if len(space) <= EXHAUSTIVE_LIMIT:
-            strat = "exhaustive"
-        else:
-            max_evals = DEFAULT_MAX_EVALS
+    if strategy == "auto":
+        if max_evals is None and time_limit is None:
+            if len(space) <= EXHAUSTIVE_LIMIT:
+                strat = "exhaustive"
+            else:
+                max_evals = DEFAULT_MAX_EVALS
+        if strat == "auto" and (max_evals is None or max_evals > MODEL_BUDGET_LIMIT):
+            strat = CHEAP_STRATEGY
     if len(space) == 0:
         raise RuntimeError(f"internal: empty tiling space for {model.kind} {inputs}")
     res = tune(space, model.objective(), strategy=strat, max_evals=max_evals, time_limit=time_limit, seed=seed,

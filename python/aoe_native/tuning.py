@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
@@ -114,6 +115,19 @@ def _initial_ids(space: SearchSpace, initial_configs: Iterable[Mapping[str, int]
     return ids
 
 
+def _strategy_options(options: Mapping[str, float] | None) -> dict[str, float]:
+    out = {}
+    for key, value in (options or {}).items():
+        if not isinstance(key, str):
+            raise TypeError(f"strategy option names are strings, got {key!r}")
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise TypeError(f"strategy option {key!r} must be a finite number, got {value!r}")
+        out[key] = float(value)
+    return out
+
+
 def tune(
     space: SearchSpace,
     objective: ObjectiveLike,
@@ -123,6 +137,7 @@ def tune(
     seed: int = 0,
     initial_configs: Iterable[Mapping[str, int] | Sequence[int]] | None = None,
     progress: Callable[[int, float], bool | None] | None = None,
+    strategy_options: Mapping[str, float] | None = None,
 ) -> TuneResult:
     """Search ``space`` for the configuration that minimises ``objective``.
 
@@ -134,6 +149,10 @@ def tune(
             without the GIL).
         strategy: one of :func:`aoe_native.strategies`; ``"auto"`` is the best
             general choice.
+        strategy_options: numeric options of the strategy, e.g.
+            ``{"population": 50}`` for ``"genetic"``; :func:`aoe_native.strategy_options`
+            lists them with their defaults.  An unknown name or a value out of
+            range raises ``ValueError``.
         max_evals: at most this many evaluations.  With neither ``max_evals`` nor
             ``time_limit`` the whole space may be evaluated.
         time_limit: stop after this many seconds (checked between evaluations).
@@ -153,8 +172,9 @@ def tune(
         batch, fn = objective.max_batch, objective.fn
     if max_evals is not None and int(max_evals) != max_evals:
         raise TypeError(f"max_evals must be an integer, got {max_evals!r}")
+    options = _strategy_options(strategy_options)
     ids, values, errors, best, best_value, _failed, elapsed, reason, pending = _core._tune(
-        space, fn, batch, strategy, None if max_evals is None else int(max_evals),
+        space, fn, batch, strategy, options, None if max_evals is None else int(max_evals),
         None if time_limit is None else float(time_limit), int(seed), _initial_ids(space, initial_configs), progress)
     result = TuneResult(space=space, history_ids=ids, history_values=values, errors=dict(errors), best_id=best,
                         best_value=best_value, elapsed_s=elapsed, stop_reason=reason, strategy=strategy, seed=int(seed))

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -94,9 +95,16 @@ class Strategy {
   virtual void observe(const ConfigId* /*ids*/, const double* /*values*/, size_t /*n*/) {}
 };
 
-// Names: "exhaustive", "random", "genetic", "annealing", "local", "bandit",
-// "auto".  Throws std::invalid_argument listing the valid names otherwise.
-std::unique_ptr<Strategy> make_strategy(const std::string& name);
+// Numeric options of a strategy by name (e.g. {"population", 50} for
+// "genetic"); booleans are 0/1.  Unset options keep their defaults.
+using StrategyOptions = std::map<std::string, double>;
+
+// Names: see strategy_names().  Throws std::invalid_argument for an unknown
+// name (listing the valid ones), or for an unknown or out-of-range option
+// (listing the strategy's options).
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options = {});
 std::vector<std::string> strategy_names();
+// The options make_strategy() accepts for a strategy, with their defaults.
+StrategyOptions strategy_defaults(const std::string& name);
 
 }  // namespace aoe

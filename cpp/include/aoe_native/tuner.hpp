@@ -23,6 +23,7 @@ struct StopTuning : std::exception {
 
 struct TuneOptions {
   std::string strategy = "auto";
+  StrategyOptions strategy_options;    // see make_strategy()
   std::optional<size_t> max_evals;     // none: no limit by count
   std::optional<double> time_limit_s;  // none: no limit by time
   uint64_t seed = 0;

@@ -33,7 +33,7 @@ bool random_move(const SearchSpace& space, ConfigId c, Rng& rng, double adjacent
     size_t v;
     if (rng.uniform() < adjacent) {
       if (cur == 0) v = 1;
-      else if (cur + 1 == n) v = cur - 1;
+      else if (size_t(cur) + 1 == n) v = cur - 1;
       else v = (rng.next() & 1) ? cur + 1 : cur - 1;
     } else {
       v = rng.below(n - 1);

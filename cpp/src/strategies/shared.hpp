@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "aoe_native/strategy.hpp"
+#include "forest_model.hpp"
 
 namespace aoe {
 
@@ -41,6 +42,23 @@ struct LocalOptions {
   bool adjacent_first = true;   // try adjacent-value neighbours before the rest
 };
 
+struct ForestSearchOptions {
+  size_t initial = 0;           // space-filling configurations before the first model; 0 = max(10, P + 1)
+  size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
+  double explore = 0.1;         // share of uniform random proposals afterwards
+  double greedy = 0.3;          // share of fits whose ranking is by predicted value, not expected improvement
+  double local = 0.25;          // share of proposals among the best result's unvisited neighbours
+  bool feasibility = true;      // learn where configurations fail (else failures count as the worst value)
+  size_t full_limit = 8192;     // rank every unvisited configuration when there are at most this many
+  size_t pool = 2048;           // else: random candidates,
+  size_t walks = 8;             // and greedy walks from this many best results and best candidates
+  size_t refit_ratio = 16;      // refit when the results have grown by 1/refit_ratio
+  size_t max_train = 4096;      // results a model learns from at most
+  size_t batch = 1;             // proposals per ask at most; 0 = as many as the objective takes
+  ForestOptions forest;
+};
+
+
 struct BanditOptions {
   double c = 0.05;              // exploration weight (OpenTuner's default C)
   size_t window = 500;          // sliding window of results
@@ -50,6 +68,7 @@ struct BanditOptions {
 std::unique_ptr<Strategy> make_genetic(const GeneticOptions& options = {});
 std::unique_ptr<Strategy> make_annealing(const AnnealingOptions& options = {});
 std::unique_ptr<Strategy> make_local(const LocalOptions& options = {});
+std::unique_ptr<Strategy> make_forest(const ForestSearchOptions& options = {});
 std::unique_ptr<Strategy> make_bandit(std::string name,
                                             std::vector<std::unique_ptr<Strategy>> arms,
                                             const BanditOptions& options = {});

@@ -1,0 +1,65 @@
+// A random forest regressor over configurations (the learned cost model of
+// the "forest" strategy).
+//
+// Features are the parameters' value indices.  Value lists are sorted, so a
+// threshold on the index is a threshold on the value: trees need nothing
+// else, and parameters with few values cost little.  Split search uses a
+// histogram over the value indices of each candidate feature, O(samples +
+// values) per feature and node.  Prediction gives the mean and the variance
+// over the trees, the uncertainty that expected improvement needs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "aoe_native/rng.hpp"
+
+namespace aoe {
+
+struct ForestOptions {
+  size_t trees = 16;
+  size_t min_split = 3;        // a node with fewer samples is a leaf
+  size_t min_leaf = 1;         // samples on each side of a split at least
+  double features = 0.8;       // share of the parameters tried at each split
+  size_t max_depth = 32;
+};
+
+class RandomForest {
+ public:
+  // `nvalues[p]` is the number of values of parameter p (index features are
+  // in [0, nvalues[p])).  Rows of X are row-major, one per sample.
+  void fit(const std::vector<uint16_t>& X, const std::vector<double>& y, const std::vector<size_t>& nvalues,
+           const ForestOptions& options, Rng& rng);
+  // Mean and variance over the trees of the prediction for one row.
+  void predict(const uint16_t* x, double& mean, double& variance) const;
+  bool fitted() const { return !roots_.empty(); }
+  void clear() {
+    nodes_.clear();
+    roots_.clear();
+  }
+
+ private:
+  struct Node {
+    int32_t left = -1;   // -1: leaf
+    int32_t right = -1;
+    uint16_t feature = 0;
+    uint16_t threshold = 0;  // left when x[feature] <= threshold
+    double value = 0;        // leaf mean
+  };
+  int32_t build(uint32_t* first, uint32_t* last, size_t depth, Rng& rng);
+
+  std::vector<Node> nodes_;
+  std::vector<int32_t> roots_;
+  // Fitting scratch.
+  const std::vector<uint16_t>* X_ = nullptr;
+  const std::vector<double>* y_ = nullptr;
+  const std::vector<size_t>* nvalues_ = nullptr;
+  ForestOptions opt_;
+  size_t P_ = 0;
+  std::vector<uint32_t> features_;
+  std::vector<double> bin_sum_;
+  std::vector<uint32_t> bin_count_;
+};
+
+}  // namespace aoe
