@@ -18,9 +18,19 @@ Our strategies replay it through ``aoe_native.replay``; Kernel Tuner 1.5.0
 (``pip install .[bench]``) replays the same file in its simulation mode with
 the same budget, and its trace is rebuilt from the order of its results.
 
-Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--no-kt]
-Prints a table (strategy x file) and saves bench/results/strategies.png and
-strategies.json.
+Held-out spaces (``--held-out``), to check that the defaults generalise
+beyond the three files they were measured on:
+
+* for each file and each parameter with at least three values, the file
+  without the optimum's value of that parameter (the optimum moves elsewhere,
+  often to a different kind of configuration); Kernel Tuner replays these too;
+* tiling spaces of the Ascend cost model (15-parameter cube tilings with
+  hardware restrictions; 10^9 Cartesian points, so Kernel Tuner cannot build
+  them from a cache file: ours and random only).
+
+Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--no-kt] [--held-out]
+Prints tables (strategy x space) and saves bench/results/strategies.png,
+strategies.json and strategies_curves.npz.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +54,7 @@ import aoe_native
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATASETS = REPO.parent / "shared" / "datasets"
-OURS = ["auto", "bandit", "genetic", "local", "annealing", "random"]
+OURS = ["auto", "genetic", "bandit", "local", "annealing", "random"]
 KERNEL_TUNER = ["genetic_algorithm", "simulated_annealing", "dual_annealing", "greedy_ils", "pso", "diff_evo"]
 CUTOFF = 0.96
 
@@ -106,30 +117,76 @@ def standardized_curve(bsf: np.ndarray, f_rand: np.ndarray, f_opt: float) -> np.
     return (f_rand - bsf) / (f_rand - f_opt)
 
 
-# ---- running strategies -----------------------------------------------------------------
+# ---- spaces -------------------------------------------------------------------------
 
 class Space:
-    """One brute-forced cache file, with its baseline and budget."""
+    """A brute-forced space: its configurations and values, baseline and budget.
+    ``path`` is a Kernel Tuner cache file Kernel Tuner can replay, or None."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.name = path.stem.replace("_kerneltuner", "")
-        self.replay = aoe_native.replay.load(path)
-        self.values = with_failures_as_worst(self.replay.values)
+    def __init__(self, name: str, space: aoe_native.SearchSpace, values: np.ndarray, path: Path | None,
+                 keys: list[str] | None = None) -> None:
+        self.name, self.space, self.path, self.keys = name, space, path, keys
+        self.objective = aoe_native.TableObjective(values)
+        self.values = with_failures_as_worst(values)
         self.worst = float(self.values.max())
         self.f_opt = float(self.values.min())
         self.budget = budget(self.values)
         self.f_rand = random_search_curve(self.values, self.budget)
 
+    @classmethod
+    def from_cache(cls, path: Path, name: str | None = None) -> "Space":
+        rep = aoe_native.replay.load(path)
+        return cls(name or path.stem.replace("_kerneltuner", ""), rep.space, rep.values, path,
+                   list(rep.metadata["tune_params_keys"]))
+
     def curve(self, trace_values: np.ndarray) -> np.ndarray:
         return standardized_curve(best_so_far(trace_values, self.worst, self.budget), self.f_rand, self.f_opt)
 
 
+def without_optimum_value(path: Path, workdir: Path) -> list[Space]:
+    """The file without the optimum's value of each parameter that has >= 3 values."""
+    raw = json.loads(path.read_text())
+    keys = raw["tune_params_keys"]
+    ok = {k: r for k, r in raw["cache"].items() if isinstance(r.get("time"), (int, float))}
+    best = min(ok.values(), key=lambda r: r["time"])
+    stem = path.stem.replace("_kerneltuner", "").split("_")[0]
+    out = []
+    for p in keys:
+        if len({r[p] for r in raw["cache"].values()}) < 3:
+            continue
+        sub = dict(raw, cache={k: r for k, r in raw["cache"].items() if r[p] != best[p]})
+        f = workdir / f"{stem}-no-{p}={best[p]}.json"
+        f.write_text(json.dumps(sub))
+        out.append(Space.from_cache(f, f.stem))
+    return out
+
+
+# Tiling spaces of the cost model; none of them was used to choose the defaults.
+ASCEND_SPACES = [
+    ("MatMul", [[2048, 2048], [2048, 2048]], None, "Ascend910B3"),
+    ("Conv", [[32, 256, 14, 14], [256, 256, 3, 3]], {"strides": [1, 1], "pads": [1, 1, 1, 1]}, "Ascend910B3"),
+    ("BatchMatMul", [[96, 128, 64], [96, 64, 128]], None, "Ascend910A"),
+    ("MatMul", [[64, 1024], [1024, 4096]], None, "Ascend310P3"),
+    ("Conv", [[8, 64, 112, 112], [128, 64, 1, 1]], {"strides": [2, 2]}, "Ascend910B1"),
+]
+
+
+def ascend_spaces() -> list[Space]:
+    out = []
+    for op, inputs, attrs, soc in ASCEND_SPACES:
+        sp = aoe_native.tiling_space(op, inputs, "float16", soc, attrs=attrs)
+        values = aoe_native.estimate_batch(op, inputs, "float16", soc, sp.configs(), attrs=attrs)
+        dims = "x".join(str(d) for d in inputs[0])
+        out.append(Space(f"{soc}:{op}{dims}", sp, values, None))
+    return out
+
+
+# ---- running strategies -----------------------------------------------------------------
+
 def run_ours(space: Space, strategy: str, repeats: int) -> np.ndarray:
     curves = []
     for seed in range(repeats):
-        res = aoe_native.tune(space.replay.space, space.replay.objective, strategy=strategy,
-                              max_evals=space.budget, seed=seed)
+        res = aoe_native.tune(space.space, space.objective, strategy=strategy, max_evals=space.budget, seed=seed)
         curves.append(space.curve(res.history_values))
     return np.array(curves)
 
@@ -153,10 +210,10 @@ def run_kernel_tuner(space: Space, strategy: str, repeats: int, workdir: Path) -
     from kernel_tuner.interface import tune_cache  # bench-only dependency
 
     # Kernel Tuner may touch the cache file it replays; give it a private copy.
-    cache = workdir / space.path.name
+    cache = workdir / "kt" / space.path.name
     if not cache.exists():
+        cache.parent.mkdir(exist_ok=True)
         shutil.copyfile(space.path, cache)
-    keys = list(space.replay.metadata["tune_params_keys"])
     curves = []
     for seed in range(repeats):
         # tune_kernel(seed=) alone does not make every strategy repeatable; the
@@ -167,8 +224,79 @@ def run_kernel_tuner(space: Space, strategy: str, repeats: int, workdir: Path) -
             warnings.simplefilter("ignore")
             results, _env = tune_cache(str(cache), strategy=strategy, strategy_options={"max_fevals": space.budget},
                                        quiet=True, verbose=False, seed=seed)
-        curves.append(space.curve(np.array(kt_trace(results, keys))))
+        curves.append(space.curve(np.array(kt_trace(results, space.keys))))
     return np.array(curves)
+
+
+def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str], repeats: int, workdir: Path,
+                 reused: Any) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
+    """Runs every strategy on every space; prints the table and auto's verdict."""
+    print(f"\n== {title}")
+    for sp in spaces:
+        print(f"{sp.name}: {len(sp.values)} configs, optimum {sp.f_opt:.4g}, median {np.median(sp.values):.4g}, "
+              f"budget {sp.budget} evaluations")
+    curves: dict[str, dict[str, np.ndarray]] = {}
+    seconds: dict[str, float] = {}
+    for s in ours:
+        label = f"aoe:{s}"
+        t0 = time.perf_counter()
+        curves[label] = {sp.name: run_ours(sp, s, repeats) for sp in spaces}
+        seconds[label] = time.perf_counter() - t0
+    replayable = [sp for sp in spaces if sp.path is not None]
+    for s in kt if replayable else []:
+        label = f"kt:{s}"
+        t0 = time.perf_counter()
+        curves[label] = {}
+        ran = False
+        for sp in replayable:
+            key = f"{label}|{sp.name}"
+            if reused is not None and key in reused.files:
+                curves[label][sp.name] = reused[key]
+            else:
+                curves[label][sp.name] = run_kernel_tuner(sp, s, repeats, workdir)
+                ran = True
+        seconds[label] = time.perf_counter() - t0 if ran else math.nan  # nan: curves reused
+        print(f"  {label} done in {seconds[label]:.0f} s", flush=True)
+
+    scores = {lab: {n: c.mean(axis=1) for n, c in per.items()} for lab, per in curves.items()}
+    names = [sp.name for sp in spaces]
+    # One row per space, one column per strategy: mean ± standard error.
+    widths = {lab: max(len(lab), 12) + 2 for lab in scores}
+    first = max(len(n) for n in names) + 8
+    print(f"\nscore over the budget window, mean ± s.e. over {repeats} seeds (1 = optimum at once, 0 = random)")
+    print(f"{'space (budget)':{first}s}" + "".join(f"{lab:>{widths[lab]}s}" for lab in scores))
+    for sp in spaces:
+        n = sp.name
+        cells = "".join((f"{per[n].mean():.3f}±{per[n].std(ddof=1) / math.sqrt(len(per[n])):.2f}" if n in per else "-")
+                        .rjust(widths[lab]) for lab, per in scores.items())
+        print(f"{n + f' ({sp.budget})':{first}s}{cells}")
+    print(f"{'mean':{first}s}" + "".join(f"{np.mean([per[n].mean() for n in per]):>{widths[lab]}.3f}"
+                                         for lab, per in scores.items()))
+    print(f"{'time (s)':{first}s}" + "".join(f"{seconds[lab]:>{widths[lab]}.1f}" for lab in scores))
+
+    verdict: dict[str, Any] = {}
+    kt_labels = [lab for lab in scores if lab.startswith("kt:")]
+    if "aoe:auto" in scores:
+        print("\nauto against Kernel Tuner's best strategy per space (else against our best other strategy):")
+        for n in names:
+            a = scores["aoe:auto"][n].mean()
+            rivals = [lab for lab in kt_labels if n in scores[lab]] or [
+                lab for lab in scores if lab.startswith("aoe:") and lab != "aoe:auto"]
+            if not rivals:
+                continue
+            best = max(rivals, key=lambda lab: scores[lab][n].mean())
+            b = scores[best][n].mean()
+            verdict[n] = {"auto": float(a), "rival": best, "rival_score": float(b), "auto_wins": bool(a > b)}
+            print(f"  {n}: auto {a:.3f} vs {best} {b:.3f} -> {'auto wins' if a > b else 'auto loses'}")
+        wins = sum(v["auto_wins"] for v in verdict.values())
+        print(f"  auto wins on {wins} of {len(verdict)} spaces")
+    summary = {
+        "spaces": {sp.name: {"configs": len(sp.values), "budget": sp.budget, "optimum": sp.f_opt} for sp in spaces},
+        "scores": {lab: {n: float(per[n].mean()) for n in per} for lab, per in scores.items()},
+        "seconds": seconds,
+        "auto_vs_best_rival": verdict,
+    }
+    return curves, summary
 
 
 # ---- report ---------------------------------------------------------------------------
@@ -202,8 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ours", nargs="*", default=OURS)
     ap.add_argument("--kt", nargs="*", default=KERNEL_TUNER, help="Kernel Tuner strategies (none: skip)")
     ap.add_argument("--no-kt", action="store_true", help="skip Kernel Tuner")
+    ap.add_argument("--held-out", action="store_true", help="also score the held-out spaces (see above)")
     ap.add_argument("--reuse-kt", type=Path, default=None,
-                    help="take Kernel Tuner's curves from a previous run's strategies_curves.npz instead of rerunning")
+                    help="take Kernel Tuner's curves from a previous run's strategies_curves.npz where present")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = ap.parse_args(argv)
     if args.repeats < 30:
@@ -213,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         print(f"skipped: no Kernel Tuner cache files in {args.datasets}")
         return 0
-    spaces = [Space(f) for f in files]
     kt = [] if args.no_kt else list(args.kt)
     if kt:
         try:
@@ -221,65 +349,25 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             print("Kernel Tuner not installed (pip install .[bench]); running ours only")
             kt = []
-
-    for sp in spaces:
-        print(f"{sp.name}: {len(sp.values)} configs, optimum {sp.f_opt:.4g}, median {np.median(sp.values):.4g}, "
-              f"budget {sp.budget} evaluations")
-
-    curves: dict[str, dict[str, np.ndarray]] = {}
-    seconds: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for s in args.ours:
-            label = f"aoe:{s}"
-            t0 = time.perf_counter()
-            curves[label] = {sp.name: run_ours(sp, s, args.repeats) for sp in spaces}
-            seconds[label] = time.perf_counter() - t0
-        reused = np.load(args.reuse_kt) if args.reuse_kt else None
-        for s in kt:
-            label = f"kt:{s}"
-            if reused is not None:
-                curves[label] = {sp.name: reused[f"{label}|{sp.name}"] for sp in spaces}
-                seconds[label] = float("nan")
-                continue
-            t0 = time.perf_counter()
-            curves[label] = {sp.name: run_kernel_tuner(sp, s, args.repeats, Path(tmp)) for sp in spaces}
-            seconds[label] = time.perf_counter() - t0
-            print(f"  {label} done in {seconds[label]:.0f} s", flush=True)
-
-    # Table: mean score +- standard error over repeats.
-    scores = {lab: {n: c.mean(axis=1) for n, c in per.items()} for lab, per in curves.items()}
-    names = [sp.name for sp in spaces]
-    width = max(len(n) for n in names) + 2
-    print(f"\nscore over the budget window, mean ± s.e. over {args.repeats} seeds (1 = optimum at once, 0 = random)")
-    print(f"{'strategy':26s}" + "".join(f"{n:>{max(width, 16)}s}" for n in names) + f"{'mean':>10s}{'time s':>9s}")
-    for lab, per in scores.items():
-        cells = "".join(f"{per[n].mean():>{max(width, 16) - 7}.3f} ± {per[n].std(ddof=1) / math.sqrt(len(per[n])):.3f}"
-                        for n in names)
-        print(f"{lab:26s}{cells}{np.mean([per[n].mean() for n in names]):>10.3f}{seconds[lab]:>9.1f}")
-
-    verdict = {}
-    kt_labels = [lab for lab in scores if lab.startswith("kt:")]
-    if kt_labels and "aoe:auto" in scores:
-        print("\nauto vs Kernel Tuner's best strategy per space:")
-        for n in names:
-            best_kt = max(kt_labels, key=lambda lab: scores[lab][n].mean())
-            a, k = scores["aoe:auto"][n].mean(), scores[best_kt][n].mean()
-            verdict[n] = {"auto": a, "kt_best": best_kt, "kt_score": k, "auto_wins": bool(a > k)}
-            print(f"  {n}: auto {a:.3f} vs {best_kt} {k:.3f} -> {'auto wins' if a > k else 'KT wins'}")
+    reused = np.load(args.reuse_kt) if args.reuse_kt else None
 
     args.out.mkdir(parents=True, exist_ok=True)
-    png = args.out / "strategies.png"
-    plot(spaces, curves, png)
-    summary = {
-        "repeats": args.repeats,
-        "spaces": {sp.name: {"configs": len(sp.values), "budget": sp.budget, "optimum": sp.f_opt} for sp in spaces},
-        "scores": {lab: {n: float(per[n].mean()) for n in names} for lab, per in scores.items()},
-        "seconds": seconds,
-        "auto_vs_kt": verdict,
-    }
+    summary: dict[str, Any] = {"repeats": args.repeats}
+    all_curves: dict[str, np.ndarray] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        spaces = [Space.from_cache(f) for f in files]
+        curves, summary["brute_forced"] = score_spaces("the brute-forced spaces", spaces, args.ours, kt, args.repeats,
+                                                       Path(tmp), reused)
+        all_curves.update({f"{lab}|{n}": c for lab, per in curves.items() for n, c in per.items()})
+        png = args.out / "strategies.png"
+        plot(spaces, curves, png)
+        if args.held_out:
+            held = [sp for f in files for sp in without_optimum_value(f, Path(tmp))] + ascend_spaces()
+            hcurves, summary["held_out"] = score_spaces("held-out spaces", held, args.ours, kt, args.repeats,
+                                                        Path(tmp), reused)
+            all_curves.update({f"{lab}|{n}": c for lab, per in hcurves.items() for n, c in per.items()})
     (args.out / "strategies.json").write_text(json.dumps(summary, indent=1))
-    np.savez_compressed(args.out / "strategies_curves.npz",
-                        **{f"{lab}|{n}": c for lab, per in curves.items() for n, c in per.items()})
+    np.savez_compressed(args.out / "strategies_curves.npz", **all_curves)
     print(f"\nplot: {png}")
     return 0
 

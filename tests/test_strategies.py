@@ -11,7 +11,7 @@ import aoe_native
 from aoe_native import SearchSpace, SyntheticObjective, tune
 
 ALL = aoe_native.strategies()
-ADAPTIVE = ["genetic", "annealing", "local", "bandit", "auto"]
+ADAPTIVE = ["genetic", "annealing", "local", "forest", "bandit", "auto"]
 
 PARAMS = {
     "bx": [16, 32, 64, 128, 256],
@@ -43,7 +43,7 @@ def landscape(cfg: dict) -> float:
 
 
 def test_every_strategy_is_registered():
-    for name in ["exhaustive", "random", "genetic", "annealing", "local", "bandit", "auto"]:
+    for name in ["exhaustive", "random", "genetic", "annealing", "local", "forest", "bandit", "auto"]:
         assert name in ALL
     with pytest.raises(ValueError, match="unknown strategy 'nope'.*genetic"):
         tune(SearchSpace({"a": [1, 2]}), lambda c: 1.0, strategy="nope")
@@ -163,3 +163,96 @@ def test_time_limit_stops_the_search(space, strategy):
     assert res.stop_reason == "time_limit"
     assert 5 <= res.evaluations < len(space)
     assert res.elapsed_s < 1.0
+
+
+def test_strategy_options_are_listed_and_checked(space):
+    for name in ALL:
+        defaults = aoe_native.strategy_options(name)
+        assert all(isinstance(v, float) for v in defaults.values())
+        # the defaults are accepted as given
+        tune(space, landscape, strategy=name, max_evals=5, strategy_options=defaults)
+    assert aoe_native.strategy_options("exhaustive") == {}
+    assert aoe_native.strategy_options("genetic")["population"] == 30
+    assert aoe_native.strategy_options("auto") == aoe_native.strategy_options("forest")
+    bad = [
+        ("genetic", {"populaton": 10}, r"no option 'populaton' \(options: .*population"),
+        ("genetic", {"population": 1}, r"population = 1 is out of range \[2, "),
+        ("genetic", {"population": 2.5}, "must be an integer"),
+        ("forest", {"explore": 1.5}, "explore = 1.5 is out of range"),
+        ("forest", {"feasibility": 2}, "out of range"),
+        ("random", {"x": 1}, "takes none"),
+    ]
+    for name, options, message in bad:
+        with pytest.raises(ValueError, match=message):
+            tune(space, landscape, strategy=name, max_evals=5, strategy_options=options)
+    with pytest.raises(TypeError, match="finite number"):
+        tune(space, landscape, strategy="genetic", strategy_options={"population": "30"})
+    with pytest.raises(TypeError, match="finite number"):
+        tune(space, landscape, strategy="genetic", strategy_options={"population": float("nan")})
+
+
+def test_strategy_options_change_the_search(space):
+    objective = SyntheticObjective(seed=1)
+    base = tune(space, objective, strategy="genetic", max_evals=100, seed=0)
+    same = tune(space, objective, strategy="genetic", max_evals=100, seed=0, strategy_options={"population": 30})
+    other = tune(space, objective, strategy="genetic", max_evals=100, seed=0, strategy_options={"population": 4})
+    assert base.history_ids.tolist() == same.history_ids.tolist()
+    assert base.history_ids.tolist() != other.history_ids.tolist()
+    # booleans are accepted for 0/1 options
+    a = tune(space, objective, strategy="forest", max_evals=60, seed=0, strategy_options={"feasibility": False})
+    assert a.evaluations == 60
+
+
+def failing_region(cfg: dict) -> float:
+    """A landscape whose best values border a region that fails (like register or
+    shared-memory limits next to the fastest configurations)."""
+    if cfg["bx"] * cfg["by"] * cfg["tx"] * cfg["ty"] > 512:
+        raise RuntimeError("too many resources")
+    return landscape(cfg)
+
+
+def test_forest_learns_where_configurations_fail(space):
+    fails = {}
+    for strategy in ("forest", "random"):
+        fails[strategy] = np.mean([len(tune(space, failing_region, strategy=strategy, max_evals=120, seed=s).failed)
+                                   for s in range(6)])
+    share = np.mean([holds(c) and c["bx"] * c["by"] * c["tx"] * c["ty"] > 512 for c in space])
+    assert fails["random"] > 0.6 * share * 120  # the region is large: random search hits it often
+    # measured: 39 of 120 against random's 62 (the search must still probe the
+    # border, where the best configurations are)
+    assert fails["forest"] < 0.75 * fails["random"], fails
+
+
+def test_forest_batches_for_batch_objectives(space):
+    sizes = []
+
+    def batch(rows):
+        sizes.append(len(rows))
+        return [landscape(dict(zip(space.param_names, r))) for r in rows.tolist()]
+
+    res = tune(space, aoe_native.BatchObjective(batch, max_batch=8), strategy="forest", max_evals=80, seed=0,
+               strategy_options={"batch": 8})
+    assert res.evaluations == 80 and len(set(res.history_ids.tolist())) == 80
+    assert max(sizes) == 8 and sum(sizes) == 80 and len(sizes) <= 14
+    sizes.clear()
+    tune(space, aoe_native.BatchObjective(batch, max_batch=8), strategy="forest", max_evals=20, seed=0)
+    assert set(sizes) == {1}  # by default one proposal at a time: each learns from all before it
+
+
+def test_forest_on_a_space_beyond_the_dense_limits():
+    # 5.8M valid configurations: the sparse record and sampler, candidate pools
+    params = {f"p{i}": list(range(13)) for i in range(6)}
+    sp = SearchSpace(params, ["p0 + p1 <= 23"])
+    assert len(sp) > 4_200_000
+    objective = SyntheticObjective(seed=4, noise=0.05)
+    res = tune(sp, objective, strategy="auto", max_evals=150, seed=0)
+    assert res.evaluations == 150 and len(set(res.history_ids.tolist())) == 150
+    rnd = tune(sp, objective, strategy="random", max_evals=150, seed=0)
+    assert res.best_value < rnd.best_value
+
+
+def test_forest_handles_negative_and_constant_objectives(space):
+    res = tune(space, lambda c: -landscape(c), strategy="forest", max_evals=60, seed=0)
+    assert res.best_value < 0 and res.evaluations == 60
+    res = tune(space, lambda c: 1.0, strategy="forest", max_evals=60, seed=0)
+    assert res.best_value == 1.0 and len(set(res.history_ids.tolist())) == 60

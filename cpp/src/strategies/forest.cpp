@@ -49,11 +49,9 @@ double expected_improvement(double best, double mean, double variance) {
   if (sigma < 1e-12) return std::max(gap, 0.0);
   const double z = gap / sigma;
   const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
-  const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI);
+  const double pdf = std::exp(-0.5 * z * z) * 0.3989422804014327;  // 1 / sqrt(2 pi)
   return gap * cdf + sigma * pdf;
 }
-
-bool contains(const std::vector<ConfigId>& v, ConfigId c) { return std::find(v.begin(), v.end(), c) != v.end(); }
 
 class ForestSearch : public Strategy {
  public:
@@ -98,12 +96,12 @@ class ForestSearch : public Strategy {
   static constexpr size_t kNone = size_t(-1);
 
   bool fresh(const std::vector<ConfigId>& batch, ConfigId c) const {
-    return !record_->contains(c) && !contains(batch, c);
+    return !record_->contains(c) && !detail::contains(batch, c);
   }
 
   bool random_unvisited(const std::vector<ConfigId>& batch, ConfigId& out) {
     for (int attempt = 0; attempt < 4; ++attempt)
-      if (detail::draw_unvisited(*space_, *record_, rng_, sampler_, out) && !contains(batch, out)) return true;
+      if (detail::draw_unvisited(*space_, *record_, rng_, sampler_, out) && !detail::contains(batch, out)) return true;
     return false;
   }
 

@@ -12,7 +12,11 @@ void RandomForest::fit(const std::vector<uint16_t>& X, const std::vector<double>
   const size_t n = y.size();
   P_ = nvalues.size();
   if (n == 0 || P_ == 0) return;
-  X_ = &X;
+  // Column-major copy: split search scans one feature over a node's samples.
+  cols_.resize(n * P_);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t p = 0; p < P_; ++p) cols_[p * n + i] = X[i * P_ + p];
+  n_ = n;
   y_ = &y;
   nvalues_ = &nvalues;
   opt_ = options;
@@ -30,7 +34,6 @@ void RandomForest::fit(const std::vector<uint16_t>& X, const std::vector<double>
 }
 
 int32_t RandomForest::build(uint32_t* first, uint32_t* last, size_t depth, Rng& rng) {
-  const std::vector<uint16_t>& X = *X_;
   const std::vector<double>& y = *y_;
   const size_t count = size_t(last - first);
   double sum = 0;
@@ -59,8 +62,9 @@ int32_t RandomForest::build(uint32_t* first, uint32_t* last, size_t depth, Rng& 
     if (nv < 2) continue;
     std::fill(bin_sum_.begin(), bin_sum_.begin() + nv, 0.0);
     std::fill(bin_count_.begin(), bin_count_.begin() + nv, 0u);
+    const uint16_t* col = &cols_[f * n_];
     for (uint32_t* s = first; s != last; ++s) {
-      const uint16_t v = X[size_t(*s) * P_ + f];
+      const uint16_t v = col[*s];
       bin_sum_[v] += y[*s];
       ++bin_count_[v];
     }
@@ -87,9 +91,16 @@ int32_t RandomForest::build(uint32_t* first, uint32_t* last, size_t depth, Rng& 
     }
   }
   if (best_feature < 0) return id;
-  uint32_t* mid = std::partition(first, last, [&](uint32_t s) {
-    return X[size_t(s) * P_ + size_t(best_feature)] <= best_threshold;
-  });
+  // Stable partition (std::partition's order differs between standard
+  // libraries, and the order of samples changes floating-point sums).
+  const uint16_t* col = &cols_[size_t(best_feature) * n_];
+  uint32_t* mid = first;
+  right_.clear();
+  for (uint32_t* s = first; s != last; ++s) {
+    if (col[*s] <= best_threshold) *mid++ = *s;
+    else right_.push_back(*s);
+  }
+  std::copy(right_.begin(), right_.end(), mid);
   const int32_t left = build(first, mid, depth + 1, rng);
   const int32_t right = build(mid, last, depth + 1, rng);
   nodes_[id].left = left;

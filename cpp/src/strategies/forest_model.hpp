@@ -52,14 +52,15 @@ class RandomForest {
   std::vector<Node> nodes_;
   std::vector<int32_t> roots_;
   // Fitting scratch.
-  const std::vector<uint16_t>* X_ = nullptr;
+  std::vector<uint16_t> cols_;  // samples' features, column-major
+  size_t n_ = 0;
   const std::vector<double>* y_ = nullptr;
   const std::vector<size_t>* nvalues_ = nullptr;
   ForestOptions opt_;
   size_t P_ = 0;
   std::vector<uint32_t> features_;
   std::vector<double> bin_sum_;
-  std::vector<uint32_t> bin_count_;
+  std::vector<uint32_t> bin_count_, right_;
 };
 
 }  // namespace aoe

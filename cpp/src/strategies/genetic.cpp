@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_set>
 
 #include "shared.hpp"
 
@@ -52,8 +51,6 @@ class Genetic : public Strategy {
                                        : 1.0 / double(std::max<size_t>(1, space.num_params()));
     stagnation_ = opt_.stagnation > 0 ? opt_.stagnation : 8 * opt_.population;
     child_.assign(space.num_params(), 0);
-    model_.reset(space);
-    learned_.clear();
   }
 
   void ask(size_t max_n, std::vector<ConfigId>& out) override {
@@ -65,14 +62,14 @@ class Genetic : public Strategy {
       ConfigId c;
       bool ok;
       if (fill_ > 0) {
-        ok = detail::draw_unvisited(*space_, *record_, rng_, sampler_, c) && !in(out, c);
+        ok = detail::draw_unvisited(*space_, *record_, rng_, sampler_, c) && !detail::contains(out, c);
         if (ok) --fill_;
       } else {
         ok = breed(out, c);
       }
       if (!ok) {
         // Nothing new from breeding: explore instead.
-        if (!detail::draw_unvisited(*space_, *record_, rng_, sampler_, c) || in(out, c)) break;
+        if (!detail::draw_unvisited(*space_, *record_, rng_, sampler_, c) || detail::contains(out, c)) break;
       }
       out.push_back(c);
     }
@@ -81,7 +78,6 @@ class Genetic : public Strategy {
   void tell(const ConfigId* ids, const double* values, size_t n) override {
     for (size_t i = 0; i < n; ++i) {
       ++since_best_;
-      learn(ids[i], values[i]);
       consider(ids[i], values[i]);
     }
     if (since_best_ >= stagnation_) restart();
@@ -89,10 +85,7 @@ class Genetic : public Strategy {
 
   // Good configurations found by other techniques join the population.
   void observe(const ConfigId* ids, const double* values, size_t n) override {
-    for (size_t i = 0; i < n; ++i) {
-      learn(ids[i], values[i]);
-      consider(ids[i], values[i]);
-    }
+    for (size_t i = 0; i < n; ++i) consider(ids[i], values[i]);
   }
 
  private:
@@ -100,18 +93,6 @@ class Genetic : public Strategy {
     ConfigId id;
     double value;
   };
-
-  static bool in(const std::vector<ConfigId>& v, ConfigId c) {
-    return std::find(v.begin(), v.end(), c) != v.end();
-  }
-
-  // New results feed the surrogate (each configuration once: the tuner tells
-  // a re-proposed one again with its recorded value).
-  void learn(ConfigId c, double v) {
-    if (opt_.screen <= 1 || learned_.count(c)) return;
-    learned_.insert(c);
-    model_.add(c, v);
-  }
 
   void consider(ConfigId c, double v) {
     if (v < best_v_) {
@@ -145,29 +126,8 @@ class Genetic : public Strategy {
     return *best;
   }
 
-  // The most promising of `screen` new children (by the model), or simply a
-  // new child.
-  bool breed(const std::vector<ConfigId>& batch, ConfigId& out) {
-    if (opt_.screen <= 1 || pop_.size() < opt_.population) return breed_one(batch, out);
-    bool any = false;
-    double best = 0;
-    cands_ = batch;
-    for (size_t k = 0; k < opt_.screen; ++k) {
-      ConfigId c;
-      if (!breed_one(cands_, c)) continue;
-      cands_.push_back(c);
-      double p = model_.predict(c);
-      if (!any || p < best) {
-        any = true;
-        best = p;
-        out = c;
-      }
-    }
-    return any;
-  }
-
   // A new child, valid and not yet evaluated nor in `batch`.
-  bool breed_one(const std::vector<ConfigId>& batch, ConfigId& out) {
+  bool breed(const std::vector<ConfigId>& batch, ConfigId& out) {
     if (pop_.empty()) return false;
     const size_t P = space_->num_params();
     for (int attempt = 0; attempt < 16; ++attempt) {
@@ -190,14 +150,14 @@ class Genetic : public Strategy {
       // identical to a known point always mutates.
       size_t steps = 0;
       for (size_t p = 0; p < P; ++p) steps += rng_.uniform() < mutation_;
-      if (steps == 0 && (record_->contains(c) || in(batch, c))) steps = 1;
+      if (steps == 0 && (record_->contains(c) || detail::contains(batch, c))) steps = 1;
       for (size_t s = 0; s < steps; ++s)
         if (!detail::random_move(*space_, c, rng_, opt_.adjacent, c)) break;
       if (record_->contains(c)) {
         consider(c, record_->value(c));  // known already: free information
         continue;
       }
-      if (in(batch, c)) continue;
+      if (detail::contains(batch, c)) continue;
       out = c;
       return true;
     }
@@ -226,9 +186,6 @@ class Genetic : public Strategy {
   size_t since_best_ = 0, fill_ = 0, stagnation_ = 0;
   double mutation_ = 0;
   std::vector<uint16_t> child_, diff_;
-  std::vector<ConfigId> nbrs_, cands_;
-  NeighbourModel model_;
-  std::unordered_set<ConfigId> learned_;
 };
 
 }  // namespace

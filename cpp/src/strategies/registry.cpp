@@ -79,7 +79,6 @@ void bind(OptionBinder& b, GeneticOptions& o) {
   b("elites", o.elites, 0, kMany);
   b("batch", o.batch, 0, kMany);
   b("adjacent", o.adjacent, 0, 1);
-  b("screen", o.screen, 0, kMany);
 }
 void bind(OptionBinder& b, AnnealingOptions& o) {
   b("t_start", o.t_start, 1e-9, kMany);

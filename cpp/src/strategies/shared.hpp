@@ -6,6 +6,7 @@
 // what the others found.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,10 +24,6 @@ struct GeneticOptions {
   size_t elites = 2;            // kept across a restart
   size_t batch = 1;             // children per ask at most; 0 = population / 2
   double adjacent = 0.0;        // share of mutations to an adjacent value
-  // Candidate children per proposal, the most promising by a NeighbourModel
-  // proposed (0/1 = off).  Measured: better on GEMM/convolution-like spaces,
-  // worse on deceptive ones (pnpoly), so off by default.
-  size_t screen = 0;
 };
 
 struct AnnealingOptions {
@@ -73,30 +70,6 @@ std::unique_ptr<Strategy> make_bandit(std::string name,
                                             std::vector<std::unique_ptr<Strategy>> arms,
                                             const BanditOptions& options = {});
 
-// A cheap surrogate: predicts how good an unevaluated configuration is from
-// its k nearest evaluated ones (distance over normalised value indices),
-// as the distance-weighted mean of their value ranks.  Ranks make it
-// independent of the objective's scale; failed configurations rank last.
-// Keeps the `capacity` most recent results, so a prediction costs
-// O(capacity * num_params).
-class NeighbourModel {
- public:
-  void reset(const SearchSpace& space, size_t capacity = 1024, size_t k = 3);
-  void add(ConfigId c, double value);
-  // In [0, 1], lower is better; 0.5 when nothing is known.
-  double predict(ConfigId c) const;
-  size_t size() const { return ids_.size(); }
-
- private:
-  double rank(double value) const;
-  const SearchSpace* space_ = nullptr;
-  size_t capacity_ = 0, k_ = 3, next_ = 0;
-  std::vector<ConfigId> ids_;
-  std::vector<double> values_;
-  std::vector<double> sorted_;      // finite values of the stored results
-  std::vector<double> inv_range_;   // 1 / (number of values - 1) per parameter
-};
-
 // Helpers shared by the strategies.
 namespace detail {
 
@@ -111,6 +84,11 @@ bool draw_unvisited(const SearchSpace& space, const EvalRecord& record, Rng& rng
 // with probability `adjacent`, else any other.  False when c has no
 // neighbour at all.
 bool random_move(const SearchSpace& space, ConfigId c, Rng& rng, double adjacent, ConfigId& out);
+
+// Linear membership test, for the short batches of an ask().
+inline bool contains(const std::vector<ConfigId>& v, ConfigId c) {
+  return std::find(v.begin(), v.end(), c) != v.end();
+}
 
 // Fisher-Yates shuffle with our own generator (std::shuffle is not
 // reproducible across standard libraries).
