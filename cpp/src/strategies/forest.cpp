@@ -12,7 +12,9 @@
 //   counting it as the worst value poisons good regions next to failing ones).
 // - Initial design: space-filling (the farthest of `spread` random candidates
 //   from everything known), which reaches the ends of the value lists, where
-//   optima often lie, sooner than uniform sampling.
+//   optima often lie, sooner than uniform sampling.  After a warm start
+//   (results observed before the first ask), `warm_local` of the design goes
+//   to the best given configuration's neighbours instead.
 // - Proposals mix expected improvement (explore and exploit), ranking by the
 //   predicted value alone (`greedy`, per fit), the incumbent's unvisited
 //   Hamming neighbours (`local`: the model can be wrong where it has few
@@ -68,6 +70,7 @@ class ForestSearch : public Strategy {
     known_.clear();
     best_ = kNone;
     failures_ = 0;
+    asked_ = warm_ = false;
     nvalues_.clear();
     inv_range_.clear();
     for (const auto& v : space.param_values()) {
@@ -84,13 +87,17 @@ class ForestSearch : public Strategy {
 
   void ask(size_t max_n, std::vector<ConfigId>& out) override {
     out.clear();
+    asked_ = true;
     const size_t want = std::max<size_t>(1, std::min(max_n, opt_.batch ? opt_.batch : max_n));
     ConfigId c;
     while (out.size() < want && propose(out, c)) out.push_back(c);
   }
 
   void tell(const ConfigId* ids, const double* values, size_t n) override { learn(ids, values, n); }
-  void observe(const ConfigId* ids, const double* values, size_t n) override { learn(ids, values, n); }
+  void observe(const ConfigId* ids, const double* values, size_t n) override {
+    if (!asked_) warm_ = true;
+    learn(ids, values, n);
+  }
 
  private:
   static constexpr size_t kNone = size_t(-1);
@@ -107,7 +114,12 @@ class ForestSearch : public Strategy {
 
   // One new configuration, not yet evaluated nor in `batch`.
   bool propose(const std::vector<ConfigId>& batch, ConfigId& out) {
-    if (ids_.size() + batch.size() < initial_) return spread(batch, out);
+    if (ids_.size() + batch.size() < initial_) {
+      // After a warm start, part of the design goes to the best given
+      // configuration's neighbours: the caller said where to look.
+      if (warm_ && rng_.uniform() < opt_.warm_local && best_neighbour(batch, out)) return true;
+      return spread(batch, out);
+    }
     if (rng_.uniform() < opt_.explore) return random_unvisited(batch, out);
     const size_t n = ids_.size();
     if (fitted_at_ == 0 || n - fitted_at_ >= std::max<size_t>(1, n / opt_.refit_ratio)) refit();
@@ -158,6 +170,15 @@ class ForestSearch : public Strategy {
   bool best_neighbour(const std::vector<ConfigId>& batch, ConfigId& out) {
     if (best_ == kNone) return false;
     space_->neighbours(ids_[best_], Neighbourhood::Hamming, nbrs_);
+    if (!value_model_.fitted()) {  // no model yet: any untried neighbour
+      detail::shuffle(nbrs_, rng_);
+      for (ConfigId nb : nbrs_)
+        if (fresh(batch, nb)) {
+          out = nb;
+          return true;
+        }
+      return false;
+    }
     double best_a = -kInf;
     bool any = false;
     for (ConfigId nb : nbrs_) {
@@ -326,6 +347,7 @@ class ForestSearch : public Strategy {
   std::vector<double> values_;
   std::unordered_set<ConfigId> known_;
   size_t best_ = kNone, failures_ = 0;
+  bool asked_ = false, warm_ = false;  // warm: results were given before the first ask
   std::vector<size_t> nvalues_, train_, order_;
   std::vector<double> inv_range_;
   size_t initial_ = 0, fitted_at_ = 0;

@@ -94,6 +94,7 @@ void bind(OptionBinder& b, LocalOptions& o) {
 void bind(OptionBinder& b, ForestSearchOptions& o) {
   b("initial", o.initial, 0, kMany);
   b("spread", o.spread, 0, kMany);
+  b("warm_local", o.warm_local, 0, 1);
   b("explore", o.explore, 0, 1);
   b("greedy", o.greedy, 0, 1);
   b("local", o.local, 0, 1);

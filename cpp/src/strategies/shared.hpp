@@ -42,6 +42,7 @@ struct LocalOptions {
 struct ForestSearchOptions {
   size_t initial = 0;           // space-filling configurations before the first model; 0 = max(10, P + 1)
   size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
+  double warm_local = 0.5;      // after a warm start, share of the design spent on the best given one's neighbours
   double explore = 0.1;         // share of uniform random proposals afterwards
   double greedy = 0.3;          // share of fits whose ranking is by predicted value, not expected improvement
   double local = 0.25;          // share of proposals among the best result's unvisited neighbours
