@@ -355,7 +355,13 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, Any] = {"repeats": args.repeats}
     all_curves: dict[str, np.ndarray] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        spaces = [Space.from_cache(f) for f in files]
+        spaces = []
+        for f in files:
+            try:
+                spaces.append(Space.from_cache(f))
+            except ValueError as e:  # not a usable cache file: say so, score the others
+                print(f"skipped {f.name}: {e}")
+        files = [sp.path for sp in spaces]
         curves, summary["brute_forced"] = score_spaces("the brute-forced spaces", spaces, args.ours, kt, args.repeats,
                                                        Path(tmp), reused)
         all_curves.update({f"{lab}|{n}": c for lab, per in curves.items() for n, c in per.items()})

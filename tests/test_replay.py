@@ -54,6 +54,26 @@ def write_cache(path, records, keys=("x", "y")):
                                 "cache": cache}))
 
 
+def test_non_integer_parameters_are_coded_and_round_trip(tmp_path):
+    # Kernel Tuner spaces may have float, string or boolean values.
+    records = [{"x": x, "y": y, "z": z, "time": t} for x, y, z, t in [
+        (0.5, "half", True, 3.0), (0.25, "half", False, 2.0), (1.0, "float", True, 1.0), (0.5, "float", False, 4.0),
+        (2, "float", True, "RuntimeFailedConfig")]]
+    write_cache(tmp_path / "c.json", records, keys=("x", "y", "z"))
+    rep = an.replay.load(tmp_path / "c.json")
+    assert rep.labels == {"x": [0.25, 0.5, 1.0, 2], "y": ["float", "half"], "z": [False, True]}
+    assert rep.space.param_values == [[0, 1, 2, 3], [0, 1], [0, 1]]
+    assert rep.decode(rep.optimum_config) == {"x": 1.0, "y": "float", "z": True}
+    assert rep.optimum == 1.0 and rep.failed == 1
+    res = an.tune(rep.space, rep.objective, strategy="auto", seed=0)
+    assert res.best_value == 1.0
+    out = tmp_path / "run.json"
+    res.save_cache(out, labels=rep.labels)
+    again = an.replay.load(out)
+    assert again.labels == rep.labels and again.optimum == 1.0
+    assert json.loads(out.read_text())["tune_params"]["y"] == ["float", "half"]
+
+
 def test_round_trip_through_cache_file(tmp_path):
     space = an.SearchSpace({"x": [1, 2, 3, 4], "y": [0, 1]})
 
@@ -81,7 +101,7 @@ def test_round_trip_through_cache_file(tmp_path):
         ("{not json", "not valid JSON"),
         ('{"cache": {}}', "not a Kernel Tuner cache file"),
         ('{"tune_params_keys": ["x"], "cache": {}}', "holds no records"),
-        ('{"tune_params_keys": ["x"], "cache": {"a": {"x": "big", "time": 1}}}', "is not an integer"),
+        ('{"tune_params_keys": ["x"], "cache": {"a": 3}}', "record 'a' is not an object"),
         ('{"tune_params_keys": ["x", "y"], "cache": {"1": {"x": 1, "time": 1}}}', "no value for parameter 'y'"),
     ],
 )

@@ -235,6 +235,10 @@ def test_forest_batches_for_batch_objectives(space):
     assert res.evaluations == 80 and len(set(res.history_ids.tolist())) == 80
     assert max(sizes) == 8 and sum(sizes) == 80 and len(sizes) <= 14
     sizes.clear()
+    big = tune(space, aoe_native.BatchObjective(batch, max_batch=64), strategy="forest", max_evals=200, seed=0,
+               strategy_options={"batch": 0})  # as many as the objective takes, more than the initial design
+    assert big.evaluations == 200 and sizes[0] == 64 and len(set(big.history_ids.tolist())) == 200
+    sizes.clear()
     tune(space, aoe_native.BatchObjective(batch, max_batch=8), strategy="forest", max_evals=20, seed=0)
     assert set(sizes) == {1}  # by default one proposal at a time: each learns from all before it
 

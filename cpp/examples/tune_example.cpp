@@ -32,11 +32,13 @@ int main() {
   TileModel model;
   aoe::TuneOptions opt;
   opt.strategy = "auto";
+  opt.strategy_options = {{"initial", 12}};  // options and defaults: aoe::strategy_defaults("auto")
   opt.max_evals = 60;
   opt.seed = 1;
   const aoe::TuneResult r = aoe::tune(space, model, opt);
 
   opt.strategy = "exhaustive";
+  opt.strategy_options.clear();
   opt.max_evals.reset();
   const aoe::TuneResult all = aoe::tune(space, model, opt);
 

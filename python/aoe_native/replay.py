@@ -14,7 +14,7 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,6 +36,11 @@ class Replay:
     the recorded value of each (failed records fail), ``optimum`` is the best
     recorded value and ``values`` the value per configuration index (NaN for
     failed ones).
+
+    Parameters whose recorded values are not all integers (floats, strings,
+    booleans) are searched by code: ``labels[name][code]`` is the recorded
+    value, codes follow the sorted order of the values, and :meth:`decode`
+    turns a configuration back into recorded values.
     """
 
     path: str
@@ -44,6 +49,11 @@ class Replay:
     values: np.ndarray
     objective_name: str
     metadata: dict[str, Any]
+    labels: dict[str, list[Any]] = field(default_factory=dict)
+
+    def decode(self, config: dict[str, int]) -> dict[str, Any]:
+        """A configuration of ``space`` with coded parameters back to their recorded values."""
+        return {k: self.labels[k][v] if k in self.labels else v for k, v in config.items()}
 
     @property
     def optimum(self) -> float:
@@ -64,11 +74,28 @@ class Replay:
         return float(np.median(np.where(np.isnan(self.values), worst, self.values)))
 
 
-def _as_int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not value.is_integer()):
-        raise ValueError(f"{where}: parameter value {value!r} is not an integer (only integer spaces are supported)")
-    return int(value)
+def _is_int(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer())
+
+
+def _order(value: Any) -> tuple:
+    # Numbers (booleans as 0/1) by value, before anything else by its text.
+    if isinstance(value, (int, float)):
+        return (0, float(value), "")
+    return (1, 0.0, json.dumps(value, sort_keys=True))
+
+
+def _codes(column: list[Any]) -> tuple[list[int], list[Any] | None]:
+    """Integer values as they are; any other column coded by the sorted order of its values."""
+    if all(_is_int(v) for v in column):
+        return [int(v) for v in column], None
+    try:
+        labels = sorted(set(column), key=_order)
+    except TypeError:  # unhashable (a list or dict value)
+        labels = sorted({json.dumps(v, sort_keys=True): v for v in column}.values(), key=_order)
+    code = {json.dumps(v, sort_keys=True): i for i, v in enumerate(labels)}
+    return [code[json.dumps(v, sort_keys=True)] for v in column], labels
 
 
 def load(path: str | os.PathLike[str], objective: str | None = None) -> Replay:
@@ -94,22 +121,31 @@ def load(path: str | os.PathLike[str], objective: str | None = None) -> Replay:
     cache = data["cache"]
     if not isinstance(cache, dict) or not cache:
         raise ValueError(f"{path}: the cache holds no records")
-    field = objective or data.get("objective") or "time"
+    objective_field = objective or data.get("objective") or "time"
+    for key, rec in cache.items():
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}: record {key!r} is not an object")
+        for n in names:
+            if n not in rec:
+                raise ValueError(f"{path}: record {key!r} has no value for parameter {n!r}")
     rows = np.empty((len(cache), len(names)), dtype=np.int64)
+    labels: dict[str, list[Any]] = {}
+    records = list(cache.values())
+    for j, n in enumerate(names):
+        codes, lab = _codes([rec[n] for rec in records])
+        rows[:, j] = codes
+        if lab is not None:
+            labels[n] = lab
     raw: list[float] = []
     reasons: list[str] = []
-    for r, (key, rec) in enumerate(cache.items()):
-        try:
-            rows[r] = [_as_int(rec[n], f"{path}: record {key!r}") for n in names]
-        except KeyError as e:
-            raise ValueError(f"{path}: record {key!r} has no value for parameter {e.args[0]!r}") from None
-        v = rec.get(field)
+    for rec in records:
+        v = rec.get(objective_field)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
             raw.append(float(v))
             reasons.append("")
         else:
             raw.append(math.nan)
-            reasons.append(str(v) if v is not None else f"record has no {field!r}")
+            reasons.append(str(v) if v is not None else f"record has no {objective_field!r}")
     space = SearchSpace.from_configs(names, rows)
     ids = space.indices(rows)
     values = np.full(len(space), math.nan)
@@ -119,19 +155,27 @@ def load(path: str | os.PathLike[str], objective: str | None = None) -> Replay:
         ordered_reasons[i] = reason
     meta = {k: v for k, v in data.items() if k != "cache"}
     return Replay(path=path, space=space, objective=TableObjective(values, ordered_reasons), values=values,
-                  objective_name=field, metadata=meta)
+                  objective_name=objective_field, metadata=meta, labels=labels)
 
 
 def save(result: "TuneResult", path: str | os.PathLike[str], kernel_name: str = "aoe_native",
-         device_name: str = "unknown", problem_size: Any = None, objective: str = "time") -> None:
+         device_name: str = "unknown", problem_size: Any = None, objective: str = "time",
+         labels: dict[str, list[Any]] | None = None) -> None:
     """Write a tuning run as a Kernel Tuner cache file (one record per
-    evaluated configuration; failed ones as ``"RuntimeFailedConfig"``)."""
+    evaluated configuration; failed ones as ``"RuntimeFailedConfig"``).
+    ``labels`` (a replay's :attr:`Replay.labels`) writes coded parameters as
+    their recorded values."""
     space = result.space
     names = list(space.param_names)
+    labels = labels or {}
+
+    def recorded(name: str, v: int) -> Any:
+        return labels[name][v] if name in labels else int(v)
+
     cache: dict[str, Any] = {}
     stamp = time.strftime("%Y-%m-%d %H:%M:%S+00:00", time.gmtime())
     for cfg_id, value in zip(result.history_ids, result.history_values):
-        values = list(space.config(int(cfg_id)).values())
+        values = [recorded(n, v) for n, v in space.config(int(cfg_id)).items()]
         record: dict[str, Any] = dict(zip(names, values))
         if math.isfinite(value):
             record[objective] = float(value)
@@ -146,7 +190,7 @@ def save(result: "TuneResult", path: str | os.PathLike[str], kernel_name: str = 
         "kernel_name": kernel_name,
         "problem_size": problem_size if problem_size is not None else [],
         "tune_params_keys": names,
-        "tune_params": {n: [int(v) for v in vals] for n, vals in zip(names, space.param_values)},
+        "tune_params": {n: [recorded(n, v) for v in vals] for n, vals in zip(names, space.param_values)},
         "objective": objective,
         "cache": cache,
     }

@@ -114,7 +114,9 @@ class ForestSearch : public Strategy {
 
   // One new configuration, not yet evaluated nor in `batch`.
   bool propose(const std::vector<ConfigId>& batch, ConfigId& out) {
-    if (ids_.size() + batch.size() < initial_) {
+    // (A batch larger than the design fills up with design points too: there
+    // is no result to learn from before it comes back.)
+    if (ids_.size() + batch.size() < initial_ || ids_.empty()) {
       // After a warm start, part of the design goes to the best given
       // configuration's neighbours: the caller said where to look.
       if (warm_ && rng_.uniform() < opt_.warm_local && best_neighbour(batch, out)) return true;
