@@ -180,6 +180,7 @@ def test_strategy_options_are_listed_and_checked(space):
         ("genetic", {"population": 2.5}, "must be an integer"),
         ("forest", {"explore": 1.5}, "explore = 1.5 is out of range"),
         ("forest", {"feasibility": 2}, "out of range"),
+        ("forest", {"crowding": -1}, "crowding = -1 is out of range"),
         ("random", {"x": 1}, "takes none"),
     ]
     for name, options, message in bad:
@@ -201,6 +202,12 @@ def test_strategy_options_change_the_search(space):
     # booleans are accepted for 0/1 options
     a = tune(space, objective, strategy="forest", max_evals=60, seed=0, strategy_options={"feasibility": False})
     assert a.evaluations == 60
+    # crowding 0 turns the discount of well-sampled lines off
+    crowded = tune(space, objective, strategy="forest", max_evals=80, seed=0)
+    plain = tune(space, objective, strategy="forest", max_evals=80, seed=0, strategy_options={"crowding": 0})
+    assert aoe_native.strategy_options("forest")["crowding"] > 0
+    assert crowded.history_ids.tolist() != plain.history_ids.tolist()
+    assert len(set(plain.history_ids.tolist())) == 80
 
 
 def failing_region(cfg: dict) -> float:

@@ -20,6 +20,14 @@
 //   Hamming neighbours (`local`: the model can be wrong where it has few
 //   samples; this keeps the best result's surroundings explored) and uniform
 //   random configurations (`explore`).
+// - Crowding: expected improvement is divided by 1 + `crowding` times the
+//   evaluated share of the lines through the candidate (the configurations
+//   that differ from it in one parameter).  The forest's spread over its trees
+//   does not shrink where results are dense, so without this a run can spend
+//   its budget sweeping one parameter with many values along a single line
+//   (pnpoly, seeds 0-59: 9 runs scoring below 0.3 without it, 6 with; mean
+//   score over the 24 spaces of the benchmark and its held-out set, 90 seeds:
+//   0.756 without, 0.774 with).
 // - Candidates: every unvisited configuration when there are at most
 //   `full_limit`; otherwise `pool` random ones plus greedy walks on the
 //   acquisition through Hamming neighbours from the best results, so large
@@ -35,6 +43,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "forest_model.hpp"
@@ -76,6 +85,16 @@ class ForestSearch : public Strategy {
     for (const auto& v : space.param_values()) {
       nvalues_.push_back(v.size());
       inv_range_.push_back(v.size() > 1 ? 1.0 / double(v.size() - 1) : 0.0);
+    }
+    lines_.assign(opt_.crowding > 0 ? space.num_params() : 0, {});
+    zobrist_.clear();
+    zobrist_offset_.clear();
+    if (!lines_.empty()) {
+      Rng z(0x6c696e6573ULL);  // fixed: keys only need to differ, not to vary with the seed
+      for (size_t v : nvalues_) {
+        zobrist_offset_.push_back(zobrist_.size());
+        for (size_t k = 0; k < v; ++k) zobrist_.push_back(z.next());
+      }
     }
     initial_ = opt_.initial ? opt_.initial : std::max<size_t>(10, space.num_params() + 1);
     fitted_at_ = 0;
@@ -198,6 +217,11 @@ class ForestSearch : public Strategy {
   void learn(const ConfigId* ids, const double* values, size_t n) {
     for (size_t i = 0; i < n; ++i) {
       if (!known_.insert(ids[i]).second) continue;
+      if (!lines_.empty()) {
+        const uint16_t* x = space_->indices(ids[i]);
+        const uint64_t h = zobrist(x);
+        for (size_t p = 0; p < lines_.size(); ++p) ++lines_[p][line_key(h, x, p)];
+      }
       if (!std::isfinite(values[i])) ++failures_;
       else if (best_ == kNone || values[i] < values_[best_]) best_ = ids_.size();
       ids_.push_back(ids[i]);
@@ -271,7 +295,29 @@ class ForestSearch : public Strategy {
       success = 1.0 - p_fail;
     }
     if (greedy_now_) return success >= 0.5 ? -mean : -kInf;
-    return success * expected_improvement(best_y_, mean, variance);
+    const double crowd = lines_.empty() ? 1.0 : 1.0 + opt_.crowding * crowding(x);
+    return success * expected_improvement(best_y_, mean, variance) / crowd;
+  }
+
+  // Zobrist hash of x; the key of the line through x along parameter p is
+  // that hash without p's value, so all P keys cost O(P).
+  uint64_t zobrist(const uint16_t* x) const {
+    uint64_t h = 0;
+    for (size_t p = 0; p < nvalues_.size(); ++p) h ^= zobrist_[zobrist_offset_[p] + x[p]];
+    return h;
+  }
+  uint64_t line_key(uint64_t h, const uint16_t* x, size_t p) const { return h ^ zobrist_[zobrist_offset_[p] + x[p]]; }
+
+  // Evaluated share of each line through x, summed over the parameters.
+  double crowding(const uint16_t* x) const {
+    const uint64_t h = zobrist(x);
+    double d = 0;
+    for (size_t p = 0; p < lines_.size(); ++p) {
+      if (nvalues_[p] < 2) continue;
+      auto it = lines_[p].find(line_key(h, x, p));
+      if (it != lines_[p].end()) d += double(it->second) / double(nvalues_[p] - 1);
+    }
+    return d;
   }
 
   void rank_candidates() {
@@ -352,6 +398,10 @@ class ForestSearch : public Strategy {
   bool asked_ = false, warm_ = false;  // warm: results were given before the first ask
   std::vector<size_t> nvalues_, train_, order_;
   std::vector<double> inv_range_;
+  // Per parameter: how many results lie on each line along it (if crowding).
+  std::vector<std::unordered_map<uint64_t, uint32_t>> lines_;
+  std::vector<uint64_t> zobrist_;       // a random key per parameter value
+  std::vector<size_t> zobrist_offset_;  // where each parameter's keys start
   size_t initial_ = 0, fitted_at_ = 0;
   // Models: the value of successes, and the probability of failure.
   RandomForest value_model_, fail_model_;

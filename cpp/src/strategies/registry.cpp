@@ -98,6 +98,7 @@ void bind(OptionBinder& b, ForestSearchOptions& o) {
   b("explore", o.explore, 0, 1);
   b("greedy", o.greedy, 0, 1);
   b("local", o.local, 0, 1);
+  b("crowding", o.crowding, 0, kMany);
   b("feasibility", o.feasibility);
   b("full_limit", o.full_limit, 0, kMany);
   b("pool", o.pool, 0, kMany);

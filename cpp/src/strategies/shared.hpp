@@ -46,6 +46,7 @@ struct ForestSearchOptions {
   double explore = 0.1;         // share of uniform random proposals afterwards
   double greedy = 0.3;          // share of fits whose ranking is by predicted value, not expected improvement
   double local = 0.25;          // share of proposals among the best result's unvisited neighbours
+  double crowding = 3;          // expected improvement / (1 + crowding * evaluated share of the lines through it)
   bool feasibility = true;      // learn where configurations fail (else failures count as the worst value)
   size_t full_limit = 8192;     // rank every unvisited configuration when there are at most this many
   size_t pool = 2048;           // else: random candidates,
