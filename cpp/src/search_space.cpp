@@ -210,6 +210,30 @@ std::optional<ConfigId> SearchSpace::find_indices(const uint16_t* idx) const {
   return ConfigId(it - ranks_.begin());
 }
 
+// Ranks are sorted and distinct, so at most |rank - ranks_[c]| valid configs lie
+// between c and the one sought: the binary search needs only that window.
+std::optional<ConfigId> SearchSpace::find_rank_near(ConfigId c, uint64_t rank) const {
+  const uint64_t base = ranks_[c];
+  if (rank == base) return c;
+  auto first = ranks_.begin(), last = ranks_.end();
+  if (rank > base) {
+    first += ptrdiff_t(c) + 1;
+    last = first + ptrdiff_t(std::min<uint64_t>(rank - base, uint64_t(ranks_.end() - first)));
+  } else {
+    last = first + ptrdiff_t(c);
+    first = last - ptrdiff_t(std::min<uint64_t>(base - rank, c));
+  }
+  auto it = std::lower_bound(first, last, rank);
+  if (it == last || *it != rank) return std::nullopt;
+  return ConfigId(it - ranks_.begin());
+}
+
+std::optional<ConfigId> SearchSpace::find_changed(ConfigId c, size_t p, size_t v) const {
+  if (p >= names_.size() || v >= values_[p].size()) return std::nullopt;
+  const uint64_t cur = index(c, p);
+  return find_rank_near(c, ranks_[c] - radix_[p] * cur + radix_[p] * v);
+}
+
 std::optional<ConfigId> SearchSpace::find_values(const int64_t* vals) const {
   std::vector<uint16_t> idx(names_.size());
   for (size_t p = 0; p < names_.size(); ++p) {
@@ -231,8 +255,7 @@ void SearchSpace::neighbours(ConfigId c, Neighbourhood kind, std::vector<ConfigI
   const uint16_t* ix = indices(c);
   const uint64_t base = ranks_[c];
   auto try_rank = [&](uint64_t r) {
-    auto it = std::lower_bound(ranks_.begin(), ranks_.end(), r);
-    if (it != ranks_.end() && *it == r) out.push_back(ConfigId(it - ranks_.begin()));
+    if (auto found = find_rank_near(c, r)) out.push_back(*found);
   };
   for (size_t p = 0; p < names_.size(); ++p) {
     const uint64_t cur = ix[p];

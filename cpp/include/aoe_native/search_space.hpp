@@ -54,6 +54,9 @@ class SearchSpace {
   // Lookup by value indices / by values.  nullopt when not a valid config.
   std::optional<ConfigId> find_indices(const uint16_t* idx) const;
   std::optional<ConfigId> find_values(const int64_t* values) const;
+  // c with parameter p at value index v, if that is a valid config (a search
+  // near c: cheaper than find_indices in large spaces).
+  std::optional<ConfigId> find_changed(ConfigId c, size_t p, size_t v) const;
 
   // Checks every restriction on arbitrary values (which need not be in the
   // value lists).  Returns the index of the first violated restriction, or -1.
@@ -68,6 +71,7 @@ class SearchSpace {
  private:
   SearchSpace() = default;
   uint64_t rank_of(const uint16_t* idx) const;
+  std::optional<ConfigId> find_rank_near(ConfigId c, uint64_t rank) const;
   void build(const std::vector<std::string>& restrictions);
 
   std::vector<std::string> names_;

@@ -23,13 +23,11 @@ bool draw_unvisited(const SearchSpace& space, const EvalRecord& record, Rng& rng
 bool random_move(const SearchSpace& space, ConfigId c, Rng& rng, double adjacent, ConfigId& out) {
   const size_t P = space.num_params();
   const auto& values = space.param_values();
-  thread_local std::vector<uint16_t> idx;
-  idx.assign(space.indices(c), space.indices(c) + P);
   for (int attempt = 0; attempt < 32; ++attempt) {
     const size_t p = rng.below(P);
     const size_t n = values[p].size();
     if (n < 2) continue;
-    const uint16_t cur = idx[p];
+    const uint16_t cur = space.index(c, p);
     size_t v;
     if (rng.uniform() < adjacent) {
       if (cur == 0) v = 1;
@@ -39,10 +37,7 @@ bool random_move(const SearchSpace& space, ConfigId c, Rng& rng, double adjacent
       v = rng.below(n - 1);
       if (v >= cur) ++v;
     }
-    idx[p] = uint16_t(v);
-    auto found = space.find_indices(idx.data());
-    idx[p] = cur;
-    if (found) {
+    if (auto found = space.find_changed(c, p, v)) {
       out = *found;
       return true;
     }
