@@ -252,21 +252,17 @@ int SearchSpace::first_violated(const int64_t* vals) const {
 
 void SearchSpace::neighbours(ConfigId c, Neighbourhood kind, std::vector<ConfigId>& out) const {
   out.clear();
-  const uint16_t* ix = indices(c);
-  const uint64_t base = ranks_[c];
-  auto try_rank = [&](uint64_t r) {
-    if (auto found = find_rank_near(c, r)) out.push_back(*found);
+  auto try_value = [&](size_t p, size_t v) {
+    if (auto found = find_changed(c, p, v)) out.push_back(*found);
   };
   for (size_t p = 0; p < names_.size(); ++p) {
-    const uint64_t cur = ix[p];
-    const uint64_t n = values_[p].size();
-    const uint64_t without = base - radix_[p] * cur;
+    const size_t cur = index(c, p);
     if (kind == Neighbourhood::Adjacent) {
-      if (cur > 0) try_rank(without + radix_[p] * (cur - 1));
-      if (cur + 1 < n) try_rank(without + radix_[p] * (cur + 1));
+      if (cur > 0) try_value(p, cur - 1);
+      try_value(p, cur + 1);  // nullopt past the last value
     } else {
-      for (uint64_t v = 0; v < n; ++v)
-        if (v != cur) try_rank(without + radix_[p] * v);
+      for (size_t v = 0; v < values_[p].size(); ++v)
+        if (v != cur) try_value(p, v);
     }
   }
 }
