@@ -104,6 +104,9 @@ using StrategyOptions = std::map<std::string, double>;
 // (listing the strategy's options).
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options = {});
 std::vector<std::string> strategy_names();
+// A one-line description of a strategy; throws like make_strategy() for an
+// unknown name.
+std::string strategy_description(const std::string& name);
 // The options make_strategy() accepts for a strategy, with their defaults.
 StrategyOptions strategy_defaults(const std::string& name);
 

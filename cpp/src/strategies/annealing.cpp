@@ -12,34 +12,23 @@
 // Neighbours already evaluated are judged on their recorded value at no cost.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "shared.hpp"
 
 namespace aoe {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+struct AnnealingOptions {
+  double t_start = 1.0;         // in units of the typical step size (scale-free)
+  double t_end = 0.02;
+  size_t cycle = 0;             // steps per cooling cycle; 0 = 3 * number of single-parameter moves
+  double adjacent = 0.5;        // share of moves to an adjacent value
+};
 
-class Annealing : public Strategy {
+class Annealing : public StrategyBase {
  public:
   explicit Annealing(const AnnealingOptions& o) : opt_(o) {}
   std::string name() const override { return "annealing"; }
-
-  void reset(const SearchSpace& space, const EvalRecord& record, uint64_t seed) override {
-    space_ = &space;
-    record_ = &record;
-    rng_.reseed(seed);
-    sampler_.reset(space.size());
-    has_cur_ = false;
-    has_best_ = false;
-    improved_in_cycle_ = false;
-    scale_ = 0;
-    scale_n_ = 0;
-    step_ = 0;
-    pending_start_ = false;
-    cycle_ = opt_.cycle;
-  }
 
   void ask(size_t, std::vector<ConfigId>& out) override {
     out.clear();
@@ -90,6 +79,17 @@ class Annealing : public Strategy {
   }
 
  private:
+  void start_run() override {
+    has_cur_ = false;
+    has_best_ = false;
+    improved_in_cycle_ = false;
+    scale_ = 0;
+    scale_n_ = 0;
+    step_ = 0;
+    pending_start_ = false;
+    cycle_ = opt_.cycle;
+  }
+
   double temperature() const {
     double f = cycle_ > 1 ? double(step_) / double(cycle_ - 1) : 1.0;
     return opt_.t_start * std::pow(opt_.t_end / opt_.t_start, std::min(f, 1.0));
@@ -149,17 +149,13 @@ class Annealing : public Strategy {
 
   void start_random(std::vector<ConfigId>& out) {
     ConfigId c;
-    if (!detail::draw_unvisited(*space_, *record_, rng_, sampler_, c)) return;
+    if (!draw_unvisited(c)) return;
     pending_start_ = true;
     step_ = 0;
     out.push_back(c);
   }
 
   AnnealingOptions opt_;
-  const SearchSpace* space_ = nullptr;
-  const EvalRecord* record_ = nullptr;
-  Rng rng_;
-  UnvisitedSampler sampler_;
   bool has_cur_ = false, has_best_ = false, improved_in_cycle_ = false, pending_start_ = false;
   ConfigId cur_ = 0, best_ = 0;
   double cur_v_ = kInf, best_v_ = kInf;
@@ -167,10 +163,19 @@ class Annealing : public Strategy {
   size_t step_ = 0, cycle_ = 0;
 };
 
+std::unique_ptr<Strategy> make(OptionBinder& b) {
+  AnnealingOptions o;
+  b("t_start", o.t_start, 1e-9, kMany);
+  b("t_end", o.t_end, 1e-9, kMany);
+  b("cycle", o.cycle, 0, kMany);
+  b("adjacent", o.adjacent, 0, 1);
+  return std::make_unique<Annealing>(o);
+}
+
 }  // namespace
 
-std::unique_ptr<Strategy> make_annealing(const AnnealingOptions& options) {
-  return std::make_unique<Annealing>(options);
+StrategyEntry annealing_entry() {
+  return {"annealing", "Simulated annealing over single-parameter moves, with reheating cycles", &make};
 }
 
 }  // namespace aoe

@@ -1,6 +1,6 @@
 // The two baselines: exhaustive enumeration and uniform random sampling
 // without replacement.
-#include "aoe_native/strategies.hpp"
+#include "shared.hpp"
 
 namespace aoe {
 
@@ -44,16 +44,11 @@ bool UnvisitedSampler::next(Rng& rng, const EvalRecord& record, ConfigId& out) {
 
 namespace {
 
-class Exhaustive : public Strategy {
+class Exhaustive : public StrategyBase {
  public:
   std::string name() const override { return "exhaustive"; }
-  void reset(const SearchSpace& space, const EvalRecord& record, uint64_t) override {
-    n_ = space.size();
-    next_ = 0;
-    record_ = &record;
-  }
   void ask(size_t max_n, std::vector<ConfigId>& out) override {
-    while (out.size() < max_n && next_ < n_) {
+    while (out.size() < max_n && next_ < space_->size()) {
       if (!record_->contains(ConfigId(next_))) out.push_back(ConfigId(next_));
       ++next_;
     }
@@ -61,18 +56,13 @@ class Exhaustive : public Strategy {
   void tell(const ConfigId*, const double*, size_t) override {}
 
  private:
-  size_t n_ = 0, next_ = 0;
-  const EvalRecord* record_ = nullptr;
+  void start_run() override { next_ = 0; }
+  size_t next_ = 0;
 };
 
-class RandomSampling : public Strategy {
+class RandomSampling : public StrategyBase {
  public:
   std::string name() const override { return "random"; }
-  void reset(const SearchSpace& space, const EvalRecord& record, uint64_t seed) override {
-    rng_.reseed(seed);
-    sampler_.reset(space.size());
-    record_ = &record;
-  }
   void ask(size_t max_n, std::vector<ConfigId>& out) override {
     ConfigId c;
     while (out.size() < max_n && sampler_.next(rng_, *record_, c)) out.push_back(c);
@@ -80,14 +70,21 @@ class RandomSampling : public Strategy {
   void tell(const ConfigId*, const double*, size_t) override {}
 
  private:
-  Rng rng_;
-  UnvisitedSampler sampler_;
-  const EvalRecord* record_ = nullptr;
+  void start_run() override {}
 };
+
+template <class S>
+std::unique_ptr<Strategy> make_plain(OptionBinder&) {
+  return std::make_unique<S>();
+}
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_exhaustive() { return std::make_unique<Exhaustive>(); }
-std::unique_ptr<Strategy> make_random() { return std::make_unique<RandomSampling>(); }
+StrategyEntry exhaustive_entry() {
+  return {"exhaustive", "Every valid configuration, in index order", &make_plain<Exhaustive>};
+}
+StrategyEntry random_entry() {
+  return {"random", "Uniform random sampling without replacement", &make_plain<RandomSampling>};
+}
 
 }  // namespace aoe

@@ -42,7 +42,6 @@
 // seeds other than the benchmark's.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -52,7 +51,23 @@
 namespace aoe {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+struct ForestSearchOptions {
+  size_t initial = 0;           // space-filling configurations before the first model; 0 = max(10, P + 1)
+  size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
+  double warm_local = 0.5;      // after a warm start, share of the design spent on the best given one's neighbours
+  double explore = 0.1;         // share of uniform random proposals afterwards
+  double greedy = 0.3;          // share of fits whose ranking is by predicted value, not expected improvement
+  double local = 0.25;          // share of proposals among the best result's unvisited neighbours
+  double crowding = 3;          // expected improvement / (1 + crowding * evaluated share of the lines through it)
+  bool feasibility = true;      // learn where configurations fail (else failures count as the worst value)
+  size_t full_limit = 8192;     // rank every unvisited configuration when there are at most this many
+  size_t pool = 2048;           // else: random candidates,
+  size_t walks = 8;             // and greedy walks from this many best results and best candidates
+  size_t refit_ratio = 16;      // refit when the results have grown by 1/refit_ratio
+  size_t max_train = 4096;      // results a model learns from at most
+  size_t batch = 1;             // proposals per ask at most; 0 = as many as the objective takes
+  ForestOptions forest;
+};
 
 double expected_improvement(double best, double mean, double variance) {
   const double sigma = std::sqrt(variance);
@@ -64,45 +79,10 @@ double expected_improvement(double best, double mean, double variance) {
   return gap * cdf + sigma * pdf;
 }
 
-class ForestSearch : public Strategy {
+class ForestSearch : public StrategyBase {
  public:
   explicit ForestSearch(const ForestSearchOptions& o) : opt_(o) {}
   std::string name() const override { return "forest"; }
-
-  void reset(const SearchSpace& space, const EvalRecord& record, uint64_t seed) override {
-    space_ = &space;
-    record_ = &record;
-    rng_.reseed(seed);
-    sampler_.reset(space.size());
-    ids_.clear();
-    values_.clear();
-    known_.clear();
-    best_ = kNone;
-    failures_ = 0;
-    asked_ = warm_ = false;
-    nvalues_.clear();
-    inv_range_.clear();
-    for (const auto& v : space.param_values()) {
-      nvalues_.push_back(v.size());
-      inv_range_.push_back(v.size() > 1 ? 1.0 / double(v.size() - 1) : 0.0);
-    }
-    lines_.assign(opt_.crowding > 0 ? space.num_params() : 0, {});
-    zobrist_.clear();
-    zobrist_offset_.clear();
-    if (!lines_.empty()) {
-      Rng z(0x6c696e6573ULL);  // fixed: keys only need to differ, not to vary with the seed
-      for (size_t v : nvalues_) {
-        zobrist_offset_.push_back(zobrist_.size());
-        for (size_t k = 0; k < v; ++k) zobrist_.push_back(z.next());
-      }
-    }
-    initial_ = opt_.initial ? opt_.initial : std::max<size_t>(10, space.num_params() + 1);
-    fitted_at_ = 0;
-    value_model_.clear();
-    fail_model_.clear();
-    ranking_.clear();
-    pos_ = 0;
-  }
 
   void ask(size_t max_n, std::vector<ConfigId>& out) override {
     out.clear();
@@ -121,13 +101,44 @@ class ForestSearch : public Strategy {
  private:
   static constexpr size_t kNone = size_t(-1);
 
+  void start_run() override {
+    ids_.clear();
+    values_.clear();
+    known_.clear();
+    best_ = kNone;
+    failures_ = 0;
+    asked_ = warm_ = false;
+    nvalues_.clear();
+    inv_range_.clear();
+    for (const auto& v : space_->param_values()) {
+      nvalues_.push_back(v.size());
+      inv_range_.push_back(v.size() > 1 ? 1.0 / double(v.size() - 1) : 0.0);
+    }
+    lines_.assign(opt_.crowding > 0 ? space_->num_params() : 0, {});
+    zobrist_.clear();
+    zobrist_offset_.clear();
+    if (!lines_.empty()) {
+      Rng z(0x6c696e6573ULL);  // fixed: keys only need to differ, not to vary with the seed
+      for (size_t v : nvalues_) {
+        zobrist_offset_.push_back(zobrist_.size());
+        for (size_t k = 0; k < v; ++k) zobrist_.push_back(z.next());
+      }
+    }
+    initial_ = opt_.initial ? opt_.initial : std::max<size_t>(10, space_->num_params() + 1);
+    fitted_at_ = 0;
+    value_model_.clear();
+    fail_model_.clear();
+    ranking_.clear();
+    pos_ = 0;
+  }
+
   bool fresh(const std::vector<ConfigId>& batch, ConfigId c) const {
     return !record_->contains(c) && !detail::contains(batch, c);
   }
 
   bool random_unvisited(const std::vector<ConfigId>& batch, ConfigId& out) {
     for (int attempt = 0; attempt < 4; ++attempt)
-      if (detail::draw_unvisited(*space_, *record_, rng_, sampler_, out) && !detail::contains(batch, out)) return true;
+      if (draw_unvisited(out) && !detail::contains(batch, out)) return true;
     return false;
   }
 
@@ -386,10 +397,6 @@ class ForestSearch : public Strategy {
   }
 
   ForestSearchOptions opt_;
-  const SearchSpace* space_ = nullptr;
-  const EvalRecord* record_ = nullptr;
-  Rng rng_;
-  UnvisitedSampler sampler_;
   // Every result learnt (evaluated here or observed), failures as +inf.
   std::vector<ConfigId> ids_;
   std::vector<double> values_;
@@ -416,10 +423,34 @@ class ForestSearch : public Strategy {
   std::vector<ConfigId> starts_, nbrs_;
 };
 
+std::unique_ptr<Strategy> make(OptionBinder& b) {
+  ForestSearchOptions o;
+  b("initial", o.initial, 0, kMany);
+  b("spread", o.spread, 0, kMany);
+  b("warm_local", o.warm_local, 0, 1);
+  b("explore", o.explore, 0, 1);
+  b("greedy", o.greedy, 0, 1);
+  b("local", o.local, 0, 1);
+  b("crowding", o.crowding, 0, kMany);
+  b("feasibility", o.feasibility);
+  b("full_limit", o.full_limit, 0, kMany);
+  b("pool", o.pool, 0, kMany);
+  b("walks", o.walks, 0, kMany);
+  b("refit_ratio", o.refit_ratio, 1, kMany);
+  b("max_train", o.max_train, 2, kMany);
+  b("batch", o.batch, 0, kMany);
+  b("trees", o.forest.trees, 1, 4096);
+  b("min_split", o.forest.min_split, 2, kMany);
+  b("min_leaf", o.forest.min_leaf, 1, kMany);
+  b("features", o.forest.features, 0, 1);
+  b("max_depth", o.forest.max_depth, 1, 256);
+  return std::make_unique<ForestSearch>(o);
+}
+
 }  // namespace
 
-std::unique_ptr<Strategy> make_forest(const ForestSearchOptions& options) {
-  return std::make_unique<ForestSearch>(options);
+StrategyEntry forest_entry() {
+  return {"forest", "Bayesian optimisation with random forests (SMAC-style expected improvement)", &make};
 }
 
 }  // namespace aoe

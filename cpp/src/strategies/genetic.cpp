@@ -21,37 +21,26 @@
 // on synthetic landscapes, not per space.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "shared.hpp"
 
 namespace aoe {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+struct GeneticOptions {
+  size_t population = 30;
+  size_t tournament = 6;
+  double mutation_rate = 0.0;   // per-parameter; 0 = 1 / num_params
+  size_t stagnation = 0;        // evaluations without a new best before a restart; 0 = 8 * population
+  size_t elites = 2;            // kept across a restart
+  size_t batch = 1;             // children per ask at most; 0 = population / 2
+  double adjacent = 0.0;        // share of mutations to an adjacent value
+};
 
-class Genetic : public Strategy {
+class Genetic : public StrategyBase {
  public:
-  explicit Genetic(const GeneticOptions& o) : opt_(o) {
-    if (opt_.population < 2) opt_.population = 2;
-    if (opt_.tournament < 1) opt_.tournament = 1;
-  }
+  explicit Genetic(const GeneticOptions& o) : opt_(o) {}
   std::string name() const override { return "genetic"; }
-
-  void reset(const SearchSpace& space, const EvalRecord& record, uint64_t seed) override {
-    space_ = &space;
-    record_ = &record;
-    rng_.reseed(seed);
-    sampler_.reset(space.size());
-    pop_.clear();
-    best_v_ = kInf;
-    since_best_ = 0;
-    fill_ = opt_.population;
-    mutation_ = opt_.mutation_rate > 0 ? opt_.mutation_rate
-                                       : 1.0 / double(std::max<size_t>(1, space.num_params()));
-    stagnation_ = opt_.stagnation > 0 ? opt_.stagnation : 8 * opt_.population;
-    child_.assign(space.num_params(), 0);
-  }
 
   void ask(size_t max_n, std::vector<ConfigId>& out) override {
     out.clear();
@@ -62,14 +51,14 @@ class Genetic : public Strategy {
       ConfigId c;
       bool ok;
       if (fill_ > 0) {
-        ok = detail::draw_unvisited(*space_, *record_, rng_, sampler_, c) && !detail::contains(out, c);
+        ok = draw_unvisited(c) && !detail::contains(out, c);
         if (ok) --fill_;
       } else {
         ok = breed(out, c);
       }
       if (!ok) {
         // Nothing new from breeding: explore instead.
-        if (!detail::draw_unvisited(*space_, *record_, rng_, sampler_, c) || detail::contains(out, c)) break;
+        if (!draw_unvisited(c) || detail::contains(out, c)) break;
       }
       out.push_back(c);
     }
@@ -93,6 +82,17 @@ class Genetic : public Strategy {
     ConfigId id;
     double value;
   };
+
+  void start_run() override {
+    pop_.clear();
+    best_v_ = kInf;
+    since_best_ = 0;
+    fill_ = opt_.population;
+    mutation_ = opt_.mutation_rate > 0 ? opt_.mutation_rate
+                                       : 1.0 / double(std::max<size_t>(1, space_->num_params()));
+    stagnation_ = opt_.stagnation > 0 ? opt_.stagnation : 8 * opt_.population;
+    child_.assign(space_->num_params(), 0);
+  }
 
   void consider(ConfigId c, double v) {
     if (v < best_v_) {
@@ -177,10 +177,6 @@ class Genetic : public Strategy {
   }
 
   GeneticOptions opt_;
-  const SearchSpace* space_ = nullptr;
-  const EvalRecord* record_ = nullptr;
-  Rng rng_;
-  UnvisitedSampler sampler_;
   std::vector<Member> pop_;
   double best_v_ = kInf;
   size_t since_best_ = 0, fill_ = 0, stagnation_ = 0;
@@ -188,10 +184,22 @@ class Genetic : public Strategy {
   std::vector<uint16_t> child_, diff_;
 };
 
+std::unique_ptr<Strategy> make(OptionBinder& b) {
+  GeneticOptions o;
+  b("population", o.population, 2, kMany);
+  b("tournament", o.tournament, 1, kMany);
+  b("mutation_rate", o.mutation_rate, 0, 1);
+  b("stagnation", o.stagnation, 0, kMany);
+  b("elites", o.elites, 0, kMany);
+  b("batch", o.batch, 0, kMany);
+  b("adjacent", o.adjacent, 0, 1);
+  return std::make_unique<Genetic>(o);
+}
+
 }  // namespace
 
-std::unique_ptr<Strategy> make_genetic(const GeneticOptions& options) {
-  return std::make_unique<Genetic>(options);
+StrategyEntry genetic_entry() {
+  return {"genetic", "Steady-state genetic algorithm (tournament selection, uniform crossover with repair)", &make};
 }
 
 }  // namespace aoe

@@ -8,30 +8,22 @@
 // that do not lead to a better optimum it restarts from a random unvisited
 // configuration.
 #include <cmath>
-#include <limits>
 
 #include "shared.hpp"
 
 namespace aoe {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+struct LocalOptions {
+  size_t kick_steps = 3;        // random Hamming steps of an ILS perturbation
+  size_t kicks_per_restart = 4; // failed kicks before a random restart
+  bool adjacent_first = true;   // try adjacent-value neighbours before the rest
+};
 
-class LocalSearch : public Strategy {
+class LocalSearch : public StrategyBase {
  public:
   explicit LocalSearch(const LocalOptions& o) : opt_(o) {}
   std::string name() const override { return "local"; }
-
-  void reset(const SearchSpace& space, const EvalRecord& record, uint64_t seed) override {
-    space_ = &space;
-    record_ = &record;
-    rng_.reseed(seed);
-    sampler_.reset(space.size());
-    has_cur_ = false;
-    has_anchor_ = false;
-    failed_kicks_ = 0;
-    pending_ = Pending::None;
-  }
 
   void ask(size_t, std::vector<ConfigId>& out) override {
     out.clear();
@@ -85,6 +77,13 @@ class LocalSearch : public Strategy {
 
  private:
   enum class Pending { None, Neighbour, Start };
+
+  void start_run() override {
+    has_cur_ = false;
+    has_anchor_ = false;
+    failed_kicks_ = 0;
+    pending_ = Pending::None;
+  }
 
   void set_current(ConfigId c, double v) {
     cur_ = c;
@@ -151,17 +150,13 @@ class LocalSearch : public Strategy {
 
   bool start_random(std::vector<ConfigId>& out) {
     ConfigId c;
-    if (!detail::draw_unvisited(*space_, *record_, rng_, sampler_, c)) return false;
+    if (!draw_unvisited(c)) return false;
     pending_ = Pending::Start;
     out.push_back(c);
     return true;
   }
 
   LocalOptions opt_;
-  const SearchSpace* space_ = nullptr;
-  const EvalRecord* record_ = nullptr;
-  Rng rng_;
-  UnvisitedSampler sampler_;
   bool has_cur_ = false;
   ConfigId cur_ = 0;
   double cur_v_ = kInf;
@@ -174,10 +169,18 @@ class LocalSearch : public Strategy {
   Pending pending_ = Pending::None;
 };
 
+std::unique_ptr<Strategy> make(OptionBinder& b) {
+  LocalOptions o;
+  b("kick_steps", o.kick_steps, 1, kMany);
+  b("kicks_per_restart", o.kicks_per_restart, 0, kMany);
+  b("adjacent_first", o.adjacent_first);
+  return std::make_unique<LocalSearch>(o);
+}
+
 }  // namespace
 
-std::unique_ptr<Strategy> make_local(const LocalOptions& options) {
-  return std::make_unique<LocalSearch>(options);
+StrategyEntry local_entry() {
+  return {"local", "Greedy iterated local search over single-parameter changes, with kicks and restarts", &make};
 }
 
 }  // namespace aoe

@@ -3,22 +3,23 @@
 #include <algorithm>
 #include <cmath>
 
-namespace aoe::detail {
+namespace aoe {
 
-bool draw_unvisited(const SearchSpace& space, const EvalRecord& record, Rng& rng,
-                    UnvisitedSampler& sampler, ConfigId& out) {
-  if (space.size() == 0) return false;
+bool StrategyBase::draw_unvisited(ConfigId& out) {
+  if (space_->size() == 0) return false;
   // Rejection is O(1) while most of the space is unvisited; the sampler
   // guarantees termination once it is not.
   for (int i = 0; i < 8; ++i) {
-    ConfigId c = space.sample(rng);
-    if (!record.contains(c)) {
+    ConfigId c = space_->sample(rng_);
+    if (!record_->contains(c)) {
       out = c;
       return true;
     }
   }
-  return sampler.next(rng, record, out);
+  return sampler_.next(rng_, *record_, out);
 }
+
+namespace detail {
 
 bool random_move(const SearchSpace& space, ConfigId c, Rng& rng, double adjacent, ConfigId& out) {
   const size_t P = space.num_params();
@@ -50,4 +51,5 @@ bool random_move(const SearchSpace& space, ConfigId c, Rng& rng, double adjacent
   return true;
 }
 
-}  // namespace aoe::detail
+}  // namespace detail
+}  // namespace aoe
