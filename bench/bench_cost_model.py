@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 import aoe_native as an
+from aoe_native.ascend import ops
 
 B3 = "Ascend910B3"
 CASE = dict(inputs=[[4096, 4096], [4096, 5120]], dtype="float16", soc_version=B3, attrs={"out_dtype": "float32"})
@@ -33,7 +34,7 @@ def case(tiling):
 
 def grounding_rows():
     rows = []
-    # Peak FP16 (ascend_model.md §1; 910A published 256 TFLOPS, 310P3 from 140 TOPS int8 per chip / 2).
+    # Peak FP16 (docs/ascend_model.md §1; 910A published 256 TFLOPS, 310P3 from 140 TOPS int8 per chip / 2).
     peaks = {"Ascend910A": (256, "Hot Chips 2019"), "Ascend310P3": (70, "300I Duo 280 TOPS int8 / 2 chips / 2"),
              "Ascend910ProB": (283, "[D] §1"), "Ascend910B1": (364, "[D] §1"), "Ascend910B2": (354, "[D] §1"),
              "Ascend910B3": (295, "[D] §1"), "Ascend910B4": (246, "[D] §1"), "Ascend910_9392": (364, "[D] §1"),
@@ -88,7 +89,7 @@ def throughput(reps: int) -> None:
     rows = space.configs()
     an.estimate_batch("MatMul", shape, "float16", B3, rows[:1000])
     for check in (False, True):
-        model, _ = an.ops._model("MatMul", shape, "float16", B3, None)
+        model = ops.op_model("MatMul", shape, "float16", B3)
         times = []
         for _ in range(reps):
             t0 = time.perf_counter()
@@ -120,8 +121,7 @@ def tune_report(quick: bool) -> None:
     print(f"{'op':12s} {'inputs':44s} {'space':>7s} {'tune_op s':>9s} {'evals':>7s} {'time us':>9s} "
           f"{'optimum':>9s} {'gap %':>6s} {'vs base':>7s} {'budget 10k gap %':>16s}")
     for op, inputs, attrs in shapes:
-        an.ops._models.clear()
-        an.ops._spaces.clear()
+        ops.clear_caches()
         t0 = time.perf_counter()
         r = an.tune_op(op, inputs, attrs=attrs)
         cold = time.perf_counter() - t0

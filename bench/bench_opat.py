@@ -21,10 +21,10 @@ import numpy as np
 
 import aoe_native
 from aoe_native import zoo
-from aoe_native.bank import Bank
-from aoe_native.onnx_import import load_graph
-from aoe_native.opat import _task_args, tune_task
-from aoe_native.partition import partition
+from aoe_native.bank.store import Bank
+from aoe_native.graph.onnx import load_graph
+from aoe_native.graph.partition import partition
+from aoe_native.jobs.evaluator import CostModelEvaluator
 
 SOC = "Ascend910B3"
 
@@ -94,6 +94,7 @@ def bench_warm_start(tmp: str, budget: int) -> None:
     bank_root = os.path.join(tmp, "warm")
     aoe_native.tune_model(zoo.bert_base(seq=128), soc_version=SOC, bank=bank_root)
     bank = Bank.open(SOC, bank_root)
+    evaluator = CostModelEvaluator(SOC)
     ratios, cold_n, warm_n, failures, final = [], [], [], [], []
     for seq in (96, 160):
         p = partition(load_graph(zoo.bert_base(seq=seq)), aoe_native.supported_ops(), ub_bytes=192 * 1024)
@@ -102,14 +103,14 @@ def bench_warm_start(tmp: str, budget: int) -> None:
             if not warm:
                 continue
             try:
-                cold = tune_task(_task_args(task), SOC, budget, 1)
-                hot = tune_task(_task_args(task), SOC, budget, 1, initial_tilings=warm)
+                cold = evaluator.tune(task, budget, 1)
+                hot = evaluator.tune(task, budget, 1, initial=warm)
             except Exception as e:  # a cost-model error on one shape: report, go on
                 failures.append(f"{task.op_type} {task.inputs}: {e}")
                 continue
-            target = min(cold["time_us"], hot["time_us"]) * 1.01
-            c, w = _evals_to_within(cold["trace"], target), _evals_to_within(hot["trace"], target)
-            final.append(hot["time_us"] / cold["time_us"])
+            target = min(cold.time_us, hot.time_us) * 1.01
+            c, w = _evals_to_within(list(cold.trace), target), _evals_to_within(list(hot.trace), target)
+            final.append(hot.time_us / cold.time_us)
             cold_n.append(c)
             warm_n.append(w)
             ratios.append(c / w)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from aoe_native import bank_cli
-from aoe_native.bank import SCHEMA_VERSION, Bank, BankError, bank_dir, make_entry, merge_banks
+from aoe_native.cli import bank_main, bank_root
+from aoe_native.bank.store import SCHEMA_VERSION, Bank, BankError, bank_dir, make_entry, merge_banks
 
 SOC = "Ascend910B3"
 
@@ -74,16 +74,18 @@ def test_wrong_soc_file_is_rejected(tmp_path):
         Bank(tmp_path, SOC).load()
 
 
-def test_bank_location_precedence(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("TUNE_BANK_PATH", raising=False)
-    assert bank_dir(SOC) == str(tmp_path / "cache" / "aoe_native" / "bank" / SOC)
-    monkeypatch.setenv("TUNE_BANK_PATH", str(tmp_path / "tbp"))
+def test_bank_location_precedence(tmp_path):
+    # the command resolves --bank, $TUNE_BANK_PATH, $XDG_CACHE_HOME; the library takes a root
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    assert bank_dir(SOC, bank_root(None, env)) == str(tmp_path / "cache" / "aoe_native" / "bank" / SOC)
+    env["TUNE_BANK_PATH"] = str(tmp_path / "tbp")
     with pytest.raises(BankError, match="does not exist"):
-        bank_dir(SOC)
+        bank_root(None, env)
     (tmp_path / "tbp").mkdir()
-    assert bank_dir(SOC) == str(tmp_path / "tbp" / SOC)
-    assert bank_dir(SOC, tmp_path / "explicit") == str(tmp_path / "explicit" / SOC)
+    assert bank_dir(SOC, bank_root(None, env)) == str(tmp_path / "tbp" / SOC)
+    assert bank_root(str(tmp_path / "explicit"), env) == str(tmp_path / "explicit")
+    assert bank_root(None, {}) is None
+    assert bank_dir(SOC) == os.path.join(os.path.expanduser("~"), ".cache", "aoe_native", "bank", SOC)
 
 
 def _writer(directory, worker, n):
@@ -108,7 +110,7 @@ def test_concurrent_writers_lose_nothing(tmp_path):
 
 _KILL_CHILD = r"""
 import sys
-from aoe_native.bank import Bank, make_entry
+from aoe_native.bank.store import Bank, make_entry
 b = Bank(sys.argv[1], "Ascend910B3")
 i = 0
 while True:
@@ -139,20 +141,20 @@ def test_merge_keeps_the_better_entry_same_soc_only(tmp_path, capsys):
     Bank(a, SOC).store([(_key(1), _entry(1, 50.0)), (_key(2), _entry(2, 20.0))])
     Bank(b, SOC).store([(_key(1), _entry(1, 30.0)), (_key(3), _entry(3, 20.0))])
     Bank(c, "Ascend310P3").store([(_key(9), _entry(9, 1.0))])
-    assert bank_cli.main(["merge", str(a), str(b), "-o", str(tmp_path / "dst")]) == 0
+    assert bank_main(["merge", str(a), str(b), "-o", str(tmp_path / "dst")]) == 0
     merged = Bank(tmp_path / "dst").load()
     assert merged.soc_version == SOC and len(merged.entries) == 3
     assert merged.get(_key(1))["time_after_us"] == 30.0
     with pytest.raises(BankError, match="different SoCs"):
         merge_banks([a, c], tmp_path / "dst2")
     assert not (tmp_path / "dst2").exists()
-    assert bank_cli.main(["merge", str(a), str(c), "-o", str(tmp_path / "dst3")]) == 1
+    assert bank_main(["merge", str(a), str(c), "-o", str(tmp_path / "dst3")]) == 1
     assert "different SoCs" in capsys.readouterr().err
-    assert bank_cli.main(["stats", str(tmp_path / "dst")]) == 0
+    assert bank_main(["stats", str(tmp_path / "dst")]) == 0
     assert "3 entries" in capsys.readouterr().out
-    assert bank_cli.main(["show", str(tmp_path / "dst"), "--op", "MatMul"]) == 0
+    assert bank_main(["show", str(tmp_path / "dst"), "--op", "MatMul"]) == 0
     assert _key(3) in capsys.readouterr().out
-    assert bank_cli.main(["stats", str(tmp_path / "nope")]) == 1
+    assert bank_main(["stats", str(tmp_path / "nope")]) == 1
     assert "nope: not a bank directory" in capsys.readouterr().err
 
 

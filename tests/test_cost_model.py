@@ -1,5 +1,5 @@
 """The Ascend AI Core cost model: grounding against published figures
-(ascend_model.md), structural behaviour, and errors for bad input."""
+(docs/ascend_model.md), structural behaviour, and errors for bad input."""
 
 import numpy as np
 import pytest
@@ -60,7 +60,7 @@ def test_published_case_tuning_finds_at_least_the_manual_result():
 
 
 # ---- grounding: peaks and bandwidth -------------------------------------------------------
-PEAK_FP16_TFLOPS = {  # ascend_model.md §1; 910A is the published 256 TFLOPS (Hot Chips 2019 / Huawei)
+PEAK_FP16_TFLOPS = {  # docs/ascend_model.md §1; 910A is the published 256 TFLOPS (Hot Chips 2019 / Huawei)
     "Ascend910A": 256, "Ascend910ProB": 283, "Ascend910B1": 364, "Ascend910B2": 354, "Ascend910B3": 295,
     "Ascend910B4": 246, "Ascend910_9392": 364, "Ascend310P3": 69.5, "Ascend310B1": 10.0}
 

@@ -5,7 +5,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from aoe_native import zoo
-from aoe_native.onnx_import import UnsupportedNode, load_graph, map_node, parse_input_shape
+from aoe_native.graph.lowering import UnsupportedNode, map_node
+from aoe_native.graph.onnx import load_graph, parse_input_shape
 
 
 def test_parse_input_shape():

@@ -7,8 +7,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import aoe_native
 from aoe_native import zoo
-from aoe_native.onnx_import import load_graph
-from aoe_native.partition import max_fused_buffers, partition
+from aoe_native.graph.onnx import load_graph
+from aoe_native.graph.partition import max_fused_buffers, partition
 
 SUPPORTED = set(aoe_native.supported_ops())
 

@@ -26,7 +26,7 @@ def test_every_number_has_a_source(name):
 
 
 def test_values_from_the_reference_table():
-    # ascend_model.md §1 ([R] platform ini files).
+    # docs/ascend_model.md §1 ([R] platform ini files).
     b3 = an.platform("Ascend910B3")
     assert (b3["cube_cores"], b3["vector_cores"], b3["freq_mhz"], b3["mode"]) == (20, 40, 1800, "split")
     assert (b3["l0a"], b3["l0c"], b3["l1"], b3["ub"]) == (65536, 131072, 524288, 196608)

@@ -10,7 +10,8 @@ import pytest
 
 import aoe_native
 from aoe_native import zoo
-from aoe_native.bank import Bank
+from aoe_native.bank.store import Bank
+from aoe_native.cli import parallel_from_env, read_tune_ops_file
 
 from opat_models import mlp
 
@@ -56,8 +57,7 @@ def test_rerun_hits_the_bank_and_repeat_tune_retunes(tmp_path, monkeypatch):
     assert second.repo_summary["repo_add_num"] == 0
     assert not any(t.tuned for t in second.tasks if t.bank_hit)
     assert second.tuned_ms == pytest.approx(first.tuned_ms)
-    monkeypatch.setenv("REPEAT_TUNE", "True")
-    third = aoe_native.tune_model(model, **kw)
+    third = aoe_native.tune_model(model, repeat_tune=True, **kw)
     _check_counts(third)
     assert third.repo_summary["repo_hit_num"] == stored
     assert all(t.tuned and t.evaluations > 0 for t in third.tasks if t.bank_hit)
@@ -85,13 +85,13 @@ def test_tune_ops_filter_and_result_files(tmp_path):
     ops = tmp_path / "ops.txt"
     ops.write_text("# only the first layer and the softmax\nfc0\nSoftmax\n")
     r = aoe_native.tune_model(mlp(), soc_version=SOC, bank=tmp_path / "bank", input_shape="x:1,64,256",
-                              tune_ops=str(ops), output=tmp_path / "out", result_dir=tmp_path, **FAST)
+                              tune_ops=read_tune_ops_file(str(ops)), output=tmp_path / "out", result_dir=tmp_path, **FAST)
     modes = {t.node_names[0]: t.update_mode for t in r.tasks}
     assert modes["ln"] == "skipped"  # fc0 and fc1 are one task (identical shapes)
     # a skipped task still runs with the bank's tiling when the bank has a faster one
     aoe_native.tune_model(mlp(), soc_version=SOC, bank=tmp_path / "bank", input_shape="x:1,64,256", **FAST)
     again = aoe_native.tune_model(mlp(), soc_version=SOC, bank=tmp_path / "bank", input_shape="x:1,64,256",
-                                  tune_ops=str(ops), **FAST)
+                                  tune_ops=read_tune_ops_file(str(ops)), **FAST)
     ln = next(t for t in again.tasks if t.node_names[0] == "ln")
     assert ln.update_mode == "skipped" and ln.bank_hit and ln.time_us < ln.baseline_us
     assert modes["fc0"] != "skipped" and modes["softmax"] != "skipped"
@@ -188,14 +188,11 @@ def test_four_concurrent_aoe_processes_share_one_bank(tmp_path):
         assert est.time_us == pytest.approx(e["time_after_us"], rel=1e-6)
 
 
-def test_parallel_workers_and_te_parallel_compiler(tmp_path, monkeypatch):
-    from aoe_native.opat import default_parallel
-    monkeypatch.setenv("TE_PARALLEL_COMPILER", "3")
-    assert default_parallel() == 3
-    monkeypatch.setenv("TE_PARALLEL_COMPILER", "many")
+def test_parallel_workers_and_te_parallel_compiler(tmp_path):
+    assert parallel_from_env(None, {"TE_PARALLEL_COMPILER": "3"}) == 3
+    assert parallel_from_env(2, {"TE_PARALLEL_COMPILER": "3"}) == 2  # the flag wins
     with pytest.raises(ValueError, match="TE_PARALLEL_COMPILER"):
-        default_parallel()
-    monkeypatch.delenv("TE_PARALLEL_COMPILER")
+        parallel_from_env(None, {"TE_PARALLEL_COMPILER": "many"})
     kw = dict(soc_version=SOC, evals_per_task=24, round_evals=12, seed=5)
     two = aoe_native.tune_model(zoo.build("resnet50"), bank=tmp_path / "p2", parallel=2, **kw)
     _check_counts(two)
@@ -213,12 +210,12 @@ def test_tuning_time_limit_is_respected(tmp_path):
 
 
 def test_scheduler_gives_rounds_to_where_the_model_time_is(tmp_path):
-    from aoe_native.opat import _State
-    from aoe_native.partition import Task
+    from aoe_native.graph.partition import Task
+    from aoe_native.jobs.scheduler import TaskState
 
     def state(occ, best, roofline, evals, gain):
         t = Task(0, "k", "MatMul", [[8, 8], [8, 8]], "float16", ["ND", "ND"], {}, kernels=list(range(occ)))
-        return _State(t, [], None, None, best_us=best, roofline_us=roofline, evaluations=evals, rounds=1,
+        return TaskState(t, [], None, None, best_us=best, roofline_us=roofline, evaluations=evals, rounds=1,
                       last_gain=gain, last_evals=100)
     assert state(6, 10.0, 5.0, 100, 1.0).priority() > state(1, 10.0, 5.0, 100, 1.0).priority()  # occurrences
     assert state(1, 10.0, 5.0, 100, 3.0).priority() > state(1, 10.0, 5.0, 100, 0.0).priority()  # recent gain
@@ -237,13 +234,13 @@ def test_scheduler_gives_rounds_to_where_the_model_time_is(tmp_path):
 
 
 def test_neighbour_tilings_are_mapped_into_the_new_space():
-    from aoe_native.opat import nearest_valid_tilings
+    from aoe_native.jobs.evaluator import nearest_valid_tilings
     a = {"op_type": "MatMul", "inputs": [[128, 768], [768, 768]], "dtype": "float16", "attrs": {}}
     b = {"op_type": "MatMul", "inputs": [[96, 768], [768, 768]], "dtype": "float16", "attrs": {}}
     best_a = aoe_native.tune_op(a["op_type"], a["inputs"], max_evals=2000).tiling
-    mapped = nearest_valid_tilings(b, SOC, [best_a, {"unrelated": 1}])
-    assert len(mapped) == 1
     space = aoe_native.tiling_space(b["op_type"], b["inputs"])
+    mapped = nearest_valid_tilings(space, [best_a, {"unrelated": 1}])
+    assert len(mapped) == 1
     assert space.index(mapped[0]) is not None  # a valid tiling of the new shape
     valid_b = space.config(0)
-    assert nearest_valid_tilings(b, SOC, [valid_b]) == [valid_b]  # valid ones stay as they are
+    assert nearest_valid_tilings(space, [valid_b]) == [valid_b]  # valid ones stay as they are

@@ -6,7 +6,7 @@ import onnx
 import pytest
 
 from aoe_native import zoo
-from aoe_native.onnx_import import load_graph
+from aoe_native.graph.onnx import load_graph
 
 
 def _count(model, op):

@@ -1,26 +1,30 @@
 """aoe-native: an open auto-tuning engine for tensor operators and networks on Ascend NPUs.
 
-The core objects:
+The public API (everything else is reachable through the subpackages):
 
-- :class:`SearchSpace` - named integer parameters with restriction strings.
-- :func:`tune` - search a space for the configuration minimising an objective.
-- :mod:`aoe_native.replay` - replay recorded (Kernel Tuner) search spaces.
-- :mod:`aoe_native.runners` - real measurements: host timing, process isolation.
+- search: :class:`SearchSpace`, :func:`tune`, :mod:`replay` (recorded spaces), :mod:`runners`
+  (real measurements: host timing, process isolation);
+- the Ascend cost model: :func:`estimate`, :func:`tiling_space`, :func:`tune_op`, SoC tables;
+- model tuning: :func:`tune_model` (OPAT), with :class:`CostModelEvaluator` or
+  :class:`MeasuredEvaluator`.
 """
 
 from __future__ import annotations
 
 import os as _os
 
-from ._core import Objective, SearchSpace, SyntheticObjective, TableObjective, __version__
-from ._core import strategy_defaults as _strategy_defaults
-from ._core import strategy_names as _strategy_names
-from . import replay, runners
-from .tuning import BatchObjective, TuneResult, TuningInterrupted, tune
-from .platforms import load_platform, platform, soc_versions
-from .ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, supported_ops, tiling_space,
-                  tune_op)
-from .opat import ModelTuneResult, tune_model
+from . import _core, replay, runners
+from ._core import __version__
+from ._core.space import Objective, SearchSpace, SyntheticObjective, TableObjective
+from ._core.space import strategy_defaults as _strategy_defaults
+from ._core.space import strategy_names as _strategy_names
+from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, op_table,
+                         supported_ops, tiling_space, tune_op)
+from .ascend.platforms import Platform, load_platform, platform, platform_fields, soc_versions
+from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, TaskEvaluator
+from .jobs.opat import tune_model
+from .jobs.results import ModelTuneResult
+from .tuning import BatchObjective, TuneResult, TuningInterrupted, improvement, tune
 
 
 def strategies() -> list[str]:
@@ -35,38 +39,43 @@ def strategy_options(name: str) -> dict[str, float]:
 
 def cmake_dir() -> str:
     """Directory of the installed CMake package config, for ``find_package(aoe_native)``."""
-    from . import _core
-
     # The C++ library and its config are installed next to the extension module.
     return _os.path.join(_os.path.dirname(_core.__file__), "lib", "cmake", "aoe_native")
 
 
 __all__ = [
-    "Estimate",
-    "OpTuneResult",
-    "baseline_tiling",
-    "estimate",
-    "estimate_batch",
-    "load_platform",
-    "platform",
-    "soc_versions",
-    "supported_ops",
-    "tiling_space",
-    "tune_op",
     "BatchObjective",
+    "CostModelEvaluator",
+    "Estimate",
+    "MeasuredEvaluator",
     "ModelTuneResult",
     "Objective",
+    "OpTuneResult",
+    "Platform",
     "SearchSpace",
     "SyntheticObjective",
     "TableObjective",
+    "TaskEvaluator",
     "TuneResult",
     "TuningInterrupted",
     "__version__",
+    "baseline_tiling",
     "cmake_dir",
+    "estimate",
+    "estimate_batch",
+    "improvement",
+    "load_platform",
+    "op_table",
+    "platform",
+    "platform_fields",
     "replay",
     "runners",
+    "soc_versions",
     "strategies",
     "strategy_options",
+    "supported_ops",
+    "tiling_space",
     "tune",
     "tune_model",
+    "tune_op",
 ]

@@ -1,31 +1,109 @@
-"""The ``aoe`` command: AOE-compatible operator tuning of an ONNX model.
+"""The command-line tools, and the only module that reads environment variables.
+
+``aoe``: AOE-compatible tuning of an ONNX model::
 
     aoe --framework=5 --model=resnet50.onnx --job_type=2 --soc_version=Ascend910B3
 
-Writes aoe_result_opat_{timestamp}_{pid}.json to $ASCEND_WORK_PATH (else the working
+writes aoe_result_opat_{timestamp}_{pid}.json to $ASCEND_WORK_PATH (else the working
 directory), the tuned plan and an HTML report under --output, and the tuned tilings to
-the knowledge bank ($TUNE_BANK_PATH/<soc>, or --bank PATH/<soc>).
+the knowledge bank (--bank PATH/<soc>, else $TUNE_BANK_PATH/<soc>).
+
+``aoe-bank``: inspect and merge knowledge banks::
+
+    aoe-bank merge SRC_DIR... -o DST_DIR     # same SoC only; the faster entry of a key wins
+    aoe-bank show  [BANK_DIR | --soc_version S [--bank ROOT]] [--op OP]
+    aoe-bank stats [BANK_DIR | --soc_version S [--bank ROOT]]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
-import time
-from typing import Any
+from typing import Mapping
 
-__all__ = ["main", "build_parser"]
+from rich.console import Console
+
+from .bank.store import Bank, BankError, bank_dir, merge_banks
+from .jobs.opat import tune_model, usable_cores
+from .outputs.console import ProgressBar, summary_table
+
+__all__ = ["main", "bank_main", "build_parser", "bank_root", "parallel_from_env", "repeat_tune_from_env",
+           "read_tune_ops_file"]
 
 _FRAMEWORKS = {0: "Caffe", 1: "MindSpore", 3: "TensorFlow", 5: "ONNX"}
+_TRUE, _FALSE = ("on", "true", "1", "yes"), ("off", "false", "0", "no")
 
 
+# --------------------------------------------------------------------------- environment
+def bank_root(flag: str | None, env: Mapping[str, str] = os.environ) -> str | None:
+    """The bank root: --bank, else $TUNE_BANK_PATH (which must exist, as AOE requires), else
+    $XDG_CACHE_HOME/aoe_native/bank, else None (the library's default, ~/.cache/aoe_native/bank)."""
+    if flag:
+        return flag
+    tbp = env.get("TUNE_BANK_PATH")
+    if tbp:
+        if not os.path.isdir(tbp):
+            raise BankError(f"TUNE_BANK_PATH={tbp}: directory does not exist (create it first, as AOE requires)")
+        return tbp
+    xdg = env.get("XDG_CACHE_HOME")
+    return os.path.join(xdg, "aoe_native", "bank") if xdg else None
+
+
+def parallel_from_env(flag: int | None, env: Mapping[str, str] = os.environ) -> int:
+    """Worker processes: --parallel, else $TE_PARALLEL_COMPILER (as AOE), else the usable cores."""
+    if flag is not None:
+        return flag
+    value = env.get("TE_PARALLEL_COMPILER")
+    if not value:
+        return usable_cores()
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"TE_PARALLEL_COMPILER={value!r} is not an integer") from None
+    if n < 1:
+        raise ValueError(f"TE_PARALLEL_COMPILER={n} must be >= 1")
+    return n
+
+
+def repeat_tune_from_env(env: Mapping[str, str] = os.environ) -> bool:
+    """REPEAT_TUNE=True re-tunes bank hits (AOE)."""
+    return env.get("REPEAT_TUNE", "False").strip().lower() in _TRUE
+
+
+def read_tune_ops_file(path: str) -> set[str]:
+    """--tune_ops_file: JSON {"tune_ops_name": [...], "tune_ops_type": [...]} (AOE's config
+    file) or plain text, one op name or type per line (# comments allowed)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ValueError(f"--tune_ops_file {path}: cannot read ({e.strerror})") from None
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            doc = json.loads(stripped)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"--tune_ops_file {path}: invalid JSON ({e})") from None
+        names = list(doc.get("tune_ops_name", [])) + list(doc.get("tune_ops_type", []))
+        if not isinstance(doc, dict) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"--tune_ops_file {path}: expected string lists tune_ops_name / tune_ops_type")
+    else:
+        names = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+    out = {n for n in names if n}
+    if not out:
+        raise ValueError(f"--tune_ops_file {path}: lists no operator")
+    return out
+
+
+# --------------------------------------------------------------------------- aoe
 def _on_off(v: str) -> bool:
     s = v.strip().lower()
-    if s in ("on", "true", "1", "yes"):
+    if s in _TRUE:
         return True
-    if s in ("off", "false", "0", "no"):
+    if s in _FALSE:
         return False
-    raise argparse.ArgumentTypeError(f"expected on or off, got {v!r}")
+    raise argparse.ArgumentTypeError(f"expected on, off, true or false, got {v!r}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="environment: TUNE_BANK_PATH (bank root, must exist), REPEAT_TUNE=True (re-tune bank hits),\n"
                "TE_PARALLEL_COMPILER (default --parallel), ASCEND_WORK_PATH (where aoe_result_opat_*.json\n"
-               "is written; default: the working directory).")
+               "is written; default: the working directory), XDG_CACHE_HOME (default bank under it).")
     ap.add_argument("--model", "-m", required=True, help="ONNX model file")
     ap.add_argument("--framework", "-f", type=int, required=True,
                     help="model framework: 5 = ONNX (the only one supported)")
@@ -47,51 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tune_ops_file", help="tune only the listed op names/types (text, one per line, or JSON "
                     '{"tune_ops_name": [...], "tune_ops_type": [...]})')
     ap.add_argument("--progress_bar", type=_on_off, default=True, metavar="on|off",
-                    help="live progress bar (default on)")
+                    help="live progress bar (on/off or true/false; default on)")
     ap.add_argument("--bank", help="knowledge bank root (bank in PATH/<soc_version>); "
                     "overrides $TUNE_BANK_PATH and the default ~/.cache/aoe_native/bank")
     ap.add_argument("--parallel", type=int, help="worker processes (default $TE_PARALLEL_COMPILER, else the cores)")
     ap.add_argument("--dtype", default="float16", help="compute data type of the kernels (default float16)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (results are deterministic per seed)")
     ap.add_argument("--launch_overhead_us", type=float,
-                    help="per-kernel launch cost added to model time (default 3 us, an assumption)")
+                    help="per-kernel launch cost added to model time (default: the SoC's, 3 us, an assumption)")
     return ap
-
-
-class _ProgressBar:
-    """One status line on stderr: tasks done, what is running, best gain so far."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.tty = stream.isatty()
-        self.last = 0.0
-        self.width = 0
-
-    def __call__(self, ev: dict[str, Any]) -> None:
-        total = max(ev["tasks_total"], 1)
-        done = ev["tasks_done"] if ev["stage"] != "done" else ev["tasks_total"]
-        filled = int(24 * done / total)
-        bar = "=" * filled + (">" if filled < 24 else "") + " " * max(23 - filled, 0)
-        cur = ", ".join(ev["current"][:2]) + (" ..." if len(ev["current"]) > 2 else "")
-        if ev["tasks_total"] == 0:
-            if ev["stage"] == "done":
-                self.stream.write(f"all tasks served from the knowledge bank | gain {ev['gain'] * 100:.2f}%\n")
-            return
-        line = (f"[{bar}] {done}/{ev['tasks_total']} tasks | best gain {ev['gain'] * 100:.2f}% | "
-                f"{ev['elapsed_s']:.1f}s" + (f" | tuning {cur}" if cur and ev["stage"] != "done" else ""))
-        if self.tty:
-            self.stream.write("\r" + line[:150].ljust(self.width))
-            self.width = min(len(line), 150)
-            if ev["stage"] == "done":
-                self.stream.write("\n")
-        elif ev["stage"] == "done" or time.monotonic() - self.last > 2.0:
-            self.stream.write(line + "\n")
-            self.last = time.monotonic()
-        self.stream.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    err = Console(stderr=True, highlight=False)
     if args.framework != 5:
         name = _FRAMEWORKS.get(args.framework, "unknown")
         print(f"aoe: error: --framework={args.framework} ({name}) is not supported; only 5 (ONNX) is",
@@ -104,15 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.job_type != 2:
         print(f"aoe: error: --job_type={args.job_type} is not a job type (2 = operator tuning)", file=sys.stderr)
         return 2
-    from .bank import BankError
-    from .opat import tune_model
-    result_dir = os.environ.get("ASCEND_WORK_PATH") or os.getcwd()
     try:
         r = tune_model(args.model, soc_version=args.soc_version, job_type=2, input_shape=args.input_shape,
-                       dtype=args.dtype, bank=args.bank, parallel=args.parallel,
-                       tuning_time_limit=args.tuning_time_limit, tune_ops=args.tune_ops_file, seed=args.seed,
-                       output=args.output, result_dir=result_dir, launch_overhead_us=args.launch_overhead_us,
-                       progress=_ProgressBar() if args.progress_bar else None)
+                       dtype=args.dtype, bank=bank_root(args.bank), parallel=parallel_from_env(args.parallel),
+                       tuning_time_limit=args.tuning_time_limit, seed=args.seed,
+                       tune_ops=read_tune_ops_file(args.tune_ops_file) if args.tune_ops_file else None,
+                       repeat_tune=repeat_tune_from_env(), output=args.output,
+                       result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd(),
+                       launch_overhead_us=args.launch_overhead_us,
+                       progress=ProgressBar(err) if args.progress_bar else None)
     except (ValueError, KeyError, OSError, BankError, NotImplementedError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"aoe: error: {msg}", file=sys.stderr)
@@ -121,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         if t.update_mode == "failed":
             print(f"aoe: warning: task {t.key} kept its default tiling: {t.error}", file=sys.stderr)
     s = r.repo_summary
+    out = Console(highlight=False)
+    if any(t.update_mode in ("add", "update", "reserved") for t in r.tasks):
+        out.print(summary_table(r))
     print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks, "
           f"{sum(u['count'] for u in r.unsupported)} unsupported nodes")
     print(f"model time {r.baseline_ms:.4f} ms -> {r.tuned_ms:.4f} ms")
@@ -132,6 +182,63 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path}")
     print(f"{r.model_name} OPAT process finished. Performance improved by {r.improvement * 100:.2f}%")
     return 0
+
+
+# --------------------------------------------------------------------------- aoe-bank
+def _open_bank(args: argparse.Namespace) -> Bank:
+    if args.bank_dir:
+        if not os.path.isdir(args.bank_dir):
+            raise BankError(f"{args.bank_dir}: not a bank directory")
+        return Bank(args.bank_dir).load()
+    if not args.soc_version:
+        raise ValueError("give a bank directory or --soc_version")
+    return Bank(bank_dir(args.soc_version, bank_root(args.bank)), args.soc_version).load()
+
+
+def bank_main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="aoe-bank", description="Inspect and merge aoe-native knowledge banks.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("merge", help="merge banks of one SoC into DST")
+    m.add_argument("sources", nargs="+", metavar="SRC")
+    m.add_argument("-o", "--output", required=True, metavar="DST")
+    for name in ("show", "stats"):
+        p = sub.add_parser(name, help=f"{name} a bank")
+        p.add_argument("bank_dir", nargs="?", help="bank directory (one SoC)")
+        p.add_argument("--soc_version", help="use the configured bank of this SoC")
+        p.add_argument("--bank", help="bank root (as aoe --bank)")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "show":
+            p.add_argument("--op", help="only entries of this op type")
+    args = ap.parse_args(argv)
+    try:
+        if args.command == "merge":
+            c = merge_banks(args.sources, args.output)
+            print(f"merged {c['source_entries']} entries from {c['sources']} bank(s) into {args.output}: "
+                  f"{c['stored']} stored, {c['new_keys']} new keys, {c['entries']} entries now")
+            return 0
+        b = _open_bank(args)
+        if args.command == "stats":
+            st = b.stats()
+            if args.json:
+                print(json.dumps(st, indent=1, sort_keys=True))
+            else:
+                print(f"bank {st['directory']} (SoC {st['soc_version']}): {st['entries']} entries")
+                for op, v in st["op_types"].items():
+                    print(f"  {op:<20} {v['entries']:>6} entries  mean improvement {v['mean_improvement'] * 100:.2f}%")
+            return 0
+        rows = sorted((k, e) for k, e in b.entries.items() if not args.op or e["op_type"] == args.op)
+        if args.json:
+            print(json.dumps(dict(rows), indent=1, sort_keys=True))
+        else:
+            print(f"bank {b.directory} (SoC {b.soc_version}): {len(rows)} entries")
+            for k, e in rows:
+                tiling = " ".join(f"{n}={v}" for n, v in sorted(e["tiling"].items()))
+                print(f"{k}\n    {e['time_before_us']:.3f} us -> {e['time_after_us']:.3f} us  [{tiling}]  "
+                      f"v{e['tool_version']} {e['date']}")
+        return 0
+    except (BankError, ValueError, OSError) as e:
+        print(f"aoe-bank: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -15,15 +15,19 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from ._core import SearchSpace, TableObjective
+from ._core.space import SearchSpace, TableObjective
 from .fileio import atomic_write_text
 
-if TYPE_CHECKING:
-    from .tuning import TuneResult
+
+class Run(Protocol):
+    """What :func:`save` reads of a tuning run (a :class:`aoe_native.TuneResult`)."""
+    space: SearchSpace
+    history_ids: np.ndarray
+    history_values: np.ndarray
 
 _REQUIRED = ("tune_params_keys", "cache")
 
@@ -158,7 +162,7 @@ def load(path: str | os.PathLike[str], objective: str | None = None) -> Replay:
                   objective_name=objective_field, metadata=meta, labels=labels)
 
 
-def save(result: "TuneResult", path: str | os.PathLike[str], kernel_name: str = "aoe_native",
+def save(result: Run, path: str | os.PathLike[str], kernel_name: str = "aoe_native",
          device_name: str = "unknown", problem_size: Any = None, objective: str = "time",
          labels: dict[str, list[Any]] | None = None) -> None:
     """Write a tuning run as a Kernel Tuner cache file (one record per

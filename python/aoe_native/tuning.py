@@ -8,10 +8,19 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
-from . import _core
-from ._core import Objective, SearchSpace
+from . import replay
+from ._core.space import Objective, SearchSpace
+from ._core.space import tune as _native_tune
+
+__all__ = ["BatchObjective", "TuneResult", "TuningInterrupted", "improvement", "tune"]
 
 Config = dict[str, int]
+
+
+def improvement(before: float, after: float) -> float:
+    """AOE's performance improvement: before / after - 1 (0.25 = 25% faster).  The one
+    definition used by every result of this package."""
+    return before / after - 1.0 if after > 0 else 0.0
 
 
 class BatchObjective:
@@ -90,9 +99,7 @@ class TuneResult:
 
     def save_cache(self, path: str, **metadata: Any) -> None:
         """Write the run as a Kernel Tuner cache file (see :func:`aoe_native.replay.save`)."""
-        from .replay import save
-
-        save(self, path, **metadata)
+        replay.save(self, path, **metadata)
 
 
 class TuningInterrupted(KeyboardInterrupt):
@@ -173,7 +180,7 @@ def tune(
     if max_evals is not None and int(max_evals) != max_evals:
         raise TypeError(f"max_evals must be an integer, got {max_evals!r}")
     options = _strategy_options(strategy_options)
-    ids, values, errors, best, best_value, _failed, elapsed, reason, pending = _core._tune(
+    ids, values, errors, best, best_value, _failed, elapsed, reason, pending = _native_tune(
         space, fn, batch, strategy, options, None if max_evals is None else int(max_evals),
         None if time_limit is None else float(time_limit), int(seed), _initial_ids(space, initial_configs), progress)
     result = TuneResult(space=space, history_ids=ids, history_values=values, errors=dict(errors), best_id=best,

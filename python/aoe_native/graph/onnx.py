@@ -1,5 +1,5 @@
-"""ONNX graph import: load, fix input shapes, infer every tensor's shape, and map nodes to
-the operator types the cost model knows.
+"""The ONNX front-end: load a model, fix its input shapes, infer every tensor's shape and
+build the graph IR (:mod:`aoe_native.graph.ir`).
 
 Only structure and shapes are read; weights are never loaded (external data is skipped),
 so multi-GB exported models import as fast as the structure-only zoo graphs.
@@ -7,81 +7,20 @@ so multi-GB exported models import as fast as the structure-only zoo graphs.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-__all__ = ["Tensor", "Node", "Graph", "OpSpec", "parse_input_shape", "load_graph", "map_node",
-           "ELEMENTWISE_OPS", "VIEW_OPS"]
+from .ir import Graph, Node, Tensor
 
-# Nodes that only reinterpret a tensor: no kernel is launched for them.
-VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
-# Element-wise ONNX operators (same-shape or broadcast inputs, one output).
-ELEMENTWISE_OPS = frozenset({
-    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Where", "Equal", "Less", "Greater",
-    "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "PRelu",
-    "Relu", "LeakyRelu", "Elu", "Selu", "Gelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Exp",
-    "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Erf", "Cast", "Clip", "Softplus", "Softsign", "Mish",
-    "Floor", "Ceil", "Round", "Sign", "Sin", "Cos",
-})
+__all__ = ["parse_input_shape", "load_graph"]
+
 # Nodes whose output depends only on input shapes: folded into constants by a compiler.
 _SHAPE_OPS = frozenset({"Shape", "Size"})
 # Small constant tensors whose values are kept (axes, split sizes, reshape targets).
 _MAX_CONST_ELEMENTS = 4096
-
-
-@dataclass
-class Tensor:
-    name: str
-    shape: tuple[int, ...] | None  # None: unknown after inference
-    dtype: str                     # numpy dtype name, "" when unknown
-    const: bool = False            # initializer, Constant output or folded
-
-
-@dataclass
-class Node:
-    index: int
-    name: str
-    op_type: str
-    inputs: list[str]   # "" for an omitted optional input
-    outputs: list[str]
-    attrs: dict[str, Any]
-
-
-@dataclass
-class Graph:
-    """An imported model: nodes in topological order and every tensor's static shape."""
-    name: str
-    path: str | None
-    nodes: list[Node]
-    tensors: dict[str, Tensor]
-    inputs: dict[str, tuple[int, ...]]       # graph inputs that are not initializers
-    outputs: list[str]
-    const_values: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def shape(self, tensor: str) -> tuple[int, ...] | None:
-        t = self.tensors.get(tensor)
-        return None if t is None else t.shape
-
-    def is_const(self, tensor: str) -> bool:
-        t = self.tensors.get(tensor)
-        return t is not None and t.const
-
-
-@dataclass
-class OpSpec:
-    """A node expressed in the cost model's terms."""
-    op_type: str
-    inputs: list[list[int]]
-    attrs: dict[str, Any]
-    kind: str  # "cube", "vector", "elementwise"
-
-
-class UnsupportedNode(Exception):
-    """Raised by map_node for a node we do not model; the message is the reason."""
 
 
 # --------------------------------------------------------------------------- input shapes
@@ -267,102 +206,3 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
                  tensors, inputs, [o.name for o in g.output], const_values)
 
 
-# --------------------------------------------------------------------------- node mapping
-def _shape(graph: Graph, tensor: str, node: Node) -> list[int]:
-    s = graph.shape(tensor)
-    if s is None:
-        raise UnsupportedNode(f"shape of input {tensor!r} unknown after shape inference")
-    return list(s) if s else [1]
-
-
-def _axes(graph: Graph, node: Node, rank: int) -> list[int] | None:
-    if "axes" in node.attrs:
-        axes = list(node.attrs["axes"])
-    elif len(node.inputs) > 1 and node.inputs[1]:
-        if node.inputs[1] not in graph.const_values:
-            raise UnsupportedNode("reduction axes are not a constant")
-        axes = [int(a) for a in np.asarray(graph.const_values[node.inputs[1]]).reshape(-1)]
-    else:
-        return None
-    return sorted(a % rank for a in axes)
-
-
-def map_node(graph: Graph, node: Node) -> OpSpec:
-    """Express `node` as a cost-model operator; raises UnsupportedNode with the reason."""
-    op = node.op_type
-    a = node.attrs
-    if any(graph.shape(o) is None for o in node.outputs[:1]):
-        raise UnsupportedNode("output shape unknown after shape inference")
-    if op == "Conv":
-        x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
-        if len(x) != 4:
-            raise UnsupportedNode(f"only 2-D convolution is modelled (input rank {len(x)})")
-        kh, kw = w[2], w[3]
-        strides = list(a.get("strides", [1, 1]))
-        dil = list(a.get("dilations", [1, 1]))
-        pads = list(a.get("pads", [0, 0, 0, 0]))
-        auto = a.get("auto_pad", "NOTSET")
-        if auto in ("SAME_UPPER", "SAME_LOWER"):
-            pads = []
-            for i, (size, k) in enumerate(zip(x[2:], (kh, kw))):
-                out = -(-size // strides[i])
-                total = max(0, (out - 1) * strides[i] + (k - 1) * dil[i] + 1 - size)
-                small, big = total // 2, total - total // 2
-                pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
-            pads = [pads[0][0], pads[1][0], pads[0][1], pads[1][1]]
-        elif auto == "VALID":
-            pads = [0, 0, 0, 0]
-        inputs = [x, w] + ([_shape(graph, node.inputs[2], node)] if len(node.inputs) > 2 and node.inputs[2] else [])
-        return OpSpec("Conv", inputs, {"strides": strides, "pads": pads, "dilations": dil,
-                                       "group": int(a.get("group", 1))}, "cube")
-    if op == "MatMul":
-        x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
-        if len(x) < 2 or len(w) < 2:
-            raise UnsupportedNode("MatMul with a 1-D operand")
-        if len(w) == 2:  # [..., M, K] x [K, N]: the leading dims fold into M
-            return OpSpec("MatMul", [[int(np.prod(x[:-1])), x[-1]], w], {}, "cube")
-        return OpSpec("BatchMatMul", [x, w], {}, "cube")
-    if op == "Gemm":
-        inputs = [_shape(graph, t, node) for t in node.inputs if t]
-        return OpSpec("Gemm", inputs, {"transA": int(a.get("transA", 0)), "transB": int(a.get("transB", 0))}, "cube")
-    if op in ELEMENTWISE_OPS:
-        return OpSpec(op, [_shape(graph, t, node) for t in node.inputs if t], {}, "elementwise")
-    if op == "BatchNormalization":  # inference BN: a per-channel scale and shift
-        return OpSpec(op, [_shape(graph, node.inputs[0], node)], {}, "elementwise")
-    if op in ("ReduceSum", "ReduceMean", "ReduceMax"):
-        x = _shape(graph, node.inputs[0], node)
-        axes = _axes(graph, node, len(x))
-        if axes is None:
-            if a.get("noop_with_empty_axes", 0):
-                raise UnsupportedNode("reduction with no axes is a no-op")
-            axes = list(range(len(x)))
-        return OpSpec(op, [x], {"axes": axes, "keepdims": int(a.get("keepdims", 1))}, "vector")
-    if op in ("GlobalAveragePool", "GlobalMaxPool"):
-        x = _shape(graph, node.inputs[0], node)
-        return OpSpec("ReduceMean" if op == "GlobalAveragePool" else "ReduceMax", [x],
-                      {"axes": list(range(2, len(x))), "keepdims": 1}, "vector")
-    if op in ("MaxPool", "AveragePool"):
-        x = _shape(graph, node.inputs[0], node)
-        if len(x) != 4:
-            raise UnsupportedNode(f"only 2-D pooling is modelled (input rank {len(x)})")
-        if a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
-            raise UnsupportedNode(f"{op} with auto_pad={a['auto_pad']} is not modelled")
-        if len(node.outputs) > 1 and node.outputs[1]:
-            raise UnsupportedNode("MaxPool with an Indices output is not modelled")
-        attrs = {"kernel_shape": list(a["kernel_shape"]), "strides": list(a.get("strides", [1, 1])),
-                 "pads": list(a.get("pads", [0, 0, 0, 0])), "ceil_mode": int(a.get("ceil_mode", 0))}
-        if op == "MaxPool":
-            attrs["dilations"] = list(a.get("dilations", [1, 1]))
-        return OpSpec(op, [x], attrs, "vector")
-    if op == "Softmax":
-        x = _shape(graph, node.inputs[0], node)
-        return OpSpec(op, [x], {"axis": int(a.get("axis", -1)) % len(x)}, "vector")
-    if op == "LayerNormalization":
-        inputs = [_shape(graph, t, node) for t in node.inputs if t]
-        return OpSpec(op, inputs, {"axis": int(a.get("axis", -1)) % len(inputs[0]),
-                                   "epsilon": float(a.get("epsilon", 1e-5))}, "vector")
-    if op == "Transpose":
-        x = _shape(graph, node.inputs[0], node)
-        perm = [int(p) for p in a.get("perm", list(range(len(x)))[::-1])]
-        return OpSpec(op, [x], {"perm": perm}, "vector")
-    raise UnsupportedNode(f"operator {op} is not modelled")

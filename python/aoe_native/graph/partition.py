@@ -20,12 +20,13 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .onnx_import import VIEW_OPS, Graph, OpSpec, UnsupportedNode, map_node
+from .ir import Graph
+from .lowering import VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
 
 __all__ = ["Kernel", "Task", "Partition", "UnsupportedOp", "partition", "max_fused_buffers", "task_key"]
 
 # Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
-# for near-peak GM bandwidth (ascend_model.md §2.3, [A] DoubleBuffer.md and
+# for near-peak GM bandwidth (docs/ascend_model.md §2.3, [A] DoubleBuffer.md and
 # 尽量一次搬运较大的数据块.md).  A fused kernel therefore keeps each full-size tensor in
 # 2 x 16 KiB of UB at least; the number of such tensors is capped by UB / 32 KiB.
 _BUFFER_NUM = 2
@@ -257,9 +258,6 @@ _PATTERNS: list[tuple[str, list[tuple[str, tuple[str, ...]]]]] = [
               ("Add", ("p", "c")), ("Mul", ("x", "p")), ("Mul", ("p", "c"))]),
     ("Silu", [("Sigmoid", ("x",)), ("Mul", ("x", "p"))]),
 ]
-# Unary in the cost model although ONNX gives them optional extra inputs.
-_UNARY = {"Clip", "Cast", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs",
-          "LeakyRelu", "HardSwish", "Gelu", "Silu", "Identity"}
 
 
 def _match(chain, i, steps, graph: Graph) -> bool:
@@ -298,6 +296,7 @@ def _shape_of(graph: Graph, t: str) -> list[int]:
 
 def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
     chain = _fuse_patterns(g.chain, graph)
+    unary = unary_ops()
     if g.kind in ("cube", "vector"):
         attrs = dict(g.spec.attrs)
         if chain:
@@ -323,10 +322,10 @@ def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[
                        _shape_of(graph, bias) + [1] * (len(_shape_of(graph, x)) - 2)]
         elif prev is None:
             ops.append(op)
-            inputs += [_shape_of(graph, t) for t in (ins[:1] if op in _UNARY else ins)]
+            inputs += [_shape_of(graph, t) for t in (ins[:1] if op in unary else ins)]
         else:
             ops.append(op)
-            if op not in _UNARY:
+            if op not in unary:
                 rest = list(ins)
                 if prev in rest:
                     rest.remove(prev)

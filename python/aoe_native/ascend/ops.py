@@ -8,33 +8,39 @@ Shapes use ONNX conventions; op types accept ONNX and Ascend names.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 
-from . import _core
-from .platforms import native_platform, platform
-from .tuning import tune
+from .._core import ascend as _native
+from .._core.space import SearchSpace
+from ..tuning import improvement, tune
+from .platforms import Platform, native_platform
+
 
 __all__ = ["Estimate", "OpTuneResult", "baseline_tiling", "estimate", "estimate_batch", "supported_ops",
-           "tiling_space", "tune_op"]
+           "op_table", "op_model", "clear_caches", "tiling_space", "tune_op", "choose_strategy", "auto_pads", "TUNE_OP_POLICY"]
 
 Shape = Sequence[int]
+PlatformLike = Union[str, Platform]
 
-# Spaces up to this size are searched exhaustively by strategy="auto" when no
-# budget is given (the native objective evaluates millions of tilings per second).
+# tune_op's default: a policy, not a strategy.  A cost-model evaluation takes
+# microseconds, so the best strategy depends on the budget (choose_strategy):
+TUNE_OP_POLICY = "by_budget"
+# spaces up to this size are searched exhaustively when no budget is given (the
+# native objective evaluates millions of tilings per second);
 EXHAUSTIVE_LIMIT = 400_000
-# Budget of the search strategy on larger spaces.
+# larger ones get this many evaluations;
 DEFAULT_MAX_EVALS = 200_000
-# The tuner's "auto" (surrogate-guided) spends ~0.1-0.3 ms of model time per
-# evaluation: worth it for small budgets, not when a cost-model evaluation takes
-# microseconds and the budget is large.  Above this many evaluations (or with a
-# time limit alone) "auto" here means CHEAP_STRATEGY, which reaches the
-# exhaustive optimum at 20k evaluations on the bench shapes.
+# the tuner's "auto" (surrogate-guided) spends ~0.1-0.3 ms of model time per
+# evaluation: worth it for budgets up to MODEL_BUDGET_LIMIT evaluations, not for
+# larger or time-limited ones, which get CHEAP_STRATEGY (it reaches the exhaustive
+# optimum at 20k evaluations on the bench shapes).
 MODEL_BUDGET_LIMIT = 2_000
 CHEAP_STRATEGY = "bandit"
 
@@ -44,25 +50,6 @@ _ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 6: "int3
 _FLOAT_ATTRS = {"alpha", "beta", "epsilon", "momentum", "min", "max"}
 # Attributes accepted for ONNX compatibility that the model derives itself.
 _IGNORED_ATTRS = {"noop_with_empty_axes", "stash_type"}
-# Attributes each structured op understands (a misspelt "stride" must not be
-# ignored silently).  Elementwise ops take any (their attributes - alpha,
-# approximate, ... - do not change the cost).
-_CUBE_COMMON = {"epilogue", "out_dtype", "bias", "relu"}
-_ALLOWED_ATTRS = {
-    "MatMul": _CUBE_COMMON | {"transpose_a", "transpose_b"},
-    "BatchMatMul": _CUBE_COMMON | {"transpose_a", "transpose_b"},
-    "Gemm": _CUBE_COMMON | {"alpha", "beta", "transA", "transB"},
-    "Conv": _CUBE_COMMON | {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
-    "ReduceSum": {"axes", "keepdims", "noop_with_empty_axes"},
-    "ReduceMean": {"axes", "keepdims", "noop_with_empty_axes"},
-    "ReduceMax": {"axes", "keepdims", "noop_with_empty_axes"},
-    "ReduceMin": {"axes", "keepdims", "noop_with_empty_axes"},
-    "Softmax": {"axis"},
-    "LayerNormalization": {"axis", "epsilon", "stash_type"},
-    "Transpose": {"perm"},
-    "MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order"},
-    "AveragePool": {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"},
-}
 
 
 @dataclass(frozen=True)
@@ -79,14 +66,13 @@ class Estimate:
 
 @dataclass
 class OpTuneResult:
-    """Outcome of :func:`tune_op`.  ``improvement`` is the fraction by which the
-    tuned tiling is faster than the baseline (>= 0: the baseline is evaluated)."""
+    """Outcome of :func:`tune_op`.  ``strategy`` is the strategy that ran (the
+    default policy picks one, see :func:`choose_strategy`)."""
 
     tiling: dict[str, int]
     time_us: float
     baseline_tiling: dict[str, int]
     baseline_us: float
-    improvement: float
     roofline_us: float
     breakdown: dict[str, Any]
     evaluations: int
@@ -100,10 +86,32 @@ class OpTuneResult:
     elapsed_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def improvement(self) -> float:
+        """AOE's performance improvement, baseline / tuned - 1 (>= 0: the baseline is evaluated)."""
+        return improvement(self.baseline_us, self.time_us)
+
 
 def supported_ops() -> list[str]:
     """Op types accepted by the cost model (ONNX names and Ascend aliases)."""
-    return list(_core.ascend_supported_ops())
+    return list(_native.supported_ops())
+
+
+@functools.lru_cache(maxsize=None)
+def _op_table() -> tuple[dict[str, Any], ...]:
+    return tuple(_native.op_table())
+
+
+def op_table() -> list[dict[str, Any]]:
+    """The cost model's operator vocabulary, one dict per operator: ``name``,
+    ``aliases``, ``family``, ``operands`` (element-wise ops) and ``attrs`` (the
+    attribute names it accepts; None: any)."""
+    return [dict(e) for e in _op_table()]
+
+
+@functools.lru_cache(maxsize=None)
+def _allowed_attrs() -> dict[str, frozenset[str] | None]:
+    return {e["name"]: None if e["attrs"] is None else frozenset(e["attrs"]) for e in _op_table()}
 
 
 # ---- input normalisation -----------------------------------------------------------
@@ -141,7 +149,11 @@ def _attrs(attrs: Mapping[str, Any] | None, op_type: str, inputs: list[list[int]
                 raise ValueError(f"{op_type}: Cast to ONNX type {v} is not supported (supported: {_ONNX_DTYPES})")
             strs[k] = [_ONNX_DTYPES[int(v)]]
         elif k == "auto_pad":
-            ints.update(_auto_pad(str(v), attrs, inputs, op_type))
+            if str(v) != "NOTSET":
+                if len(inputs) < 2 or len(inputs[0]) != 4 or len(inputs[1]) != 4:
+                    raise ValueError(f"{op_type}: auto_pad needs X (NCHW) and W (M, C/group, kH, kW)")
+                ints["pads"] = auto_pads(str(v), inputs[0], inputs[1], attrs.get("strides", [1, 1]),
+                                         attrs.get("dilations", [1, 1]), op_type)
         elif isinstance(v, bool) or (isinstance(v, numbers.Integral)):
             ints[k] = [int(v)]
         elif isinstance(v, numbers.Real):
@@ -164,30 +176,27 @@ def _attrs(attrs: Mapping[str, Any] | None, op_type: str, inputs: list[list[int]
     return ints, strs
 
 
-def _auto_pad(mode: str, attrs: Mapping[str, Any], inputs: list[list[int]], op_type: str) -> dict[str, list[int]]:
-    if mode == "NOTSET":
-        return {}
+def auto_pads(mode: str, x: Sequence[int], w: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+              op_type: str = "Conv") -> list[int]:
+    """ONNX auto_pad of a 2-D convolution as explicit pads [top, left, bottom, right]
+    (SAME_UPPER puts the odd pixel at the end, SAME_LOWER at the beginning)."""
     if mode == "VALID":
-        return {"pads": [0, 0, 0, 0]}
+        return [0, 0, 0, 0]
     if mode not in ("SAME_UPPER", "SAME_LOWER"):
         raise ValueError(f"{op_type}: auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got {mode!r}")
-    if len(inputs) < 2 or len(inputs[0]) != 4 or len(inputs[1]) != 4:
-        raise ValueError(f"{op_type}: auto_pad needs X (NCHW) and W (M, C/group, kH, kW)")
-    strides = list(attrs.get("strides", [1, 1]))
-    dil = list(attrs.get("dilations", [1, 1]))
     pads_begin, pads_end = [], []
     for i in range(2):
-        size, k = inputs[0][2 + i], inputs[1][2 + i]
-        out = -(-size // strides[i])
-        total = max(0, (out - 1) * strides[i] + (k - 1) * dil[i] + 1 - size)
+        size, k, s, d = x[2 + i], w[2 + i], int(strides[i]), int(dilations[i])
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
         small, big = total // 2, total - total // 2
         pads_begin.append(small if mode == "SAME_UPPER" else big)
         pads_end.append(big if mode == "SAME_UPPER" else small)
-    return {"pads": pads_begin + pads_end}
+    return pads_begin + pads_end
 
 
 def _check_attr_names(kind: str, op_type: str, attrs: Mapping[str, Any] | None, shapes: list[list[int]]) -> None:
-    allowed = _ALLOWED_ATTRS.get(kind)
+    allowed = _allowed_attrs().get(kind)
     if allowed is None or not attrs:
         return
     unknown = sorted(k for k in attrs if k not in allowed)
@@ -213,19 +222,21 @@ _spaces: dict[Any, Any] = {}
 _CACHE_MAX = 512
 
 
-def _model(op_type: str, inputs: Any, dtype: str, soc_version: str, attrs: Mapping[str, Any] | None):
+def _model(op_type: str, inputs: Any, dtype: str, soc: PlatformLike, attrs: Mapping[str, Any] | None):
     if not isinstance(op_type, str):
         raise TypeError(f"op_type must be a string, got {op_type!r}")
     if not isinstance(dtype, str):
         raise TypeError(f"dtype must be a string, got {dtype!r}")
-    platform(soc_version)  # clear error for unknown SoCs
+    plat = native_platform(soc)  # clear error for unknown SoCs
     shapes = _shapes(inputs, op_type)
-    key = (op_type, _freeze(shapes), dtype, soc_version, _freeze(dict(attrs or {})))
+    # A Platform object is keyed by its numbers: two objects with one name may differ.
+    plat_key = soc if isinstance(soc, str) else _freeze(plat.to_dict())
+    key = (op_type, _freeze(shapes), dtype, plat_key, _freeze(dict(attrs or {})))
     with _cache_lock:
         m = _models.get(key)
     if m is None:
         ints, strs = _attrs(attrs, op_type, shapes)
-        m = _core.ascend_op_model(native_platform(soc_version), op_type, shapes, dtype, ints, strs)
+        m = _native.op_model(plat, op_type, shapes, dtype, ints, strs)
         _check_attr_names(m.kind, op_type, attrs, shapes)
         with _cache_lock:
             if len(_models) >= _CACHE_MAX:
@@ -235,12 +246,11 @@ def _model(op_type: str, inputs: Any, dtype: str, soc_version: str, attrs: Mappi
     return m, key
 
 
-def _space_of(model: Any, key: Any) -> _core.SearchSpace:
+def _space_of(model: Any, key: Any) -> SearchSpace:
     with _cache_lock:
         s = _spaces.get(key)
     if s is None:
-        s = _core.SearchSpace(dict(zip(model.param_names, model.param_values)),
-                              list(model.restrictions) + list(model.pruning))
+        s = model.space()
         with _cache_lock:
             _spaces[key] = s
     return s
@@ -273,22 +283,36 @@ def _tiling_row(model: Any, tiling: Mapping[str, int] | Sequence[int]) -> list[i
 
 # ---- public API ------------------------------------------------------------------------
 
-def tiling_space(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: str = "Ascend910B3",
-                 attrs: Mapping[str, Any] | None = None) -> _core.SearchSpace:
+def op_model(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
+             attrs: Mapping[str, Any] | None = None) -> Any:
+    """The native cost model of one operator (``_core.ascend.OpModel``, cached): its tiling
+    parameters, restrictions, baseline, roofline, ``estimate`` and ``estimate_batch``."""
+    return _model(op_type, inputs, dtype, soc_version, attrs)[0]
+
+
+def clear_caches() -> None:
+    """Forget the cached operator models and tiling spaces (benchmarks time cold starts)."""
+    with _cache_lock:
+        _models.clear()
+        _spaces.clear()
+
+
+def tiling_space(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
+                 attrs: Mapping[str, Any] | None = None) -> SearchSpace:
     """The searched tiling space of the operator: hardware limits plus pruning rules
     as restrictions (every configuration in it runs on the SoC)."""
     model, key = _model(op_type, inputs, dtype, soc_version, attrs)
     return _space_of(model, key)
 
 
-def baseline_tiling(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: str = "Ascend910B3",
+def baseline_tiling(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
                     attrs: Mapping[str, Any] | None = None) -> dict[str, int]:
     """The tiling a compiler would pick without tuning (Ascend C recommendations)."""
     model, _ = _model(op_type, inputs, dtype, soc_version, attrs)
     return dict(zip(model.param_names, model.baseline))
 
 
-def estimate(op_type: str, inputs: Sequence[Shape], dtype: str, soc_version: str,
+def estimate(op_type: str, inputs: Sequence[Shape], dtype: str, soc_version: PlatformLike,
              tiling: Mapping[str, int] | Sequence[int], attrs: Mapping[str, Any] | None = None) -> Estimate:
     """Model time of one tiling.  The tiling must meet the hardware restrictions
     (it need not be in the pruned search space); otherwise ValueError names the
@@ -302,7 +326,7 @@ def estimate(op_type: str, inputs: Sequence[Shape], dtype: str, soc_version: str
     return Estimate(time_us=b["time_us"], breakdown=b, tiling=dict(zip(model.param_names, row)))
 
 
-def estimate_batch(op_type: str, inputs: Sequence[Shape], dtype: str, soc_version: str, tilings: Any,
+def estimate_batch(op_type: str, inputs: Sequence[Shape], dtype: str, soc_version: PlatformLike, tilings: Any,
                    attrs: Mapping[str, Any] | None = None) -> np.ndarray:
     """Model times (us) of many tilings: an int64 array with one row per tiling,
     columns in ``tiling_space(...).param_names`` order.  Rows that violate a
@@ -317,18 +341,36 @@ def estimate_batch(op_type: str, inputs: Sequence[Shape], dtype: str, soc_versio
     return model.estimate_batch(np.ascontiguousarray(arr, dtype=np.int64))
 
 
-def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: str = "Ascend910B3",
-            attrs: Mapping[str, Any] | None = None, strategy: str = "auto", max_evals: int | None = None,
+def choose_strategy(space_size: int, max_evals: int | None, time_limit: float | None) -> tuple[str, int | None]:
+    """The ``"by_budget"`` policy of :func:`tune_op` (and so of ``aoe``): the strategy
+    and evaluation budget for a cost-model search of a space of ``space_size`` tilings.
+
+    - no budget: ``"exhaustive"`` up to ``EXHAUSTIVE_LIMIT`` tilings, else
+      ``CHEAP_STRATEGY`` with ``DEFAULT_MAX_EVALS`` evaluations;
+    - up to ``MODEL_BUDGET_LIMIT`` evaluations: ``"auto"`` (the tuner's default,
+      surrogate-guided search);
+    - larger or time-limited budgets: ``CHEAP_STRATEGY``, whose cost per evaluation
+      is a few microseconds.
+    """
+    if max_evals is None and time_limit is None:
+        if space_size <= EXHAUSTIVE_LIMIT:
+            return "exhaustive", None
+        max_evals = DEFAULT_MAX_EVALS
+    if max_evals is not None and max_evals <= MODEL_BUDGET_LIMIT:
+        return "auto", max_evals
+    return CHEAP_STRATEGY, max_evals
+
+
+def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
+            attrs: Mapping[str, Any] | None = None, strategy: str = TUNE_OP_POLICY, max_evals: int | None = None,
             time_limit: float | None = None, seed: int = 0,
             initial_tilings: Sequence[Mapping[str, int]] | None = None) -> OpTuneResult:
     """Tune the tiling of one operator with the cost model.
 
-    With ``strategy="auto"`` and no budget, spaces of up to ``EXHAUSTIVE_LIMIT``
-    tilings are searched exhaustively (the optimum of the space); larger ones
-    with ``DEFAULT_MAX_EVALS`` evaluations.  Budgets of up to
-    ``MODEL_BUDGET_LIMIT`` evaluations use the tuner's (surrogate-guided)
-    auto strategy; larger or time-limited ones ``CHEAP_STRATEGY``, whose cost
-    per evaluation is a few microseconds.
+    ``soc_version`` is a SoC name or a :class:`Platform`.  ``strategy`` is a name
+    from :func:`aoe_native.strategies` (``"auto"`` means the tuner's default, as
+    everywhere) or the default policy ``"by_budget"``, which picks the strategy
+    from the space size and the budget (:func:`choose_strategy`).
     ``initial_tilings`` (tiling dicts, e.g. winners for similar shapes) are
     evaluated first; ones not in this space are skipped.  The baseline tiling is
     always evaluated, so ``improvement >= 0``.
@@ -343,14 +385,8 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
         if isinstance(t, Mapping) and set(t) == set(names) and space.index(dict(t)) is not None and t not in init:
             init.append(dict(t))
     strat = strategy
-    if strategy == "auto":
-        if max_evals is None and time_limit is None:
-            if len(space) <= EXHAUSTIVE_LIMIT:
-                strat = "exhaustive"
-            else:
-                max_evals = DEFAULT_MAX_EVALS
-        if strat == "auto" and (max_evals is None or max_evals > MODEL_BUDGET_LIMIT):
-            strat = CHEAP_STRATEGY
+    if strategy == TUNE_OP_POLICY:
+        strat, max_evals = choose_strategy(len(space), max_evals, time_limit)
     if len(space) == 0:
         raise RuntimeError(f"internal: empty tiling space for {model.kind} {inputs}")
     res = tune(space, model.objective(), strategy=strat, max_evals=max_evals, time_limit=time_limit, seed=seed,
@@ -362,7 +398,7 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
     b = model.estimate([best[n] for n in names])
     return OpTuneResult(
         tiling=dict(best), time_us=best_us, baseline_tiling=dict(zip(names, baseline)), baseline_us=base["time_us"],
-        improvement=max(0.0, 1.0 - best_us / base["time_us"]), roofline_us=model.roofline_us, breakdown=b,
+        roofline_us=model.roofline_us, breakdown=b,
         evaluations=int(res.evaluations), space_size=len(space), trace=np.asarray(res.trace, dtype=float),
-        op_type=op_type, inputs=[list(s) for s in _shapes(inputs, op_type)], dtype=dtype, soc_version=soc_version,
-        strategy=strat, elapsed_s=float(res.elapsed_s))
+        op_type=op_type, inputs=[list(s) for s in _shapes(inputs, op_type)], dtype=dtype,
+        soc_version=native_platform(soc_version).name, strategy=strat, elapsed_s=float(res.elapsed_s))

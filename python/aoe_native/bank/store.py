@@ -1,20 +1,21 @@
 """The knowledge bank: tuned tilings kept between runs, one directory per SoC.
 
-Location (first that applies):
-1. an explicit directory root (``aoe --bank PATH`` / ``tune_model(bank=PATH)``): ``PATH/<soc_version>/``;
-2. ``$TUNE_BANK_PATH/<soc_version>/`` (as AOE; the TUNE_BANK_PATH directory must exist);
-3. ``$XDG_CACHE_HOME/aoe_native/bank/<soc_version>/`` (default ``~/.cache/aoe_native/bank/<soc_version>/``).
-   (AOE's own default, ~/Ascend/latest/data/aoe/custom/op/<soc>, belongs to the CANN
-   toolkit's tree, so we do not write there.)
+Location: ``<root>/<soc_version>/``.  The root is an explicit argument
+(``tune_model(bank=ROOT)``), else :data:`DEFAULT_ROOT` (``~/.cache/aoe_native/bank``).
+The ``aoe`` command resolves ``--bank``, ``$TUNE_BANK_PATH`` (as AOE) and
+``$XDG_CACHE_HOME`` into the root (see :mod:`aoe_native.cli`).  AOE's own default,
+~/Ascend/latest/data/aoe/custom/op/<soc>, belongs to the CANN toolkit's tree, so we do
+not write there.
 
 Layout: one JSON file per operator type (``MatMul.json``, ``Conv.json``...), each
 ``{"schema": "aoe_native.opat_bank", "schema_version": 1, "soc_version": ..., "op_type": ...,
 "entries": {key: entry}}`` written with sorted keys and one entry per line, so banks diff
 and merge well in git.  The key is op type + shapes + dtype + formats + attributes
-(:func:`aoe_native.partition.task_key`).  An entry records the tiling, the time with the
+(:func:`aoe_native.graph.partition.task_key`).  An entry records the tiling, the time with the
 default (baseline) tiling and with the tuned one, the tool version and the date.
 
-Concurrency: every write takes an exclusive ``flock`` on ``<dir>/.lock``, re-reads the file,
+Concurrency: every write takes an exclusive lock on ``<dir>/.lock`` (``filelock``: an
+OS lock the kernel releases when the holder dies), re-reads the file,
 merges (the faster entry of a key wins) and replaces the file atomically, so parallel tasks
 and concurrent ``aoe`` processes lose nothing, and a kill at any moment leaves the previous
 or the new file.  A file that is not valid bank JSON raises :class:`BankError` naming it and
@@ -29,9 +30,15 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .fileio import atomic_write_text, locked
+from filelock import FileLock
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "BankError", "Bank", "bank_dir", "make_entry", "merge_banks"]
+from ..fileio import atomic_write_text
+from ..tuning import improvement
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "DEFAULT_ROOT", "BankError", "Bank", "bank_dir", "make_entry",
+           "merge_banks"]
+
+DEFAULT_ROOT = os.path.join("~", ".cache", "aoe_native", "bank")
 
 SCHEMA = "aoe_native.opat_bank"
 SCHEMA_VERSION = 1
@@ -46,25 +53,17 @@ class BankError(ValueError):
 
 def _tool_version() -> str:
     try:
-        from ._core import __version__
+        from .._core import __version__
         return str(__version__)
     except Exception:  # pragma: no cover - package imported without its extension
         return "unknown"
 
 
-def bank_dir(soc_version: str, bank: str | os.PathLike | None = None) -> str:
-    """The bank directory for `soc_version` (see the module docstring for the order)."""
+def bank_dir(soc_version: str, root: str | os.PathLike | None = None) -> str:
+    """The bank directory of `soc_version` under `root` (default :data:`DEFAULT_ROOT`)."""
     if not soc_version or os.sep in soc_version or soc_version.startswith("."):
         raise ValueError(f"invalid soc_version {soc_version!r}")
-    if bank is not None:
-        return os.path.join(os.fspath(bank), soc_version)
-    env = os.environ.get("TUNE_BANK_PATH")
-    if env:
-        if not os.path.isdir(env):
-            raise BankError(f"TUNE_BANK_PATH={env}: directory does not exist (create it first, as AOE requires)")
-        return os.path.join(env, soc_version)
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "aoe_native", "bank", soc_version)
+    return os.path.join(os.path.expanduser(os.fspath(root) if root is not None else DEFAULT_ROOT), soc_version)
 
 
 def make_entry(op_type: str, inputs: list[list[int]], dtype: str, formats: list[str], attrs: dict[str, Any],
@@ -210,7 +209,7 @@ class Bank:
         if not by_file:
             return outcomes
         os.makedirs(self.directory, exist_ok=True)
-        with locked(os.path.join(self.directory, _LOCK_NAME)):
+        with FileLock(os.path.join(self.directory, _LOCK_NAME)):
             # Bank files are only written under this lock, so a temp file seen now was left
             # by a writer killed mid-write: remove it.
             for n in os.listdir(self.directory):
@@ -244,8 +243,7 @@ class Bank:
         """Entry count and mean improvement per op type."""
         per: dict[str, list[float]] = {}
         for e in self.entries.values():
-            per.setdefault(e["op_type"], []).append(
-                e["time_before_us"] / e["time_after_us"] - 1.0 if e["time_after_us"] > 0 else 0.0)
+            per.setdefault(e["op_type"], []).append(improvement(e["time_before_us"], e["time_after_us"]))
         return {"directory": self.directory, "soc_version": self.soc_version, "entries": len(self.entries),
                 "op_types": {op: {"entries": len(v), "mean_improvement": sum(v) / len(v)}
                              for op, v in sorted(per.items())}}

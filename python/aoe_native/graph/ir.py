@@ -1,0 +1,53 @@
+"""The graph IR every front-end produces and the partitioner consumes.
+
+It knows nothing of ONNX or of the cost model: a graph is nodes in topological order
+(operator types use ONNX's vocabulary, the lingua franca of exporters) and the static
+shape of every tensor.  A new front-end (a framework's own graph, a compiler's IR) only
+has to build a :class:`Graph`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Tensor", "Node", "Graph"]
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: tuple[int, ...] | None  # None: unknown after inference
+    dtype: str                     # numpy dtype name, "" when unknown
+    const: bool = False            # initializer, Constant output or folded
+
+
+@dataclass
+class Node:
+    index: int
+    name: str
+    op_type: str
+    inputs: list[str]   # "" for an omitted optional input
+    outputs: list[str]
+    attrs: dict[str, Any]
+
+
+@dataclass
+class Graph:
+    """An imported model: nodes in topological order and every tensor's static shape."""
+    name: str
+    path: str | None
+    nodes: list[Node]
+    tensors: dict[str, Tensor]
+    inputs: dict[str, tuple[int, ...]]       # graph inputs that are not initializers
+    outputs: list[str]
+    const_values: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def shape(self, tensor: str) -> tuple[int, ...] | None:
+        t = self.tensors.get(tensor)
+        return None if t is None else t.shape
+
+    def is_const(self, tensor: str) -> bool:
+        t = self.tensors.get(tensor)
+        return t is not None and t.const

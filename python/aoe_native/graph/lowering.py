@@ -1,0 +1,143 @@
+"""Lowering: express each node of the graph IR as an operator of the Ascend cost model.
+
+The operator vocabulary (names, families, operand counts, attributes) comes from the C++
+operator table through :func:`aoe_native.ascend.ops.op_table`; this module only maps ONNX
+node conventions (attributes, optional inputs, constant axes) onto it.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..ascend.ops import auto_pads, op_table
+from .ir import Graph, Node
+
+__all__ = ["OpSpec", "UnsupportedNode", "VIEW_OPS", "map_node", "unary_ops"]
+
+# Nodes that only reinterpret a tensor: no kernel is launched for them.
+VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
+
+
+@dataclass
+class OpSpec:
+    """A node expressed in the cost model's terms."""
+    op_type: str
+    inputs: list[list[int]]
+    attrs: dict[str, Any]
+    kind: str  # "cube", "vector", "elementwise"
+
+
+class UnsupportedNode(Exception):
+    """Raised by map_node for a node we do not model; the message is the reason."""
+
+
+@functools.lru_cache(maxsize=None)
+def _elementwise_ops() -> frozenset[str]:
+    return frozenset(name for e in op_table() if e["family"] == "elementwise" and e["name"] != "FusedElementwise"
+                     for name in [e["name"], *e["aliases"]])
+
+
+@functools.lru_cache(maxsize=None)
+def unary_ops() -> frozenset[str]:
+    """Element-wise ops that take one tensor operand in the cost model (ONNX may give them
+    optional extra inputs, such as Clip's bounds)."""
+    return frozenset(name for e in op_table() if e["family"] == "elementwise" and e["operands"] == 1
+                     for name in [e["name"], *e["aliases"]])
+
+
+def _shape(graph: Graph, tensor: str, node: Node) -> list[int]:
+    s = graph.shape(tensor)
+    if s is None:
+        raise UnsupportedNode(f"shape of input {tensor!r} unknown after shape inference")
+    return list(s) if s else [1]
+
+
+def _axes(graph: Graph, node: Node, rank: int) -> list[int] | None:
+    if "axes" in node.attrs:
+        axes = list(node.attrs["axes"])
+    elif len(node.inputs) > 1 and node.inputs[1]:
+        if node.inputs[1] not in graph.const_values:
+            raise UnsupportedNode("reduction axes are not a constant")
+        axes = [int(a) for a in np.asarray(graph.const_values[node.inputs[1]]).reshape(-1)]
+    else:
+        return None
+    return sorted(a % rank for a in axes)
+
+
+def map_node(graph: Graph, node: Node) -> OpSpec:
+    """Express `node` as a cost-model operator; raises UnsupportedNode with the reason."""
+    op = node.op_type
+    a = node.attrs
+    if any(graph.shape(o) is None for o in node.outputs[:1]):
+        raise UnsupportedNode("output shape unknown after shape inference")
+    if op == "Conv":
+        x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
+        if len(x) != 4:
+            raise UnsupportedNode(f"only 2-D convolution is modelled (input rank {len(x)})")
+        kh, kw = w[2], w[3]
+        strides = list(a.get("strides", [1, 1]))
+        dil = list(a.get("dilations", [1, 1]))
+        pads = list(a.get("pads", [0, 0, 0, 0]))
+        auto = a.get("auto_pad", "NOTSET")
+        if auto != "NOTSET":
+            try:
+                pads = auto_pads(str(auto), x, w, strides, dil)
+            except ValueError as e:
+                raise UnsupportedNode(str(e)) from None
+        inputs = [x, w] + ([_shape(graph, node.inputs[2], node)] if len(node.inputs) > 2 and node.inputs[2] else [])
+        return OpSpec("Conv", inputs, {"strides": strides, "pads": pads, "dilations": dil,
+                                       "group": int(a.get("group", 1))}, "cube")
+    if op == "MatMul":
+        x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
+        if len(x) < 2 or len(w) < 2:
+            raise UnsupportedNode("MatMul with a 1-D operand")
+        if len(w) == 2:  # [..., M, K] x [K, N]: the leading dims fold into M
+            return OpSpec("MatMul", [[int(np.prod(x[:-1])), x[-1]], w], {}, "cube")
+        return OpSpec("BatchMatMul", [x, w], {}, "cube")
+    if op == "Gemm":
+        inputs = [_shape(graph, t, node) for t in node.inputs if t]
+        return OpSpec("Gemm", inputs, {"transA": int(a.get("transA", 0)), "transB": int(a.get("transB", 0))}, "cube")
+    if op in _elementwise_ops():
+        return OpSpec(op, [_shape(graph, t, node) for t in node.inputs if t], {}, "elementwise")
+    if op == "BatchNormalization":  # inference BN: a per-channel scale and shift
+        return OpSpec(op, [_shape(graph, node.inputs[0], node)], {}, "elementwise")
+    if op in ("ReduceSum", "ReduceMean", "ReduceMax"):
+        x = _shape(graph, node.inputs[0], node)
+        axes = _axes(graph, node, len(x))
+        if axes is None:
+            if a.get("noop_with_empty_axes", 0):
+                raise UnsupportedNode("reduction with no axes is a no-op")
+            axes = list(range(len(x)))
+        return OpSpec(op, [x], {"axes": axes, "keepdims": int(a.get("keepdims", 1))}, "vector")
+    if op in ("GlobalAveragePool", "GlobalMaxPool"):
+        x = _shape(graph, node.inputs[0], node)
+        return OpSpec("ReduceMean" if op == "GlobalAveragePool" else "ReduceMax", [x],
+                      {"axes": list(range(2, len(x))), "keepdims": 1}, "vector")
+    if op in ("MaxPool", "AveragePool"):
+        x = _shape(graph, node.inputs[0], node)
+        if len(x) != 4:
+            raise UnsupportedNode(f"only 2-D pooling is modelled (input rank {len(x)})")
+        if a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+            raise UnsupportedNode(f"{op} with auto_pad={a['auto_pad']} is not modelled")
+        if len(node.outputs) > 1 and node.outputs[1]:
+            raise UnsupportedNode("MaxPool with an Indices output is not modelled")
+        attrs = {"kernel_shape": list(a["kernel_shape"]), "strides": list(a.get("strides", [1, 1])),
+                 "pads": list(a.get("pads", [0, 0, 0, 0])), "ceil_mode": int(a.get("ceil_mode", 0))}
+        if op == "MaxPool":
+            attrs["dilations"] = list(a.get("dilations", [1, 1]))
+        return OpSpec(op, [x], attrs, "vector")
+    if op == "Softmax":
+        x = _shape(graph, node.inputs[0], node)
+        return OpSpec(op, [x], {"axis": int(a.get("axis", -1)) % len(x)}, "vector")
+    if op == "LayerNormalization":
+        inputs = [_shape(graph, t, node) for t in node.inputs if t]
+        return OpSpec(op, inputs, {"axis": int(a.get("axis", -1)) % len(inputs[0]),
+                                   "epsilon": float(a.get("epsilon", 1e-5))}, "vector")
+    if op == "Transpose":
+        x = _shape(graph, node.inputs[0], node)
+        perm = [int(p) for p in a.get("perm", list(range(len(x)))[::-1])]
+        return OpSpec(op, [x], {"perm": perm}, "vector")
+    raise UnsupportedNode(f"operator {op} is not modelled")

@@ -1,0 +1,185 @@
+"""The evaluator seam: how a tuning job measures one task.
+
+A job never calls the cost model or a device directly; it holds a :class:`TaskEvaluator`
+and asks it for a task's tiling space, its default (baseline) tiling and time, the time of
+a given tiling, and a budgeted search round.  The same job therefore runs on the cost model
+(:class:`CostModelEvaluator`) or on real measurements (:class:`MeasuredEvaluator`).
+Evaluators are plain, picklable objects: the scheduler sends them to worker processes
+together with the task, so a worker never looks a SoC up again.
+"""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from .._core.space import SearchSpace
+from ..ascend import ops
+from ..ascend.platforms import Platform, native_platform
+from ..runners import IsolatedObjective
+from ..tuning import tune
+
+__all__ = ["TaskLike", "RoundResult", "TaskEvaluator", "CostModelEvaluator", "MeasuredEvaluator",
+           "nearest_valid_tilings"]
+
+Tiling = dict[str, int]
+
+
+class TaskLike(Protocol):
+    """What an evaluator reads of a task (a :class:`aoe_native.graph.partition.Task`)."""
+    op_type: str
+    inputs: list[list[int]]
+    dtype: str
+    attrs: dict[str, Any]
+
+
+@dataclass
+class RoundResult:
+    """One search round of one task: the best tiling found and what it cost to find it."""
+    tiling: Tiling
+    time_us: float
+    baseline_tiling: Tiling
+    baseline_us: float
+    roofline_us: float           # lower bound of the task's time (0: unknown)
+    evaluations: int
+    space_size: int
+    trace: np.ndarray = field(default_factory=lambda: np.zeros(0))  # best so far per evaluation
+
+
+class TaskEvaluator(ABC):
+    """How a job measures tasks.  Subclasses must be picklable (sent to workers)."""
+
+    #: shown in reports ("cost model", "measured", ...)
+    name: str = "evaluator"
+
+    def __init__(self, platform: Platform | str) -> None:
+        self.platform = native_platform(platform)
+
+    # The tiling space and the default tiling come from the SoC's limits, whatever measures them.
+    def space(self, task: TaskLike) -> SearchSpace:
+        return ops.tiling_space(task.op_type, task.inputs, task.dtype, self.platform, attrs=task.attrs or None)
+
+    def baseline_tiling(self, task: TaskLike) -> Tiling:
+        t = ops.baseline_tiling(task.op_type, task.inputs, task.dtype, self.platform, attrs=task.attrs or None)
+        return {k: int(v) for k, v in t.items()}
+
+    def baseline(self, task: TaskLike) -> tuple[Tiling, float]:
+        """The default tiling and its time."""
+        tiling = self.baseline_tiling(task)
+        return tiling, self.estimate(task, tiling)
+
+    @abstractmethod
+    def estimate(self, task: TaskLike, tiling: Mapping[str, int]) -> float:
+        """Time (us) of one tiling."""
+
+    @abstractmethod
+    def tune(self, task: TaskLike, max_evals: int, seed: int, initial: Sequence[Mapping[str, int]] = (),
+             time_limit: float | None = None) -> RoundResult:
+        """One search round: at most `max_evals` evaluations (and `time_limit` seconds),
+        starting from the `initial` tilings (found for this task or for similar shapes)."""
+
+
+class CostModelEvaluator(TaskEvaluator):
+    """The analytical AI Core model of the platform; searches with :func:`aoe_native.tune_op`."""
+
+    name = "cost model"
+
+    def __init__(self, platform: Platform | str, strategy: str = ops.TUNE_OP_POLICY) -> None:
+        super().__init__(platform)
+        self.strategy = strategy
+
+    def estimate(self, task: TaskLike, tiling: Mapping[str, int]) -> float:
+        return float(ops.estimate(task.op_type, task.inputs, task.dtype, self.platform, dict(tiling),
+                                  attrs=task.attrs or None).time_us)
+
+    def tune(self, task: TaskLike, max_evals: int, seed: int, initial: Sequence[Mapping[str, int]] = (),
+             time_limit: float | None = None) -> RoundResult:
+        warm = nearest_valid_tilings(self.space(task), initial) if initial else []
+        r = ops.tune_op(task.op_type, task.inputs, dtype=task.dtype, soc_version=self.platform,
+                        attrs=task.attrs or None, strategy=self.strategy, max_evals=max_evals,
+                        time_limit=time_limit, seed=seed, initial_tilings=warm or None)
+        return RoundResult({k: int(v) for k, v in r.tiling.items()}, float(r.time_us),
+                           {k: int(v) for k, v in r.baseline_tiling.items()}, float(r.baseline_us),
+                           float(r.roofline_us), int(r.evaluations), int(r.space_size),
+                           np.asarray(r.trace, dtype=np.float64))
+
+
+class _TaskMeasure:
+    """measure(task, tiling) bound to one task, as the config -> time callable tune() takes."""
+
+    def __init__(self, measure: Callable[[TaskLike, Tiling], float], task: TaskLike) -> None:
+        self.measure, self.task = measure, task
+
+    def __call__(self, config: Tiling) -> float:
+        return float(self.measure(self.task, dict(config)))
+
+
+class MeasuredEvaluator(TaskEvaluator):
+    """Real measurements: ``measure(task, tiling) -> us`` runs (compiles, launches, times)
+    one tiling of a task on a device.  Each measurement runs in a worker process
+    (:class:`aoe_native.runners.IsolatedObjective`), so one that raises, hangs past
+    `timeout` or crashes fails only its tiling and tuning goes on.  The tiling space and the
+    default tiling are the platform's; the search is the tuner's `strategy`.
+
+    With ``parallel > 1`` the job sends the evaluator to worker processes, so `measure`
+    must then be picklable (a module-level function); one device, one worker is the usual
+    setup."""
+
+    name = "measured"
+
+    def __init__(self, platform: Platform | str, measure: Callable[[TaskLike, Tiling], float],
+                 timeout: float = 60.0, strategy: str = "auto") -> None:
+        super().__init__(platform)
+        if not callable(measure):
+            raise TypeError(f"measure must be a callable (task, tiling) -> us, got {measure!r}")
+        self.measure, self.timeout, self.strategy = measure, float(timeout), strategy
+
+    def estimate(self, task: TaskLike, tiling: Mapping[str, int]) -> float:
+        with IsolatedObjective(_TaskMeasure(self.measure, task), timeout=self.timeout) as objective:
+            return objective(dict(tiling))
+
+    def tune(self, task: TaskLike, max_evals: int, seed: int, initial: Sequence[Mapping[str, int]] = (),
+             time_limit: float | None = None) -> RoundResult:
+        space = self.space(task)
+        baseline = self.baseline_tiling(task)
+        start = [baseline] + [t for t in nearest_valid_tilings(space, initial) if t != baseline]
+        with IsolatedObjective(_TaskMeasure(self.measure, task), timeout=self.timeout) as objective:
+            res = tune(space, objective, strategy=self.strategy, max_evals=max(max_evals, len(start)),
+                       time_limit=time_limit, seed=seed, initial_configs=start)
+        base_us = float(res.history_values[0]) if res.evaluations else math.inf
+        if res.best_config is None or not base_us > res.best_value:
+            best, best_us = baseline, base_us
+        else:
+            best, best_us = {k: int(v) for k, v in res.best_config.items()}, float(res.best_value)
+        return RoundResult(best, best_us, baseline, base_us, 0.0, res.evaluations, len(space),
+                           np.asarray(res.trace, dtype=np.float64))
+
+
+def nearest_valid_tilings(space: SearchSpace, tilings: Sequence[Mapping[str, int]]) -> list[Tiling]:
+    """Map tilings found for other shapes onto this space: each becomes the valid tiling
+    closest to it (L1 distance of log2(1 + value) over the parameters), since a
+    neighbour's block sizes often break this shape's limits by a step or two."""
+    names = list(space.param_names)
+    out: list[Tiling] = []
+    logs = configs = None
+    for t in tilings:
+        if set(t) != set(names):
+            continue  # a tiling of another parameterisation says nothing here
+        if space.index(dict(t)) is not None:  # already valid: as is
+            if t not in out:
+                out.append(dict(t))
+            continue
+        if logs is None:  # materialise the space only when a tiling needs moving
+            configs = space.configs()
+            if len(configs) == 0:
+                break
+            logs = np.log2(1.0 + np.maximum(configs, 0).astype(np.float64))
+        want = np.log2(1.0 + np.maximum(np.array([t[n] for n in names], dtype=np.float64), 0))
+        row = configs[int(np.argmin(np.abs(logs - want).sum(axis=1)))]
+        cfg = {n: int(v) for n, v in zip(names, row)}
+        if cfg not in out:
+            out.append(cfg)
+    return out

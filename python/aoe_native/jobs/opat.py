@@ -1,0 +1,218 @@
+"""Operator tuning of a whole model (OPAT, AOE's job_type 2).
+
+Pipeline: import the model into the graph IR -> partition it into kernels and distinct
+tasks -> look each task up in the knowledge bank -> tune the rest through the evaluator
+(cost model or measurements), the scheduler spending the budget where the model's time
+is -> store each winner in the bank as it comes -> write the outputs.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from ..ascend.ops import supported_ops
+from ..ascend.platforms import Platform
+from ..bank.policy import beats_bank, repo_summary, update_mode
+from ..bank.store import Bank, bank_dir, make_entry
+from ..graph.ir import Graph
+from ..graph.onnx import load_graph
+from ..graph.partition import Partition, Task, partition
+from ..outputs import write_model_outputs
+from .evaluator import CostModelEvaluator, TaskEvaluator
+from .results import KernelResult, ModelTuneResult, TaskResult
+from .scheduler import TaskState, WorkerPool, schedule
+
+if TYPE_CHECKING:  # onnx is a dependency, but only a model file is needed to call this
+    import onnx
+
+__all__ = ["tune_model", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (the default number of worker processes)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        return os.cpu_count() or 1
+
+
+def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version: str | Platform = "Ascend910B3",
+               job_type: int = 2, input_shape: str | dict | None = None, dtype: str = "float16",
+               bank: str | os.PathLike | None = None, parallel: int | None = None,
+               tuning_time_limit: float | None = None, tune_ops: Iterable[str] | None = None,
+               seed: int = 0, evals_per_task: int = 100_000, round_evals: int = 25_000,
+               launch_overhead_us: float | None = None, repeat_tune: bool = False,
+               output: str | os.PathLike | None = None, result_dir: str | os.PathLike | None = None,
+               progress: Callable[[dict[str, Any]], None] | None = None,
+               evaluator: TaskEvaluator | None = None) -> ModelTuneResult:
+    """Tune every operator of a model (AOE OPAT) and keep the results in the bank.
+
+    model: ONNX file path, ModelProto, or an already imported :class:`~aoe_native.graph.ir.Graph`.
+    soc_version: SoC name or :class:`Platform`.  input_shape: AOE syntax
+    "name:1,3,224,224;..." or {name: dims}.  bank: bank root (the SoC's bank is
+    bank/<soc>; default ``~/.cache/aoe_native/bank``).  parallel: worker processes
+    (default: the usable cores).  tuning_time_limit: seconds for the tuning phase.
+    tune_ops: op names/types to tune; others keep their baseline.  evals_per_task: average
+    evaluation budget per task (the scheduler moves it between tasks).  repeat_tune:
+    re-tune bank hits.  output: directory for the tuned plan JSON and the HTML report.
+    result_dir: where to write aoe_result_opat_*.json (None: not written).  progress:
+    called with a dict after each finished round.  evaluator: how tasks are measured
+    (default: the cost model of `soc_version`; a given evaluator brings its own platform).
+    """
+    if job_type == 1:
+        raise NotImplementedError("job_type 1 (subgraph tuning, SGAT) is planned but not implemented yet; "
+                                  "use job_type 2 (operator tuning)")
+    if job_type != 2:
+        raise ValueError(f"job_type must be 2 (operator tuning) or 1 (subgraph tuning), got {job_type!r}")
+    if evaluator is None:
+        evaluator = CostModelEvaluator(soc_version)
+    plat = evaluator.platform
+    if tuning_time_limit is not None and not tuning_time_limit > 0:
+        raise ValueError(f"tuning_time_limit must be > 0 seconds, got {tuning_time_limit}")
+    if launch_overhead_us is not None and not launch_overhead_us >= 0:
+        raise ValueError(f"launch_overhead_us must be >= 0, got {launch_overhead_us}")
+    if evals_per_task < 1 or round_evals < 1:
+        raise ValueError("evals_per_task and round_evals must be >= 1")
+    parallel = usable_cores() if parallel is None else int(parallel)
+    if parallel < 1:
+        raise ValueError(f"parallel must be >= 1, got {parallel}")
+    selected = None if tune_ops is None else set(tune_ops)
+    t0 = time.monotonic()
+
+    graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
+    part = partition(graph, supported_ops(), dtype=dtype, ub_bytes=int(plat.ub))
+    the_bank = Bank(bank_dir(plat.name, bank), plat.name).load()  # a damaged bank stops here, untouched
+    overhead = float(plat.launch_overhead_us) if launch_overhead_us is None else float(launch_overhead_us)
+
+    def is_selected(task: Task) -> bool:
+        if selected is None:
+            return True
+        for ki in task.kernels:
+            k = part.kernels[ki]
+            if selected & (set(k.nodes) | set(k.onnx_types) | {k.op_type}):
+                return True
+        return False
+
+    states: list[TaskState] = []
+    for task in part.tasks:
+        entry = the_bank.get(task.key)  # also for tasks not selected: a compiler would use it
+        bank_us = None
+        if entry is not None:
+            try:
+                bank_us = evaluator.estimate(task, entry["tiling"])
+            except Exception:
+                entry = None  # a tiling the evaluator no longer accepts counts as a miss
+        warm = [entry["tiling"]] if entry is not None else [e["tiling"] for e in the_bank.nearest(
+            task.op_type, task.inputs, task.dtype, task.attrs, exclude=task.key)]
+        states.append(TaskState(task, warm, entry, bank_us))
+
+    to_tune = [st for st in states if is_selected(st.task) and (st.bank_entry is None or repeat_tune)]
+    for st in states:
+        if st not in to_tune:
+            st.done = True
+        try:  # cheap (one estimate); tells the scheduler where the model's time is
+            st.baseline_tiling, st.baseline_us = evaluator.baseline(st.task)
+        except Exception as e:
+            if st not in to_tune:
+                raise
+            st.error = f"{type(e).__name__}: {e}"
+
+    def notify(running: list[TaskState], stage: str = "tuning") -> None:
+        if progress is None:
+            return
+        known = [s for s in states if s.baseline_tiling is not None]
+        launches = overhead * sum(s.task.occurrences for s in known)
+        before = launches + sum(s.task.occurrences * s.baseline_us for s in known)
+        after = launches + sum(s.task.occurrences * _final_time(s) for s in known)
+        progress({"stage": stage,
+                  "tasks_total": len(to_tune),
+                  "tasks_started": sum(1 for s in to_tune if s.rounds > 0),
+                  "tasks_done": sum(1 for s in to_tune if s.done),
+                  "evaluations": sum(s.evaluations for s in to_tune),
+                  "current": [f"{s.task.op_type} {'x'.join(map(str, s.task.inputs[0]))}" for s in running],
+                  "gain": before / after - 1.0 if after > 0 else 0.0,
+                  "elapsed_s": time.monotonic() - t0})
+
+    def store(st: TaskState) -> None:
+        """Keep a task's best tiling if it beats the default and the bank's entry."""
+        if beats_bank(st.best_us if st.best_tiling else None, st.baseline_us, st.bank_us):
+            t = st.task
+            the_bank.store([(t.key, make_entry(t.op_type, t.inputs, t.dtype, t.formats, t.attrs, st.best_tiling,
+                                               st.baseline_us, st.best_us, evaluations=st.evaluations))])
+
+    deadline = None if tuning_time_limit is None else time.monotonic() + tuning_time_limit
+    schedule(to_tune, evaluator, WorkerPool(min(parallel, max(len(to_tune), 1))), seed,
+             evals_per_task * len(to_tune), round_evals, deadline, store, notify)
+
+    for st in to_tune:  # tasks whose tuning failed keep the default tiling
+        st.done = True
+        if st.baseline_tiling is None:
+            try:
+                st.baseline_tiling, st.baseline_us = evaluator.baseline(st.task)
+            except Exception as e:
+                st.error = st.error or f"{type(e).__name__}: {e}"
+                st.baseline_tiling, st.baseline_us = None, 0.0
+    notify([], "done")
+    result = _assemble(graph, part, states, to_tune, plat.name, dtype, overhead, the_bank, parallel, seed,
+                       time.monotonic() - t0, is_selected, evaluator.name)
+    write_model_outputs(result, output=output, result_dir=result_dir)
+    return result
+
+
+def _final_time(st: TaskState) -> float:
+    """Time of a task after tuning: the best of bank, tuning and baseline."""
+    times = [st.baseline_us]
+    if st.best_tiling is not None:
+        times.append(st.best_us)
+    if st.bank_us is not None:
+        times.append(st.bank_us)
+    return min(times)
+
+
+def _assemble(graph: Graph, part: Partition, states: list[TaskState], to_tune: list[TaskState], soc: str,
+              dtype: str, overhead: float, the_bank: Bank, parallel: int, seed: int, elapsed: float,
+              is_selected: Callable[[Task], bool], evaluator_name: str) -> ModelTuneResult:
+    tuned_set = {id(s) for s in to_tune}
+    tasks: list[TaskResult] = []
+    outcomes: list[tuple[str, bool]] = []
+    for st in states:
+        t = st.task
+        selected = is_selected(t)
+        hit = st.bank_entry is not None
+        tuned = id(st) in tuned_set
+        stored = beats_bank(st.best_us if st.best_tiling else None, st.baseline_us, st.bank_us)
+        final = _final_time(st)
+        if not selected:  # not tuned; runs with the bank's tiling if it has a faster one
+            mode = "skipped"
+            tiling = st.bank_entry["tiling"] if hit and st.bank_us < st.baseline_us else st.baseline_tiling
+        elif st.error is not None and st.best_tiling is None and not hit:
+            mode, tiling = "failed", st.baseline_tiling
+        else:
+            mode = update_mode(hit, tuned, stored)
+            if mode in ("add", "update"):
+                tiling = st.best_tiling
+            elif mode == "reserved" and st.bank_us <= st.baseline_us:
+                tiling = st.bank_entry["tiling"]
+            else:  # unsatisfied, or the evaluator now prefers the default tiling over the kept entry
+                tiling = st.baseline_tiling
+        if tiling == st.baseline_tiling:
+            final = st.baseline_us
+        if selected and mode != "failed":
+            outcomes.append((mode, hit))
+        first = part.kernels[t.kernels[0]]
+        tasks.append(TaskResult(t.index, t.key, t.op_type, t.inputs, t.dtype, t.formats, t.attrs, t.occurrences,
+                                first.nodes, st.baseline_tiling, st.baseline_us, tiling, final, mode, hit, tuned,
+                                bool(st.warm) and not hit and tuned, st.evaluations, st.space_size, st.roofline_us,
+                                st.trace, st.error))
+    kernels = [KernelResult(k.index, k.nodes, k.onnx_types, k.op_type, k.inputs, k.attrs, k.output_shape, k.task,
+                            tasks[k.task].baseline_us, tasks[k.task].time_us, tasks[k.task].tiling)
+               for k in part.kernels]
+    n = len(kernels)
+    baseline_ms = (sum(k.baseline_us for k in kernels) + n * overhead) / 1000.0
+    tuned_ms = (sum(k.time_us for k in kernels) + n * overhead) / 1000.0
+    unsupported = [{"op_type": u.onnx_type, "count": u.count, "share": u.share, "reason": u.reason,
+                    "nodes": u.nodes} for u in part.unsupported]
+    return ModelTuneResult(graph.name, graph.path, soc, dtype, 2, baseline_ms, tuned_ms, overhead, elapsed, tasks,
+                           kernels, unsupported, repo_summary(outcomes), the_bank.directory, part.n_nodes,
+                           part.n_view_nodes, parallel, seed, evaluator_name)

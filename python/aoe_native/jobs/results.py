@@ -1,0 +1,98 @@
+"""What a model-tuning job returns: per task, per kernel and for the whole model.  The
+outputs (:mod:`aoe_native.outputs`) render these; the jobs produce them."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..tuning import improvement
+
+__all__ = ["TaskResult", "KernelResult", "ModelTuneResult"]
+
+
+@dataclass
+class TaskResult:
+    """A distinct task: what it is, how often it occurs, and what tuning gave."""
+    index: int
+    key: str
+    op_type: str
+    inputs: list[list[int]]
+    dtype: str
+    formats: list[str]
+    attrs: dict[str, Any]
+    occurrences: int
+    node_names: list[str]          # nodes of the task's first kernel
+    baseline_tiling: dict[str, int] | None
+    baseline_us: float
+    tiling: dict[str, int] | None
+    time_us: float                 # after tuning (never worse than the baseline)
+    update_mode: str               # add / update / reserved / unsatisfied / skipped / failed
+    bank_hit: bool
+    tuned: bool
+    warm_started: bool
+    evaluations: int
+    space_size: int
+    roofline_us: float
+    trace: list[float] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def improvement(self) -> float:
+        """AOE's performance improvement: before / after - 1."""
+        return improvement(self.baseline_us, self.time_us)
+
+
+@dataclass
+class KernelResult:
+    index: int
+    nodes: list[str]
+    onnx_types: list[str]
+    op_type: str
+    inputs: list[list[int]]
+    attrs: dict[str, Any]
+    output_shape: list[int]
+    task: int
+    baseline_us: float
+    time_us: float
+    tiling: dict[str, int] | None
+
+
+@dataclass
+class ModelTuneResult:
+    """Outcome of a model-tuning job (:func:`aoe_native.tune_model`)."""
+    model_name: str
+    model_path: str | None
+    soc_version: str
+    dtype: str
+    job_type: int
+    baseline_ms: float
+    tuned_ms: float
+    launch_overhead_us: float
+    tuning_time_s: float
+    tasks: list[TaskResult]
+    kernels: list[KernelResult]
+    unsupported: list[dict[str, Any]]
+    repo_summary: dict[str, int]
+    bank_directory: str
+    n_nodes: int
+    n_view_nodes: int
+    parallel: int
+    seed: int
+    evaluator: str = "cost model"
+    result_file: str | None = None
+    plan_file: str | None = None
+    report_file: str | None = None
+
+    @property
+    def improvement(self) -> float:
+        """AOE's model performance improvement: baseline / tuned - 1."""
+        return improvement(self.baseline_ms, self.tuned_ms)
+
+    @property
+    def speedup(self) -> float:
+        return self.baseline_ms / self.tuned_ms if self.tuned_ms > 0 else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["improvement"] = self.improvement
+        return d

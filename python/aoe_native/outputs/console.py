@@ -1,0 +1,60 @@
+"""What the ``aoe`` command shows in a terminal: a live progress bar while tuning and a
+summary table after it (both drawn by ``rich``)."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..jobs.results import ModelTuneResult
+from .aoe_files import percent
+
+__all__ = ["ProgressBar", "summary_table"]
+
+
+class ProgressBar:
+    """Progress of a model-tuning job on stderr: tasks finished (converged, exhausted or out
+    of budget) of those being tuned, evaluations, the model's gain so far, and the tasks
+    running now.  Refreshed on each event, not by a background thread, so that forking
+    worker processes never copies a thread holding the terminal."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.progress: Progress | None = None
+        self.bar: Any = None
+
+    def __call__(self, ev: dict[str, Any]) -> None:
+        done = ev["stage"] == "done"
+        if ev["tasks_total"] == 0:
+            if done:
+                self.console.print(f"all tasks served from the knowledge bank | gain {percent(ev['gain'])}")
+            return
+        if self.progress is None:
+            self.progress = Progress(
+                TextColumn("tuning"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
+                TextColumn("| {task.fields[evals]:,} evaluations | gain {task.fields[gain]}"), TimeElapsedColumn(),
+                TextColumn("{task.fields[now]}"), console=self.console, auto_refresh=False, transient=False)
+            self.progress.start()
+            self.bar = self.progress.add_task("tuning", total=ev["tasks_total"], evals=0, gain="", now="")
+        running = ev["current"]
+        now = "" if done or not running else "| " + ", ".join(running[:2]) + (" ..." if len(running) > 2 else "")
+        self.progress.update(self.bar, completed=ev["tasks_done"], evals=ev["evaluations"],
+                             gain=percent(ev["gain"]), now=now)
+        self.progress.refresh()
+        if done:
+            self.progress.stop()
+
+
+def summary_table(r: ModelTuneResult, rows: int = 10) -> Table:
+    """The tasks that gained most model time (occurrences x time saved), largest first."""
+    table = Table(title=f"{r.model_name}: top tasks by model time saved", title_justify="left")
+    for name, justify in (("op", "left"), ("input shapes", "left"), ("x", "right"), ("default us", "right"),
+                          ("tuned us", "right"), ("gain", "right"), ("mode", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    ranked = sorted(r.tasks, key=lambda t: -t.occurrences * (t.baseline_us - t.time_us))
+    for t in ranked[:rows]:
+        table.add_row(t.op_type, ", ".join("x".join(map(str, s)) for s in t.inputs), str(t.occurrences),
+                      f"{t.baseline_us:.2f}", f"{t.time_us:.2f}", percent(t.improvement), t.update_mode)
+    return table

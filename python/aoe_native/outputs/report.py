@@ -1,0 +1,154 @@
+"""Self-contained HTML report of an OPAT job (one file, no external resources): time per
+kernel before/after, model time by op type, convergence of the largest tasks (inline SVG
+plots drawn by matplotlib), the unsupported operators and the task table."""
+from __future__ import annotations
+
+import html
+import io
+import math
+from typing import Any, Callable
+
+from ..jobs.results import ModelTuneResult
+from .aoe_files import percent
+
+__all__ = ["render_report"]
+
+_BEFORE, _AFTER = "#f2a65a", "#2f6fb0"
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def _svg(width_in: float, height_in: float, draw: Callable[[Any], None]) -> str:
+    """A plot as inline SVG: `draw(axes)` fills it.  matplotlib's object API, not pyplot,
+    so a user's own figures and settings are untouched; fixed ids and no date, so the
+    same result gives the same file."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context({"svg.hashsalt": "aoe-native", "font.size": 9}):
+        fig = Figure(figsize=(width_in, height_in))
+        ax = fig.subplots()
+        draw(ax)
+        ax.spines[["top", "right"]].set_visible(False)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _kernel_bars(before: list[float], after: list[float]) -> str:
+    """Bars per kernel in execution order: default tiling (behind) and tuned (in front)."""
+    def draw(ax) -> None:
+        x = range(len(before))
+        ax.bar(x, before, width=0.85, color=_BEFORE, label="default tiling")
+        ax.bar(x, after, width=0.85, color=_AFTER, label="tuned")
+        ax.set_xlabel("kernel (execution order)")
+        ax.set_ylabel("time (us)")
+        ax.set_xlim(-0.5, max(len(before), 1) - 0.5)
+        ax.legend(loc="upper right", frameon=False)
+    return _svg(10, 2.8, draw)
+
+
+def _hbars(rows: list[tuple[str, float, float]], unit: str) -> str:
+    """Paired horizontal bars (default, tuned) per label, largest first."""
+    def draw(ax) -> None:
+        y = list(range(len(rows)))
+        h = 0.38
+        before = [b for _, b, _ in rows]
+        after = [a for _, _, a in rows]
+        bars_b = ax.barh([v - h / 2 for v in y], before, height=h, color=_BEFORE, label="default tiling")
+        bars_a = ax.barh([v + h / 2 for v in y], after, height=h, color=_AFTER, label="tuned")
+        for bars in (bars_b, bars_a):
+            ax.bar_label(bars, labels=[f"{v:.3g} {unit}" for v in bars.datavalues], padding=3, fontsize=8)
+        ax.set_yticks(y, [label for label, _, _ in rows])
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(before + after + [1e-9]) * 1.18)
+        ax.set_xlabel(f"time ({unit})")
+        ax.legend(loc="lower right", frameon=False)
+    return _svg(10, 0.42 * len(rows) + 0.8, draw)
+
+
+def _convergence(series: list[tuple[str, list[float], float]]) -> str:
+    """Best time so far / default time versus evaluations (log scale), one line per task."""
+    def draw(ax) -> None:
+        for label, trace, base in series:
+            pts = [(j + 1, v / base) for j, v in enumerate(trace) if base > 0 and math.isfinite(v)]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], linewidth=1.6, label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("evaluations (log scale)")
+        ax.set_ylabel("best / default time")
+        ax.legend(loc="upper right", frameon=False, fontsize=8)
+    return _svg(10, 3.0, draw)
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _shape_str(inputs: list[list[int]]) -> str:
+    return ", ".join("x".join(map(str, s)) for s in inputs)
+
+
+def render_report(r: ModelTuneResult) -> str:
+    """The HTML report as one string (no external resources)."""
+    by_op: dict[str, list[float]] = {}
+    for k in r.kernels:
+        acc = by_op.setdefault(k.op_type, [0.0, 0.0])
+        acc[0] += k.baseline_us
+        acc[1] += k.time_us
+    op_rows = sorted(((op, b, a) for op, (b, a) in by_op.items()), key=lambda x: -x[1])
+    if r.kernels:
+        op_rows.append(("launch overhead", len(r.kernels) * r.launch_overhead_us,
+                        len(r.kernels) * r.launch_overhead_us))
+    largest = sorted((t for t in r.tasks if t.trace), key=lambda t: -t.occurrences * t.baseline_us)[:6]
+    series = [(f"{t.op_type} {_shape_str(t.inputs[:1])} x{t.occurrences}", t.trace, t.baseline_us) for t in largest]
+    s = r.repo_summary
+    summary = _table(["item", "value"], [
+        ["model", r.model_path or r.model_name], ["SoC", r.soc_version], ["dtype", r.dtype],
+        ["model time, default tilings (ms)", f"{r.baseline_ms:.4f}"],
+        ["model time, tuned (ms)", f"{r.tuned_ms:.4f}"],
+        ["performance improvement", percent(r.improvement)],
+        ["launch overhead per kernel (us)", r.launch_overhead_us],
+        ["evaluator", r.evaluator],
+        ["graph nodes / kernels / distinct tasks", f"{r.n_nodes} / {len(r.kernels)} / {len(r.tasks)}"],
+        ["views and folded nodes (no kernel)", r.n_view_nodes],
+        ["bank", r.bank_directory],
+        ["repo summary", f"total {s['total_num']} = hit {s['repo_hit_num']} (reserved {s['repo_reserved_num']}"
+                         f" + update {s['repo_update_num']}) + add {s['repo_add_num']}"
+                         f" + unsatisfied {s['repo_unsatisfied_num']}"],
+        ["tuning time (s)", f"{r.tuning_time_s:.2f}"], ["worker processes", r.parallel]])
+    unsup = (_table(["ONNX op", "count", "share of nodes", "reason", "nodes (first 5)"],
+                    [[u["op_type"], u["count"], f"{u['share'] * 100:.1f}%", u["reason"], ", ".join(u["nodes"][:5])]
+                     for u in r.unsupported])
+             if r.unsupported else "<p>Every node is modelled.</p>")
+    tasks = _table(["#", "op", "input shapes", "attrs", "occurs", "default (us)", "tuned (us)", "improvement",
+                    "mode", "evaluations / space"],
+                   [[t.index, t.op_type, _shape_str(t.inputs),
+                     ", ".join(f"{k}={v}" for k, v in sorted(t.attrs.items())), t.occurrences,
+                     f"{t.baseline_us:.3f}", f"{t.time_us:.3f}", percent(t.improvement),
+                     t.update_mode + (" (warm start)" if t.warm_started else "") + (f" [{t.error}]" if t.error else ""),
+                     f"{t.evaluations} / {t.space_size}"]
+                    for t in sorted(r.tasks, key=lambda t: -t.occurrences * t.baseline_us)])
+    style = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:12px}"
+             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#eee}h2{margin-top:28px}")
+    return "".join([
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>OPAT report: {_e(r.model_name)}</title><style>{style}</style></head><body>",
+        f"<h1>Operator tuning report: {_e(r.model_name)}</h1>",
+        f"<p><b>Performance improved by {percent(r.improvement)}</b> "
+        f"({r.baseline_ms:.4f} ms &rarr; {r.tuned_ms:.4f} ms, model time as the sum of kernel times "
+        f"({_e(r.evaluator)}) plus launch overhead; unsupported nodes are not counted).</p>",
+        "<h2>Summary</h2>", summary,
+        "<h2>Time per kernel, before and after tuning</h2>",
+        _kernel_bars([k.baseline_us for k in r.kernels], [k.time_us for k in r.kernels]),
+        "<h2>Where the model's time goes, by operator type</h2>", _hbars(op_rows, "us"),
+        "<h2>Convergence of the largest tasks</h2>",
+        _convergence(series) if series else "<p>No task was tuned in this run (all served from the bank).</p>",
+        "<h2>Unsupported operators</h2>", unsup,
+        "<h2>Tasks</h2>", tasks,
+        "</body></html>\n"])
