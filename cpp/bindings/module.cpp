@@ -1,4 +1,6 @@
-// The extension module aoe_native._core.  Each register_*.cpp binds one part
+// The extension module aoe_native._core, in submodules as boost-histogram's
+// _core is: _core.space (search spaces, objectives, the tuning loop) and
+// _core.ascend (the Ascend cost model).  Each register_*.cpp binds one part
 // of the C++ core; logic stays in the core or in the Python façade.
 #include <pybind11/pybind11.h>
 
@@ -11,7 +13,29 @@ void register_ascend(py::module_& m);
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Native core of aoe-native (search spaces, strategies, cost model)";
   m.attr("__version__") = AOE_NATIVE_VERSION;
-  register_space(m);
-  register_tune(m);
-  register_ascend(m);
+
+  // In sys.modules so that `import aoe_native._core.ascend` works and pickle,
+  // which finds a class by its __module__, can load Platform.
+  py::object modules = py::module_::import("sys").attr("modules");
+  auto submodule = [&](const char* name, const char* doc) {
+    py::module_ s = m.def_submodule(name, doc);
+    modules[s.attr("__name__")] = s;
+    return s;
+  };
+  py::module_ space = submodule("space", "Search spaces, objectives and the tuning loop");
+  register_space(space);
+  register_tune(space);
+  py::module_ ascend = submodule("ascend", "Analytical cost model of Ascend AI Core operators");
+  register_ascend(ascend);
+
+  // TEMPORARY: old flat names until the Python package moves to the submodules
+  const std::pair<const char*, const char*> space_names[] = {
+      {"SearchSpace", "SearchSpace"}, {"Objective", "Objective"}, {"SyntheticObjective", "SyntheticObjective"},
+      {"TableObjective", "TableObjective"}, {"strategy_names", "strategy_names"},
+      {"strategy_defaults", "strategy_defaults"}, {"_tune", "tune"}};
+  const std::pair<const char*, const char*> ascend_names[] = {
+      {"AscendPlatform", "Platform"}, {"AscendCostObjective", "CostObjective"}, {"AscendOpModel", "OpModel"},
+      {"ascend_op_model", "op_model"}, {"ascend_supported_ops", "supported_ops"}};
+  for (const auto& [old_name, name] : space_names) m.attr(old_name) = space.attr(name);
+  for (const auto& [old_name, name] : ascend_names) m.attr(old_name) = ascend.attr(name);
 }

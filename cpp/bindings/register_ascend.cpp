@@ -1,6 +1,8 @@
-// Binds the Ascend cost model (aoe::ascend).  The Python façade is
-// aoe_native/ops.py and aoe_native/platforms.py.
+// Binds the Ascend cost model (aoe::ascend) as _core.ascend.  The Python
+// façade is aoe_native/ops.py and aoe_native/platforms.py.  Platform's
+// properties, checks and pickling come from platform_fields().
 #include <pybind11/numpy.h>
+#include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -43,42 +45,90 @@ std::vector<int64_t> row_of(const OpModel& m, const std::vector<int64_t>& t) {
   return t;
 }
 
+// A Python value as offered to a Platform field.  Types are told apart as
+// Python does (a bool is not a number, a tuple is not a list) so that the
+// core's checks refuse what socs.json validation refused.
+FieldInput field_input(const py::handle& v) {
+  FieldInput in;
+  in.repr = py::repr(v);
+  if (v.is_none()) return in;
+  if (PyBool_Check(v.ptr())) {
+    in.value = v.cast<bool>();
+  } else if (PyLong_Check(v.ptr())) {
+    int overflow = 0;
+    const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow) in.unrepresentable = true;
+    else in.value = int64_t(i);
+  } else if (PyFloat_Check(v.ptr())) {
+    in.value = v.cast<double>();
+  } else if (PyUnicode_Check(v.ptr())) {
+    in.value = v.cast<std::string>();
+  } else if (PyList_Check(v.ptr())) {
+    std::vector<std::string> l;
+    for (auto x : v)
+      if (PyUnicode_Check(x.ptr())) l.push_back(x.cast<std::string>());
+    if (l.size() == py::len(v)) in.value = std::move(l);
+    else in.unrepresentable = true;
+  } else {
+    in.unrepresentable = true;
+  }
+  return in;
+}
+
+Platform platform_from_dict(const py::dict& d, const std::string& where) {
+  std::map<std::string, FieldInput> fields;
+  for (auto item : d)
+    if (PyUnicode_Check(item.first.ptr())) fields.emplace(item.first.cast<std::string>(), field_input(item.second));
+  return platform_from_fields(fields, where);
+}
+
+py::dict platform_to_dict(const Platform& p) {
+  py::dict d;
+  for (const auto& [name, value] : platform_to_fields(p)) d[py::str(name)] = value;
+  return d;
+}
+
 }  // namespace
 
 void register_ascend(py::module_& m) {
-  py::class_<Platform>(m, "AscendPlatform", "Per-SoC numbers used by the cost model (filled from socs.json).")
-      .def(py::init<>())
-      .def_readwrite("name", &Platform::name)
-      .def_readwrite("split", &Platform::split)
-      .def_readwrite("cube_cores", &Platform::cube_cores)
-      .def_readwrite("vector_cores", &Platform::vector_cores)
-      .def_readwrite("freq_mhz", &Platform::freq_mhz)
-      .def_readwrite("vec_freq_mhz", &Platform::vec_freq_mhz)
-      .def_readwrite("l0a", &Platform::l0a)
-      .def_readwrite("l0b", &Platform::l0b)
-      .def_readwrite("l0c", &Platform::l0c)
-      .def_readwrite("l1", &Platform::l1)
-      .def_readwrite("ub", &Platform::ub)
-      .def_readwrite("l2", &Platform::l2)
-      .def_readwrite("bt", &Platform::bt)
-      .def_readwrite("ddr_rate", &Platform::ddr_rate)
-      .def_readwrite("l2_rate", &Platform::l2_rate)
-      .def_readwrite("l2_write_rate", &Platform::l2_write_rate)
-      .def_readwrite("l1_to_l0a", &Platform::l1_to_l0a)
-      .def_readwrite("l1_to_l0b", &Platform::l1_to_l0b)
-      .def_readwrite("l0c_to_ub", &Platform::l0c_to_ub)
-      .def_readwrite("ub_to_ddr", &Platform::ub_to_ddr)
-      .def_readwrite("hbm_gbps", &Platform::hbm_gbps)
-      .def_readwrite("l2_gbps", &Platform::l2_gbps)
-      .def_readwrite("gm_align", &Platform::gm_align)
-      .def_readwrite("fixpipe", &Platform::fixpipe)
-      .def_readwrite("cube_dtypes", &Platform::cube_dtypes)
-      .def_readwrite("vector_dtypes", &Platform::vector_dtypes);
+  py::class_<Platform> platform(m, "Platform", R"doc(
+Per-SoC numbers used by the cost model: one socs.json entry.
+
+``Platform.from_dict(entry)`` checks and converts an entry (extra keys such as
+``sources`` are ignored); ``to_dict()`` gives the fields back.  The fields are
+listed, with kind, default and unit, by ``platform_fields()``.
+)doc");
+  platform.def(py::init<>())
+      .def_static("from_dict", &platform_from_dict, py::arg("d"), py::arg("where") = "platform",
+                  "Check a SoC description (ValueError naming the field) and build the Platform.")
+      .def("to_dict", &platform_to_dict, "Every field, in platform_fields() order.")
+      .def(py::self == py::self)
+      .def("__repr__", [](const Platform& p) { return "<Platform '" + p.name + "'>"; })
+      // Platforms are sent to worker processes.
+      .def(py::pickle(&platform_to_dict, [](const py::dict& d) { return platform_from_dict(d, "pickled Platform"); }))
+      // TEMPORARY: platforms.native_platform sets `split`; the field is `mode`.
+      .def_readwrite("split", &Platform::split);
+  for (const PlatformField& f : platform_fields()) {
+    const PlatformField* fp = &f;  // the table is static
+    platform.def_property(
+        f.name.c_str(), [fp](const Platform& p) { return fp->get(p); },
+        [fp](Platform& p, const py::object& v) { fp->set(p, check_field(*fp, field_input(v), "Platform")); },
+        f.doc.c_str());
+  }
+
+  m.def("platform_fields", [] {
+    py::list out;
+    for (const auto& f : platform_fields())
+      out.append(py::dict(py::arg("name") = f.name, py::arg("kind") = kind_name(f.kind),
+                          py::arg("required") = f.required(), py::arg("default") = f.default_value,
+                          py::arg("doc") = f.doc));
+    return out;
+  }, "The fields of Platform (a socs.json entry): name, kind, required, default (None if required), doc.");
 
   py::class_<CostObjective, aoe::Objective, std::shared_ptr<CostObjective>>(
-      m, "AscendCostObjective", "Native objective: cost-model time (us) of a tiling of an operator.");
+      m, "CostObjective", "Native objective: cost-model time (us) of a tiling of an operator.");
 
-  py::class_<OpModel, std::shared_ptr<OpModel>>(m, "AscendOpModel", "Cost model of one operator on one SoC.")
+  py::class_<OpModel, std::shared_ptr<OpModel>>(m, "OpModel", "Cost model of one operator on one SoC.")
       .def_property_readonly("kind", &OpModel::kind)
       .def_property_readonly("param_names", [](const OpModel& o) { return o.spec().names; })
       .def_property_readonly("param_values", [](const OpModel& o) { return o.spec().values; })
@@ -116,7 +166,7 @@ void register_ascend(py::module_& m) {
       .def("objective", [](const std::shared_ptr<OpModel>& o) { return std::make_shared<CostObjective>(o); });
 
   m.def(
-      "ascend_op_model",
+      "op_model",
       [](const Platform& p, const std::string& kind, const std::vector<std::vector<int64_t>>& inputs,
          const std::string& dtype, const std::map<std::string, std::vector<int64_t>>& int_attrs,
          const std::map<std::string, std::vector<std::string>>& str_attrs) {
@@ -125,5 +175,14 @@ void register_ascend(py::module_& m) {
       },
       py::arg("platform"), py::arg("kind"), py::arg("inputs"), py::arg("dtype"), py::arg("int_attrs"),
       py::arg("str_attrs"));
-  m.def("ascend_supported_ops", &supported_ops);
+  m.def("supported_ops", &supported_ops, "Accepted op type names (names and aliases of op_table()), sorted.");
+  m.def("op_table", [] {
+    py::list out;
+    for (const auto& e : op_table())
+      out.append(py::dict(py::arg("name") = e.name, py::arg("aliases") = e.aliases,
+                          py::arg("family") = family_name(e.family), py::arg("operands") = e.operands,
+                          py::arg("attrs") = e.any_attrs ? py::object(py::none()) : py::cast(e.attrs)));
+    return out;
+  }, "The operators the cost model supports: name, aliases, family, operands (elementwise: 1 or 2; None: n-ary "
+     "or not elementwise), attrs (accepted attribute names; None: any).");
 }

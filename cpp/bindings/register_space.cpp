@@ -1,6 +1,6 @@
-// Binds aoe::SearchSpace.  Conversions between Python configs (dicts or
-// sequences of ints) and value rows live in convert.hpp, shared with the
-// other binding files.
+// Binds aoe::SearchSpace into _core.space.  Conversions between Python
+// configs (dicts or sequences of ints) and value rows live in convert.hpp,
+// shared with the other binding files.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -1,5 +1,6 @@
-// Binds objectives and the tuning loop.  Python callables are adapted to
-// aoe::Objective here; the Python façade (tuning.py) shapes the result.
+// Binds objectives and the tuning loop into _core.space.  Python callables
+// are adapted to aoe::Objective here; the Python façade (tuning.py) shapes
+// the result.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -208,6 +209,9 @@ void register_tune(py::module_& m) {
   m.def("strategy_names", &aoe::strategy_names, "Names accepted by tune(strategy=...).");
   m.def("strategy_defaults", &aoe::strategy_defaults, py::arg("name"),
         "The options a strategy accepts (tune(strategy_options=...)), with their defaults.");
-  m.def("_tune", &run_tune, py::arg("space"), py::arg("objective"), py::arg("batch"), py::arg("strategy"),
-        py::arg("strategy_options"), py::arg("max_evals"), py::arg("time_limit"), py::arg("seed"), py::arg("initial"), py::arg("progress"));
+  m.def("tune", &run_tune, py::arg("space"), py::arg("objective"), py::arg("batch"), py::arg("strategy"),
+        py::arg("strategy_options"), py::arg("max_evals"), py::arg("time_limit"), py::arg("seed"), py::arg("initial"),
+        py::arg("progress"),
+        "The tuning loop (shaped into a result by aoe_native.tune): returns (ids, values, errors, best, best_value, "
+        "failed, elapsed_s, stop_reason, pending exception or None).");
 }

@@ -47,39 +47,52 @@ VecCost vec_api_cost(const std::string& api) {
 }
 
 namespace {
-// ONNX op -> (arity, GE APIs).  Ops GE does not list are composed from the
-// ones it does (stated per line).
-struct Recipe { int arity; std::vector<const char*> apis; };
-const std::map<std::string, Recipe>& recipes() {
-  static const std::map<std::string, Recipe> m = {
-      {"Add", {2, {"Add"}}}, {"Sub", {2, {"Add"}}},       // Sub: same instruction class as Add
-      {"Mul", {2, {"Mul"}}}, {"Div", {2, {"Div"}}},
-      {"Max", {2, {"Add"}}}, {"Min", {2, {"Add"}}},       // binary compare-select: Add class
-      {"Pow", {2, {"Exp", "Mul", "Exp"}}},                // exp(b * ln a): Ln costed as Exp
-      {"Relu", {1, {"Adds"}}}, {"LeakyRelu", {1, {"Muls", "Add"}}},  // Maxs: scalar-operand class
-      {"Abs", {1, {"Adds"}}}, {"Neg", {1, {"Muls"}}},
-      {"Exp", {1, {"Exp"}}}, {"Log", {1, {"Exp"}}},       // Ln: same class as Exp
-      {"Sqrt", {1, {"Sqrt"}}}, {"Reciprocal", {1, {"Div"}}}, {"Rsqrt", {1, {"Sqrt", "Div"}}},
-      {"Sigmoid", {1, {"Sigmoid"}}}, {"Tanh", {1, {"Tanh"}}}, {"Erf", {1, {"Erf"}}},
-      // Gelu (tanh form): x * 0.5 * (1 + tanh(0.79788 * (x + 0.044715 x^3)))
-      {"Gelu", {1, {"Mul", "Mul", "Muls", "Add", "Muls", "Tanh", "Adds", "Mul", "Muls"}}},
-      {"Silu", {1, {"Sigmoid", "Mul"}}}, {"HardSwish", {1, {"Adds", "Adds", "Muls", "Mul"}}},
-      {"Clip", {1, {"Adds", "Adds"}}}, {"Identity", {1, {}}}, {"Dropout", {1, {}}},  // inference: identity
-      {"Floor", {1, {"Adds"}}}, {"Ceil", {1, {"Adds"}}}, {"Round", {1, {"Adds"}}}, {"Sign", {1, {"Adds"}}},
-      {"Equal", {2, {"Add"}}}, {"Greater", {2, {"Add"}}}, {"Less", {2, {"Add"}}},  // compare: Add class
-      {"Softplus", {1, {"Exp", "Adds", "Exp"}}},  // ln(1 + e^x): Ln costed as Exp
-      {"Mish", {1, {"Exp", "Adds", "Exp", "Tanh", "Mul"}}},
-      {"Cast", {1, {}}},  // handled by the caller (direction known there)
-  };
+// Elementwise op (canonical name in op_table()) -> GE APIs it runs.  Ops GE
+// does not list are composed from the ones it does (stated per line).  The
+// operand count lives in op_table().
+const std::map<std::string, std::vector<const char*>>& recipes() {
+  static const std::map<std::string, std::vector<const char*>> m = [] {
+    std::map<std::string, std::vector<const char*>> r = {
+        {"Add", {"Add"}}, {"Sub", {"Add"}},       // Sub: same instruction class as Add
+        {"Mul", {"Mul"}}, {"Div", {"Div"}},
+        {"Max", {"Add"}}, {"Min", {"Add"}},       // binary compare-select: Add class
+        {"Pow", {"Exp", "Mul", "Exp"}},           // exp(b * ln a): Ln costed as Exp
+        {"Relu", {"Adds"}}, {"LeakyRelu", {"Muls", "Add"}},  // Maxs: scalar-operand class
+        {"Abs", {"Adds"}}, {"Neg", {"Muls"}},
+        {"Exp", {"Exp"}}, {"Log", {"Exp"}},       // Ln: same class as Exp
+        {"Sqrt", {"Sqrt"}}, {"Reciprocal", {"Div"}}, {"Rsqrt", {"Sqrt", "Div"}},
+        {"Sigmoid", {"Sigmoid"}}, {"Tanh", {"Tanh"}}, {"Erf", {"Erf"}},
+        // Gelu (tanh form): x * 0.5 * (1 + tanh(0.79788 * (x + 0.044715 x^3)))
+        {"Gelu", {"Mul", "Mul", "Muls", "Add", "Muls", "Tanh", "Adds", "Mul", "Muls"}},
+        {"Silu", {"Sigmoid", "Mul"}}, {"HardSwish", {"Adds", "Adds", "Muls", "Mul"}},
+        {"Clip", {"Adds", "Adds"}}, {"Identity", {}}, {"Dropout", {}},  // inference: identity
+        {"Floor", {"Adds"}}, {"Ceil", {"Adds"}}, {"Round", {"Adds"}}, {"Sign", {"Adds"}},
+        {"Equal", {"Add"}}, {"Greater", {"Add"}}, {"Less", {"Add"}},  // compare: Add class
+        {"Softplus", {"Exp", "Adds", "Exp"}},  // ln(1 + e^x): Ln costed as Exp
+        {"Mish", {"Exp", "Adds", "Exp", "Tanh", "Mul"}},
+        {"Cast", {}},  // handled by the caller (direction known there)
+    };
+    // The op table and the recipes must name the same ops.
+    if (r.size() != elementwise_ops().size())
+      throw std::logic_error("internal: the elementwise entries of op_table() and the vector recipes differ");
+    for (const auto& e : elementwise_ops())
+      if (!r.count(e)) throw std::logic_error("internal: no vector recipe for elementwise op " + e);
+    return r;
+  }();
   return m;
 }
 }  // namespace
 
-bool is_elementwise(const std::string& op) { return recipes().count(op) > 0; }
+bool is_elementwise(const std::string& op) {
+  const OpEntry* e = find_op(op);
+  return e && e->name == op && e->family == OpFamily::Elementwise && e->operands;
+}
 
 std::vector<std::string> elementwise_ops() {
   std::vector<std::string> v;
-  for (auto& kv : recipes()) v.push_back(kv.first);
+  for (const auto& e : op_table())
+    if (e.family == OpFamily::Elementwise && e.operands) v.push_back(e.name);
+  std::sort(v.begin(), v.end());
   return v;
 }
 
@@ -90,9 +103,9 @@ int vec_program(const std::string& op, const std::string& dtype, std::vector<Vec
   const bool fp32 = dtype == "float32" || bf16;
   // bf16 arithmetic runs in fp32 between casts.
   if (bf16) out.push_back({vec_api_cost("CastUp"), false});
-  for (const char* api : it->second.apis) out.push_back({vec_api_cost(api), fp32});
+  for (const char* api : it->second) out.push_back({vec_api_cost(api), fp32});
   if (bf16) out.push_back({vec_api_cost("CastDown"), false});
-  return it->second.arity;
+  return *find_op(op)->operands;
 }
 
 std::string shape_str(const std::vector<int64_t>& s) {

@@ -74,10 +74,11 @@ struct VecStep {
 
 // Expands one ONNX elementwise op into vector API calls on `dtype` data.
 // Throws for ops that are not elementwise.  Returns the number of tensor
-// operands it takes (1 unary, 2 binary).
+// operands it takes (1 unary, 2 binary: OpEntry::operands).
 int vec_program(const std::string& op, const std::string& dtype, std::vector<VecStep>& out);
+// Canonical elementwise names of op_table() (FusedElementwise and aliases excluded).
 bool is_elementwise(const std::string& op);
-std::vector<std::string> elementwise_ops();
+std::vector<std::string> elementwise_ops();  // sorted
 
 inline double vec_cycles(const std::vector<VecStep>& prog, double elems) {
   double c = 0;

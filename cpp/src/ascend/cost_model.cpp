@@ -14,65 +14,119 @@ using namespace detail;
 
 namespace {
 
-enum class Family { MatMul, Conv, Elementwise, Rows, Transpose, Pool };
+const std::vector<std::string> kCubeAttrs = {"epilogue", "out_dtype", "bias", "relu"};
+const std::vector<std::string> kReduceAttrs = {"axes", "keepdims", "noop_with_empty_axes"};
 
-// Accepted names -> (canonical kind, family).  ONNX names first; Ascend/TF
-// names as aliases.
-const std::map<std::string, std::pair<std::string, Family>>& op_table() {
-  static const std::map<std::string, std::pair<std::string, Family>> t = [] {
-    std::map<std::string, std::pair<std::string, Family>> m = {
-        {"MatMul", {"MatMul", Family::MatMul}},       {"MatMulV2", {"MatMul", Family::MatMul}},
-        {"Gemm", {"Gemm", Family::MatMul}},           {"BatchMatMul", {"BatchMatMul", Family::MatMul}},
-        {"BatchMatMulV2", {"BatchMatMul", Family::MatMul}},
-        {"Conv", {"Conv", Family::Conv}},             {"Conv2D", {"Conv", Family::Conv}},
-        {"ReduceSum", {"ReduceSum", Family::Rows}},   {"ReduceMean", {"ReduceMean", Family::Rows}},
-        {"ReduceMax", {"ReduceMax", Family::Rows}},   {"ReduceMin", {"ReduceMin", Family::Rows}},
-        {"ReduceSumD", {"ReduceSum", Family::Rows}},  {"ReduceMeanD", {"ReduceMean", Family::Rows}},
-        {"ReduceMaxD", {"ReduceMax", Family::Rows}},
-        {"Softmax", {"Softmax", Family::Rows}},       {"SoftmaxV2", {"Softmax", Family::Rows}},
-        {"LayerNormalization", {"LayerNormalization", Family::Rows}},
-        {"LayerNorm", {"LayerNormalization", Family::Rows}},
-        {"Transpose", {"Transpose", Family::Transpose}}, {"TransposeD", {"Transpose", Family::Transpose}},
-        {"MaxPool", {"MaxPool", Family::Pool}},       {"AveragePool", {"AveragePool", Family::Pool}},
-        {"MaxPoolV3", {"MaxPool", Family::Pool}},     {"AvgPoolV2", {"AveragePool", Family::Pool}},
-        {"FusedElementwise", {"FusedElementwise", Family::Elementwise}},
-        {"RealDiv", {"Div", Family::Elementwise}},    {"Maximum", {"Max", Family::Elementwise}},
-        {"Minimum", {"Min", Family::Elementwise}},    {"Square", {"Mul", Family::Elementwise}},
-    };
-    for (const auto& e : elementwise_ops()) m.emplace(e, std::make_pair(e, Family::Elementwise));
-    return m;
-  }();
-  return t;
+OpEntry op(std::string name, std::vector<std::string> aliases, OpFamily family, std::vector<std::string> attrs) {
+  return {std::move(name), std::move(aliases), family, std::nullopt, false, std::move(attrs)};
+}
+// Cube ops share the epilogue/output attributes.
+OpEntry cube(std::string name, std::vector<std::string> aliases, OpFamily family, std::vector<std::string> attrs) {
+  attrs.insert(attrs.begin(), kCubeAttrs.begin(), kCubeAttrs.end());
+  return op(std::move(name), std::move(aliases), family, std::move(attrs));
+}
+OpEntry elementwise(std::string name, int operands, std::vector<std::string> aliases = {}) {
+  return {std::move(name), std::move(aliases), OpFamily::Elementwise, operands, true, {}};
 }
 
 }  // namespace
 
+const char* family_name(OpFamily f) {
+  switch (f) {
+    case OpFamily::MatMul: return "matmul";
+    case OpFamily::Conv: return "conv";
+    case OpFamily::Elementwise: return "elementwise";
+    case OpFamily::Rows: return "rows";
+    case OpFamily::Transpose: return "transpose";
+    case OpFamily::Pool: return "pool";
+  }
+  return "?";
+}
+
+// Attribute lists: what each op reads, plus the ONNX attributes it accepts
+// because the model derives them itself (noop_with_empty_axes, stash_type) or
+// they do not change the cost (alpha, beta, epsilon).  Listing them lets a
+// misspelt "stride" be refused instead of ignored.
+const std::vector<OpEntry>& op_table() {
+  using F = OpFamily;
+  static const std::vector<OpEntry> t = {
+      cube("MatMul", {"MatMulV2"}, F::MatMul, {"transpose_a", "transpose_b"}),
+      cube("BatchMatMul", {"BatchMatMulV2"}, F::MatMul, {"transpose_a", "transpose_b"}),
+      cube("Gemm", {}, F::MatMul, {"alpha", "beta", "transA", "transB"}),
+      cube("Conv", {"Conv2D"}, F::Conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}),
+      op("ReduceSum", {"ReduceSumD"}, F::Rows, kReduceAttrs),
+      op("ReduceMean", {"ReduceMeanD"}, F::Rows, kReduceAttrs),
+      op("ReduceMax", {"ReduceMaxD"}, F::Rows, kReduceAttrs),
+      op("ReduceMin", {}, F::Rows, kReduceAttrs),
+      op("Softmax", {"SoftmaxV2"}, F::Rows, {"axis"}),
+      op("LayerNormalization", {"LayerNorm"}, F::Rows, {"axis", "epsilon", "stash_type"}),
+      op("Transpose", {"TransposeD"}, F::Transpose, {"perm"}),
+      op("MaxPool", {"MaxPoolV3"}, F::Pool, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order"}),
+      op("AveragePool", {"AvgPoolV2"}, F::Pool, {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"}),
+      // A chain of elementwise ops run as one kernel (attrs: "ops" in order, "to" for a Cast).
+      {"FusedElementwise", {}, F::Elementwise, std::nullopt, true, {}},
+      // One entry per vector recipe in common.cpp (checked there).  Square(x)
+      // is Mul(x, x): make_op_model repeats its one operand.
+      elementwise("Add", 2), elementwise("Sub", 2), elementwise("Mul", 2, {"Square"}),
+      elementwise("Div", 2, {"RealDiv"}), elementwise("Max", 2, {"Maximum"}), elementwise("Min", 2, {"Minimum"}),
+      elementwise("Pow", 2), elementwise("Equal", 2), elementwise("Greater", 2), elementwise("Less", 2),
+      elementwise("Relu", 1), elementwise("LeakyRelu", 1), elementwise("Abs", 1), elementwise("Neg", 1),
+      elementwise("Exp", 1), elementwise("Log", 1), elementwise("Sqrt", 1), elementwise("Reciprocal", 1),
+      elementwise("Rsqrt", 1), elementwise("Sigmoid", 1), elementwise("Tanh", 1), elementwise("Erf", 1),
+      elementwise("Gelu", 1), elementwise("Silu", 1), elementwise("HardSwish", 1), elementwise("Clip", 1),
+      elementwise("Identity", 1), elementwise("Dropout", 1), elementwise("Floor", 1), elementwise("Ceil", 1),
+      elementwise("Round", 1), elementwise("Sign", 1), elementwise("Softplus", 1), elementwise("Mish", 1),
+      elementwise("Cast", 1),
+  };
+  return t;
+}
+
+const OpEntry* find_op(const std::string& kind) {
+  static const std::map<std::string, const OpEntry*> by_name = [] {
+    std::map<std::string, const OpEntry*> m;
+    auto add = [&](const std::string& n, const OpEntry& e) {
+      if (!m.emplace(n, &e).second) throw std::logic_error("internal: op name " + n + " listed twice");
+    };
+    for (const auto& e : op_table()) {
+      add(e.name, e);
+      for (const auto& a : e.aliases) add(a, e);
+    }
+    return m;
+  }();
+  auto it = by_name.find(kind);
+  return it == by_name.end() ? nullptr : it->second;
+}
+
 std::vector<std::string> supported_ops() {
   std::vector<std::string> v;
-  for (const auto& kv : op_table()) v.push_back(kv.first);
+  for (const auto& e : op_table()) {
+    v.push_back(e.name);
+    v.insert(v.end(), e.aliases.begin(), e.aliases.end());
+  }
+  std::sort(v.begin(), v.end());
   return v;
 }
 
 std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platform) {
-  auto it = op_table().find(in.kind);
-  if (it == op_table().end()) {
+  const OpEntry* entry = find_op(in.kind);
+  if (!entry) {
     std::string v;
     for (const auto& n : supported_ops()) v += (v.empty() ? "" : ", ") + n;
     fail("unknown op type '" + in.kind + "'; supported: " + v);
   }
   OpDesc op = in;
-  op.kind = it->second.first;
+  op.kind = entry->name;
   op.dtype = canonical_dtype(in.dtype);
   if (op.dtype == "int32") fail(op.kind + ": int32 is an output dtype only; inputs may be float16, bfloat16, float32 or int8");
   // Square(x) = Mul(x, x): one operand.
   if (in.kind == "Square") op.inputs.push_back(op.inputs.empty() ? std::vector<int64_t>{} : op.inputs[0]);
-  switch (it->second.second) {
-    case Family::MatMul: return make_matmul_model(op, platform);
-    case Family::Conv: return make_conv_model(op, platform);
-    case Family::Elementwise: return make_elementwise_model(op, platform);
-    case Family::Rows: return make_rows_model(op, platform);
-    case Family::Transpose: return make_transpose_model(op, platform);
-    case Family::Pool: return make_pool_model(op, platform);
+  switch (entry->family) {
+    case OpFamily::MatMul: return make_matmul_model(op, platform);
+    case OpFamily::Conv: return make_conv_model(op, platform);
+    case OpFamily::Elementwise: return make_elementwise_model(op, platform);
+    case OpFamily::Rows: return make_rows_model(op, platform);
+    case OpFamily::Transpose: return make_transpose_model(op, platform);
+    case OpFamily::Pool: return make_pool_model(op, platform);
   }
   fail("internal: unhandled op family");
 }

@@ -14,6 +14,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,11 +84,32 @@ class OpModel {
   std::vector<Expr> checks_;   // spec_.restrictions, parsed
 };
 
+// ---- operator vocabulary ------------------------------------------------------
+// op_table() is the one list of the operators the model supports: what
+// make_op_model() accepts and supported_ops(); Python reads it through
+// _core.ascend.op_table() (to classify ONNX nodes, check attribute names).
+
+enum class OpFamily { MatMul, Conv, Elementwise, Rows, Transpose, Pool };
+const char* family_name(OpFamily f);  // "matmul", "conv", "elementwise", "rows", "transpose", "pool"
+
+struct OpEntry {
+  std::string name;                  // canonical kind (the ONNX name), OpModel::kind()
+  std::vector<std::string> aliases;  // other accepted names: ONNX ones first, then Ascend/TF ones
+  OpFamily family;
+  std::optional<int> operands;       // elementwise: tensor operands (1 unary, 2 binary); empty: n-ary or not elementwise
+  bool any_attrs;                    // accepts any attribute (elementwise: alpha, approximate, ... do not change the cost)
+  std::vector<std::string> attrs;    // otherwise the attribute names it accepts
+};
+
+const std::vector<OpEntry>& op_table();
+// The entry whose name or alias is `kind`; null if unsupported.
+const OpEntry* find_op(const std::string& kind);
+
 // Builds the model; throws std::invalid_argument with a precise message for
 // unknown ops, unsupported dtypes, bad shapes or attributes.
 std::shared_ptr<OpModel> make_op_model(const OpDesc& op, const Platform& platform);
 
-// Accepted op type names (canonical and ONNX aliases), sorted.
+// Accepted op type names (names and aliases of op_table()), sorted.
 std::vector<std::string> supported_ops();
 
 // Evaluates configurations of a SearchSpace built from model->spec() with the

@@ -1,9 +1,16 @@
 // Per-SoC numbers of an Ascend NPU that the cost model reads.  The values are
-// kept in python/aoe_native/data/socs.json with the source of each number;
-// this struct is only the in-memory form (filled field by field from Python).
+// kept in python/aoe_native/data/socs.json with the source of each number.
+//
+// platform_fields() is the one description of those numbers (name, kind,
+// required or default, unit): the checks of a socs.json entry, the Python
+// properties, to_dict/from_dict and pickling are all generated from it.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace aoe::ascend {
@@ -17,6 +24,7 @@ struct Platform {
   double vec_freq_mhz = 1000;
   // Buffer sizes in bytes.
   double l0a = 65536, l0b = 65536, l0c = 131072, l1 = 524288, ub = 196608, l2 = 0, bt = 1024;
+  double hbm_bytes = 0;    // device memory; 0 = unknown
   // Transfer rates in bytes per cycle per core ([AICoreMemoryRates]).
   double ddr_rate = 32, l2_rate = 110, l2_write_rate = 86, l1_to_l0a = 512, l1_to_l0b = 256,
          l0c_to_ub = 256, ub_to_ddr = 64;
@@ -26,8 +34,64 @@ struct Platform {
   bool fixpipe = false;    // FixPipe can apply ReLU/bias on the way out of L0C
   std::vector<std::string> cube_dtypes{"float16", "int8"};
   std::vector<std::string> vector_dtypes{"float16", "float32", "int8"};
+  double launch_overhead_us = 3.0;  // an assumption of this tool, not a measured figure
 
   double cycles_per_us() const { return freq_mhz; }
+  bool operator==(const Platform& o) const;  // every field of platform_fields()
+  bool operator!=(const Platform& o) const { return !(*this == o); }
 };
+
+// ---- field schema ------------------------------------------------------------
+
+enum class FieldKind { Int, Float, Bool, String, StringList };
+const char* kind_name(FieldKind k);  // "int", "float", "bool", "string", "string_list"
+
+// A field's value: Int fields hold int64_t, Float fields double, and so on.
+using FieldValue = std::variant<int64_t, double, bool, std::string, std::vector<std::string>>;
+
+// A value offered for a field by a caller (a JSON entry, a Python dict).
+// `value` is empty for null/None: an optional field then takes its default.
+// `unrepresentable` marks a value of no field kind (a dict, a list of
+// numbers): it fails the field's check.  `repr` is how error messages show
+// the value (Python passes repr(); empty: formatted here).
+struct FieldInput {
+  std::optional<FieldValue> value;
+  bool unrepresentable = false;
+  std::string repr;
+};
+
+struct PlatformField {
+  std::string name;                         // key in socs.json and Python property name
+  FieldKind kind;
+  std::optional<FieldValue> default_value;  // empty: required
+  std::string doc;                          // meaning and unit
+  bool zero_ok = false;                     // numbers: >= 0 accepted, not only > 0
+  std::vector<std::string> choices;         // strings / string lists: accepted values (empty: any non-empty string)
+  FieldValue (*get)(const Platform&);
+  void (*set)(Platform&, const FieldValue&);  // takes a value check_field() returned
+
+  bool required() const { return !default_value; }
+};
+
+// Every field of Platform, in socs.json order.
+const std::vector<PlatformField>& platform_fields();
+const PlatformField* find_platform_field(const std::string& name);  // null if unknown
+
+// The value to store for `in` (the default for None on an optional field, ints
+// widened for Float fields).  Throws std::invalid_argument
+// "{where}: 'field' must be ..., got {repr}" when `in` breaks the field's rules.
+FieldValue check_field(const PlatformField& f, const FieldInput& in, const std::string& where);
+
+// A Platform from named values, e.g. one socs.json entry: every required field
+// present ("{where}: missing field(s) a, b"), every value checked.  Names that
+// are not fields (sources, arch, notes, base, ...) are ignored.
+Platform platform_from_fields(const std::map<std::string, FieldInput>& fields, const std::string& where);
+
+// Every field's value, in platform_fields() order (platform_from_fields'
+// inverse for a valid platform).
+std::vector<std::pair<std::string, FieldValue>> platform_to_fields(const Platform& p);
+
+// Python-like text of a value ("'split'", "['float16', 'int8']", "3.5").
+std::string field_text(const FieldValue& v);
 
 }  // namespace aoe::ascend

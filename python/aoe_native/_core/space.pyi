@@ -1,11 +1,10 @@
-"""Type stubs of the native extension (the C++ core's bindings)."""
+"""Type stubs of _core.space: search spaces, objectives and the tuning loop (register_space.cpp,
+register_tune.cpp)."""
 
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
-
-__version__: str
 
 Config = dict[str, int]
 ConfigLike = Mapping[str, int] | Sequence[int]
@@ -47,7 +46,7 @@ class TableObjective(Objective):
 
 def strategy_names() -> list[str]: ...
 def strategy_defaults(name: str) -> dict[str, float]: ...
-def _tune(
+def tune(
     space: SearchSpace,
     objective: Any,
     batch: int,
@@ -59,66 +58,3 @@ def _tune(
     initial: Sequence[int],
     progress: Callable[[int, float], bool | None] | None,
 ) -> tuple[Any, ...]: ...
-
-# ---- Ascend cost model (register_ascend.cpp) ----
-
-class AscendPlatform:
-    name: str
-    split: bool
-    cube_cores: int
-    vector_cores: int
-    freq_mhz: float
-    vec_freq_mhz: float
-    l0a: int
-    l0b: int
-    l0c: int
-    l1: int
-    ub: int
-    l2: int
-    bt: int
-    ddr_rate: float
-    l2_rate: float
-    l2_write_rate: float
-    l1_to_l0a: float
-    l1_to_l0b: float
-    l0c_to_ub: float
-    ub_to_ddr: float
-    hbm_gbps: float
-    l2_gbps: float
-    gm_align: int
-    fixpipe: bool
-    cube_dtypes: list[str]
-    vector_dtypes: list[str]
-    def __init__(self) -> None: ...
-
-class AscendCostObjective(Objective): ...
-
-class AscendOpModel:
-    @property
-    def kind(self) -> str: ...
-    @property
-    def param_names(self) -> list[str]: ...
-    @property
-    def param_values(self) -> list[list[int]]: ...
-    @property
-    def restrictions(self) -> list[str]: ...
-    @property
-    def pruning(self) -> list[str]: ...
-    @property
-    def baseline(self) -> list[int]: ...
-    @property
-    def roofline_us(self) -> float: ...
-    def violation(self, tiling: Sequence[int]) -> str: ...
-    def estimate(self, tiling: Sequence[int]) -> dict[str, Any]: ...
-    def estimate_batch(self, tilings: npt.ArrayLike, check: bool = True) -> npt.NDArray[np.float64]: ...
-    def objective(self) -> AscendCostObjective: ...
-
-def ascend_op_model(
-    platform: AscendPlatform,
-    kind: str,
-    inputs: Sequence[Sequence[int]],
-    dtype: str,
-    int_attrs: Mapping[str, Sequence[int]],
-    str_attrs: Mapping[str, Sequence[str]],
-) -> AscendOpModel: ...
-def ascend_supported_ops() -> list[str]: ...

@@ -1,0 +1,215 @@
+// The Platform field table and the checks of a SoC description.
+#include "aoe_native/ascend/platform.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+#include <type_traits>
+
+namespace aoe::ascend {
+
+namespace {
+
+template <auto M>
+FieldValue get_member(const Platform& p) {
+  using T = std::decay_t<decltype(p.*M)>;
+  if constexpr (std::is_same_v<T, int>) return int64_t(p.*M);
+  else return FieldValue(std::in_place_type<T>, p.*M);
+}
+
+template <auto M>
+void set_member(Platform& p, const FieldValue& v) {
+  using T = std::decay_t<decltype(p.*M)>;
+  if constexpr (std::is_same_v<T, int>) p.*M = int(std::get<int64_t>(v));
+  else p.*M = std::get<T>(v);
+}
+
+// Builds one table row; optional() takes the default from Platform's member
+// initialiser, so the struct stays the only place defaults are written.
+struct Row {
+  PlatformField f;
+  Row& optional() { f.default_value = f.get(Platform()); return *this; }
+  Row& zero_ok() { f.zero_ok = true; return *this; }
+  Row& choices(std::vector<std::string> c) { f.choices = std::move(c); return *this; }
+  operator PlatformField() const { return f; }
+};
+
+template <auto M>
+Row field(const char* name, FieldKind kind, const char* doc) {
+  return Row{{name, kind, std::nullopt, doc, false, {}, &get_member<M>, &set_member<M>}};
+}
+
+// socs.json says "mode": "split" | "coupled"; the model reads the bool `split`.
+Row mode_field() {
+  return Row{{"mode", FieldKind::String, std::nullopt,
+              "'split': separate AIC (cube) and AIV (vector) cores (A2/A3/950); 'coupled': one AI Core with both",
+              false, {},
+              [](const Platform& p) { return FieldValue(std::string(p.split ? "split" : "coupled")); },
+              [](Platform& p, const FieldValue& v) { p.split = std::get<std::string>(v) == "split"; }}}
+      .choices({"split", "coupled"});
+}
+
+const std::vector<std::string> kDtypes = {"float16", "bfloat16", "float32", "int8"};
+
+std::string alternatives(const std::vector<std::string>& c) {  // 'a', 'b' or 'c'
+  std::string s;
+  for (size_t i = 0; i < c.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == c.size() ? " or " : ", ") + field_text(c[i]);
+  return s;
+}
+
+}  // namespace
+
+const std::vector<PlatformField>& platform_fields() {
+  using P = Platform;
+  constexpr auto Int = FieldKind::Int, Float = FieldKind::Float;
+  static const std::vector<PlatformField> t = {
+      field<&P::name>("name", FieldKind::String, "SoC name, as given to soc_version (e.g. Ascend910B3)"),
+      mode_field(),
+      field<&P::cube_cores>("cube_cores", Int, "AI cores with a Cube unit (AIC on split SoCs)"),
+      field<&P::vector_cores>("vector_cores", Int, "cores that run vector kernels (AIV on split SoCs)"),
+      field<&P::freq_mhz>("freq_mhz", Float, "cube clock, MHz"),
+      field<&P::vec_freq_mhz>("vec_freq_mhz", Float, "vector clock, MHz"),
+      field<&P::l0a>("l0a", Float, "L0A buffer per core, bytes"),
+      field<&P::l0b>("l0b", Float, "L0B buffer per core, bytes"),
+      field<&P::l0c>("l0c", Float, "L0C buffer per core, bytes"),
+      field<&P::l1>("l1", Float, "L1 buffer per core, bytes"),
+      field<&P::ub>("ub", Float, "Unified Buffer per core, bytes"),
+      field<&P::l2>("l2", Float, "L2 cache per chip, bytes"),
+      field<&P::bt>("bt", Float, "BiasTable per core, bytes (0: none, the bias is added on the vector unit)")
+          .zero_ok(),
+      field<&P::hbm_bytes>("hbm_bytes", Float, "device memory size, bytes (0: unknown)").optional().zero_ok(),
+      field<&P::ddr_rate>("ddr_rate", Float, "GM read rate, bytes/cycle/core"),
+      field<&P::l2_rate>("l2_rate", Float, "L2 hit read rate, bytes/cycle/core"),
+      field<&P::l2_write_rate>("l2_write_rate", Float, "GM write rate through L2, bytes/cycle/core"),
+      field<&P::l1_to_l0a>("l1_to_l0a", Float, "L1 -> L0A rate, bytes/cycle/core"),
+      field<&P::l1_to_l0b>("l1_to_l0b", Float, "L1 -> L0B rate, bytes/cycle/core"),
+      field<&P::l0c_to_ub>("l0c_to_ub", Float, "L0C -> UB rate, bytes/cycle/core"),
+      field<&P::ub_to_ddr>("ub_to_ddr", Float, "UB -> GM rate, bytes/cycle/core"),
+      field<&P::hbm_gbps>("hbm_gbps", Float, "HBM bandwidth per chip, GB/s"),
+      field<&P::l2_gbps>("l2_gbps", Float,
+                         "L2 bandwidth per chip, GB/s (0 or absent: derived as cube_cores x l2_rate x freq_mhz)")
+          .optional()
+          .zero_ok(),
+      field<&P::gm_align>("gm_align", Float, "GM address alignment for full-rate access, bytes"),
+      field<&P::fixpipe>("fixpipe", FieldKind::Bool, "FixPipe applies ReLU/bias on the way out of L0C"),
+      field<&P::cube_dtypes>("cube_dtypes", FieldKind::StringList, "input dtypes of the Cube unit").choices(kDtypes),
+      field<&P::vector_dtypes>("vector_dtypes", FieldKind::StringList, "dtypes of the Vector unit").choices(kDtypes),
+      field<&P::launch_overhead_us>(
+          "launch_overhead_us", Float,
+          "per-kernel launch cost, us; an assumption of this tool, not a measured Ascend figure")
+          .optional()
+          .zero_ok(),
+  };
+  return t;
+}
+
+const char* kind_name(FieldKind k) {
+  switch (k) {
+    case FieldKind::Int: return "int";
+    case FieldKind::Float: return "float";
+    case FieldKind::Bool: return "bool";
+    case FieldKind::String: return "string";
+    case FieldKind::StringList: return "string_list";
+  }
+  return "?";
+}
+
+const PlatformField* find_platform_field(const std::string& name) {
+  for (const auto& f : platform_fields())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string field_text(const FieldValue& v) {
+  struct {
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const {
+      char buf[32];
+      std::string s(buf, std::to_chars(buf, buf + sizeof buf, d).ptr);
+      return std::isfinite(d) && s.find_first_of(".e") == std::string::npos ? s + ".0" : s;
+    }
+    std::string operator()(bool b) const { return b ? "True" : "False"; }
+    std::string operator()(const std::string& s) const { return "'" + s + "'"; }
+    std::string operator()(const std::vector<std::string>& l) const {
+      std::string s;
+      for (const auto& x : l) s += (s.empty() ? "" : ", ") + (*this)(x);
+      return "[" + s + "]";
+    }
+  } text;
+  return std::visit(text, v);
+}
+
+FieldValue check_field(const PlatformField& f, const FieldInput& in, const std::string& where) {
+  if (!in.value && !in.unrepresentable && f.default_value) return *f.default_value;
+  const FieldValue* v = in.unrepresentable || !in.value ? nullptr : &*in.value;
+  const std::string got = ", got " + (!in.repr.empty() ? in.repr : v ? field_text(*v) : "None");
+  auto fail = [&](const std::string& rule) {
+    throw std::invalid_argument(where + ": '" + f.name + "' must be " + rule);
+  };
+  auto get = [&](auto tag) { return v ? std::get_if<decltype(tag)>(v) : nullptr; };
+  const char* sign = f.zero_ok ? "a non-negative" : "a positive";
+  switch (f.kind) {
+    case FieldKind::Int: {
+      const int64_t* i = get(int64_t());
+      if (!i || *i < 0 || (*i == 0 && !f.zero_ok)) fail(sign + std::string(" integer") + got);
+      return *i;
+    }
+    case FieldKind::Float: {
+      const int64_t* i = get(int64_t());
+      const double* d = get(double());
+      const double x = i ? double(*i) : d ? *d : NAN;  // ints are numbers too, bools are not
+      if (!std::isfinite(x) || x < 0 || (x == 0 && !f.zero_ok)) fail(sign + std::string(" number") + got);
+      return x;
+    }
+    case FieldKind::Bool:
+      if (!get(bool())) fail("true or false");
+      return *v;
+    case FieldKind::String: {
+      const std::string* s = get(std::string());
+      if (f.choices.empty() && (!s || s->empty())) fail("a non-empty string");
+      if (!f.choices.empty() && (!s || std::find(f.choices.begin(), f.choices.end(), *s) == f.choices.end()))
+        fail(alternatives(f.choices) + got);
+      return *v;
+    }
+    case FieldKind::StringList: {
+      const auto* l = get(std::vector<std::string>());
+      auto allowed = [&](const std::string& s) {
+        return f.choices.empty() || std::find(f.choices.begin(), f.choices.end(), s) != f.choices.end();
+      };
+      if (!l || l->empty() || !std::all_of(l->begin(), l->end(), allowed))
+        fail("a non-empty list drawn from " + field_text(f.choices) + got);
+      return *v;
+    }
+  }
+  throw std::logic_error("internal: unhandled field kind");
+}
+
+Platform platform_from_fields(const std::map<std::string, FieldInput>& fields, const std::string& where) {
+  std::string missing;
+  for (const auto& f : platform_fields())
+    if (f.required() && !fields.count(f.name)) missing += (missing.empty() ? "" : ", ") + f.name;
+  if (!missing.empty()) throw std::invalid_argument(where + ": missing field(s) " + missing);
+  static const FieldInput absent;
+  Platform p;
+  for (const auto& f : platform_fields()) {
+    auto it = fields.find(f.name);
+    f.set(p, check_field(f, it == fields.end() ? absent : it->second, where));
+  }
+  return p;
+}
+
+std::vector<std::pair<std::string, FieldValue>> platform_to_fields(const Platform& p) {
+  std::vector<std::pair<std::string, FieldValue>> out;
+  for (const auto& f : platform_fields()) out.emplace_back(f.name, f.get(p));
+  return out;
+}
+
+bool Platform::operator==(const Platform& o) const {
+  for (const auto& f : platform_fields())
+    if (f.get(*this) != f.get(o)) return false;
+  return true;
+}
+
+}  // namespace aoe::ascend

@@ -1,0 +1,94 @@
+"""Type stubs of _core.ascend: the Ascend cost model (register_ascend.cpp).
+
+Platform's properties mirror platform_fields() (tests/test_core_tables.py checks it)."""
+
+from typing import Any, Mapping, Sequence, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+from .space import Objective
+
+class OpTableEntry(TypedDict):
+    name: str
+    aliases: list[str]
+    family: str  # "matmul", "conv", "elementwise", "rows", "transpose", "pool"
+    operands: int | None  # elementwise: 1 or 2; None: n-ary (FusedElementwise) or not elementwise
+    attrs: list[str] | None  # accepted attribute names; None: any
+
+class PlatformFieldInfo(TypedDict):
+    name: str
+    kind: str  # "int", "float", "bool", "string", "string_list"
+    required: bool
+    default: Any  # None when required
+    doc: str
+
+class Platform:
+    name: str
+    mode: str
+    cube_cores: int
+    vector_cores: int
+    freq_mhz: float
+    vec_freq_mhz: float
+    l0a: float
+    l0b: float
+    l0c: float
+    l1: float
+    ub: float
+    l2: float
+    bt: float
+    hbm_bytes: float
+    ddr_rate: float
+    l2_rate: float
+    l2_write_rate: float
+    l1_to_l0a: float
+    l1_to_l0b: float
+    l0c_to_ub: float
+    ub_to_ddr: float
+    hbm_gbps: float
+    l2_gbps: float
+    gm_align: float
+    fixpipe: bool
+    cube_dtypes: list[str]
+    vector_dtypes: list[str]
+    launch_overhead_us: float
+    split: bool  # TEMPORARY: platforms.native_platform sets it; the field is `mode`
+    def __init__(self) -> None: ...
+    @staticmethod
+    def from_dict(d: dict[str, Any], where: str = "platform") -> Platform: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class CostObjective(Objective): ...
+
+class OpModel:
+    @property
+    def kind(self) -> str: ...
+    @property
+    def param_names(self) -> list[str]: ...
+    @property
+    def param_values(self) -> list[list[int]]: ...
+    @property
+    def restrictions(self) -> list[str]: ...
+    @property
+    def pruning(self) -> list[str]: ...
+    @property
+    def baseline(self) -> list[int]: ...
+    @property
+    def roofline_us(self) -> float: ...
+    def violation(self, tiling: Sequence[int]) -> str: ...
+    def estimate(self, tiling: Sequence[int]) -> dict[str, Any]: ...
+    def estimate_batch(self, tilings: npt.ArrayLike, check: bool = True) -> npt.NDArray[np.float64]: ...
+    def objective(self) -> CostObjective: ...
+
+def op_model(
+    platform: Platform,
+    kind: str,
+    inputs: Sequence[Sequence[int]],
+    dtype: str,
+    int_attrs: Mapping[str, Sequence[int]],
+    str_attrs: Mapping[str, Sequence[str]],
+) -> OpModel: ...
+def supported_ops() -> list[str]: ...
+def op_table() -> list[OpTableEntry]: ...
+def platform_fields() -> list[PlatformFieldInfo]: ...
