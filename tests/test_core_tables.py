@@ -22,18 +22,11 @@ TABLE = {e["name"]: e for e in ascend.op_table()}
 # ---- layout ----------------------------------------------------------------------------
 
 
-def test_submodules_and_temporary_flat_names():
+def test_submodules():
     from aoe_native._core.space import SearchSpace  # importable: registered in sys.modules
 
     assert _core.space.SearchSpace is SearchSpace and isinstance(_core.__version__, str)
-    flat = {"SearchSpace": _core.space.SearchSpace, "Objective": _core.space.Objective,
-            "SyntheticObjective": _core.space.SyntheticObjective, "TableObjective": _core.space.TableObjective,
-            "strategy_names": _core.space.strategy_names, "strategy_defaults": _core.space.strategy_defaults,
-            "_tune": _core.space.tune, "AscendPlatform": Platform, "AscendCostObjective": ascend.CostObjective,
-            "AscendOpModel": ascend.OpModel, "ascend_op_model": ascend.op_model,
-            "ascend_supported_ops": ascend.supported_ops}
-    for old, new in flat.items():
-        assert getattr(_core, old) is new, old
+    assert not hasattr(_core, "SearchSpace") and not hasattr(_core, "ascend_op_model")  # no flat names left
 
 
 def test_stubs_are_installed():
@@ -128,7 +121,7 @@ def test_platform_fields_list_every_platform_field():
     stub = ast.parse(resources.files("aoe_native").joinpath("_core/ascend.pyi").read_text(encoding="utf-8"))
     cls = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Platform")
     annotated = {n.target.id: KIND_OF_ANNOTATION[ast.unparse(n.annotation)]
-                 for n in cls.body if isinstance(n, ast.AnnAssign) and n.target.id != "split"}
+                 for n in cls.body if isinstance(n, ast.AnnAssign)}
     assert annotated == {n: f["kind"] for n, f in FIELDS.items()}
     # Every model key of socs.json is a field, and every required field is in every entry.
     for entry in SOCS.values():
@@ -148,7 +141,7 @@ def test_builtin_socs_round_trip(soc):
     p = Platform.from_dict(entry, f"socs.json entry {soc!r}")
     d = p.to_dict()
     assert d == {n: entry[n] if entry.get(n) is not None else f["default"] for n, f in FIELDS.items()}
-    assert p.split == (entry["mode"] == "split") and repr(p) == f"<Platform {soc!r}>"
+    assert repr(p) == f"<Platform {soc!r}>"
     assert Platform.from_dict(d) == p
     q = pickle.loads(pickle.dumps(p))
     assert q == p and q.to_dict() == d and q is not p
@@ -214,7 +207,7 @@ def test_property_setters_check_values():
     p = Platform.from_dict(B3)
     p.mode = "coupled"
     p.freq_mhz = 1000  # ints are numbers
-    assert (p.split, p.mode, p.freq_mhz) == (False, "coupled", 1000.0)
+    assert (p.mode, p.freq_mhz) == ("coupled", 1000.0)
     for field, bad in [("cube_cores", 0), ("mode", "split2"), ("cube_dtypes", ["fp64"]), ("fixpipe", "yes")]:
         with pytest.raises(ValueError, match=f"Platform: '{field}' must be"):
             setattr(p, field, bad)

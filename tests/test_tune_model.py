@@ -135,7 +135,7 @@ def test_damaged_bank_stops_the_run_and_is_kept(tmp_path):
     d = tmp_path / SOC
     d.mkdir()
     (d / "MatMul.json").write_text("{broken")
-    with pytest.raises(aoe_native.bank.BankError, match="MatMul.json"):
+    with pytest.raises(aoe_native.BankError, match="MatMul.json"):
         aoe_native.tune_model(mlp(), soc_version=SOC, bank=tmp_path, input_shape="x:1,64,256", **FAST)
     assert (d / "MatMul.json").read_text() == "{broken"
 

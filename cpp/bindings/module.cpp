@@ -28,14 +28,4 @@ PYBIND11_MODULE(_core, m) {
   py::module_ ascend = submodule("ascend", "Analytical cost model of Ascend AI Core operators");
   register_ascend(ascend);
 
-  // TEMPORARY: old flat names until the Python package moves to the submodules
-  const std::pair<const char*, const char*> space_names[] = {
-      {"SearchSpace", "SearchSpace"}, {"Objective", "Objective"}, {"SyntheticObjective", "SyntheticObjective"},
-      {"TableObjective", "TableObjective"}, {"strategy_names", "strategy_names"},
-      {"strategy_defaults", "strategy_defaults"}, {"_tune", "tune"}};
-  const std::pair<const char*, const char*> ascend_names[] = {
-      {"AscendPlatform", "Platform"}, {"AscendCostObjective", "CostObjective"}, {"AscendOpModel", "OpModel"},
-      {"ascend_op_model", "op_model"}, {"ascend_supported_ops", "supported_ops"}};
-  for (const auto& [old_name, name] : space_names) m.attr(old_name) = space.attr(name);
-  for (const auto& [old_name, name] : ascend_names) m.attr(old_name) = ascend.attr(name);
 }

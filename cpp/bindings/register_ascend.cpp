@@ -105,9 +105,7 @@ listed, with kind, default and unit, by ``platform_fields()``.
       .def(py::self == py::self)
       .def("__repr__", [](const Platform& p) { return "<Platform '" + p.name + "'>"; })
       // Platforms are sent to worker processes.
-      .def(py::pickle(&platform_to_dict, [](const py::dict& d) { return platform_from_dict(d, "pickled Platform"); }))
-      // TEMPORARY: platforms.native_platform sets `split`; the field is `mode`.
-      .def_readwrite("split", &Platform::split);
+      .def(py::pickle(&platform_to_dict, [](const py::dict& d) { return platform_from_dict(d, "pickled Platform"); }));
   for (const PlatformField& f : platform_fields()) {
     const PlatformField* fp = &f;  // the table is static
     platform.def_property(
@@ -136,6 +134,7 @@ listed, with kind, default and unit, by ``platform_fields()``.
       .def_property_readonly("pruning", [](const OpModel& o) { return o.spec().pruning; })
       .def_property_readonly("baseline", [](const OpModel& o) { return o.spec().baseline; })
       .def_property_readonly("roofline_us", &OpModel::roofline_us)
+      .def("space", &OpModel::space, "The searched tiling space: hardware restrictions plus pruning rules.")
       .def("violation", [](const OpModel& o, const std::vector<int64_t>& t) { return o.violation(row_of(o, t).data()); })
       .def("estimate",
            [](const OpModel& o, const std::vector<int64_t>& t) {

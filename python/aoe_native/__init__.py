@@ -21,6 +21,7 @@ from ._core.space import strategy_names as _strategy_names
 from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, op_table,
                          supported_ops, tiling_space, tune_op)
 from .ascend.platforms import Platform, load_platform, platform, platform_fields, soc_versions
+from .bank.store import BankError
 from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, TaskEvaluator
 from .jobs.opat import tune_model
 from .jobs.results import ModelTuneResult
@@ -44,6 +45,7 @@ def cmake_dir() -> str:
 
 
 __all__ = [
+    "BankError",
     "BatchObjective",
     "CostModelEvaluator",
     "Estimate",

@@ -138,6 +138,12 @@ void OpModel::finish_spec() {
     throw std::logic_error("internal: baseline tiling of " + kind_ + " violates " + violation(spec_.baseline.data()));
 }
 
+SearchSpace OpModel::space() const {
+  std::vector<std::string> checks = spec_.restrictions;
+  checks.insert(checks.end(), spec_.pruning.begin(), spec_.pruning.end());
+  return SearchSpace(spec_.names, spec_.values, checks);
+}
+
 std::string OpModel::violation(const int64_t* tiling) const {
   for (size_t p = 0; p < spec_.names.size(); ++p)
     if (tiling[p] <= 0 && spec_.names[p] != "iterateOrder" && spec_.names[p] != "splitR")

@@ -72,6 +72,8 @@ class OpModel {
   // null (fast path).  The tiling is not checked here: see violation().
   virtual double evaluate(const int64_t* tiling, Breakdown* out) const = 0;
   double roofline_us() const { return roofline_us_; }
+  // The searched tiling space: restrictions (hardware limits) plus pruning rules.
+  SearchSpace space() const;
   // Empty when the tiling meets every hardware restriction; otherwise names
   // the first violated restriction.
   std::string violation(const int64_t* tiling) const;
