@@ -164,3 +164,21 @@ def test_nearest_shapes_for_warm_start(tmp_path):
     near = b.nearest("MatMul", [[100, 64], [64, 32]], "float16", {}, k=2)
     assert [e["inputs"][0][0] for e in near] == [128, 64]
     assert b.nearest("Conv", [[100, 64], [64, 32]], "float16", {}) == []
+
+
+def test_a_bank_written_by_the_previous_layout_still_serves_its_entries(tmp_path):
+    """tests/data/bank_v1 was written by aoe-native before the package moved to graph/, jobs/,
+    bank/, outputs/ (schema version 1): its keys and entries must still be hits."""
+    import shutil
+
+    import aoe_native
+    from opat_models import mlp
+
+    src = os.path.join(os.path.dirname(__file__), "data", "bank_v1")
+    shutil.copytree(src, tmp_path / "bank")
+    old = Bank(tmp_path / "bank" / SOC, SOC).load()
+    assert len(old.entries) == 3
+    r = aoe_native.tune_model(mlp(), soc_version=SOC, input_shape="x:1,64,256", bank=tmp_path / "bank", parallel=1,
+                              evals_per_task=200, round_evals=100)
+    assert r.repo_summary["repo_hit_num"] == r.repo_summary["total_num"] == 3
+    assert all(t.update_mode == "reserved" and t.tiling == old.entries[t.key]["tiling"] for t in r.tasks)

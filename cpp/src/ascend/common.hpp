@@ -54,7 +54,7 @@ inline double write_charge(int64_t b, int64_t pitch) {
 // Cycles of one vector API call over n elements: repeats * per_repeat + call,
 // one repeat = 256 bytes (8 DataBlocks x 32 B, [A] 高维切分.md).  Per-repeat and
 // per-call cycles are GE auto-fusion's fitted per-API costs ([G]
-// ascir_api_perf_v1.cpp, table in ascend_model.md §3d) rewritten per repeat
+// ascir_api_perf_v1.cpp, table in docs/ascend_model.md §3d) rewritten per repeat
 // (k_fp16 * 128 elements); the fp32 entries there (Add, WholeReduceSum) are
 // the same cost per repeat, which is why repeats are the unit.
 struct VecCost {

@@ -1,6 +1,6 @@
 // Cube operators: MatMul / Gemm / BatchMatMul and Conv (via img2col, which the
 // hardware does with load3d from L1).  Tiling knobs are TCubeTiling's
-// ([A] Matmul-Tiling类/TCubeTiling结构体.md, ascend_model.md §2.1).
+// ([A] Matmul-Tiling类/TCubeTiling结构体.md, docs/ascend_model.md §2.1).
 #include <algorithm>
 #include <cmath>
 #include <memory>

@@ -1,6 +1,6 @@
 // Vector operators: elementwise (single and fused chains, with broadcasting),
 // Cast, reductions, Softmax, LayerNorm and Transpose.  All follow the Ascend C
-// vector pattern ([A] 多核Tiling.md, DoubleBuffer.md; ascend_model.md §2.3):
+// vector pattern ([A] 多核Tiling.md, DoubleBuffer.md; docs/ascend_model.md §2.3):
 // the work is split over `blockDim` cores; each core loops CopyIn (MTE2) ->
 // Compute (Vector) -> CopyOut (MTE3) over UB tiles of `tileLen` elements,
 // with `bufferNum` (1 or 2) buffers per queue.

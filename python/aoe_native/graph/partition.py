@@ -23,7 +23,7 @@ import numpy as np
 from .ir import Graph
 from .lowering import VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
 
-__all__ = ["Kernel", "Task", "Partition", "UnsupportedOp", "partition", "max_fused_buffers", "task_key"]
+__all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "partition", "max_fused_buffers", "task_key"]
 
 # Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
 # for near-peak GM bandwidth (docs/ascend_model.md §2.3, [A] DoubleBuffer.md and
@@ -61,8 +61,9 @@ class Kernel:
 
 
 @dataclass
-class Task:
-    """A distinct (op, shapes, dtype, formats, attrs): tuned once, weighted by occurrences."""
+class TaskIdentity:
+    """What a tuning task is: its index in the partition, its key (:func:`task_key`) and the
+    operator instance the key is made of."""
     index: int
     key: str
     op_type: str
@@ -70,6 +71,11 @@ class Task:
     dtype: str
     formats: list[str]
     attrs: dict[str, Any]
+
+
+@dataclass
+class Task(TaskIdentity):
+    """A distinct (op, shapes, dtype, formats, attrs): tuned once, weighted by occurrences."""
     kernels: list[int] = field(default_factory=list)
 
     @property

@@ -5,21 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..graph.partition import TaskIdentity
 from ..tuning import improvement
 
 __all__ = ["TaskResult", "KernelResult", "ModelTuneResult"]
 
 
 @dataclass
-class TaskResult:
+class TaskResult(TaskIdentity):
     """A distinct task: what it is, how often it occurs, and what tuning gave."""
-    index: int
-    key: str
-    op_type: str
-    inputs: list[list[int]]
-    dtype: str
-    formats: list[str]
-    attrs: dict[str, Any]
     occurrences: int
     node_names: list[str]          # nodes of the task's first kernel
     baseline_tiling: dict[str, int] | None
