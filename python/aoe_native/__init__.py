@@ -22,7 +22,7 @@ from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, esti
                          supported_ops, tiling_space, tune_op)
 from .ascend.platforms import Platform, load_platform, platform, platform_fields, soc_versions
 from .bank.store import BankError
-from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, TaskEvaluator
+from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, RayEvaluator, TaskEvaluator
 from .jobs.opat import tune_model
 from .jobs.results import ModelTuneResult
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, improvement, tune
@@ -54,6 +54,7 @@ __all__ = [
     "Objective",
     "OpTuneResult",
     "Platform",
+    "RayEvaluator",
     "SearchSpace",
     "SyntheticObjective",
     "TableObjective",

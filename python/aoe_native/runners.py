@@ -1,9 +1,13 @@
-"""Measuring configurations for real: timing on the host and process isolation.
+"""Measuring configurations for real: timing on the host, process isolation, and
+distribution over the devices of several hosts.
 
 On a device, a measurement can raise, hang or crash the process.  :class:`IsolatedObjective`
 runs the user's measurement in a worker process, so a hang (timeout) or a crash
 (segfault, ``os._exit``) marks only that configuration failed, with a message
 saying what happened, and tuning goes on with a fresh worker.
+
+:class:`RayObjective` spreads batches of measurements over Ray workers, one device each,
+with the same isolation in every worker.
 
 :func:`measure` times a callable on the host CPU the way tuners time kernels:
 warm-up runs, then the median of several timed runs.
@@ -11,11 +15,19 @@ warm-up runs, then the median of several timed runs.
 
 from __future__ import annotations
 
+import copy
+import math
 import multiprocessing as mp
 import statistics
 import time
 import traceback
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .tuning import BatchObjective
+
+__all__ = ["measure", "IsolatedObjective", "MeasurementError", "RayObjective"]
 
 Config = Mapping[str, int]
 
@@ -151,3 +163,138 @@ class IsolatedObjective:
             self.close()
         except Exception:
             pass
+
+
+class _Bound:
+    """fn(context, config) as the fn(config) an IsolatedObjective runs."""
+
+    def __init__(self, fn: Callable[[Any, dict[str, int]], float], context: Any) -> None:
+        self.fn, self.context = fn, context
+
+    def __call__(self, config: dict[str, int]) -> float:
+        return self.fn(self.context, config)
+
+
+class _RayWorker:
+    """One Ray actor: holds a device (its resources) and an isolated measurement process,
+    restarted only when the measured context (e.g. the task) changes."""
+
+    def __init__(self, fn: Callable[..., float], timeout: float) -> None:
+        self.fn, self.timeout = fn, timeout
+        self.objective: IsolatedObjective | None = None
+        self.context: Any = None
+
+    def ready(self) -> bool:
+        return True
+
+    def measure(self, config: dict[str, int], context: Any = None) -> tuple[str, Any]:
+        """fn(config), or fn(context, config) when a context (never None) is given."""
+        if self.objective is None or not (context is self.context or context == self.context):
+            if self.objective is not None:
+                self.objective.close()
+            fn = self.fn if context is None else _Bound(self.fn, context)
+            self.objective, self.context = IsolatedObjective(fn, timeout=self.timeout), context
+        try:
+            return "ok", float(self.objective(config))
+        except Exception as e:  # the configuration fails, the worker stays
+            return "error", str(e)
+
+
+class RayObjective(BatchObjective):
+    """Measures batches of configurations on Ray workers, for :func:`aoe_native.tune`.
+
+    Args:
+        fn: ``fn(config) -> value`` (lower is better), run on a worker.  Ray sends it to
+            the workers, so it must be serialisable (cloudpickle: module-level
+            functions, closures over plain data).
+        param_names: the space's parameter names (``space.param_names``), in order.
+        workers: Ray actors to start; default: as many as the cluster has of
+            `resources` (e.g. every ``"NPU"`` of every host), at least one.
+        resources: what one worker holds, e.g. ``{"NPU": 1}`` for one device
+            (default ``{"CPU": 1}``).
+        timeout: seconds one measurement may take (see :class:`IsolatedObjective`).
+        batch: configurations per batch the strategy proposes.  Kept independent of
+            the number of workers, so that the same seed gives the same run on any
+            cluster (results are returned in proposal order, never arrival order).
+
+    Each worker runs `fn` in its own isolated process: a measurement that raises,
+    hangs or crashes fails only its configuration (NaN; the reason is kept in
+    :attr:`errors`), and the run goes on.  Use with a strategy that proposes batches,
+    e.g. ``tune(space, obj, strategy="forest", strategy_options={"batch": obj.max_batch})``.
+    :meth:`bind` measures another space (a task) on the same workers with
+    ``fn(context, config)``.  Starts a local Ray if none is running (``ray.init()``
+    first to join a cluster).  Install with ``pip install 'aoe-native[ray]'``.
+    """
+
+    def __init__(self, fn: Callable[..., float], param_names: Sequence[str], workers: int | None = None,
+                 resources: Mapping[str, float] | None = None, timeout: float = 60.0, batch: int = 8) -> None:
+        try:
+            import ray
+            from ray.util import ActorPool
+        except ImportError:
+            raise ImportError("RayObjective needs Ray: pip install 'aoe-native[ray]'") from None
+        if not callable(fn):
+            raise TypeError(f"RayObjective needs a callable, got {fn!r}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        resources = dict(resources or {"CPU": 1})
+        if any(not v > 0 for v in resources.values()):
+            raise ValueError(f"resources must be positive amounts, got {resources}")
+        if not ray.is_initialized():
+            ray.init()
+        if workers is None:
+            have = ray.cluster_resources()
+            workers = max(1, int(min(have.get(k, 0.0) // v for k, v in resources.items())))
+        if int(workers) < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        cpus = resources.pop("CPU", 0)
+        actor = ray.remote(_RayWorker).options(num_cpus=cpus, resources=resources or None, max_restarts=-1,
+                                              max_task_retries=0)
+        self.names = list(param_names)
+        self.context: Any = None
+        self.workers = [actor.remote(fn, float(timeout)) for _ in range(int(workers))]
+        try:  # fail here, clearly, if the workers cannot load `fn`, not batch after batch later
+            ray.get([w.ready.remote() for w in self.workers])
+        except ray.exceptions.RayError as e:
+            self.close()
+            raise RuntimeError(f"RayObjective: the Ray workers could not start with {fn!r} (is it importable on "
+                               f"the workers? ship its module with runtime_env): {str(e).splitlines()[0]}") from None
+        self._pool = ActorPool(self.workers)
+        self.errors: dict[tuple[int, ...], str] = {}
+        super().__init__(self._measure_rows, max_batch=batch)
+
+    def bind(self, context: Any, param_names: Sequence[str]) -> "RayObjective":
+        """The same workers measuring ``fn(context, config)`` over `param_names`."""
+        if context is None:
+            raise ValueError("bind needs a context (None means: no context)")
+        bound = copy.copy(self)
+        bound.context, bound.names, bound.errors = context, list(param_names), {}
+        bound.fn = bound._measure_rows
+        return bound
+
+    def _measure_rows(self, rows: np.ndarray) -> list[float]:
+        configs = [{n: int(v) for n, v in zip(self.names, row)} for row in rows]
+        ctx = self.context
+        out = []
+        # ActorPool.map yields in submission order: the run does not depend on arrival order.
+        for config, (status, value) in zip(configs, self._pool.map(lambda a, c: a.measure.remote(c, ctx), configs)):
+            if status == "ok":
+                out.append(value)
+            else:
+                self.errors[tuple(config.values())] = value
+                out.append(math.nan)
+        return out
+
+    def close(self) -> None:
+        """Stop the workers (the Ray runtime itself is left running)."""
+        import ray
+
+        for w in self.workers:
+            ray.kill(w)
+        self.workers = []
+
+    def __enter__(self) -> "RayObjective":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -9,20 +9,21 @@ together with the task, so a worker never looks a SoC up again.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from .._core.space import SearchSpace
 from ..ascend import ops
 from ..ascend.platforms import Platform, native_platform
-from ..runners import IsolatedObjective
+from ..runners import IsolatedObjective, MeasurementError, RayObjective
 from ..tuning import tune
 
-__all__ = ["TaskLike", "RoundResult", "TaskEvaluator", "CostModelEvaluator", "MeasuredEvaluator",
+__all__ = ["TaskLike", "RoundResult", "TaskEvaluator", "CostModelEvaluator", "MeasuredEvaluator", "RayEvaluator",
            "nearest_valid_tilings"]
 
 Tiling = dict[str, int]
@@ -126,7 +127,7 @@ class MeasuredEvaluator(TaskEvaluator):
 
     With ``parallel > 1`` the job sends the evaluator to worker processes, so `measure`
     must then be picklable (a module-level function); one device, one worker is the usual
-    setup."""
+    setup (:class:`RayEvaluator` spreads measurements over many)."""
 
     name = "measured"
 
@@ -137,25 +138,76 @@ class MeasuredEvaluator(TaskEvaluator):
             raise TypeError(f"measure must be a callable (task, tiling) -> us, got {measure!r}")
         self.measure, self.timeout, self.strategy = measure, float(timeout), strategy
 
-    def estimate(self, task: TaskLike, tiling: Mapping[str, int]) -> float:
+    @contextlib.contextmanager
+    def _objective(self, task: TaskLike, space: SearchSpace) -> Iterator[tuple[Any, dict[str, float]]]:
+        """The objective tune() runs for `task`, and the strategy options it needs."""
         with IsolatedObjective(_TaskMeasure(self.measure, task), timeout=self.timeout) as objective:
-            return objective(dict(tiling))
+            yield objective, {}
+
+    def _run(self, task: TaskLike, space: SearchSpace, max_evals: int, seed: int, start: list[Tiling],
+             strategy: str, time_limit: float | None = None) -> Any:
+        with self._objective(task, space) as (objective, options):
+            return tune(space, objective, strategy=strategy, max_evals=max(max_evals, len(start)),
+                        time_limit=time_limit, seed=seed, initial_configs=start,
+                        strategy_options=options if strategy == self.strategy else None)
+
+    def estimate(self, task: TaskLike, tiling: Mapping[str, int]) -> float:
+        # A space of exactly this tiling: it need not be in the pruned search space.
+        names = list(self.space(task).param_names)
+        one = SearchSpace.from_configs(names, np.array([[int(tiling[n]) for n in names]], dtype=np.int64))
+        res = self._run(task, one, 1, 0, [dict(tiling)], "exhaustive")
+        if res.failed:
+            raise MeasurementError(f"{task.op_type} {dict(tiling)}: {res.failed[0][1]}")
+        return float(res.best_value)
 
     def tune(self, task: TaskLike, max_evals: int, seed: int, initial: Sequence[Mapping[str, int]] = (),
              time_limit: float | None = None) -> RoundResult:
         space = self.space(task)
         baseline = self.baseline_tiling(task)
-        start = [baseline] + [t for t in nearest_valid_tilings(space, initial) if t != baseline]
-        with IsolatedObjective(_TaskMeasure(self.measure, task), timeout=self.timeout) as objective:
-            res = tune(space, objective, strategy=self.strategy, max_evals=max(max_evals, len(start)),
-                       time_limit=time_limit, seed=seed, initial_configs=start)
-        base_us = float(res.history_values[0]) if res.evaluations else math.inf
+        in_space = space.index(baseline) is not None
+        start = ([baseline] if in_space else []) + [t for t in nearest_valid_tilings(space, initial) if t != baseline]
+        res = self._run(task, space, max_evals, seed, start, self.strategy, time_limit)
+        base_us = (float(res.history_values[0]) if res.evaluations else math.inf) if in_space else \
+            self.estimate(task, baseline)
         if res.best_config is None or not base_us > res.best_value:
             best, best_us = baseline, base_us
         else:
             best, best_us = {k: int(v) for k, v in res.best_config.items()}, float(res.best_value)
         return RoundResult(best, best_us, baseline, base_us, 0.0, res.evaluations, len(space),
                            np.asarray(res.trace, dtype=np.float64))
+
+
+class RayEvaluator(MeasuredEvaluator):
+    """Measurements spread over Ray workers, one device each (:class:`aoe_native.runners.RayObjective`):
+    the surrogate-guided search proposes `batch` tilings at a time and the workers measure
+    them in parallel, each isolated as in :class:`MeasuredEvaluator`.  The batch size, not
+    the number of workers, shapes the search, so the same seed gives the same result on any
+    cluster.  Run the job with ``parallel=1``: Ray is the parallelism.  The workers start
+    on first use and are kept for the whole job (:meth:`close` stops them)."""
+
+    name = "measured on Ray"
+
+    def __init__(self, platform: Platform | str, measure: Callable[[TaskLike, Tiling], float],
+                 workers: int | None = None, resources: Mapping[str, float] | None = None,
+                 timeout: float = 60.0, batch: int = 8) -> None:
+        super().__init__(platform, measure, timeout, strategy="forest")
+        self.workers, self.resources, self.batch = workers, resources, int(batch)
+        self._ray: RayObjective | None = None
+
+    @contextlib.contextmanager
+    def _objective(self, task: TaskLike, space: SearchSpace) -> Iterator[tuple[Any, dict[str, float]]]:
+        if self._ray is None:
+            self._ray = RayObjective(self.measure, space.param_names, self.workers, self.resources, self.timeout,
+                                     self.batch)
+        yield self._ray.bind(task, space.param_names), {"batch": self.batch}
+
+    def close(self) -> None:
+        if self._ray is not None:
+            self._ray.close()
+            self._ray = None
+
+    def __getstate__(self) -> dict[str, Any]:  # workers stay with the process that started them
+        return {**self.__dict__, "_ray": None}
 
 
 def nearest_valid_tilings(space: SearchSpace, tilings: Sequence[Mapping[str, int]]) -> list[Tiling]:
