@@ -28,7 +28,16 @@ beyond the three files they were measured on:
   hardware restrictions; 10^9 Cartesian points, so Kernel Tuner cannot build
   them from a cache file: ours and random only).
 
-Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--no-kt] [--held-out]
+Optuna's TPE and CMA-ES samplers (``pip install optuna cmaes``) are a second peer
+(``--optuna tpe cmaes``; default: both when Optuna is installed).  They search each
+parameter as an integer index into its sorted values; a proposal outside the space
+(it breaks a restriction) or already evaluated is told its value again without
+counting as an evaluation, as Kernel Tuner's trace counts unique valid configurations.
+
+Every score is the mean over seeds, with the 10th percentile of the per-seed scores
+(``p10``: the bad runs a user gets one time in ten) beside it.
+
+Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--no-kt] [--optuna ...] [--held-out]
 Prints tables (strategy x space) and saves bench/results/strategies.png,
 strategies.json and strategies_curves.npz.
 """
@@ -56,6 +65,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATASETS = REPO.parent / "shared" / "datasets"
 OURS = ["auto", "genetic", "bandit", "local", "annealing", "random"]
 KERNEL_TUNER = ["genetic_algorithm", "simulated_annealing", "dual_annealing", "greedy_ils", "pso", "diff_evo"]
+OPTUNA = ["tpe", "cmaes"]
 CUTOFF = 0.96
 
 
@@ -228,8 +238,39 @@ def run_kernel_tuner(space: Space, strategy: str, repeats: int, workdir: Path) -
     return np.array(curves)
 
 
+def run_optuna(space: Space, sampler_name: str, repeats: int) -> np.ndarray:
+    import optuna  # bench-only dependency
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    names = list(space.space.param_names)
+    values = [list(v) for v in space.space.param_values]
+    curves = []
+    for seed in range(repeats):
+        sampler = (optuna.samplers.TPESampler(seed=seed) if sampler_name == "tpe"
+                   else optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False))
+        study = optuna.create_study(sampler=sampler, direction="minimize")
+        seen: dict[int, float] = {}
+        trace: list[float] = []
+        worst = space.worst
+        for _ in range(50 * space.budget):  # proposals outside the space or seen before do not count
+            if len(trace) >= space.budget or len(seen) == len(space.values):
+                break
+            trial = study.ask()
+            config = {n: vals[trial.suggest_int(n, 0, len(vals) - 1)] for n, vals in zip(names, values)}
+            i = space.space.index(config)
+            if i is None:
+                study.tell(trial, worst)  # a restriction breaks: as bad as the worst configuration
+                continue
+            if i not in seen:
+                seen[i] = float(space.values[i])
+                trace.append(seen[i])
+            study.tell(trial, seen[i])
+        curves.append(space.curve(np.array(trace)))
+    return np.array(curves)
+
+
 def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str], repeats: int, workdir: Path,
-                 reused: Any) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
+                 reused: Any, optuna_samplers: list[str] = ()) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
     """Runs every strategy on every space; prints the table and auto's verdict."""
     print(f"\n== {title}")
     for sp in spaces:
@@ -258,6 +299,13 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
         seconds[label] = time.perf_counter() - t0 if ran else math.nan  # nan: curves reused
         print(f"  {label} done in {seconds[label]:.0f} s", flush=True)
 
+    for s in optuna_samplers:
+        label = f"optuna:{s}"
+        t0 = time.perf_counter()
+        curves[label] = {sp.name: run_optuna(sp, s, repeats) for sp in spaces}
+        seconds[label] = time.perf_counter() - t0
+        print(f"  {label} done in {seconds[label]:.0f} s", flush=True)
+
     scores = {lab: {n: c.mean(axis=1) for n, c in per.items()} for lab, per in curves.items()}
     names = [sp.name for sp in spaces]
     # One row per space, one column per strategy: mean ± standard error.
@@ -273,11 +321,17 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
     print(f"{'mean':{first}s}" + "".join(f"{np.mean([per[n].mean() for n in per]):>{widths[lab]}.3f}"
                                          for lab, per in scores.items()))
     print(f"{'time (s)':{first}s}" + "".join(f"{seconds[lab]:>{widths[lab]}.1f}" for lab in scores))
+    print(f"\n10th percentile of the per-seed scores (one run in ten is this bad or worse)")
+    print(f"{'space':{first}s}" + "".join(f"{lab:>{widths[lab]}s}" for lab in scores))
+    for sp in spaces:
+        n = sp.name
+        print(f"{n:{first}s}" + "".join((f"{np.percentile(per[n], 10):.3f}" if n in per else "-").rjust(widths[lab])
+                                        for lab, per in scores.items()))
 
     verdict: dict[str, Any] = {}
-    kt_labels = [lab for lab in scores if lab.startswith("kt:")]
+    kt_labels = [lab for lab in scores if lab.startswith(("kt:", "optuna:"))]
     if "aoe:auto" in scores:
-        print("\nauto against Kernel Tuner's best strategy per space (else against our best other strategy):")
+        print("\nauto against the best peer strategy (Kernel Tuner, Optuna) per space (else our best other strategy):")
         for n in names:
             a = scores["aoe:auto"][n].mean()
             rivals = [lab for lab in kt_labels if n in scores[lab]] or [
@@ -286,13 +340,17 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
                 continue
             best = max(rivals, key=lambda lab: scores[lab][n].mean())
             b = scores[best][n].mean()
-            verdict[n] = {"auto": float(a), "rival": best, "rival_score": float(b), "auto_wins": bool(a > b)}
-            print(f"  {n}: auto {a:.3f} vs {best} {b:.3f} -> {'auto wins' if a > b else 'auto loses'}")
+            p10 = float(np.percentile(scores["aoe:auto"][n], 10))
+            verdict[n] = {"auto": float(a), "auto_p10": p10, "rival": best, "rival_score": float(b),
+                          "auto_wins": bool(a > b)}
+            print(f"  {n}: auto {a:.3f} (p10 {p10:.3f}) vs {best} {b:.3f} -> {'auto wins' if a > b else 'auto loses'}"
+                  f" by {a - b:+.3f}")
         wins = sum(v["auto_wins"] for v in verdict.values())
         print(f"  auto wins on {wins} of {len(verdict)} spaces")
     summary = {
         "spaces": {sp.name: {"configs": len(sp.values), "budget": sp.budget, "optimum": sp.f_opt} for sp in spaces},
         "scores": {lab: {n: float(per[n].mean()) for n in per} for lab, per in scores.items()},
+        "p10": {lab: {n: float(np.percentile(per[n], 10)) for n in per} for lab, per in scores.items()},
         "seconds": seconds,
         "auto_vs_best_rival": verdict,
     }
@@ -330,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ours", nargs="*", default=OURS)
     ap.add_argument("--kt", nargs="*", default=KERNEL_TUNER, help="Kernel Tuner strategies (none: skip)")
     ap.add_argument("--no-kt", action="store_true", help="skip Kernel Tuner")
+    ap.add_argument("--optuna", nargs="*", default=None, help="Optuna samplers (tpe, cmaes; none: skip)")
     ap.add_argument("--held-out", action="store_true", help="also score the held-out spaces (see above)")
     ap.add_argument("--reuse-kt", type=Path, default=None,
                     help="take Kernel Tuner's curves from a previous run's strategies_curves.npz where present")
@@ -350,6 +409,13 @@ def main(argv: list[str] | None = None) -> int:
             print("Kernel Tuner not installed (pip install .[bench]); running ours only")
             kt = []
     reused = np.load(args.reuse_kt) if args.reuse_kt else None
+    samplers = list(OPTUNA if args.optuna is None else args.optuna)
+    if samplers:
+        try:
+            import optuna  # noqa: F401
+        except ImportError:
+            print("Optuna not installed (pip install optuna cmaes); skipping its samplers")
+            samplers = []
 
     args.out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"repeats": args.repeats}
@@ -363,14 +429,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skipped {f.name}: {e}")
         files = [sp.path for sp in spaces]
         curves, summary["brute_forced"] = score_spaces("the brute-forced spaces", spaces, args.ours, kt, args.repeats,
-                                                       Path(tmp), reused)
+                                                       Path(tmp), reused, samplers)
         all_curves.update({f"{lab}|{n}": c for lab, per in curves.items() for n, c in per.items()})
         png = args.out / "strategies.png"
         plot(spaces, curves, png)
         if args.held_out:
             held = [sp for f in files for sp in without_optimum_value(f, Path(tmp))] + ascend_spaces()
             hcurves, summary["held_out"] = score_spaces("held-out spaces", held, args.ours, kt, args.repeats,
-                                                        Path(tmp), reused)
+                                                        Path(tmp), reused, samplers)
             all_curves.update({f"{lab}|{n}": c for lab, per in hcurves.items() for n, c in per.items()})
     (args.out / "strategies.json").write_text(json.dumps(summary, indent=1))
     np.savez_compressed(args.out / "strategies_curves.npz", **all_curves)
