@@ -2,6 +2,8 @@
 import json
 import re
 
+import pytest
+
 from aoe_native import cli, zoo
 
 from opat_models import mlp, run_aoe
@@ -65,3 +67,15 @@ def test_tune_ops_file_json_form(tmp_path):
                  f"--tune_ops_file={cfg}", "--progress_bar=off"], cwd=tmp_path, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "total 1," in p.stdout
+
+
+@pytest.mark.parametrize("value, ok", [("on", True), ("off", True), ("true", True), ("false", True),
+                                       ("True", True), ("maybe", False)])
+def test_progress_bar_takes_on_off_true_false(value, ok):
+    from aoe_native.cli import build_parser
+    if ok:
+        args = build_parser().parse_args(["-m", "x.onnx", "-f", "5", "-j", "2", f"--progress_bar={value}"])
+        assert args.progress_bar == (value.lower() in ("on", "true"))
+    else:
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["-m", "x.onnx", "-f", "5", "-j", "2", f"--progress_bar={value}"])

@@ -99,3 +99,11 @@ def test_opat_runs_on_measurements_and_survives_failing_ones(tmp_path):
 def test_measured_evaluator_rejects_a_non_callable():
     with pytest.raises(TypeError, match="callable"):
         MeasuredEvaluator(SOC, "not a function")
+
+
+def test_any_front_end_feeds_the_job_through_the_graph_ir(tmp_path):
+    graph = load_graph(mlp(), "x:1,64,256")  # a Graph, as any front-end would build it
+    r = an.tune_model(graph, bank=tmp_path, parallel=1, evals_per_task=50, round_evals=25)
+    again = an.tune_model(mlp(), input_shape="x:1,64,256", bank=tmp_path / "b", parallel=1, evals_per_task=50,
+                          round_evals=25)
+    assert [t.key for t in r.tasks] == [t.key for t in again.tasks] and r.tuned_ms == again.tuned_ms
