@@ -219,3 +219,30 @@ def test_timeline_file(tmp_path):
 def test_public_names():
     assert aoe_native.tune_gradients is tune_gradients and aoe_native.Cluster is Cluster
     assert aoe_native.GradientPlan is GradientPlan
+
+
+# --------------------------------------------------------------------------- predicted timeline
+def test_predict_timeline_walks_backward_with_the_cost_model():
+    from opat_models import mlp
+
+    tl = gdat.predict_timeline(mlp(hidden=64, tokens=8, layers=2), input_shape="x:2,8,64")
+    assert [g[0] for g in tl] == ["g", "beta", "b1", "w1", "b0", "w0"]  # last layer first
+    assert dict((n, b) for n, b, _ in tl) == {"g": 256, "beta": 256, "b1": 256, "w1": 64 * 64 * 4,
+                                               "b0": 256, "w0": 64 * 64 * 4}
+    ready = [r for _, _, r in tl]
+    assert ready[0] > 0 and all(a <= b for a, b in zip(ready, ready[1:])) and ready[3] > ready[2]
+    # fc0's input is the graph input: no data gradient, so its backward is one GEMM, fc1's two
+    w1_step, w0_step = ready[3] - ready[2], ready[5] - ready[4]
+    assert w0_step < w1_step
+    plan = tune_gradients(tl, Cluster(ranks=8, alpha_us=5.0, gbps=50.0))
+    assert [n for b in plan.buckets for n in b] == [g[0] for g in tl]
+
+
+def test_predict_timeline_counts_resnet50_parameters():
+    from aoe_native import zoo
+    from aoe_native.graph.onnx import load_graph
+
+    g = load_graph(zoo.build("resnet50", batch=1))
+    produced = {o for n in g.nodes for o in n.outputs}
+    params = {p for n in g.nodes for p in gdat._params_of(g, n, produced)}
+    assert len(params) == 161 and "fc.weight" in params and "conv1.bn.mean" not in params

@@ -12,7 +12,8 @@ contiguous buckets, optionally with at most K buckets) and evaluates the rules p
 run (DDP, Horovod, HCCL, MindSpore, MG-WFBP) in the same model.
 
 Inputs: a list of ``(name, bytes, ready_us)``; :func:`load_timeline` (a JSON file);
-(more sources follow).
+:func:`predict_timeline` (an ONNX model through the Ascend cost model);
+``aoe_native.torch_ddp.measure_timeline`` (a real PyTorch run).
 """
 from __future__ import annotations
 
@@ -24,10 +25,15 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..ascend.ops import tune_op
+from ..ascend.platforms import Platform, native_platform
 from ..cluster import Cluster
+from ..graph.ir import Graph, Node
+from ..graph.lowering import VIEW_OPS, UnsupportedNode, map_node
+from ..graph.onnx import load_graph
 from ..fileio import read_json
 
-__all__ = ["GradientPlan", "TimelineError", "tune_gradients", "simulate", "load_timeline",
+__all__ = ["GradientPlan", "TimelineError", "tune_gradients", "simulate", "load_timeline", "predict_timeline",
            "BACKEND_MAX_SEGMENTS", "baseline_partitions", "optimal_partition"]
 
 Gradient = tuple[str, int, float]
@@ -300,7 +306,8 @@ class GradientPlan:
     ``buckets``: lists of gradient names in launch order; ``time_us``: the step's end (the
     last bucket's end; time 0 = the start of backward); ``exposed_us``: communication
     after the last gradient is ready; ``baselines``: name → time_us of each fixed rule in
-    the same timeline; ``gain``: name → baseline time / plan time − 1.  The backend
+    the same timeline; ``gain``: name → baseline time / plan time − 1; ``names`` and
+    ``gradient_bytes``: the input timeline's gradients in ready order.  The backend
     settings (``hccl_split_idx``, ``hccl_split_percent``, ``mindspore_fusion_config``,
     ``ddp_bucket_cap_mb_list``) index gradients in ready order (0-based)."""
 
@@ -310,6 +317,7 @@ class GradientPlan:
     baselines: dict[str, float]
     gain: dict[str, float]
     names: list[str]
+    gradient_bytes: list[int]
     bucket_bytes: list[int]
     bucket_start_us: list[float]
     bucket_end_us: list[float]
@@ -404,7 +412,121 @@ def tune_gradients(gradients: Iterable[Gradient] | str | os.PathLike, cluster: C
     return GradientPlan(
         buckets=buckets, time_us=time_us, exposed_us=time_us - float(ready[-1]), baselines=base_t,
         gain={k: v / time_us - 1.0 for k, v in base_t.items()}, names=names,
+        gradient_bytes=[int(x) for x in sizes],
         bucket_bytes=[int(sizes[a:b].sum()) for a, b in zip([0] + ends[:-1], ends)],
         bucket_start_us=[float(x) for x in starts], bucket_end_us=[float(x) for x in finish],
         backward_us=float(ready[-1]), cluster=cluster.to_dict(), baseline_buckets=base,
         max_buckets=max_buckets, backend=backend, tuning_time_s=time.perf_counter() - t0)
+
+
+
+# --------------------------------------------------------------------------- predicted timeline
+# Which inputs of a node are trainable parameters (tensors no node produces): weights and
+# biases of convolutions and GEMMs, scale and shift of normalisations (not BN's running
+# statistics), and rank-1 (bias) or constant operands of element-wise Add / Mul.
+_PARAM_SLOTS = {"Conv": (1, 2), "Gemm": (1, 2), "MatMul": (1,), "BatchNormalization": (1, 2),
+                "LayerNormalization": (1, 2), "Add": (0, 1), "Mul": (0, 1)}
+
+
+def _params_of(graph: Graph, node: Node, produced: set[str]) -> list[str]:
+    out = []
+    for slot in _PARAM_SLOTS.get(node.op_type, ()):
+        if slot >= len(node.inputs) or not node.inputs[slot] or node.inputs[slot] in produced:
+            continue
+        t = graph.tensors.get(node.inputs[slot])
+        if t is None or t.shape is None or math.prod(t.shape) < 2:
+            continue  # unknown, or a scalar hyper-parameter
+        if node.op_type in ("Add", "Mul") and not (t.const or len(t.shape) == 1):
+            continue  # a graph input such as a mask, not a parameter
+        out.append(t.name)
+    return out
+
+
+def _backward_kernels(graph: Graph, node: Node, produced: set[str]) -> list[tuple[str, list[list[int]], dict]]:
+    """The backward pass of one node as cost-model operators (the rule, documented in
+    docs/architecture.md / README): a convolution's data gradient is a stride-1
+    convolution of dY by the transposed weights with the forward's multiply-adds, its weight
+    gradient the im2col GEMM [O/g, N·Ho·Wo] x [N·Ho·Wo, C/g·kh·kw]; a GEMM Y = X·W has
+    dX = dY·Wᵀ and dW = Xᵀ·dY; a data gradient into a graph input is skipped (nothing asks
+    for it); every other node costs twice its forward kernel (it reads dY and its saved
+    input and writes dX: about two passes of a memory-bound op), and an element-wise node
+    (or one the cost model does not cover) two element-wise passes over its output; views
+    cost nothing."""
+    op = node.op_type
+    if op in VIEW_OPS:
+        return []
+    needs_dx = bool(node.inputs) and node.inputs[0] in produced
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    two_passes = [("Mul", [list(out), list(out)], {})] * 2 if out else []
+    try:
+        spec = map_node(graph, node)
+    except UnsupportedNode:
+        return two_passes
+    if spec.kind == "elementwise":
+        return two_passes
+    if op == "Conv":
+        (n, c, h, w), (o, cg, kh, kw) = spec.inputs[0], spec.inputs[1]
+        g = spec.attrs["group"]
+        ho, wo = graph.shape(node.outputs[0])[2:]
+        dil = spec.attrs["dilations"]
+        ph, pw = dil[0] * (kh - 1), dil[1] * (kw - 1)
+        ks = []
+        if needs_dx:
+            ks.append(("Conv", [[n, o, ho, wo], [c, o // g, kh, kw]],
+                       {"strides": [1, 1], "dilations": dil, "group": g,
+                        "pads": [ph // 2, pw // 2, ph - ph // 2, pw - pw // 2]}))
+        m, k = n * ho * wo, cg * kh * kw
+        ks.append(("MatMul", [[o, m], [m, k]], {}) if g == 1 else ("BatchMatMul", [[g, o // g, m], [g, m, k]], {}))
+        return ks
+    if op in ("Gemm", "MatMul") and spec.op_type in ("Gemm", "MatMul") and node.inputs[1] not in produced:
+        x, wt = spec.inputs[0], spec.inputs[1]
+        m, k = (x[1], x[0]) if spec.attrs.get("transA") else (x[0], x[1])
+        nn = wt[0] if spec.attrs.get("transB") else wt[1]
+        ks = [("MatMul", [[m, nn], [nn, k]], {})] if needs_dx else []
+        return ks + [("MatMul", [[k, m], [m, nn]], {})]
+    return [(spec.op_type, spec.inputs, spec.attrs)] * 2
+
+
+def predict_timeline(model: Any, soc_version: str | Platform = "Ascend910B3", input_shape: Any = None,
+                     dtype: str = "float16", max_evals: int | None = None, seed: int = 0
+                     ) -> list[Gradient]:
+    """The gradients of an ONNX model (path, ModelProto or graph IR) and when each becomes
+    ready, predicted with the Ascend cost model.
+
+    Backward walks the nodes in reverse topological order; each node's backward kernels
+    (:func:`_backward_kernels`) are tuned with ``tune_op`` as OPAT tunes them (its default
+    budget policy unless ``max_evals`` is given) and run one after another, each plus the SoC's launch
+    overhead.  A parameter's gradient is ready when the backward of its first consumer
+    (in forward order) is done.  ``bytes`` = elements × the parameter's own element size
+    (float32 when unknown).  Time 0 is the start of backward."""
+    graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
+    plat = native_platform(soc_version)
+    produced = {o for n in graph.nodes for o in n.outputs if o}
+    first_use: dict[str, int] = {}
+    for node in graph.nodes:
+        for p in _params_of(graph, node, produced):
+            first_use.setdefault(p, node.index)
+    by_node: dict[int, list[str]] = {}
+    for p, idx in first_use.items():
+        by_node.setdefault(idx, []).append(p)
+    if not first_use:
+        raise TimelineError(f"model {graph.name}: no trainable parameter found")
+    cache: dict[str, float] = {}
+    t = 0.0
+    out: list[Gradient] = []
+    for node in reversed(graph.nodes):
+        for op, inputs, attrs in _backward_kernels(graph, node, produced):
+            key = repr((op, inputs, sorted(attrs.items())))
+            if key not in cache:
+                try:
+                    cache[key] = tune_op(op, inputs, dtype, plat, attrs or None, max_evals=max_evals,
+                                         seed=seed).time_us
+                except (ValueError, KeyError) as e:
+                    raise TimelineError(f"model {graph.name}: node {node.name} ({node.op_type}): backward "
+                                        f"kernel {op} {inputs}: {e}") from None
+            t += cache[key] + float(plat.launch_overhead_us)
+        for p in by_node.get(node.index, ()):
+            tensor = graph.tensors[p]
+            size = np.dtype(tensor.dtype).itemsize if tensor.dtype else 4
+            out.append((p, int(math.prod(tensor.shape)) * size, t))
+    return out
