@@ -246,3 +246,84 @@ def test_predict_timeline_counts_resnet50_parameters():
     produced = {o for n in g.nodes for o in n.outputs}
     params = {p for n in g.nodes for p in gdat._params_of(g, n, produced)}
     assert len(params) == 161 and "fc.weight" in params and "conv1.bn.mean" not in params
+
+
+# --------------------------------------------------------------------------- aoe --job_type=4
+def _write_timeline(path, n=40, seed=3):
+    rng = np.random.default_rng(seed)
+    grads = _timeline(rng.integers(1_000, 4 * MIB, n), rng.uniform(5, 80, n))
+    path.write_text(json.dumps({"gradients": [{"name": a, "bytes": b, "ready_us": r} for a, b, r in grads]}))
+    return grads
+
+
+def test_cli_job_type_4_writes_result_file_and_report(tmp_path, monkeypatch, capsys):
+    from aoe_native import cli
+
+    tl = tmp_path / "grads.json"
+    grads = _write_timeline(tl)
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path / "work"))
+    rc = cli.main(["--job_type=4", f"--timeline={tl}", "--ranks=16", "--alpha_us=30", "--gbps=12",
+                   "--backend=hccl", f"--output={tmp_path / 'out'}"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "GDAT process finished. Performance improved by" in out and "(over hccl_default)" in out
+    [res] = list((tmp_path / "work").glob("aoe_result_gdat_*_*.json"))
+    doc = json.loads(res.read_text())
+    assert doc[0]["basic"]["tuning_name"].startswith("grads_")
+    sec = doc[1]["GDAT"]
+    plan = tune_gradients(grads, Cluster(16, 30.0, 12.0), backend="hccl")
+    assert sec["hccl_split_idx"] == plan.hccl_split_idx and len(sec["buckets"]) <= 8
+    assert sec["step_time_us"] == pytest.approx(plan.time_us, abs=1e-3)
+    assert sec["baselines"]["hccl_default"]["performance_improvement"].endswith("%")
+    html = (tmp_path / "out" / "grads_gdat_report.html").read_text()
+    assert html.count("<svg") == 1 and "hccl_default (before) and tuned (after)" in html
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--max_buckets=9", "--backend=hccl"], "max_buckets=9: hccl allows at most 8 segments"),
+    (["--cluster=BAD"], "levels[0] ('hccs'): gbps must be > 0"),
+    (["--timeline=BADTL"], "ready_us 1.0 goes backwards"),
+])
+def test_cli_job_type_4_bad_input_writes_nothing(tmp_path, monkeypatch, capsys, extra, message):
+    from aoe_native import cli
+
+    tl = tmp_path / "grads.json"
+    _write_timeline(tl)
+    bad_cluster = Cluster.ascend910b().to_dict()
+    bad_cluster["levels"][0]["gbps"] = -1
+    (tmp_path / "c.json").write_text(json.dumps(bad_cluster))
+    (tmp_path / "b.json").write_text(json.dumps([["a", 4, 2.0], ["b", 4, 1.0]]))
+    extra = [e.replace("BADTL", str(tmp_path / "b.json")).replace("BAD", str(tmp_path / "c.json")) for e in extra]
+    args = ["--job_type=4", f"--output={tmp_path / 'out'}"] + extra
+    if not any(e.startswith("--timeline") for e in extra):
+        args.append(f"--timeline={tl}")
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path / "work"))
+    assert cli.main(args) == 1
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "work").exists() and not (tmp_path / "out").exists()
+
+
+def test_cli_other_job_types_still_need_model_and_framework(capsys):
+    from aoe_native import cli
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--job_type=2"])
+    assert e.value.code == 2
+    assert "the following arguments are required: --model/-m, --framework/-f" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["--job_type=4"])
+    assert "needs --timeline FILE or --model" in capsys.readouterr().err
+
+
+def test_cli_job_type_4_predicts_from_an_onnx_model(tmp_path, monkeypatch, capsys):
+    from opat_models import mlp
+
+    from aoe_native import cli
+
+    m = tmp_path / "m.onnx"
+    m.write_bytes(mlp(hidden=64, tokens=8).SerializeToString())
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path))
+    assert cli.main(["-j", "4", "-f", "5", "-m", str(m), "--input_shape", "x:2,8,64", "--servers=2"]) == 0
+    assert "6 gradients, " in capsys.readouterr().out
+    [res] = list(tmp_path.glob("aoe_result_gdat_*.json"))
+    assert json.loads(res.read_text())[1]["GDAT"]["cluster"]["ranks"] == 16

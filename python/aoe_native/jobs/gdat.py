@@ -31,16 +31,20 @@ from ..cluster import Cluster
 from ..graph.ir import Graph, Node
 from ..graph.lowering import VIEW_OPS, UnsupportedNode, map_node
 from ..graph.onnx import load_graph
+from ..outputs import write_gdat_outputs
 from ..fileio import read_json
 
 __all__ = ["GradientPlan", "TimelineError", "tune_gradients", "simulate", "load_timeline", "predict_timeline",
-           "BACKEND_MAX_SEGMENTS", "baseline_partitions", "optimal_partition"]
+           "BACKEND_MAX_SEGMENTS", "gdat_job", "baseline_partitions", "optimal_partition"]
 
 Gradient = tuple[str, int, float]
 
 # Segments a backend's split API accepts (None: no limit).  HCCL: set_split_strategy_by_idx /
 # by_size take at most 8 segments (tuning_modes.md §1).
 BACKEND_MAX_SEGMENTS: dict[str, int | None] = {"hccl": 8, "mindspore": None, "ddp": None, "horovod": None}
+# Each backend's own default, the "before" of a report.
+BACKEND_DEFAULT = {"hccl": "hccl_default", "mindspore": "mindspore_even", "ddp": "ddp_25mb",
+                   "horovod": "horovod_128mb"}
 
 MIB = 1 << 20
 # An unlimited plan with more buckets than this is replaced by an equally fast one with at most
@@ -307,7 +311,9 @@ class GradientPlan:
     last bucket's end; time 0 = the start of backward); ``exposed_us``: communication
     after the last gradient is ready; ``baselines``: name → time_us of each fixed rule in
     the same timeline; ``gain``: name → baseline time / plan time − 1; ``names`` and
-    ``gradient_bytes``: the input timeline's gradients in ready order.  The backend
+    ``gradient_bytes``, ``gradient_ready_us``: the input timeline in ready order;
+    ``baseline_buckets`` / ``baseline_spans``: each baseline's bucket end indices and
+    (start, end) times; ``reference_baseline``: the backend's default rule.  The backend
     settings (``hccl_split_idx``, ``hccl_split_percent``, ``mindspore_fusion_config``,
     ``ddp_bucket_cap_mb_list``) index gradients in ready order (0-based)."""
 
@@ -318,15 +324,25 @@ class GradientPlan:
     gain: dict[str, float]
     names: list[str]
     gradient_bytes: list[int]
+    gradient_ready_us: list[float]
     bucket_bytes: list[int]
     bucket_start_us: list[float]
     bucket_end_us: list[float]
     backward_us: float
     cluster: dict[str, Any]
     baseline_buckets: dict[str, list[int]] = field(default_factory=dict)  # name -> end indices
+    baseline_spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # (start, end) per bucket
     max_buckets: int | None = None
     backend: str | None = None
     tuning_time_s: float = 0.0
+    reference_baseline: str = "ddp_25mb"
+    result_file: str | None = None
+    report_file: str | None = None
+
+    @property
+    def improvement(self) -> float:
+        """Gain over the backend's default rule (``reference_baseline``; DDP's without a backend)."""
+        return self.gain[self.reference_baseline]
 
     @property
     def ends(self) -> list[int]:
@@ -404,7 +420,8 @@ def tune_gradients(gradients: Iterable[Gradient] | str | os.PathLike, cluster: C
     starts, finish = simulate(ends, sizes, ready, cluster)
     time_us = float(finish[-1])
     base = baseline_partitions(sizes, ready, cluster, even_k=len(ends))
-    base_t = {k: float(simulate(e, sizes, ready, cluster)[1][-1]) for k, e in base.items()}
+    spans = {k: list(zip(*(map(float, a) for a in simulate(e, sizes, ready, cluster)))) for k, e in base.items()}
+    base_t = {k: v[-1][1] for k, v in spans.items()}
     buckets, lo = [], 0
     for e in ends:
         buckets.append(names[lo:e])
@@ -412,11 +429,12 @@ def tune_gradients(gradients: Iterable[Gradient] | str | os.PathLike, cluster: C
     return GradientPlan(
         buckets=buckets, time_us=time_us, exposed_us=time_us - float(ready[-1]), baselines=base_t,
         gain={k: v / time_us - 1.0 for k, v in base_t.items()}, names=names,
-        gradient_bytes=[int(x) for x in sizes],
+        gradient_bytes=[int(x) for x in sizes], gradient_ready_us=[float(x) for x in ready],
         bucket_bytes=[int(sizes[a:b].sum()) for a, b in zip([0] + ends[:-1], ends)],
         bucket_start_us=[float(x) for x in starts], bucket_end_us=[float(x) for x in finish],
-        backward_us=float(ready[-1]), cluster=cluster.to_dict(), baseline_buckets=base,
-        max_buckets=max_buckets, backend=backend, tuning_time_s=time.perf_counter() - t0)
+        backward_us=float(ready[-1]), cluster=cluster.to_dict(), baseline_buckets=base, baseline_spans=spans,
+        max_buckets=max_buckets, backend=backend, tuning_time_s=time.perf_counter() - t0,
+        reference_baseline=BACKEND_DEFAULT.get(backend or "ddp", "ddp_25mb"))
 
 
 
@@ -530,3 +548,24 @@ def predict_timeline(model: Any, soc_version: str | Platform = "Ascend910B3", in
             size = np.dtype(tensor.dtype).itemsize if tensor.dtype else 4
             out.append((p, int(math.prod(tensor.shape)) * size, t))
     return out
+
+
+
+# --------------------------------------------------------------------------- the job
+def gdat_job(cluster: Cluster, timeline: str | os.PathLike | None = None, model: Any = None,
+             max_buckets: int | None = None, backend: str | None = None, soc_version: str | Platform = "Ascend910B3",
+             input_shape: Any = None, dtype: str = "float16", result_dir: str | os.PathLike | None = None,
+             output: str | os.PathLike | None = None) -> GradientPlan:
+    """``aoe --job_type=4``: the gradients from a timeline file, else predicted from an ONNX
+    model; the plan; then the result file (into ``result_dir``) and the HTML report (into
+    ``output``).  Every input is checked before anything is written."""
+    if (timeline is None) == (model is None):
+        raise ValueError("give a gradient timeline file or an ONNX model (one of them)")
+    if timeline is not None:
+        grads, name = load_timeline(timeline), os.path.splitext(os.path.basename(os.fspath(timeline)))[0]
+    else:
+        graph = load_graph(model, input_shape)
+        grads, name = predict_timeline(graph, soc_version, dtype=dtype), graph.name
+    plan = tune_gradients(grads, cluster, max_buckets=max_buckets, backend=backend)
+    plan.result_file, plan.report_file = write_gdat_outputs(plan, name, output=output, result_dir=result_dir)
+    return plan
