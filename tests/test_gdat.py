@@ -238,6 +238,17 @@ def test_predict_timeline_walks_backward_with_the_cost_model():
     assert [n for b in plan.buckets for n in b] == [g[0] for g in tl]
 
 
+def test_tune_gradients_takes_an_onnx_path(tmp_path):
+    import onnx
+    from opat_models import mlp
+
+    m = mlp(hidden=64, tokens=8, layers=1)
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2  # fix the batch
+    onnx.save(m, tmp_path / "m.onnx")
+    plan = tune_gradients(str(tmp_path / "m.onnx"), Cluster(ranks=2))
+    assert sorted(plan.names) == ["b0", "beta", "g", "w0"]
+
+
 def test_predict_timeline_counts_resnet50_parameters():
     from aoe_native import zoo
     from aoe_native.graph.onnx import load_graph

@@ -294,7 +294,7 @@ def baseline_partitions(sizes: np.ndarray, ready: np.ndarray, cluster: Cluster, 
         # a network whose layers run in registration order (and DDP rebuilds its buckets in
         # the observed ready order after the first iteration anyway).
         "ddp_25mb": _greedy_caps(sizes, lambda b: DDP_FIRST_BUCKET if b == 0 else DDP_BUCKET_CAP),
-        "mindspore_even": _even_backward(ready, even_k),
+        "mindspore_even": _even_backward(ready, even_k),  # as many groups as the tuned plan has
         "mg_wfbp": _mg_wfbp(sizes, ready, cluster),
     }
     for name, (thr, cyc) in HOROVOD_SETTINGS.items():
@@ -396,13 +396,15 @@ def tune_gradients(gradients: Iterable[Gradient] | str | os.PathLike, cluster: C
     """The gradient split that minimises the step's end in the timeline model.
 
     ``gradients``: ``(name, bytes, ready_us)`` in ready order (``ready_us`` never
-    decreases), or the path of a timeline JSON file (:func:`load_timeline`).
+    decreases), or the path of a timeline JSON file (:func:`load_timeline`) or of an ONNX
+    model (``.onnx``: :func:`predict_timeline` on the default SoC).
     ``max_buckets``: at most this many buckets.  ``backend`` ("hccl", "mindspore", "ddp",
     "horovod"): the plan must fit that backend's split API (HCCL: at most 8 segments, the
     default limit when none is given)."""
     t0 = time.perf_counter()
     if isinstance(gradients, (str, os.PathLike)):
-        gradients = load_timeline(gradients)
+        is_onnx = os.fspath(gradients).lower().endswith(".onnx")
+        gradients = predict_timeline(gradients) if is_onnx else load_timeline(gradients)
     if not isinstance(cluster, Cluster):
         raise TypeError(f"cluster must be an aoe_native.Cluster, got {type(cluster).__name__}")
     if backend is not None and backend not in BACKEND_MAX_SEGMENTS:
