@@ -6,7 +6,9 @@ The public API (everything else is reachable through the subpackages):
   (real measurements: host timing, process isolation);
 - the Ascend cost model: :func:`estimate`, :func:`tiling_space`, :func:`tune_op`, SoC tables;
 - model tuning: :func:`tune_model` (OPAT), with :class:`CostModelEvaluator` or
-  :class:`MeasuredEvaluator`.
+  :class:`MeasuredEvaluator`;
+- gradient-split tuning (GDAT): :func:`tune_gradients` on a :class:`Cluster`, giving a
+  :class:`GradientPlan`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, esti
                          supported_ops, tiling_space, tune_op)
 from .ascend.platforms import Platform, load_platform, platform, platform_fields, soc_versions
 from .bank.store import BankError
+from .cluster import Cluster
 from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, RayEvaluator, TaskEvaluator
+from .jobs.gdat import GradientPlan, tune_gradients
 from .jobs.opat import tune_model
 from .jobs.results import ModelTuneResult
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, improvement, tune
@@ -47,8 +51,10 @@ def cmake_dir() -> str:
 __all__ = [
     "BankError",
     "BatchObjective",
+    "Cluster",
     "CostModelEvaluator",
     "Estimate",
+    "GradientPlan",
     "MeasuredEvaluator",
     "ModelTuneResult",
     "Objective",
@@ -79,6 +85,7 @@ __all__ = [
     "supported_ops",
     "tiling_space",
     "tune",
+    "tune_gradients",
     "tune_model",
     "tune_op",
 ]

@@ -8,6 +8,15 @@ writes aoe_result_opat_{timestamp}_{pid}.json to $ASCEND_WORK_PATH (else the wor
 directory), the tuned plan and an HTML report under --output, and the tuned tilings to
 the knowledge bank (--bank PATH/<soc>, else $TUNE_BANK_PATH/<soc>).
 
+Gradient-split tuning (GDAT, AOE_MODE 4) of a timeline file or an ONNX model (predicted
+backward) on a cluster (default: the shipped Ascend 910B description, --servers N)::
+
+    aoe --job_type=4 --timeline grads.json [--cluster cluster.json | --ranks 8 --alpha_us 20 --gbps 100]
+    aoe --job_type=4 --framework=5 --model=resnet50.onnx --servers 2 --backend hccl --output out/
+
+writes aoe_result_gdat_{timestamp}_{pid}.json to $ASCEND_WORK_PATH (else the working
+directory) and the HTML report under --output.
+
 ``aoe-bank``: inspect and merge knowledge banks::
 
     aoe-bank merge SRC_DIR... -o DST_DIR     # same SoC only; the faster entry of a key wins
@@ -25,10 +34,12 @@ from typing import Mapping
 from rich.console import Console
 
 from .bank.store import Bank, BankError, bank_dir, merge_banks
+from .cluster import Cluster
+from .jobs.gdat import BACKEND_MAX_SEGMENTS, gdat_job
 from .jobs.opat import tune_model, usable_cores
 from .outputs.console import ProgressBar, summary_table
 
-__all__ = ["main", "bank_main", "build_parser", "bank_root", "parallel_from_env", "repeat_tune_from_env",
+__all__ = ["main", "bank_main", "build_parser", "bank_root", "cluster_from_args", "parallel_from_env", "repeat_tune_from_env",
            "read_tune_ops_file"]
 
 _FRAMEWORKS = {0: "Caffe", 1: "MindSpore", 3: "TensorFlow", 5: "ONNX"}
@@ -113,11 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="environment: TUNE_BANK_PATH (bank root, must exist), REPEAT_TUNE=True (re-tune bank hits),\n"
                "TE_PARALLEL_COMPILER (default --parallel), ASCEND_WORK_PATH (where aoe_result_opat_*.json\n"
                "is written; default: the working directory), XDG_CACHE_HOME (default bank under it).")
-    ap.add_argument("--model", "-m", required=True, help="ONNX model file")
-    ap.add_argument("--framework", "-f", type=int, required=True,
-                    help="model framework: 5 = ONNX (the only one supported)")
+    ap.add_argument("--model", "-m", help="ONNX model file (required except for --job_type=4 --timeline)")
+    ap.add_argument("--framework", "-f", type=int,
+                    help="model framework: 5 = ONNX (the only one supported; required with --model)")
     ap.add_argument("--job_type", "-j", type=int, required=True, help="2 = operator tuning (OPAT); "
-                    "1 = subgraph tuning (planned)")
+                    "4 = gradient-split tuning (GDAT); 1 = subgraph tuning (planned)")
     ap.add_argument("--soc_version", default="Ascend910B3", help="target SoC (default Ascend910B3)")
     ap.add_argument("--input_shape", help='fix input shapes, e.g. "input_ids:1,128;attention_mask:1,128"')
     ap.add_argument("--output", help="directory for the tuned plan JSON and the HTML report")
@@ -133,12 +144,81 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=0, help="random seed (results are deterministic per seed)")
     ap.add_argument("--launch_overhead_us", type=float,
                     help="per-kernel launch cost added to model time (default: the SoC's, 3 us, an assumption)")
+    g = ap.add_argument_group("gradient-split tuning (--job_type=4)")
+    g.add_argument("--timeline", help='gradient timeline JSON {"gradients": [{"name", "bytes", "ready_us"}, ...]} '
+                   "in ready order (instead of predicting it from --model)")
+    g.add_argument("--cluster", help="cluster description JSON (levels with ranks, alpha_us, gbps, source)")
+    g.add_argument("--ranks", type=int, help="one-level ring of this many ranks (default 8)")
+    g.add_argument("--alpha_us", type=float, help="one-level ring: start-up per step in us (default 20)")
+    g.add_argument("--gbps", type=float, help="one-level ring: bandwidth in GB/s, 1 GB = 1e9 bytes (default 100)")
+    g.add_argument("--servers", type=int, default=1,
+                   help="without --cluster/--ranks: Ascend 910B servers of 8 NPUs (default 1)")
+    g.add_argument("--max_buckets", type=int, help="at most this many buckets")
+    g.add_argument("--backend", choices=sorted(BACKEND_MAX_SEGMENTS),
+                   help="the plan must fit this backend (hccl: at most 8 segments)")
     return ap
 
 
+def cluster_from_args(args: argparse.Namespace) -> Cluster:
+    """--cluster FILE, else a one-level ring from --ranks/--alpha_us/--gbps (Cluster's defaults
+    for the missing ones), else the shipped Ascend 910B cluster of --servers servers."""
+    ring = (args.ranks, args.alpha_us, args.gbps)
+    if args.cluster:
+        if any(v is not None for v in ring):
+            raise ValueError("give --cluster or --ranks/--alpha_us/--gbps, not both")
+        return Cluster.load(args.cluster)
+    if any(v is not None for v in ring):
+        d = Cluster()
+        return Cluster(ranks=d.ranks if args.ranks is None else args.ranks,
+                       alpha_us=d.levels[0].alpha_us if args.alpha_us is None else args.alpha_us,
+                       gbps=d.levels[0].gbps if args.gbps is None else args.gbps)
+    return Cluster.ascend910b(servers=args.servers)
+
+
+def _gdat_main(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.timeline is None and args.model is None:
+        ap.error("--job_type=4 needs --timeline FILE or --model (with --framework=5)")
+    if args.timeline is not None and args.model is not None:
+        ap.error("--job_type=4: give --timeline or --model, not both")
+    if args.model is not None and args.framework != 5:
+        print(f"aoe: error: --framework={args.framework} is not supported with --model; only 5 (ONNX) is",
+              file=sys.stderr)
+        return 2
+    try:
+        plan = gdat_job(cluster_from_args(args), timeline=args.timeline, model=args.model,
+                        max_buckets=args.max_buckets, backend=args.backend, soc_version=args.soc_version,
+                        input_shape=args.input_shape, dtype=args.dtype, output=args.output,
+                        result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd())
+    except (ValueError, KeyError, OSError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"aoe: error: {msg}", file=sys.stderr)
+        return 1
+    ref = plan.reference_baseline
+    print(f"{len(plan.names)} gradients, {sum(plan.gradient_bytes)} bytes; cluster: {plan.cluster['name']} "
+          f"({plan.cluster['ranks']} ranks)")
+    print(f"backward {plan.backward_us:.1f} us; tuned: {len(plan.buckets)} buckets, step end {plan.time_us:.1f} us, "
+          f"exposed communication {plan.exposed_us:.1f} us")
+    for k, t in sorted(plan.baselines.items(), key=lambda kv: kv[1]):
+        print(f"  {k:<15} {len(plan.baseline_buckets[k]):>5} buckets  {t:>12.1f} us  "
+              f"tuned faster by {plan.gain[k] * 100:.2f}%")
+    print(f"HCCL set_split_strategy_by_idx({plan.hccl_split_idx})")
+    print(f"MindSpore all_reduce_fusion_config={plan.mindspore_fusion_config}")
+    for path in (plan.result_file, plan.report_file):
+        if path:
+            print(f"wrote {path}")
+    print(f"GDAT process finished. Performance improved by {plan.improvement * 100:.2f}% (over {ref})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    ap = build_parser()
+    args = ap.parse_args(argv)
     err = Console(stderr=True, highlight=False)
+    if args.job_type == 4:
+        return _gdat_main(ap, args)
+    missing = [flag for flag, v in (("--model/-m", args.model), ("--framework/-f", args.framework)) if v is None]
+    if missing:
+        ap.error(f"the following arguments are required: {', '.join(missing)}")
     if args.framework != 5:
         name = _FRAMEWORKS.get(args.framework, "unknown")
         print(f"aoe: error: --framework={args.framework} ({name}) is not supported; only 5 (ONNX) is",
@@ -149,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
               "use --job_type=2 (operator tuning)", file=sys.stderr)
         return 2
     if args.job_type != 2:
-        print(f"aoe: error: --job_type={args.job_type} is not a job type (2 = operator tuning)", file=sys.stderr)
+        print(f"aoe: error: --job_type={args.job_type} is not a job type (2 = operator tuning, "
+              "4 = gradient-split tuning)", file=sys.stderr)
         return 2
     try:
         r = tune_model(args.model, soc_version=args.soc_version, job_type=2, input_shape=args.input_shape,

@@ -57,3 +57,15 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 def dump_json(obj: Any) -> str:
     """Stable, diff-friendly JSON: sorted keys, one item per line."""
     return json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def read_json(path: str | os.PathLike[str], what: str, error: type[Exception] = ValueError) -> Any:
+    """A JSON file we are given; ``error("<what> <path>: ...")`` when it cannot be read or parsed."""
+    where = f"{what} {os.fspath(path)}"
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise error(f"{where}: cannot read ({e.strerror})") from None
+    except json.JSONDecodeError as e:
+        raise error(f"{where}: invalid JSON ({e})") from None

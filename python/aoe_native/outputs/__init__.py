@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ..fileio import atomic_write_text, dump_json
 from ..jobs.results import ModelTuneResult
-from .aoe_files import opat_section, timestamp, write_result_file
+from .aoe_files import gdat_section, opat_section, timestamp, write_result_file
 from .plan import tuned_plan
-from .report import render_report
+from .report import render_gdat_report, render_report
 
-__all__ = ["write_model_outputs"]
+__all__ = ["write_model_outputs", "write_gdat_outputs"]
+
+
+def _output_dir(output: str | os.PathLike | None) -> str | None:
+    if output is None:
+        return None
+    out = os.fspath(output)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"--output {out}: exists and is not a directory")
+    return out
 
 
 def write_model_outputs(r: ModelTuneResult, output: str | os.PathLike | None = None,
@@ -18,16 +28,31 @@ def write_model_outputs(r: ModelTuneResult, output: str | os.PathLike | None = N
     """Write the OPAT result file into `result_dir` and the plan + HTML report into
     `output` (each skipped when None); the paths are recorded on `r`."""
     stamp = timestamp()
-    if output is not None:
-        out = os.fspath(output)
-        if os.path.exists(out) and not os.path.isdir(out):
-            raise ValueError(f"--output {out}: exists and is not a directory")
+    out = _output_dir(output)
     if result_dir is not None:
         r.result_file = write_result_file(result_dir, "opat", f"{r.model_name}_{stamp}", r.tuning_time_s,
                                           opat_section(r), stamp)
-    if output is not None:
+    if out is not None:
         os.makedirs(out, exist_ok=True)
         r.plan_file = os.path.join(out, f"{r.model_name}_tuned_plan.json")
         r.report_file = os.path.join(out, f"{r.model_name}_opat_report.html")
         atomic_write_text(r.plan_file, dump_json(tuned_plan(r)))
         atomic_write_text(r.report_file, render_report(r))
+
+
+def write_gdat_outputs(plan: Any, name: str, output: str | os.PathLike | None = None,
+                       result_dir: str | os.PathLike | None = None) -> tuple[str | None, str | None]:
+    """Write the GDAT result file ``aoe_result_gdat_*.json`` into `result_dir` and the HTML
+    report into `output` (each skipped when None); returns their paths.  ``plan`` is a
+    :class:`~aoe_native.jobs.gdat.GradientPlan`."""
+    stamp = timestamp()
+    out = _output_dir(output)
+    result_file = report_file = None
+    if result_dir is not None:
+        result_file = write_result_file(result_dir, "gdat", f"{name}_{stamp}", plan.tuning_time_s,
+                                        gdat_section(plan), stamp)
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
+        report_file = os.path.join(out, f"{name}_gdat_report.html")
+        atomic_write_text(report_file, render_gdat_report(plan, name))
+    return result_file, report_file

@@ -11,7 +11,7 @@ from typing import Any
 from ..fileio import atomic_write_text, dump_json
 from ..jobs.results import ModelTuneResult
 
-__all__ = ["percent", "timestamp", "write_result_file", "opat_section"]
+__all__ = ["percent", "timestamp", "write_result_file", "opat_section", "gdat_section"]
 
 
 def percent(fraction: float) -> str:
@@ -55,4 +55,33 @@ def opat_section(r: ModelTuneResult) -> dict[str, Any]:
         "opat_tuning_result": "tuning successful" if not failed else f"tuning incomplete: {len(failed)} task(s) failed",
         "repo_modified_operators": modified,
         "repo_summary": dict(r.repo_summary),
+    }
+
+
+def gdat_section(plan: Any) -> dict[str, Any]:
+    """The ``GDAT`` section of a result file, from a :class:`~aoe_native.jobs.gdat.GradientPlan`:
+    the plan (buckets, predicted times, the settings for HCCL, MindSpore and DDP), the
+    baselines and the gain over each (times in us, time 0 = start of backward)."""
+    lo = 0
+    buckets = []
+    for k, b in enumerate(plan.buckets):
+        buckets.append({"index": k, "gradients": b, "first_gradient_index": lo, "bytes": plan.bucket_bytes[k],
+                        "start_us": round(plan.bucket_start_us[k], 3), "end_us": round(plan.bucket_end_us[k], 3)})
+        lo += len(b)
+    return {
+        "gdat_tuning_result": "tuning successful",
+        "step_time_us": round(plan.time_us, 3),
+        "backward_us": round(plan.backward_us, 3),
+        "exposed_communication_us": round(plan.exposed_us, 3),
+        "gradients": len(plan.names),
+        "max_buckets": plan.max_buckets,
+        "backend": plan.backend,
+        "cluster": plan.cluster,
+        "buckets": buckets,
+        "baselines": {k: {"step_time_us": round(t, 3), "buckets": len(plan.baseline_buckets[k]),
+                          "performance_improvement": percent(plan.gain[k])} for k, t in plan.baselines.items()},
+        "hccl_split_idx": plan.hccl_split_idx,
+        "hccl_split_percent": plan.hccl_split_percent,
+        "mindspore_fusion_config": plan.mindspore_fusion_config,
+        "ddp_bucket_cap_mb_list": plan.ddp_bucket_cap_mb_list,
     }

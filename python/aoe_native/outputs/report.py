@@ -1,6 +1,7 @@
-"""Self-contained HTML report of an OPAT job (one file, no external resources): time per
-kernel before/after, model time by op type, convergence of the largest tasks (inline SVG
-plots drawn by matplotlib), the unsupported operators and the task table."""
+"""Self-contained HTML reports (one file, no external resources; inline SVG plots drawn by
+matplotlib).  OPAT: time per kernel before/after, model time by op type, convergence of the
+largest tasks, the unsupported operators and the task table.  GDAT: the step's timeline
+(backward compute and each bucket's all-reduce) before and after, the baselines, the buckets."""
 from __future__ import annotations
 
 import html
@@ -11,7 +12,7 @@ from typing import Any, Callable
 from ..jobs.results import ModelTuneResult
 from .aoe_files import percent
 
-__all__ = ["render_report"]
+__all__ = ["render_report", "render_gdat_report"]
 
 _BEFORE, _AFTER = "#f2a65a", "#2f6fb0"
 
@@ -134,8 +135,7 @@ def render_report(r: ModelTuneResult) -> str:
                      t.update_mode + (" (warm start)" if t.warm_started else "") + (f" [{t.error}]" if t.error else ""),
                      f"{t.evaluations} / {t.space_size}"]
                     for t in sorted(r.tasks, key=lambda t: -t.occurrences * t.baseline_us)])
-    style = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:12px}"
-             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#eee}h2{margin-top:28px}")
+    style = _STYLE
     return "".join([
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>OPAT report: {_e(r.model_name)}</title><style>{style}</style></head><body>",
@@ -151,4 +151,66 @@ def render_report(r: ModelTuneResult) -> str:
         _convergence(series) if series else "<p>No task was tuned in this run (all served from the bank).</p>",
         "<h2>Unsupported operators</h2>", unsup,
         "<h2>Tasks</h2>", tasks,
+        "</body></html>\n"])
+
+
+_STYLE = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:12px}"
+          "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#eee}h2{margin-top:28px}")
+
+
+def _gdat_timeline(rows: list[tuple[str, float, list[tuple[float, float]]]]) -> str:
+    """One pair of lanes per plan: backward compute, and each bucket's all-reduce (alternating
+    shades, so adjacent buckets stay distinguishable)."""
+    def draw(ax) -> None:
+        ticks, labels = [], []
+        for r, (label, backward, spans) in enumerate(rows):
+            y = 3 * (len(rows) - 1 - r)
+            ax.broken_barh([(0.0, backward)], (y + 1.5, 0.9), color="#999999")
+            colors = [_BEFORE, "#c9782f"] if r == 0 and len(rows) > 1 else [_AFTER, "#7fa7d6"]
+            ax.broken_barh([(s, e - s) for s, e in spans], (y + 0.3, 0.9),
+                           color=[colors[k % 2] for k in range(len(spans))])
+            ticks += [y + 1.95, y + 0.75]
+            labels += [f"{label}: backward", f"{label}: all-reduce ({len(spans)} buckets)"]
+        ax.set_yticks(ticks, labels)
+        ax.set_xlabel("time since the start of backward (us)")
+        ax.set_xlim(0, max(max(e for _, _, sp in rows for _, e in sp), 1e-9) * 1.02)
+    return _svg(10, 0.9 * len(rows) + 1.0, draw)
+
+
+def render_gdat_report(plan: Any, name: str) -> str:
+    """The GDAT report of a :class:`~aoe_native.jobs.gdat.GradientPlan` as one HTML string."""
+    before = plan.reference_baseline  # the backend's own default rule
+    rows = [(before, plan.backward_us, plan.baseline_spans[before]),
+            ("tuned", plan.backward_us, list(zip(plan.bucket_start_us, plan.bucket_end_us)))]
+    c = plan.cluster
+    summary = _table(["item", "value"], [
+        ["timeline", name], ["gradients", len(plan.names)], ["total bytes", sum(plan.gradient_bytes)],
+        ["cluster", f"{c['name']}: {c['ranks']} ranks, {c['algorithm']}"],
+        ["backward (us)", f"{plan.backward_us:.1f}"], ["step end, tuned (us)", f"{plan.time_us:.1f}"],
+        ["exposed communication (us)", f"{plan.exposed_us:.1f}"], ["buckets", len(plan.buckets)],
+        ["bucket limit", plan.max_buckets or "none"], ["backend", plan.backend or "any"],
+        ["HCCL set_split_strategy_by_idx", plan.hccl_split_idx],
+        ["HCCL set_split_strategy_by_size", plan.hccl_split_percent],
+        ["MindSpore all_reduce_fusion_config", plan.mindspore_fusion_config],
+        ["DDP bucket_cap_mb_list", ", ".join(f"{x:.6g}" for x in plan.ddp_bucket_cap_mb_list)]])
+    levels = _table(["level", "ranks", "alpha (us)", "bandwidth (GB/s)", "source"],
+                    [[lv["name"], lv["ranks"], lv["alpha_us"], lv["gbps"], lv["source"]] for lv in c["levels"]])
+    base = _table(["baseline", "buckets", "step end (us)", "tuned is faster by"],
+                  [[k, len(plan.baseline_buckets[k]), f"{t:.1f}", percent(plan.gain[k])]
+                   for k, t in sorted(plan.baselines.items(), key=lambda kv: kv[1])])
+    buckets = _table(["#", "gradients", "first .. last", "bytes", "start (us)", "end (us)"],
+                     [[k, len(b), f"{b[0]} .. {b[-1]}", plan.bucket_bytes[k], f"{plan.bucket_start_us[k]:.1f}",
+                       f"{plan.bucket_end_us[k]:.1f}"] for k, b in enumerate(plan.buckets)])
+    return "".join([
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>GDAT report: {_e(name)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>Gradient-split tuning report: {_e(name)}</h1>",
+        f"<p><b>Step end {plan.time_us:.1f} us, {percent(plan.gain[before])} faster than {_e(before)}</b> "
+        f"(predicted by the timeline model: a bucket starts when its last gradient is ready and the "
+        f"previous bucket is done).</p>",
+        "<h2>Summary</h2>", summary,
+        f"<h2>Timeline: {_e(before)} (before) and tuned (after)</h2>", _gdat_timeline(rows),
+        "<h2>Baselines in the same model</h2>", base,
+        "<h2>Cluster</h2>", levels,
+        "<h2>Buckets</h2>", buckets,
         "</body></html>\n"])

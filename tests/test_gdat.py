@@ -1,0 +1,340 @@
+"""Gradient-split tuning (GDAT): the cluster model, the exact DP, the baselines, bad input."""
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import aoe_native
+from aoe_native import Cluster, GradientPlan, tune_gradients
+from aoe_native.cluster import ClusterError, Level
+from aoe_native.jobs import gdat
+from aoe_native.jobs.gdat import TimelineError, optimal_partition, simulate
+
+MIB = 1 << 20
+
+
+def _timeline(sizes, gaps):
+    ready = np.cumsum(gaps)
+    return [(f"g{i}", int(s), float(r)) for i, (s, r) in enumerate(zip(sizes, ready))]
+
+
+def _arrays(grads):
+    return np.array([g[1] for g in grads], dtype=np.int64), np.array([g[2] for g in grads], dtype=float)
+
+
+# --------------------------------------------------------------------------- cluster
+def test_one_level_ring_formula():
+    c = Cluster(ranks=8, alpha_us=20.0, gbps=100.0)
+    n = 10e6
+    assert c.allreduce_us(n) == pytest.approx(2 * 7 * 20.0 + 2 * 7 / 8 * n / 100e9 * 1e6)
+    assert np.allclose(c.allreduce_us(np.array([0.0, n])), [280.0, c.allreduce_us(n)])
+    assert Cluster(ranks=1).allreduce_us(123.0) == 0.0
+
+
+def test_hierarchical_is_sum_of_levels_on_shards():
+    inner, outer = Level("hccs", 8, 2.0, 100.0, source="t"), Level("roce", 4, 10.0, 25.0, source="t")
+    h = Cluster.from_levels([inner, outer], "hierarchical")
+    n = 64e6
+    assert h.ranks == 32
+    assert h.allreduce_us(n) == pytest.approx(inner.ring_us(n) + outer.ring_us(n / 8))
+    flat = Cluster.from_levels([inner, outer], "ring")
+    assert flat.allreduce_us(n) == pytest.approx(Cluster(32, 10.0, 25.0).allreduce_us(n))
+    assert h.allreduce_us(n) < flat.allreduce_us(n)
+
+
+def _hccl_fit_us(x_mb):  # Huawei's published fit (tuning_modes.md §4)
+    return -0.9698 * x_mb ** 2 + 27.062 * x_mb + 14.769 if x_mb < 8 else 13.585 * x_mb + 61.508
+
+
+def test_shipped_ascend_hccs_level_is_the_calibrated_published_fit():
+    xs = np.geomspace(1 / 16, 256, 40)
+    fit = Cluster.calibrate([(x * MIB, _hccl_fit_us(x)) for x in xs], ranks=8)
+    hccs = Cluster.ascend910b().levels[0]
+    assert hccs.ranks == 8 and "HCCL" in hccs.source
+    assert hccs.alpha_us == pytest.approx(fit.alpha_us, rel=1e-3)
+    assert hccs.gbps == pytest.approx(fit.gbps, rel=1e-3)
+    assert fit.r2 == pytest.approx(0.972, abs=1e-3) and fit.max_rel_error == pytest.approx(0.247, abs=1e-3)
+    two = Cluster.ascend910b(servers=2)
+    assert two.ranks == 16 and two.algorithm == "hierarchical" and "ASSUMPTION" in two.levels[1].source
+
+
+def test_calibrate_recovers_alpha_beta():
+    truth = Cluster(ranks=2, alpha_us=1250.0, gbps=1.4)
+    pairs = [(n, truth.allreduce_us(n)) for n in (1e3, 1e5, 1e6, 1e7, 1e8)]
+    fit = Cluster.calibrate(pairs, ranks=2)
+    assert fit.alpha_us == pytest.approx(1250.0) and fit.gbps == pytest.approx(1.4)
+    assert fit.r2 == pytest.approx(1.0) and fit.max_rel_error < 1e-9
+    noisy = Cluster.calibrate([(n, t * (1.1 if i % 2 else 0.9)) for i, (n, t) in enumerate(pairs)], ranks=2)
+    assert noisy.max_rel_error > 0.05 and noisy.r2 < 1.0
+    with pytest.raises(ClusterError, match="two or more message sizes"):
+        Cluster.calibrate([(1e6, 10.0), (1e6, 11.0)], ranks=2)
+    with pytest.raises(ClusterError, match="pair 1"):
+        Cluster.calibrate([(1e6, 10.0), (2e6, -1.0)], ranks=2)
+
+
+def test_cluster_file_errors(tmp_path):
+    good = json.loads(json.dumps(Cluster.ascend910b(servers=2).to_dict()))
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(good))
+    assert Cluster.load(path).allreduce_us(1e6) == pytest.approx(Cluster.ascend910b(2).allreduce_us(1e6))
+    bad = json.loads(json.dumps(good))
+    del bad["levels"][1]["gbps"]
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ClusterError, match=r"levels\[1\] \('roce'\): field 'gbps' missing"):
+        Cluster.load(path)
+    bad = json.loads(json.dumps(good))
+    bad["levels"][0]["gbps"] = 0
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ClusterError, match=r"levels\[0\] \('hccs'\).*gbps must be > 0"):
+        Cluster.load(path)
+    path.write_text("{")
+    with pytest.raises(ClusterError, match="invalid JSON"):
+        Cluster.load(path)
+    with pytest.raises(ClusterError, match="alpha_us must be >= 0"):
+        Cluster(ranks=2, alpha_us=-1.0)
+
+
+# --------------------------------------------------------------------------- the exact DP
+def _brute_force(sizes, ready, cluster, max_buckets=None):
+    L = len(sizes)
+    best = math.inf
+    for cuts in itertools.product([False, True], repeat=L - 1):
+        ends = [i + 1 for i, c in enumerate(cuts) if c] + [L]
+        if max_buckets is None or len(ends) <= max_buckets:
+            best = min(best, simulate(ends, sizes, ready, cluster)[1][-1])
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 50_000_000), st.floats(0.0, 3000.0)), min_size=1, max_size=9),
+       st.integers(2, 16), st.floats(0.0, 500.0), st.floats(0.5, 200.0), st.integers(1, 4))
+def test_dp_equals_brute_force(items, ranks, alpha, gbps, kmax):
+    grads = _timeline([s for s, _ in items], [g for _, g in items])
+    sizes, ready = _arrays(grads)
+    c = Cluster(ranks, alpha, gbps)
+    for limit in (None, kmax):
+        ends = optimal_partition(sizes, ready, c, limit)
+        assert ends[-1] == len(sizes) and all(a < b for a, b in zip(ends, ends[1:]))
+        assert limit is None or len(ends) <= limit
+        got = simulate(ends, sizes, ready, c)[1][-1]
+        assert got == pytest.approx(_brute_force(sizes, ready, c, limit), rel=1e-9)
+
+
+def test_plan_beats_or_ties_every_baseline_and_reports_consistently():
+    rng = np.random.default_rng(7)
+    grads = _timeline(rng.integers(1_000, 8 * MIB, 120), rng.uniform(5, 150, 120))
+    cluster = Cluster(ranks=16, alpha_us=30.0, gbps=12.0)
+    plan = tune_gradients(grads, cluster)
+    assert isinstance(plan, GradientPlan)
+    assert set(plan.baselines) == {"no_fusion", "one_bucket", "hccl_default", "ddp_25mb", "horovod_64mb",
+                                   "horovod_128mb", "mindspore_even", "mg_wfbp"}
+    for name, t in plan.baselines.items():
+        assert plan.time_us <= t * (1 + 1e-12), name
+        assert plan.gain[name] == pytest.approx(t / plan.time_us - 1)
+    assert plan.gain["one_bucket"] > 0.05 and plan.gain["no_fusion"] > 0.05  # a real trade-off here
+    assert [n for b in plan.buckets for n in b] == [g[0] for g in grads]
+    assert plan.exposed_us == pytest.approx(plan.time_us - grads[-1][2])
+    assert plan.bucket_end_us[-1] == plan.time_us
+    assert plan.hccl_split_idx[-1] == len(grads) - 1
+    assert sum(plan.hccl_split_percent) == pytest.approx(100.0)
+    assert plan.mindspore_fusion_config == plan.ends[:-1]
+    assert sum(plan.ddp_bucket_cap_mb_list) * MIB == sum(g[1] for g in grads)
+    assert json.loads(json.dumps(plan.to_dict()))["time_us"] == plan.time_us
+
+
+def test_hccl_backend_limits_segments():
+    # each all-reduce takes exactly the gap to the next gradient: any merge delays the step
+    c = Cluster(ranks=8, alpha_us=5.0, gbps=50.0)
+    grads = _timeline([MIB] * 20, [c.allreduce_us(MIB)] * 20)
+    assert len(tune_gradients(grads, c).buckets) == 20
+    plan = tune_gradients(grads, c, backend="hccl")
+    assert 1 <= len(plan.buckets) <= 8 and len(plan.hccl_split_idx) <= 8
+    with pytest.raises(ValueError, match="max_buckets=9: hccl allows at most 8 segments"):
+        tune_gradients(grads, c, max_buckets=9, backend="hccl")
+
+
+# --------------------------------------------------------------------------- baselines
+def test_ddp_rule_first_bucket_1mib_then_25mib_and_overshoot_stays():
+    sizes = np.array([MIB // 2, MIB // 2, 10 * MIB, 20 * MIB, MIB, 3 * MIB], dtype=np.int64)
+    caps = gdat.baseline_partitions(sizes, np.arange(6.0), Cluster(2), even_k=2)
+    assert caps["ddp_25mb"] == [2, 4, 6]          # 1 MiB; 30 MiB crosses 25 and closes; the rest
+    assert caps["one_bucket"] == [6] and caps["no_fusion"] == [1, 2, 3, 4, 5, 6]
+
+
+def test_hccl_default_split_by_size_and_mindspore_even():
+    sizes = np.array([50, 40, 6, 2, 1, 1], dtype=np.int64)  # 96.54% is reached within the 4th gradient
+    ready = np.array([0.0, 10, 20, 30, 40, 100])
+    caps = gdat.baseline_partitions(sizes, ready, Cluster(2), even_k=2)
+    assert caps["hccl_default"] == [4, 6]
+    assert caps["mindspore_even"] == [5, 6]        # half of the 100 us backward span ends after gradient 5
+
+
+def test_horovod_fuses_what_is_ready_each_cycle_up_to_the_threshold():
+    c = Cluster(ranks=2, alpha_us=1.0, gbps=1000.0)
+    sizes = np.array([10, 10, 10, 10], dtype=np.int64)
+    ready = np.array([100.0, 200.0, 1500.0, 1600.0])
+    assert gdat._horovod(sizes, ready, c, threshold=1 << 30, cycle_us=1000.0) == [2, 4]
+    assert gdat._horovod(sizes, ready, c, threshold=20, cycle_us=1000.0) == [2, 4]
+    assert gdat._horovod(sizes, ready, c, threshold=15, cycle_us=1000.0) == [1, 2, 3, 4]
+
+
+def test_mg_wfbp_merges_when_communication_would_queue():
+    # tiny gradients ready together on a high-latency link: MG-WFBP merges them all
+    c = Cluster(ranks=8, alpha_us=100.0, gbps=10.0)
+    sizes = np.full(5, 1000, dtype=np.int64)
+    assert gdat._mg_wfbp(sizes, np.array([0.0, 1, 2, 3, 4]), c) == [5]
+    # gradients far apart in time: each goes alone
+    assert gdat._mg_wfbp(sizes, np.arange(5) * 1e5, c) == [1, 2, 3, 4, 5]
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("grads, match", [
+    ([("a", 10, 0.0), ("a", 10, 1.0)], r"gradient 1 \('a'\): duplicate name"),
+    ([("a", 10, 0.0), ("b", 0, 1.0)], r"gradient 1 \('b'\): bytes must be an integer > 0"),
+    ([("a", 10, 5.0), ("b", 10, 1.0)], r"gradient 1 \('b'\): ready_us 1.0 goes backwards"),
+    ([("a", 10, float("nan"))], r"gradient 0 \('a'\): ready_us must be a finite number"),
+    ([("", 10, 0.0)], r"gradient 0: name must be"),
+    ([], "no gradient"),
+])
+def test_bad_timelines_are_named(grads, match):
+    with pytest.raises(TimelineError, match=match):
+        tune_gradients(grads, Cluster())
+
+
+def test_timeline_file(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"gradients": [{"name": "fc.w", "bytes": 4000, "ready_us": 3.0},
+                                           {"name": "fc.b", "bytes": 40, "ready_us": 3.0}]}))
+    plan = tune_gradients(p, Cluster(ranks=2))
+    assert [n for b in plan.buckets for n in b] == ["fc.w", "fc.b"]
+    p.write_text(json.dumps({"gradients": [{"name": "fc.w", "ready_us": 3.0}]}))
+    with pytest.raises(TimelineError, match=r"t.json: gradient 0: field\(s\) \['bytes'\] missing"):
+        gdat.load_timeline(p)
+
+
+def test_public_names():
+    assert aoe_native.tune_gradients is tune_gradients and aoe_native.Cluster is Cluster
+    assert aoe_native.GradientPlan is GradientPlan
+
+
+# --------------------------------------------------------------------------- predicted timeline
+def test_predict_timeline_walks_backward_with_the_cost_model():
+    from opat_models import mlp
+
+    tl = gdat.predict_timeline(mlp(hidden=64, tokens=8, layers=2), input_shape="x:2,8,64")
+    assert [g[0] for g in tl] == ["g", "beta", "b1", "w1", "b0", "w0"]  # last layer first
+    assert dict((n, b) for n, b, _ in tl) == {"g": 256, "beta": 256, "b1": 256, "w1": 64 * 64 * 4,
+                                               "b0": 256, "w0": 64 * 64 * 4}
+    ready = [r for _, _, r in tl]
+    assert ready[0] > 0 and all(a <= b for a, b in zip(ready, ready[1:])) and ready[3] > ready[2]
+    # fc0's input is the graph input: no data gradient, so its backward is one GEMM, fc1's two
+    w1_step, w0_step = ready[3] - ready[2], ready[5] - ready[4]
+    assert w0_step < w1_step
+    plan = tune_gradients(tl, Cluster(ranks=8, alpha_us=5.0, gbps=50.0))
+    assert [n for b in plan.buckets for n in b] == [g[0] for g in tl]
+
+
+def test_tune_gradients_takes_an_onnx_path(tmp_path):
+    import onnx
+    from opat_models import mlp
+
+    m = mlp(hidden=64, tokens=8, layers=1)
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2  # fix the batch
+    onnx.save(m, tmp_path / "m.onnx")
+    plan = tune_gradients(str(tmp_path / "m.onnx"), Cluster(ranks=2))
+    assert sorted(plan.names) == ["b0", "beta", "g", "w0"]
+
+
+def test_predict_timeline_counts_resnet50_parameters():
+    from aoe_native import zoo
+    from aoe_native.graph.onnx import load_graph
+
+    g = load_graph(zoo.build("resnet50", batch=1))
+    produced = {o for n in g.nodes for o in n.outputs}
+    params = {p for n in g.nodes for p in gdat._params_of(g, n, produced)}
+    assert len(params) == 161 and "fc.weight" in params and "conv1.bn.mean" not in params
+
+
+# --------------------------------------------------------------------------- aoe --job_type=4
+def _write_timeline(path, n=40, seed=3):
+    rng = np.random.default_rng(seed)
+    grads = _timeline(rng.integers(1_000, 4 * MIB, n), rng.uniform(5, 80, n))
+    path.write_text(json.dumps({"gradients": [{"name": a, "bytes": b, "ready_us": r} for a, b, r in grads]}))
+    return grads
+
+
+def test_cli_job_type_4_writes_result_file_and_report(tmp_path, monkeypatch, capsys):
+    from aoe_native import cli
+
+    tl = tmp_path / "grads.json"
+    grads = _write_timeline(tl)
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path / "work"))
+    rc = cli.main(["--job_type=4", f"--timeline={tl}", "--ranks=16", "--alpha_us=30", "--gbps=12",
+                   "--backend=hccl", f"--output={tmp_path / 'out'}"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "GDAT process finished. Performance improved by" in out and "(over hccl_default)" in out
+    [res] = list((tmp_path / "work").glob("aoe_result_gdat_*_*.json"))
+    doc = json.loads(res.read_text())
+    assert doc[0]["basic"]["tuning_name"].startswith("grads_")
+    sec = doc[1]["GDAT"]
+    plan = tune_gradients(grads, Cluster(16, 30.0, 12.0), backend="hccl")
+    assert sec["hccl_split_idx"] == plan.hccl_split_idx and len(sec["buckets"]) <= 8
+    assert sec["step_time_us"] == pytest.approx(plan.time_us, abs=1e-3)
+    assert sec["baselines"]["hccl_default"]["performance_improvement"].endswith("%")
+    html = (tmp_path / "out" / "grads_gdat_report.html").read_text()
+    assert html.count("<svg") == 1 and "hccl_default (before) and tuned (after)" in html
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--max_buckets=9", "--backend=hccl"], "max_buckets=9: hccl allows at most 8 segments"),
+    (["--cluster=BAD"], "levels[0] ('hccs'): gbps must be > 0"),
+    (["--timeline=BADTL"], "ready_us 1.0 goes backwards"),
+])
+def test_cli_job_type_4_bad_input_writes_nothing(tmp_path, monkeypatch, capsys, extra, message):
+    from aoe_native import cli
+
+    tl = tmp_path / "grads.json"
+    _write_timeline(tl)
+    bad_cluster = Cluster.ascend910b().to_dict()
+    bad_cluster["levels"][0]["gbps"] = -1
+    (tmp_path / "c.json").write_text(json.dumps(bad_cluster))
+    (tmp_path / "b.json").write_text(json.dumps([["a", 4, 2.0], ["b", 4, 1.0]]))
+    extra = [e.replace("BADTL", str(tmp_path / "b.json")).replace("BAD", str(tmp_path / "c.json")) for e in extra]
+    args = ["--job_type=4", f"--output={tmp_path / 'out'}"] + extra
+    if not any(e.startswith("--timeline") for e in extra):
+        args.append(f"--timeline={tl}")
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path / "work"))
+    assert cli.main(args) == 1
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "work").exists() and not (tmp_path / "out").exists()
+
+
+def test_cli_other_job_types_still_need_model_and_framework(capsys):
+    from aoe_native import cli
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--job_type=2"])
+    assert e.value.code == 2
+    assert "the following arguments are required: --model/-m, --framework/-f" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["--job_type=4"])
+    assert "needs --timeline FILE or --model" in capsys.readouterr().err
+
+
+def test_cli_job_type_4_predicts_from_an_onnx_model(tmp_path, monkeypatch, capsys):
+    from opat_models import mlp
+
+    from aoe_native import cli
+
+    m = tmp_path / "m.onnx"
+    m.write_bytes(mlp(hidden=64, tokens=8).SerializeToString())
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path))
+    assert cli.main(["-j", "4", "-f", "5", "-m", str(m), "--input_shape", "x:2,8,64", "--servers=2"]) == 0
+    assert "6 gradients, " in capsys.readouterr().out
+    [res] = list(tmp_path.glob("aoe_result_gdat_*.json"))
+    assert json.loads(res.read_text())[1]["GDAT"]["cluster"]["ranks"] == 16

@@ -1,0 +1,80 @@
+"""GDAT with PyTorch: a measured timeline, and a plan applied to REAL DDP (gloo, 2 processes)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from aoe_native import Cluster, tune_gradients
+from aoe_native.jobs.gdat import TimelineError
+
+torch = pytest.importorskip("torch")
+from aoe_native import torch_ddp  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_plan_applied_to_real_ddp_gives_the_planned_buckets_and_ddp_gradients(tmp_path):
+    out, port = str(tmp_path / "r.json"), str(_free_port())
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "ddp_worker.py"), str(r), port, out],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in (0, 1)]
+    logs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), "\n".join(logs)
+    r = json.load(open(out))
+    plan = r["plan"]
+    assert 1 < len(plan) < sum(len(b) for b in plan)  # a real split, with merged buckets
+    # DDP rebuilds its buckets in the observed ready order after the first iteration
+    for seen in r["ddp_buckets"][1:]:
+        assert [sorted(b) for b in seen] == [sorted(b) for b in plan]
+    for launched in r["hook_buckets"]:
+        assert launched == plan
+    assert r["ddp_diff"] < 1e-5 and r["hook_diff"] < 1e-5
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+
+
+def test_measure_timeline_records_every_parameter_in_ready_order():
+    m = _mlp()
+    x = torch.randn(8, 16)
+    tl = torch_ddp.measure_timeline(m, lambda: m(x).sum(), steps=3)
+    names = [n for n, _, _ in tl]
+    assert sorted(names) == sorted(n for n, _ in m.named_parameters())
+    assert names.index("2.weight") < names.index("0.weight")  # the last layer's gradient first
+    assert dict((n, b) for n, b, _ in tl)["0.weight"] == 16 * 32 * 4
+    assert all(a[2] <= b[2] for a, b in zip(tl, tl[1:])) and all(m.weight.grad is None for m in (m[0], m[2]))
+    tune_gradients(tl, Cluster(ranks=2))  # a valid timeline
+
+
+def test_measure_timeline_names_parameters_without_gradient():
+    m = _mlp()
+    x = torch.randn(8, 16)
+    with pytest.raises(TimelineError, match=r"\['2.weight', '2.bias'\] got no gradient"):
+        torch_ddp.measure_timeline(m, lambda: m[1](m[0](x)).sum(), steps=1)
+
+
+def test_apply_plan_rejects_a_model_that_does_not_match():
+    m = _mlp()
+    grads = [(n, p.numel() * 4, float(i)) for i, (n, p) in enumerate(reversed(list(m.named_parameters())))]
+    plan = tune_gradients(grads[:-1], Cluster(ranks=2))
+    with pytest.raises(ValueError, match=r"not in the plan \['0.weight'\]"):
+        torch_ddp.apply_plan(m, plan, method="hooks")
+    plan = tune_gradients([(n, b * 2 if n == "2.bias" else b, r) for n, b, r in grads], Cluster(ranks=2))
+    with pytest.raises(ValueError, match="parameter 2.bias: 16 bytes in the model, 32 in the plan"):
+        torch_ddp.apply_plan(m, plan, method="hooks")
+
+
+def test_missing_torch_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match=r"aoe-native\[test\]"):
+        torch_ddp.measure_timeline(object(), lambda: None)
