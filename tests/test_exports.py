@@ -69,3 +69,58 @@ def test_data_dependent_shape_names_node_and_input():
     m = _model(nodes, [x], [helper.make_tensor_value_info("t", TensorProto.INT64, None)])
     with pytest.raises(ValueError, match=r"output of node 'nonzero' \(NonZero\).*run time.*--input_shape"):
         load_graph(m)
+
+
+def _partition(name):
+    return partition(load_graph(str(EXPORTS / name)), supported_ops())
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_compute_operator_modelled(name):
+    p = _partition(name)
+    assert p.unsupported == []
+    covered = [n for k in p.kernels for n in k.nodes]
+    assert len(covered) == len(set(covered)) and len(covered) + p.n_view_nodes == p.n_nodes
+
+
+@pytest.mark.parametrize("exporter", ["ts", "dynamo"])
+def test_bert_tasks(exporter):
+    """hidden 64, 4 heads, FFN 128, sequence 16: every distinct MatMul shape is a task, attention
+    is two batched matmuls around one softmax, GELU (erf) fuses into the up projection."""
+    p = _partition(f"bert_{exporter}.onnx")
+    mm = {(t.op_type, tuple(map(tuple, t.inputs))) for t in p.tasks if t.op_type in ("MatMul", "BatchMatMul", "Gemm")}
+    assert mm == {("MatMul", ((16, 64), (64, 64))), ("MatMul", ((16, 64), (64, 128))),
+                  ("MatMul", ((16, 128), (128, 64))), ("BatchMatMul", ((1, 4, 16, 16), (1, 4, 16, 16))),
+                  ("Gemm", ((1, 64), (64, 64), (64,)))}
+    kinds = sorted(k.op_type for k in p.kernels if k.op_type in ("BatchMatMul", "Softmax", "LayerNormalization"))
+    assert kinds == ["BatchMatMul"] * 4 + ["LayerNormalization"] * 5 + ["Softmax"] * 2
+    assert sum(k.attrs.get("epilogue") == ["BiasAdd", "Gelu"] for k in p.kernels) == 2
+    assert [k.op_type for k in p.kernels if "Gather" in k.onnx_types] == ["Gather", "Gather"]  # word, token type
+
+
+@pytest.mark.parametrize("exporter", ["ts", "dynamo"])
+def test_gpt2_patterns(exporter):
+    """Decomposed LayerNorm -> one LayerNormalization kernel (with its scale and bias); tanh
+    GELU -> Gelu epilogue; causal mask (Where) in the scores' epilogue; qkv Split a kernel."""
+    p = _partition(f"gpt2_{exporter}.onnx")
+    ln = [k for k in p.kernels if k.op_type == "LayerNormalization"]
+    assert len(ln) == 5 and all(len(k.nodes) == 9 and k.inputs == [[1, 16, 64], [64], [64]] for k in ln)
+    assert sum(k.attrs.get("epilogue") == ["BiasAdd", "Gelu"] for k in p.kernels) == 2
+    scores = [k for k in p.kernels if k.attrs.get("epilogue") == ["Div", "Where"]]
+    assert len(scores) == 2 and all(k.op_type == "BatchMatMul" for k in scores)
+    assert sum(k.op_type == "Split" for k in p.kernels) == 2
+
+
+@pytest.mark.parametrize("exporter", ["ts", "dynamo"])
+def test_cnn_tasks(exporter):
+    mb = _partition(f"mobilenetv3_{exporter}.onnx")
+    epi = {tuple(k.attrs.get("epilogue", [])) for k in mb.kernels if k.op_type == "Conv"}
+    assert {("HardSwish",), ("HardSigmoid",), ("Relu",)} <= epi
+    unet = _partition(f"unet_{exporter}.onnx")
+    by = {k.op_type: k for k in unet.kernels}
+    assert by["Resize"].attrs["mode"] in ("nearest", "linear") and by["Concat"].attrs["axis"] == 1
+    # ConvTranspose 2x2 stride 2 of [1, 64, 8, 8]: a Conv over the 15x15 dilated input, padded by 1.
+    up = next(k for k in unet.kernels if "ConvTranspose" in k.onnx_types)
+    assert (up.op_type, up.inputs[0], up.inputs[1], up.attrs["pads"]) == ("Conv", [1, 64, 15, 15], [32, 64, 2, 2],
+                                                                          [1, 1, 1, 1])
+    assert up.output_shape == [1, 32, 16, 16]

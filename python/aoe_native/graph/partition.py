@@ -15,12 +15,12 @@ the Unified Buffer (see `max_fused_buffers`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 import numpy as np
 
-from .ir import Graph
+from .ir import Graph, Node
 from .lowering import VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
 
 __all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "partition", "max_fused_buffers", "task_key"]
@@ -141,6 +141,80 @@ def _depends(groups: list[_Group], start: int, target: int) -> bool:
     return False
 
 
+def _fuse_layer_norms(graph: Graph) -> tuple[Graph, dict[str, list[Node]]]:
+    """Replace each decomposed LayerNorm over the last axis (ReduceMean, Sub, Pow 2,
+    ReduceMean, Add eps, Sqrt, Div, then an optional Mul by a constant scale and Add of a
+    constant bias, as exporters and hand-written models emit it) by one LayerNormalization
+    node, as a compiler's pattern fusion does.  Returns the rewritten graph and, per fused
+    node, the original nodes it stands for."""
+    consumers: dict[str, list[Node]] = {}
+    for n in graph.nodes:
+        for t in n.inputs:
+            consumers.setdefault(t, []).append(n)
+
+    def only(t: str, op: str, *others: str) -> Node | None:
+        """The single consumer of `t`, if it is an `op` whose other operands are `others`
+        ("c": any constant)."""
+        users = consumers.get(t, [])
+        if len(users) != 1 or users[0].op_type != op:
+            return None
+        rest = [x for x in users[0].inputs if x != t]
+        if len(rest) != len(others) or any(
+                (o == "c" and not graph.is_const(r)) or (o != "c" and r != o) for r, o in zip(rest, others)):
+            return None
+        return users[0]
+
+    def last_axis_mean(n: Node) -> bool:
+        x = graph.shape(n.inputs[0])
+        axes = n.attrs.get("axes")
+        if axes is None and len(n.inputs) > 1 and n.inputs[1] in graph.const_values:
+            axes = graph.const_values[n.inputs[1]].reshape(-1).tolist()
+        return bool(x) and axes is not None and [int(a) % len(x) for a in axes] == [len(x) - 1] and \
+            int(n.attrs.get("keepdims", 1)) == 1
+
+    fused: dict[str, list[Node]] = {}
+    replaced: dict[int, Node | None] = {}
+    for r1 in graph.nodes:
+        if r1.op_type != "ReduceMean" or r1.index in replaced or not last_axis_mean(r1):
+            continue
+        x, u = r1.inputs[0], r1.outputs[0]
+        sub = next((n for n in consumers.get(u, []) if n.op_type == "Sub" and n.inputs == [x, u]), None)
+        if sub is None:
+            continue
+        d = sub.outputs[0]
+        users = consumers.get(d, [])
+        pow_ = next((n for n in users if n.op_type == "Pow" and graph.const_values.get(n.inputs[1]) is not None
+                     and float(np.asarray(graph.const_values[n.inputs[1]]).reshape(-1)[0]) == 2.0), None)
+        r2 = pow_ and only(pow_.outputs[0], "ReduceMean", *r1.inputs[1:])
+        add = r2 and last_axis_mean(r2) and only(r2.outputs[0], "Add", "c")
+        sqrt = add and only(add.outputs[0], "Sqrt")
+        div = sqrt and next((n for n in users if n.op_type == "Div" and n.inputs == [d, sqrt.outputs[0]]), None)
+        if not div or len(users) != 2 or len(consumers.get(u, [])) != 1:
+            continue
+        nodes = [r1, sub, pow_, r2, add, sqrt, div]
+        eps_t = next(t for t in add.inputs if t != r2.outputs[0])
+        eps = float(np.asarray(graph.const_values.get(eps_t, 1e-5)).reshape(-1)[0])
+        inputs, out = [x], div.outputs[0]
+        scale = only(out, "Mul", "c")
+        if scale is not None and graph.shape(scale.outputs[0]) == graph.shape(out):
+            nodes.append(scale)
+            inputs.append(next(t for t in scale.inputs if t != out))
+            out = scale.outputs[0]
+            bias = only(out, "Add", "c")
+            if bias is not None and graph.shape(bias.outputs[0]) == graph.shape(out):
+                nodes.append(bias)
+                inputs.append(next(t for t in bias.inputs if t != out))
+                out = bias.outputs[0]
+        ln = Node(r1.index, r1.name, "LayerNormalization", inputs, [out], {"axis": -1, "epsilon": eps})
+        fused[ln.name] = nodes
+        for n in nodes:
+            replaced[n.index] = ln if n is r1 else None
+    if not fused:
+        return graph, {}
+    nodes = [replaced.get(n.index, n) for n in graph.nodes if replaced.get(n.index, n) is not None]
+    return replace(graph, nodes=nodes), fused
+
+
 def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16",
               ub_bytes: int = 192 * 1024) -> Partition:
     """Group `graph`'s nodes into kernels and the kernels into tasks.
@@ -150,6 +224,8 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
     ub_bytes: Unified Buffer size of the target SoC (caps fusion)."""
     supported = set(supported_ops)
     max_buf = max_fused_buffers(ub_bytes)
+    n_nodes = len(graph.nodes)
+    graph, fused = _fuse_layer_norms(graph)
     groups: list[_Group] = []
     owner: dict[str, int] = {}          # tensor -> producing group
     unsupported: dict[str, UnsupportedOp] = {}
@@ -164,7 +240,9 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
 
     def new_group(kind, node, spec, ops, ext, out_shape, prods) -> int:
         gid = len(groups)
-        groups.append(_Group(gid, kind, [node.name], [node.op_type], spec, ops, ext, _numel(out_shape),
+        covered = fused.get(node.name, [node])
+        groups.append(_Group(gid, kind, [n.name for n in covered], [n.op_type for n in covered], spec, ops, ext,
+                             _numel(out_shape),
                              list(out_shape), set(prods), 1 + sum(1 for s in ext.values()
                                                                   if _numel(s) == _numel(out_shape))))
         for o in node.outputs:
@@ -247,7 +325,6 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
         task.kernels.append(k.index)
         k.task = task.index
         kernels.append(k)
-    n_nodes = len(graph.nodes)
     unsup = sorted(unsupported.values(), key=lambda u: (-u.count, u.onnx_type))
     for u in unsup:
         u.share = u.count / n_nodes if n_nodes else 0.0
@@ -256,28 +333,44 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
 
 # Element-wise decompositions that compilers recognise as one fused op, as exporters emit them.
 # Each pattern is a list of (op, operand spec) where "x" is the pattern's input, "p" the
-# previous step's output and "c" a constant.
+# previous step's output, "h" the first step's output and "c" a constant; Add and Mul match
+# their operands in either order.
 _PATTERNS: list[tuple[str, list[tuple[str, tuple[str, ...]]]]] = [
     ("Gelu", [("Div", ("x", "c")), ("Erf", ("p",)), ("Add", ("p", "c")), ("Mul", ("x", "p")), ("Mul", ("p", "c"))]),
-    ("Gelu", [("Div", ("x", "c")), ("Erf", ("p",)), ("Add", ("p", "c")), ("Mul", ("p", "x")), ("Mul", ("p", "c"))]),
     ("Gelu", [("Pow", ("x", "c")), ("Mul", ("p", "c")), ("Add", ("x", "p")), ("Mul", ("p", "c")), ("Tanh", ("p",)),
               ("Add", ("p", "c")), ("Mul", ("x", "p")), ("Mul", ("p", "c"))]),
+    # HF gelu_new: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+    ("Gelu", [("Mul", ("x", "c")), ("Pow", ("x", "c")), ("Mul", ("p", "c")), ("Add", ("x", "p")),
+              ("Mul", ("p", "c")), ("Tanh", ("p",)), ("Add", ("p", "c")), ("Mul", ("h", "p"))]),
     ("Silu", [("Sigmoid", ("x",)), ("Mul", ("x", "p"))]),
 ]
+_COMMUTATIVE = frozenset({"Add", "Mul"})
+
+
+def _pattern_input(step, graph: Graph) -> str | None:
+    """The tensor a pattern starts from: the first step's operand that is not a constant."""
+    op, ins, _ = step
+    if op in _COMMUTATIVE and len(ins) == 2 and graph.is_const(ins[0]):
+        return ins[1]
+    return ins[0] if ins else None
 
 
 def _match(chain, i, steps, graph: Graph) -> bool:
     if i + len(steps) > len(chain):
         return False
-    x = chain[i][1][0] if chain[i][1] else None
-    prev = None
+    x = _pattern_input(chain[i], graph)
+    prev = first = None
     for (op, ins, out), (want_op, spec) in zip(chain[i:i + len(steps)], steps):
         if op != want_op or len(ins) != len(spec):
             return False
-        for t, role in zip(ins, spec):
-            if (role == "x" and t != x) or (role == "p" and t != prev) or (role == "c" and not graph.is_const(t)):
-                return False
+
+        def fits(order) -> bool:
+            return all((role != "x" or t == x) and (role != "p" or t == prev) and (role != "h" or t == first) and
+                       (role != "c" or graph.is_const(t)) for t, role in zip(order, spec))
+        if not (fits(ins) or (op in _COMMUTATIVE and fits(ins[::-1]))):
+            return False
         prev = out
+        first = out if first is None else first
     return True
 
 
@@ -287,7 +380,7 @@ def _fuse_patterns(chain, graph: Graph):
     while i < len(chain):
         for name, steps in _PATTERNS:
             if _match(chain, i, steps, graph):
-                out.append((name, [chain[i][1][0]], chain[i + len(steps) - 1][2]))
+                out.append((name, [_pattern_input(chain[i], graph)], chain[i + len(steps) - 1][2]))
                 i += len(steps)
                 break
         else:
@@ -335,7 +428,7 @@ def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[
                 rest = list(ins)
                 if prev in rest:
                     rest.remove(prev)
-                inputs.append(_shape_of(graph, rest[0]))
+                inputs += [_shape_of(graph, t) for t in rest]
         prev = out
     if len(ops) == 1 and ops[0] in supported:
         return ops[0], inputs, {}
