@@ -15,7 +15,7 @@ the Unified Buffer (see `max_fused_buffers`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
 import numpy as np
@@ -23,7 +23,8 @@ import numpy as np
 from .ir import Graph, Node
 from .lowering import VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
 
-__all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "partition", "max_fused_buffers", "task_key"]
+__all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "Coverage", "partition",
+           "max_fused_buffers", "task_key", "node_work"]
 
 # Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
 # for near-peak GM bandwidth (docs/ascend_model.md §2.3, [A] DoubleBuffer.md and
@@ -93,6 +94,34 @@ class UnsupportedOp:
 
 
 @dataclass
+class Coverage:
+    """How much of a model the cost model sees: nodes, and the model's FLOPs and bytes
+    (estimated per node from its shapes, :func:`node_work`) inside modelled kernels."""
+    nodes: int                 # graph nodes
+    modelled_nodes: int        # in a modelled kernel
+    view_nodes: int            # views and folded constants: no kernel, nothing to model
+    unmodelled_nodes: int
+    flops: float
+    modelled_flops: float
+    bytes: float
+    modelled_bytes: float
+    top_unmodelled: list[dict[str, Any]] = field(default_factory=list)  # op_type, count, flops_share, bytes_share
+
+    @property
+    def flops_share(self) -> float:
+        return self.modelled_flops / self.flops if self.flops > 0 else 1.0
+
+    @property
+    def bytes_share(self) -> float:
+        return self.modelled_bytes / self.bytes if self.bytes > 0 else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["flops_share"], d["bytes_share"] = self.flops_share, self.bytes_share
+        return d
+
+
+@dataclass
 class Partition:
     graph_name: str
     kernels: list[Kernel]
@@ -101,6 +130,49 @@ class Partition:
     n_nodes: int
     n_view_nodes: int       # views and constant-folded nodes: no kernel
     dtype: str
+    coverage: Coverage | None = None
+
+
+def node_work(graph: Graph, node: Node, itemsize: int = 2) -> tuple[float, float]:
+    """(FLOPs, bytes) of one node from its shapes alone, for any operator: a multiply-add
+    counts 2 FLOPs (MatMul, Gemm, Conv, ConvTranspose), anything else one per output element;
+    bytes are its operands and results at `itemsize` bytes per element.  A coarse measure,
+    but the same for modelled and unmodelled nodes, which is what a coverage share needs."""
+    def numel(t: str) -> int:
+        s = graph.shape(t)
+        return _numel(s) if s is not None else 0
+    shapes = [graph.shape(t) or () for t in node.inputs if t]
+    out = numel(node.outputs[0]) if node.outputs and node.outputs[0] else 0
+    op = node.op_type
+    if op in ("MatMul", "Gemm") and shapes and shapes[0]:
+        k = shapes[0][0] if op == "Gemm" and node.attrs.get("transA", 0) else shapes[0][-1]
+        flops = 2.0 * out * k
+    elif op == "Conv" and len(shapes) > 1 and len(shapes[1]) > 2:
+        flops = 2.0 * out * _numel(shapes[1][1:])
+    elif op == "ConvTranspose" and len(shapes) > 1 and len(shapes[1]) > 2:
+        flops = 2.0 * _numel(shapes[0]) * _numel(shapes[1][1:])
+    else:
+        flops = float(out)
+    return flops, float(itemsize) * (sum(numel(t) for t in node.inputs if t) +
+                                     sum(numel(t) for t in node.outputs if t))
+
+
+def _coverage(graph: Graph, kernels: list[Kernel], unsupported: list[UnsupportedOp], n_view: int,
+              itemsize: int) -> Coverage:
+    work = {n.name: node_work(graph, n, itemsize) for n in graph.nodes}
+    modelled = {name for k in kernels for name in k.nodes}
+    unmodelled = {name for u in unsupported for name in u.nodes}
+    flops = sum(w[0] for name, w in work.items() if name in modelled or name in unmodelled)
+    nbytes = sum(w[1] for name, w in work.items() if name in modelled or name in unmodelled)
+    top = []
+    for u in unsupported:
+        f = sum(work[n][0] for n in u.nodes)
+        b = sum(work[n][1] for n in u.nodes)
+        top.append({"op_type": u.onnx_type, "count": u.count, "flops_share": f / flops if flops else 0.0,
+                    "bytes_share": b / nbytes if nbytes else 0.0})
+    top.sort(key=lambda d: (-d["flops_share"], -d["count"], d["op_type"]))
+    return Coverage(len(graph.nodes), len(modelled), n_view, len(unmodelled), flops,
+                    sum(work[n][0] for n in modelled), nbytes, sum(work[n][1] for n in modelled), top)
 
 
 @dataclass
@@ -225,6 +297,7 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
     supported = set(supported_ops)
     max_buf = max_fused_buffers(ub_bytes)
     n_nodes = len(graph.nodes)
+    original = graph
     graph, fused = _fuse_layer_norms(graph)
     groups: list[_Group] = []
     owner: dict[str, int] = {}          # tensor -> producing group
@@ -328,7 +401,9 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
     unsup = sorted(unsupported.values(), key=lambda u: (-u.count, u.onnx_type))
     for u in unsup:
         u.share = u.count / n_nodes if n_nodes else 0.0
-    return Partition(graph.name, kernels, list(tasks.values()), unsup, n_nodes, n_view, dtype)
+    itemsize = int(np.dtype(dtype).itemsize) if dtype != "bfloat16" else 2
+    return Partition(graph.name, kernels, list(tasks.values()), unsup, n_nodes, n_view, dtype,
+                     _coverage(original, kernels, unsup, n_view, itemsize))
 
 
 # Element-wise decompositions that compilers recognise as one fused op, as exporters emit them.
