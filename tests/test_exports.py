@@ -124,3 +124,31 @@ def test_cnn_tasks(exporter):
     assert (up.op_type, up.inputs[0], up.inputs[1], up.attrs["pads"]) == ("Conv", [1, 64, 15, 15], [32, 64, 2, 2],
                                                                           [1, 1, 1, 1])
     assert up.output_shape == [1, 32, 16, 16]
+
+
+def test_bad_input_writes_nothing_to_the_bank(tmp_path):
+    """Each import error names the node or input, and the job stops before the bank exists."""
+    from aoe_native import tune_model, zoo
+    custom = _model([helper.make_node("FastGelu", ["x"], ["y"], name="gelu0", domain="com.microsoft")],
+                    [_vi("x", [2, 8])], [_vi("y", [2, 8])], domains=["com.microsoft"])
+    loop_body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"])], "body",
+                                  [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                                   helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                                  [helper.make_tensor_value_info("c_out", TensorProto.BOOL, [])])
+    loop = _model([helper.make_node("Loop", ["", "cond"], [], name="loop0", body=loop_body),
+                   helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                  [_vi("x", [2, 8]), helper.make_tensor_value_info("cond", TensorProto.BOOL, [])], [_vi("y", [2, 8])])
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    onnx.save_model(onnx.load(str(EXPORTS / "mobilenetv3_ts.onnx")), str(ext / "m.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="m.data", size_threshold=0)
+    data = (ext / "m.data").read_bytes()
+    (ext / "m.data").write_bytes(data[:-100])
+    cases = [(custom, "node 'gelu0' is operator 'FastGelu' of the custom domain"),
+             (loop, r"node 'loop0' is control flow \(Loop\)"),
+             (zoo.build("resnet50", dynamic_batch=True), r"input 'input' has dynamic.*--input_shape"),
+             (str(ext / "m.onnx"), r"weight '.+' needs bytes up to \d+ of 'm.data'")]
+    for model, msg in cases:
+        with pytest.raises(ValueError, match=msg):
+            tune_model(model, bank=tmp_path / "bank", parallel=1)
+    assert not (tmp_path / "bank").exists()

@@ -5,7 +5,8 @@ The public API (everything else is reachable through the subpackages):
 - search: :class:`SearchSpace`, :func:`tune`, :mod:`replay` (recorded spaces), :mod:`runners`
   (real measurements: host timing, process isolation);
 - the Ascend cost model: :func:`estimate`, :func:`tiling_space`, :func:`tune_op`, SoC tables;
-- model tuning: :func:`tune_model` (OPAT), with :class:`CostModelEvaluator` or
+- model tuning: :func:`tune_model` (OPAT) and :func:`tune_torch` (a PyTorch module, exported in
+  memory; needs the ``torch`` extra), with :class:`CostModelEvaluator` or
   :class:`MeasuredEvaluator`.
 """
 
@@ -23,7 +24,7 @@ from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, esti
 from .ascend.platforms import Platform, load_platform, platform, platform_fields, soc_versions
 from .bank.store import BankError
 from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, TaskEvaluator
-from .jobs.opat import tune_model
+from .jobs.opat import CoverageWarning, tune_model, tune_torch
 from .jobs.results import ModelTuneResult
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, improvement, tune
 
@@ -48,6 +49,7 @@ __all__ = [
     "BankError",
     "BatchObjective",
     "CostModelEvaluator",
+    "CoverageWarning",
     "Estimate",
     "MeasuredEvaluator",
     "ModelTuneResult",
@@ -80,4 +82,5 @@ __all__ = [
     "tune",
     "tune_model",
     "tune_op",
+    "tune_torch",
 ]

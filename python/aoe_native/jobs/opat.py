@@ -19,6 +19,7 @@ from ..bank.store import Bank, bank_dir, make_entry
 from ..graph.ir import Graph
 from ..graph.onnx import load_graph
 from ..graph.partition import Partition, Task, partition
+from ..graph.torch_export import export_module
 from ..outputs import write_model_outputs
 from .evaluator import CostModelEvaluator, TaskEvaluator
 from .results import KernelResult, ModelTuneResult, TaskResult
@@ -27,7 +28,7 @@ from .scheduler import TaskState, WorkerPool, schedule
 if TYPE_CHECKING:  # onnx is a dependency, but only a model file is needed to call this
     import onnx
 
-__all__ = ["tune_model", "usable_cores", "CoverageWarning", "MIN_FLOPS_SHARE"]
+__all__ = ["tune_model", "tune_torch", "usable_cores", "CoverageWarning", "MIN_FLOPS_SHARE"]
 
 # Below this share of the model's FLOPs in modelled kernels, the job warns.
 MIN_FLOPS_SHARE = 0.9
@@ -173,6 +174,19 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                        time.monotonic() - t0, is_selected, evaluator.name)
     write_model_outputs(result, output=output, result_dir=result_dir)
     return result
+
+
+def tune_torch(module: Any, example_inputs: Any, soc_version: str | Platform = "Ascend910B3",
+               exporter: str = "dynamo", input_names: list[str] | None = None, **options: Any) -> ModelTuneResult:
+    """Tune a PyTorch module: export it to ONNX in memory (static shapes: those of
+    `example_inputs`, a tensor or a tuple of tensors) and run :func:`tune_model` on it.
+
+    exporter: "dynamo" (default) or "torchscript".  options: every other keyword of
+    :func:`tune_model` (bank, parallel, tuning_time_limit, output, result_dir, ...).  torch is
+    optional: without it this raises an ImportError that names the extra to install."""
+    if "input_shape" in options:
+        raise TypeError("tune_torch takes its input shapes from example_inputs; input_shape is not accepted")
+    return tune_model(export_module(module, example_inputs, exporter, input_names), soc_version, **options)
 
 
 def _final_time(st: TaskState) -> float:
