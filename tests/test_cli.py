@@ -76,6 +76,7 @@ def test_low_coverage_warns_on_stderr_naming_the_top_operators(tmp_path, capsys,
     """A model whose MatMuls the cost model cannot see: the run still finishes, the summary says
     what share is modelled, and stderr names the operator that holds the FLOPs."""
     from aoe_native.jobs import opat
+    monkeypatch.chdir(tmp_path)  # the result file goes to the working directory
     m = tmp_path / "m.onnx"
     m.write_bytes(mlp().SerializeToString())
     monkeypatch.setattr(opat, "supported_ops", lambda: [o for o in supported_ops() if o not in ("MatMul", "Gemm")])
@@ -85,3 +86,4 @@ def test_low_coverage_warns_on_stderr_naming_the_top_operators(tmp_path, capsys,
     assert re.search(r"aoe: warning: mlp: only \d+\.\d% of the model's FLOPs is in modelled kernels.*"
                      r"Top unmodelled operators: MatMul \(\d+ nodes, 9\d\.\d% of FLOPs\)", err)
     assert "unmodelled)" in out and "of the modelled part" in out
+    assert len(list(tmp_path.glob("aoe_result_opat_*.json"))) == 1

@@ -148,3 +148,22 @@ def test_several_inputs_fixed_at_once():
         load_graph(m, "input_ids:2,128")  # the other two inputs are still dynamic
     g = load_graph(m, "input_ids:2,128;token_type_ids:2,128;attention_mask:2,128")
     assert g.shape(g.outputs[0]) == (2, 128, 768)
+
+
+def test_model_file_is_read_without_its_large_embedded_weights():
+    """_read_structure keeps everything but the values of large initializers (whose pages it
+    never reads): the same graph, the same initializer names, dims and small values."""
+    from pathlib import Path
+
+    from aoe_native.graph.onnx import _MAX_CONST_ELEMENTS, _read_structure
+    for path in sorted((Path(__file__).parent / "data" / "exports").glob("*.onnx")):
+        full, light = onnx.load(str(path)), _read_structure(str(path))
+        assert light.graph.node == full.graph.node and light.opset_import == full.opset_import
+        assert [(t.name, list(t.dims), t.data_type) for t in light.graph.initializer] == \
+            [(t.name, list(t.dims), t.data_type) for t in full.graph.initializer]
+        for a, b in zip(light.graph.initializer, full.graph.initializer):
+            if np.prod(b.dims) <= _MAX_CONST_ELEMENTS:
+                assert a == b
+            else:
+                assert not a.raw_data and not a.float_data and b.raw_data
+        assert light.ByteSize() < full.ByteSize()

@@ -83,9 +83,9 @@ class BertLayer(nn.Module):
 
 
 class BertLike(nn.Module):
-    def __init__(self, vocab, hidden, heads, layers, ffn, **_):
+    def __init__(self, vocab, hidden, heads, layers, ffn, max_pos=64, **_):
         super().__init__()
-        self.emb = BertEmbeddings(vocab, hidden)
+        self.emb = BertEmbeddings(vocab, hidden, max_pos)
         self.layers = nn.ModuleList(BertLayer(hidden, heads, ffn) for _ in range(layers))
         self.pool = nn.Linear(hidden, hidden)
 

@@ -504,11 +504,13 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
 
 std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p) {
   // Data movement (Concat, Split, Slice, Gather, Pad, Expand, Tile, Resize,
-  // DepthToSpace): memory-bound kernels of the vector pattern above.  Each core
-  // copies its share of the output through UB (DataCopy GM -> UB -> GM, [A]
-  // 多核Tiling.md); what differs between ops is how many bytes are read per byte
-  // written and the contiguous GM runs (the burst charging of common.hpp makes
-  // short runs, e.g. a Gather of short rows or a channel interleave, expensive).
+  // DepthToSpace): memory-bound kernels of the vector pattern above
+  // (docs/ascend_model.md §2.3: [A] 多核Tiling.md, DoubleBuffer.md).  Each core
+  // copies its share of the output through UB (CopyIn -> CopyOut); what differs
+  // between ops is how many bytes are read per byte written and the contiguous
+  // GM runs: the burst charging of common.hpp (§2.3 bandwidth rules, [A]
+  // 尽量一次搬运较大的数据块.md, GM地址尽量512B对齐.md) makes short runs, e.g.
+  // a Gather of short rows or a channel interleave, expensive.
   // Vector work only where data is rearranged inside UB: broadcast copies
   // (Expand, Tile, nearest Resize: one scalar-operand pass) and bilinear
   // interpolation (three lerps, a Mul and an Add each).  No FLOPs are counted.

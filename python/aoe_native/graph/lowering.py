@@ -84,10 +84,11 @@ def _movement(graph: Graph, node: Node) -> OpSpec:
 
 
 def _conv_transpose(graph: Graph, node: Node) -> OpSpec:
-    """ConvTranspose as the Conv it equals: stride-1 convolution of the input dilated by the
-    stride (zeros between pixels), padded by dilation*(k-1) - pad on each side, with the
-    flipped kernel.  This is how the cube unit runs it (Conv2DBackpropInput dilates its input
-    and convolves), so the zero rows cost cube time as they do on the hardware."""
+    """ConvTranspose as the Conv it equals: a stride-1 convolution of the input dilated by the
+    stride (zeros between pixels), padded by dilation*(k-1) - pad on each side (plus
+    output_padding at the end), with the flipped kernel and the channel axes swapped.  The
+    zeros are charged as cube work: an assumption (a kernel that skips them would be faster),
+    not a measured figure."""
     a = node.attrs
     x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
     if len(x) != 4:

@@ -122,6 +122,106 @@ def _attr_values(node: onnx.NodeProto) -> dict[str, Any]:
     return out
 
 
+# ---- reading a model file without its embedded weights ------------------------------------
+# onnx.load reads a file whole and parses it: a model with its weights inside the file then
+# needs twice its size in memory.  Only structure and shapes are needed, so the file is
+# mapped and its protobuf wire format walked (ModelProto.graph -> GraphProto.initializer ->
+# TensorProto): everything is copied except the values of large initializers, whose pages are
+# never touched; onnx then parses the small remainder.  Field numbers: onnx/onnx.proto.
+_MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_DIMS = 7, 5, 1
+_TENSOR_VALUE_FIELDS = frozenset({4, 5, 7, 9, 10, 11})  # float/int32/int64/raw/double/uint64 data
+
+
+def _varint(buf, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _fields(buf, start: int, end: int):
+    """(field number, wire type, start of the field, start of its payload, end) of each field."""
+    pos = start
+    while pos < end:
+        key, p = _varint(buf, pos)
+        wt = key & 7
+        if wt == 0:
+            nxt = _varint(buf, p)[1]
+        elif wt == 1:
+            nxt = p + 8
+        elif wt == 5:
+            nxt = p + 4
+        elif wt == 2:
+            n, p = _varint(buf, p)
+            nxt = p + n
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wt} at byte {pos}")
+        if nxt > end:
+            raise ValueError(f"field {key >> 3} at byte {pos} runs past the end of its message (truncated file?)")
+        yield key >> 3, wt, pos, p, nxt
+        pos = nxt
+
+
+def _tensor_without_values(buf, start: int, end: int) -> bytes:
+    dims: list[int] = []
+    for field, wt, _, p, nxt in _fields(buf, start, end):
+        if field == _TENSOR_DIMS:
+            if wt == 0:
+                dims.append(_varint(buf, p)[0])
+            else:  # packed
+                q = p
+                while q < nxt:
+                    d, q = _varint(buf, q)
+                    dims.append(d)
+    keep_values = _numel(dims) <= _MAX_CONST_ELEMENTS
+    return b"".join(bytes(buf[f0:nxt]) for field, _, f0, _, nxt in _fields(buf, start, end)
+                    if keep_values or field not in _TENSOR_VALUE_FIELDS)
+
+
+def _message(field: int, payload: bytes) -> bytes:
+    return _encode_varint(field << 3 | 2) + _encode_varint(len(payload)) + payload
+
+
+def _read_structure(path: str) -> onnx.ModelProto:
+    """The model in `path` without the values of its large embedded initializers."""
+    import mmap
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        parts = []
+        for field, wt, f0, p, nxt in _fields(buf, 0, len(buf)):
+            if field != _MODEL_GRAPH or wt != 2:
+                parts.append(bytes(buf[f0:nxt]))
+                continue
+            graph = b"".join(
+                _message(_GRAPH_INITIALIZER, _tensor_without_values(buf, gp, gnxt))
+                if gfield == _GRAPH_INITIALIZER and gwt == 2 else bytes(buf[g0:gnxt])
+                for gfield, gwt, g0, gp, gnxt in _fields(buf, p, nxt))
+            parts.append(_message(_MODEL_GRAPH, graph))
+    return onnx.load_from_string(b"".join(parts))
+
+
+def _drop_weight_data(model: onnx.ModelProto) -> None:
+    """Free the values of large initializers stored in the model file: only their shapes are
+    needed, and shape inference copies the whole model (several times over, for weights)."""
+    for t in model.graph.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL and _numel(t.dims) > _MAX_CONST_ELEMENTS:
+            for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data",
+                      "string_data"):
+                t.ClearField(f)
+
+
 def _check_external(model: onnx.ModelProto, base_dir: str, where: str) -> None:
     """Each externally stored weight must lie whole inside its data file (a truncated copy
     would otherwise go unnoticed, since weights are never read)."""
@@ -270,7 +370,7 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path}: model file not found")
         try:
-            model = onnx.load(path, load_external_data=False)
+            model = _read_structure(path)
         except Exception as e:  # protobuf DecodeError and friends
             raise ValueError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
         if not model.graph.node:
@@ -278,6 +378,7 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
         base_dir = os.path.dirname(os.path.abspath(path))
         _check_external(model, base_dir, where)
         _load_small_external(model, base_dir)
+    _drop_weight_data(model)
     shapes = parse_input_shape(input_shape)
     _fix_inputs(model, shapes, where)
     _check_supported(model, where)
