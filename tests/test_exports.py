@@ -1,6 +1,7 @@
 """Models exported by PyTorch's two ONNX exporters (tests/data/exports, made by
 tests/data/make_exports.py): every shape resolved, every compute operator modelled, the
 expected tasks; and the errors for what cannot be imported."""
+from collections import Counter
 from pathlib import Path
 
 import onnx
@@ -16,9 +17,11 @@ FILES = sorted(p.name for p in EXPORTS.glob("*.onnx"))
 
 
 def test_every_model_exported_by_both_exporters():
-    names = {f.rsplit("_", 1)[0] for f in FILES}
+    torch_files = [f for f in FILES if not f.endswith("_paddle.onnx")]
+    names = {f.rsplit("_", 1)[0] for f in torch_files}
     assert names == {"bert", "gpt2", "mobilenetv3", "unet"}
-    assert set(FILES) == {f"{n}_{e}.onnx" for n in names for e in ("ts", "dynamo")}
+    assert set(torch_files) == {f"{n}_{e}.onnx" for n in names for e in ("ts", "dynamo")}
+    assert set(FILES) - set(torch_files) == {"lcnet_paddle.onnx"}  # tests/data/make_paddle_export.py
     assert sum((EXPORTS / f).stat().st_size for f in FILES) < 8e6
 
 
@@ -152,3 +155,14 @@ def test_bad_input_writes_nothing_to_the_bank(tmp_path):
         with pytest.raises(ValueError, match=msg):
             tune_model(model, bank=tmp_path / "bank", parallel=1)
     assert not (tmp_path / "bank").exists()
+
+
+def test_paddle2onnx_export():
+    """PaddlePaddle's exporter writes Hardswish as HardSigmoid * x and keeps BatchNormalization:
+    both fuse into the convolution's epilogue; the classifier is a MatMul + bias and a Softmax."""
+    p = _partition("lcnet_paddle.onnx")
+    epi = Counter(tuple(k.attrs.get("epilogue", [])) for k in p.kernels if k.op_type == "Conv")
+    assert epi[("BatchNormalization", "HardSwish")] == 9
+    assert {("Add", "Relu"), ("Add", "HardSigmoid")} <= set(epi)  # squeeze-excite convolutions
+    assert Counter(k.op_type for k in p.kernels if k.op_type != "Conv") == {"ReduceMean": 3, "Mul": 2, "MatMul": 1,
+                                                                             "Softmax": 1}

@@ -7,7 +7,8 @@ causal mask and qkv split, MobileNetV3's hard activations and squeeze-excite blo
 Resize/Concat/ConvTranspose), at a size that keeps all files together a few MB.
 
 Files: exports/<model>_<exporter>.onnx with exporter "ts" (TorchScript, dynamo=False) or
-"dynamo" (torch.export, dynamo=True).
+"dynamo" (torch.export, dynamo=True).  exports/lcnet_paddle.onnx comes from another framework's
+exporter (PaddlePaddle's paddle2onnx): tests/data/make_paddle_export.py.
 """
 from __future__ import annotations
 

@@ -418,6 +418,7 @@ _PATTERNS: list[tuple[str, list[tuple[str, tuple[str, ...]]]]] = [
     ("Gelu", [("Mul", ("x", "c")), ("Pow", ("x", "c")), ("Mul", ("p", "c")), ("Add", ("x", "p")),
               ("Mul", ("p", "c")), ("Tanh", ("p",)), ("Add", ("p", "c")), ("Mul", ("h", "p"))]),
     ("Silu", [("Sigmoid", ("x",)), ("Mul", ("x", "p"))]),
+    ("HardSwish", [("HardSigmoid", ("x",)), ("Mul", ("x", "p"))]),  # paddle2onnx's hardswish
 ]
 _COMMUTATIVE = frozenset({"Add", "Mul"})
 
