@@ -309,6 +309,9 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
                     outs = [np.array(_numel(dims), dtype=np.int64)] if n.op_type == "Size" else \
                         [full[a.get("start", 0):a["end"] if "end" in a else None]]
             elif all(not x or x in values for x in n.input):
+                known = shapes.get(n.output[0]) if n.output else None
+                if known and all(isinstance(d, int) for d in known) and _numel(known) > _MAX_CONST_ELEMENTS:
+                    continue  # a large constant (a broadcast mask...): its shape is all that is needed
                 try:
                     ev = ReferenceEvaluator(n, opsets={"": opset})
                     outs = [np.asarray(v) for v in ev.run(None, {x: values[x] for x in n.input if x})]
@@ -340,11 +343,12 @@ def _numel(dims) -> int:
 def _check_shapes(g: onnx.GraphProto, tensors: dict[str, Tensor], where: str) -> None:
     """Every node's outputs must have a static shape: name the first node that has none,
     and the first of its inputs that lost its shape."""
+    used = {x for n in g.node for x in n.input} | {o.name for o in g.output}
     for i, n in enumerate(g.node):
-        for o in n.output:
-            if o and tensors.get(o) is not None and tensors[o].shape is not None:
+        for j, o in enumerate(n.output):
+            if not o or (j > 0 and o not in used):  # an unused optional output (MaxPool indices...)
                 continue
-            if not o:
+            if tensors.get(o) is not None and tensors[o].shape is not None:
                 continue
             lost = next((x for x in n.input if x and (x not in tensors or tensors[x].shape is None)), None)
             name = n.name or f"{n.op_type}_{i}"
