@@ -214,14 +214,14 @@ def _depends(groups: list[_Group], start: int, target: int) -> bool:
 
 
 def _fuse_layer_norms(graph: Graph) -> tuple[Graph, dict[str, list[Node]]]:
-    """Replace each decomposed LayerNorm over the last axis (ReduceMean, Sub, Pow 2,
-    ReduceMean, Add eps, Sqrt, Div, then an optional Mul by a constant scale and Add of a
+    """Replace each decomposed LayerNorm over the last axis (ReduceMean, Sub, Pow 2 or a Mul
+    by itself, ReduceMean, Add eps, Sqrt, Div, then an optional Mul by a constant scale and Add of a
     constant bias, as exporters and hand-written models emit it) by one LayerNormalization
     node, as a compiler's pattern fusion does.  Returns the rewritten graph and, per fused
     node, the original nodes it stands for."""
     consumers: dict[str, list[Node]] = {}
     for n in graph.nodes:
-        for t in n.inputs:
+        for t in dict.fromkeys(n.inputs):  # a node reading a tensor twice (Mul(d, d)) is one consumer
             consumers.setdefault(t, []).append(n)
 
     def only(t: str, op: str, *others: str) -> Node | None:
@@ -255,8 +255,10 @@ def _fuse_layer_norms(graph: Graph) -> tuple[Graph, dict[str, list[Node]]]:
             continue
         d = sub.outputs[0]
         users = consumers.get(d, [])
-        pow_ = next((n for n in users if n.op_type == "Pow" and graph.const_values.get(n.inputs[1]) is not None
-                     and float(np.asarray(graph.const_values[n.inputs[1]]).reshape(-1)[0]) == 2.0), None)
+        # (x - u)^2 as Pow(d, 2) or Mul(d, d)
+        pow_ = next((n for n in users if (n.op_type == "Pow" and graph.const_values.get(n.inputs[1]) is not None and
+                                          float(np.asarray(graph.const_values[n.inputs[1]]).reshape(-1)[0]) == 2.0)
+                     or (n.op_type == "Mul" and n.inputs == [d, d])), None)
         r2 = pow_ and only(pow_.outputs[0], "ReduceMean", *r1.inputs[1:])
         add = r2 and last_axis_mean(r2) and only(r2.outputs[0], "Add", "c")
         sqrt = add and only(add.outputs[0], "Sqrt")
