@@ -51,9 +51,16 @@ ALLOWED_ATTRS = {
     "MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order"},
     "AveragePool": {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"},
 }
+MOVE = {"output_shape", "axis"}
+ALLOWED_ATTRS.update({
+    "Concat": MOVE, "Split": MOVE | {"split", "num_outputs"}, "Slice": MOVE | {"steps"},
+    "Gather": MOVE | {"batch_dims"}, "GatherElements": MOVE, "Pad": MOVE | {"mode"}, "Expand": MOVE, "Tile": MOVE,
+    "Resize": MOVE | {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                      "extrapolation_value", "antialias", "axes", "keep_aspect_ratio_policy"},
+    "DepthToSpace": MOVE | {"blocksize", "mode"}, "SpaceToDepth": MOVE | {"blocksize"},
+})
 # ONNX elementwise ops the cost model has no recipe for: no entry.
-UNSUPPORTED_ONNX = {"Mod", "Where", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "PRelu", "Elu",
-                    "Selu", "HardSigmoid", "Softsign", "Sin", "Cos"}
+UNSUPPORTED_ONNX = {"Sin", "Cos", "Tan", "Asin", "BitShift", "NonZero", "TopK", "Einsum"}
 
 
 def test_op_table_covers_supported_ops_exactly():
@@ -65,10 +72,11 @@ def test_op_table_covers_supported_ops_exactly():
 
 def test_op_table_families_operands_and_attrs():
     for e in ascend.op_table():
-        assert e["family"] in ("matmul", "conv", "elementwise", "rows", "transpose", "pool")
+        assert e["family"] in ("matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement")
         if e["family"] == "elementwise":
             assert e["attrs"] is None  # any attribute
-            assert e["operands"] in ((None,) if e["name"] == "FusedElementwise" else (1, 2)), e["name"]
+            assert e["operands"] in ((None,) if e["name"] == "FusedElementwise" else
+                                     (3,) if e["name"] == "Where" else (1, 2)), e["name"]
         else:
             assert e["operands"] is None
             assert set(e["attrs"]) == ALLOWED_ATTRS[e["name"]], e["name"]
@@ -93,6 +101,9 @@ def _example(entry, name):
         return [[1, 16, 32, 32]], {"kernel_shape": [2, 2]}, {}
     if fam == "transpose":
         return [x], {"perm": [1, 0]}, {}
+    if fam == "movement":
+        return [x] + ([[64, 4]] if entry["name"].startswith("Gather") else []), \
+            {"output_shape": [64, 128], "blocksize": [2]}, {}
     return [x], ({"axes": [1]} if entry["name"].startswith("Reduce") else {"axis": [-1]}), {}
 
 

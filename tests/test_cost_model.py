@@ -317,3 +317,32 @@ def test_pooling_bad_input(attrs, message):
 
     with pytest.raises(ValueError, match=message):
         an.estimate("MaxPool", [[1, 8, 4, 4]], "float16", "Ascend910B3", [1, 16, 2], attrs=attrs)
+
+
+# ---- data movement ----------------------------------------------------------------------
+
+def _move(op, inputs, **attrs):
+    tiling = an.baseline_tiling(op, inputs, "float16", "Ascend910B3", attrs)
+    return an.estimate(op, inputs, "float16", "Ascend910B3", tiling, attrs)
+
+
+def test_data_movement_is_memory_bound_and_charged_by_bytes_and_runs():
+    x = [1, 256, 80, 80]
+    concat = _move("Concat", [x, x], output_shape=[1, 512, 80, 80], axis=1)
+    assert concat.breakdown["bound"] == "memory" and concat.breakdown["flops"] == 0
+    assert concat.breakdown["gm_read_bytes"] == pytest.approx(2 * 256 * 6400 * 2, rel=0.01)
+    split = _move("Split", [[1, 512, 80, 80]], output_shape=x, axis=1)
+    assert split.time_us == pytest.approx(concat.time_us, rel=0.15)  # the same bytes, long runs both ways
+    # An embedding lookup of 128 rows: long rows stream, 8-byte rows pay a sector each.
+    long_rows = _move("Gather", [[30522, 768], [1, 128]], output_shape=[1, 128, 768], axis=0)
+    short_rows = _move("Gather", [[30522 * 192, 4], [1, 128 * 192]], output_shape=[1, 128 * 192, 4], axis=0)
+    assert short_rows.time_us > 3 * long_rows.time_us
+    near = _move("Resize", [[1, 64, 40, 40]], output_shape=[1, 64, 80, 80], mode="nearest")
+    lin = _move("Resize", [[1, 64, 40, 40]], output_shape=[1, 64, 80, 80], mode="linear")
+    assert lin.breakdown["vector_us"] > near.breakdown["vector_us"] > 0
+    with pytest.raises(ValueError, match="mode 'cubic' is not modelled"):
+        _move("Resize", [[1, 64, 40, 40]], output_shape=[1, 64, 80, 80], mode="cubic")
+    with pytest.raises(ValueError, match="add up to 512 along axis 1, output_shape has 500"):
+        _move("Concat", [x, x], output_shape=[1, 500, 80, 80], axis=1)
+    with pytest.raises(ValueError, match="output_shape"):
+        _move("Slice", [x])

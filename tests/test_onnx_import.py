@@ -81,8 +81,9 @@ def _exported_style_model():
 def test_exported_model_constant_subgraph_folds():
     g = load_graph(_exported_style_model())
     assert g.inputs == {"x": (2, 16, 64)}
-    folded = {n.name for n in g.nodes if all(g.is_const(o) for o in n.outputs)}
-    assert folded == {"shape", "gather_shape", "const", "concat_shape"}
+    # The shape chain is folded into a constant and its nodes are gone.
+    assert [n.name for n in g.nodes] == ["mm", "bias", "const", "reshape", "rsum"]
+    assert g.is_const("target") and g.const_values["target"].tolist() == [2, 16, -1]
     rsum = next(n for n in g.nodes if n.name == "rsum")
     spec = map_node(g, rsum)
     assert (spec.op_type, spec.attrs) == ("ReduceSum", {"axes": [2], "keepdims": 0})
@@ -117,18 +118,28 @@ def test_node_mapping_details():
         map_node(g, by["lppool"])
 
 
-def test_weights_in_external_data_are_never_read(tmp_path):
+def test_weights_in_external_data_are_never_read(tmp_path, monkeypatch):
     """A real export with its weights in an external file: small constants are read, the
-    weights never are (the import works even without the weight file)."""
-    for threshold, drop in ((0, False), (1024, True)):
-        d = tmp_path / str(threshold)
-        d.mkdir()
-        onnx.save_model(_exported_style_model(), str(d / "ext.onnx"), save_as_external_data=True,
-                        all_tensors_to_one_file=True, location="ext.data", size_threshold=threshold)
-        if drop:
-            (d / "ext.data").unlink()
-        g = load_graph(str(d / "ext.onnx"))
-        assert g.shape("w") == (64, 32) and g.shape("r") == (2, 16)
+    weights never are; a missing or truncated data file is an error naming the weight."""
+    from onnx import external_data_helper
+    from aoe_native.graph import onnx as front_end
+    monkeypatch.setattr(front_end, "_MAX_CONST_ELEMENTS", 1024)  # the 64x32 weight counts as large
+    read = []
+    real = external_data_helper.load_external_data_for_tensor
+    monkeypatch.setattr(external_data_helper, "load_external_data_for_tensor",
+                        lambda t, d: (read.append(t.name), real(t, d)))
+    onnx.save_model(_exported_style_model(), str(tmp_path / "ext.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="ext.data", size_threshold=0)
+    g = load_graph(str(tmp_path / "ext.onnx"))
+    assert g.shape("w") == (64, 32) and g.shape("r") == (2, 16)
+    assert "w" not in read and "idx" in read  # the 2048 weights stay on disk; the 2 indices are read
+    data = (tmp_path / "ext.data").read_bytes()
+    (tmp_path / "ext.data").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match=r"ext.onnx: weight '\w+' needs bytes up to \d+ of 'ext.data'.*truncated"):
+        load_graph(str(tmp_path / "ext.onnx"))
+    (tmp_path / "ext.data").unlink()
+    with pytest.raises(ValueError, match="stored in 'ext.data', which is missing"):
+        load_graph(str(tmp_path / "ext.onnx"))
 
 
 def test_several_inputs_fixed_at_once():
@@ -137,3 +148,22 @@ def test_several_inputs_fixed_at_once():
         load_graph(m, "input_ids:2,128")  # the other two inputs are still dynamic
     g = load_graph(m, "input_ids:2,128;token_type_ids:2,128;attention_mask:2,128")
     assert g.shape(g.outputs[0]) == (2, 128, 768)
+
+
+def test_model_file_is_read_without_its_large_embedded_weights():
+    """_read_structure keeps everything but the values of large initializers (whose pages it
+    never reads): the same graph, the same initializer names, dims and small values."""
+    from pathlib import Path
+
+    from aoe_native.graph.onnx import _MAX_CONST_ELEMENTS, _read_structure
+    for path in sorted((Path(__file__).parent / "data" / "exports").glob("*.onnx")):
+        full, light = onnx.load(str(path)), _read_structure(str(path))
+        assert light.graph.node == full.graph.node and light.opset_import == full.opset_import
+        assert [(t.name, list(t.dims), t.data_type) for t in light.graph.initializer] == \
+            [(t.name, list(t.dims), t.data_type) for t in full.graph.initializer]
+        for a, b in zip(light.graph.initializer, full.graph.initializer):
+            if np.prod(b.dims) <= _MAX_CONST_ELEMENTS:
+                assert a == b
+            else:
+                assert not a.raw_data and not a.float_data and b.raw_data
+        assert light.ByteSize() < full.ByteSize()

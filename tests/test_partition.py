@@ -88,8 +88,11 @@ def test_transformer_and_yolo_partitions(name):
     if name == "gpt2_small":
         assert sum(k.attrs.get("epilogue") == ["BiasAdd", "Gelu"] for k in p.kernels) == 12  # tanh form
     if name == "yolov5s":
-        assert Counter(u.onnx_type for u in p.unsupported for _ in range(u.count)) == \
-            {"Concat": 14, "Resize": 2}
+        assert p.unsupported == []  # Concat and Resize are data-movement kernels
+        moves = Counter(k.op_type for k in p.kernels if k.op_type in ("Concat", "Resize"))
+        assert moves == {"Concat": 14, "Resize": 2}
+        assert next(k for k in p.kernels if k.op_type == "Resize").attrs == {
+            "output_shape": [1, 256, 40, 40], "mode": "nearest"}
         epi = Counter(tuple(k.attrs.get("epilogue", [])) for k in p.kernels if k.op_type == "Conv")
         assert epi == {("Silu",): 50, ("Silu", "Add"): 7, (): 3}
 
@@ -145,3 +148,32 @@ def test_standalone_batchnorm_is_a_scale_and_shift():
                               aoe_native.baseline_tiling(bn.op_type, bn.inputs, "float16", "Ascend910B3", bn.attrs),
                               attrs=bn.attrs)
     assert est.time_us > 0  # the cost model accepts the operands as given
+
+
+def _decomposed_ln(axes, square="Pow"):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16, 32])
+    consts = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in
+              (("two", 2.0), ("eps", 1e-5), ("w", np.ones(32)), ("b", np.zeros(32)))]
+    sq = (helper.make_node("Pow", ["d", "two"], ["p"], name="pow") if square == "Pow" else
+          helper.make_node("Mul", ["d", "d"], ["p"], name="pow"))
+    nodes = [helper.make_node("ReduceMean", ["x"], ["u"], name="mean", axes=axes),
+             helper.make_node("Sub", ["x", "u"], ["d"], name="sub"), sq,
+             helper.make_node("ReduceMean", ["p"], ["v"], name="var", axes=axes),
+             helper.make_node("Add", ["v", "eps"], ["ve"], name="add_eps"),
+             helper.make_node("Sqrt", ["ve"], ["s"], name="sqrt"),
+             helper.make_node("Div", ["d", "s"], ["n"], name="div"),
+             helper.make_node("Mul", ["n", "w"], ["y0"], name="scale"),
+             helper.make_node("Add", ["y0", "b"], ["y"], name="bias")]
+    g = helper.make_graph(nodes, "ln", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], consts)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_decomposed_layer_norm_becomes_one_kernel():
+    for square in ("Pow", "Mul"):
+        p = partition(load_graph(_decomposed_ln([-1], square)), SUPPORTED)
+        assert [(k.op_type, k.inputs, len(k.nodes)) for k in p.kernels] == [
+            ("LayerNormalization", [[4, 16, 32], [32], [32]], 9)]
+        assert p.kernels[0].attrs == {"axis": 2, "epsilon": pytest.approx(1e-5)}
+    # over another axis it is not a LayerNorm: reductions and element-wise kernels remain
+    p = partition(load_graph(_decomposed_ln([1])), SUPPORTED)
+    assert "LayerNormalization" not in {k.op_type for k in p.kernels} and len(p.kernels) > 2

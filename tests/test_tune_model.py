@@ -103,8 +103,11 @@ def test_tune_ops_filter_and_result_files(tmp_path):
     opat = doc[1]["OPAT"]
     assert set(opat) == {"model_baseline_performance(ms)", "model_result_performance(ms)",
                          "model_performance_improvement", "opat_tuning_result", "repo_modified_operators",
-                         "repo_summary"}
+                         "repo_summary", "model_coverage"}  # AOE's fields, and ours added
     assert opat["repo_summary"] == r.repo_summary
+    cov = opat["model_coverage"]  # the 1-D MaxPool is the one unmodelled node
+    assert (cov["nodes"], cov["unmodelled_nodes"], cov["top_unmodelled"][0]["op_type"]) == (r.n_nodes, 1, "MaxPool")
+    assert 0.99 < cov["flops_share"] < 1.0 and cov["modelled_nodes"] + cov["unmodelled_nodes"] == r.n_nodes
     for m in opat["repo_modified_operators"]:
         perf = m["tune_performance"]["Schedule"]
         assert perf["update_mode"] in ("add", "update") and perf["performance_improvement"].endswith("%")
@@ -112,6 +115,7 @@ def test_tune_ops_filter_and_result_files(tmp_path):
     assert len(plan["kernels"]) == len(r.kernels) and plan["kernels"][0]["tiling"]
     html = open(r.report_file).read()
     assert html.count("<svg") >= 3 and "MaxPool" in html and "Performance improved by" in html
+    assert "on the modelled part of the model" in html and "share of FLOPs" in html
 
 
 def test_bad_models_and_inputs_write_nothing_to_the_bank(tmp_path):

@@ -5,8 +5,9 @@ The public API (everything else is reachable through the subpackages):
 - search: :class:`SearchSpace`, :func:`tune`, :mod:`replay` (recorded spaces), :mod:`runners`
   (real measurements: host timing, process isolation);
 - the Ascend cost model: :func:`estimate`, :func:`tiling_space`, :func:`tune_op`, SoC tables;
-- model tuning: :func:`tune_model` (OPAT), with :class:`CostModelEvaluator` or
-  :class:`MeasuredEvaluator`;
+- model tuning: :func:`tune_model` (OPAT) and :func:`tune_torch` (a PyTorch module, exported in
+  memory; needs the ``torch`` extra), with :class:`CostModelEvaluator`, :class:`MeasuredEvaluator` or
+  :class:`RayEvaluator`;
 - gradient-split tuning (GDAT): :func:`tune_gradients` on a :class:`Cluster`, giving a
   :class:`GradientPlan`.
 """
@@ -27,7 +28,7 @@ from .bank.store import BankError
 from .cluster import Cluster
 from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, RayEvaluator, TaskEvaluator
 from .jobs.gdat import GradientPlan, tune_gradients
-from .jobs.opat import tune_model
+from .jobs.opat import CoverageWarning, tune_model, tune_torch
 from .jobs.results import ModelTuneResult
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, improvement, tune
 
@@ -53,6 +54,7 @@ __all__ = [
     "BatchObjective",
     "Cluster",
     "CostModelEvaluator",
+    "CoverageWarning",
     "Estimate",
     "GradientPlan",
     "MeasuredEvaluator",
@@ -88,4 +90,5 @@ __all__ = [
     "tune_gradients",
     "tune_model",
     "tune_op",
+    "tune_torch",
 ]

@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from typing import Mapping
 
 from rich.console import Console
@@ -36,11 +37,11 @@ from rich.console import Console
 from .bank.store import Bank, BankError, bank_dir, merge_banks
 from .cluster import Cluster
 from .jobs.gdat import BACKEND_MAX_SEGMENTS, gdat_job
-from .jobs.opat import tune_model, usable_cores
+from .jobs.opat import CoverageWarning, tune_model, usable_cores
 from .outputs.console import ProgressBar, summary_table
 
-__all__ = ["main", "bank_main", "build_parser", "bank_root", "cluster_from_args", "parallel_from_env", "repeat_tune_from_env",
-           "read_tune_ops_file"]
+__all__ = ["main", "bank_main", "build_parser", "bank_root", "cluster_from_args", "parallel_from_env",
+           "repeat_tune_from_env", "read_tune_ops_file"]
 
 _FRAMEWORKS = {0: "Caffe", 1: "MindSpore", 3: "TensorFlow", 5: "ONNX"}
 _TRUE, _FALSE = ("on", "true", "1", "yes"), ("off", "false", "0", "no")
@@ -233,18 +234,25 @@ def main(argv: list[str] | None = None) -> int:
               "4 = gradient-split tuning)", file=sys.stderr)
         return 2
     try:
-        r = tune_model(args.model, soc_version=args.soc_version, job_type=2, input_shape=args.input_shape,
-                       dtype=args.dtype, bank=bank_root(args.bank), parallel=parallel_from_env(args.parallel),
-                       tuning_time_limit=args.tuning_time_limit, seed=args.seed,
-                       tune_ops=read_tune_ops_file(args.tune_ops_file) if args.tune_ops_file else None,
-                       repeat_tune=repeat_tune_from_env(), output=args.output,
-                       result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd(),
-                       launch_overhead_us=args.launch_overhead_us,
-                       progress=ProgressBar(err) if args.progress_bar else None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CoverageWarning)
+            r = tune_model(args.model, soc_version=args.soc_version, job_type=2, input_shape=args.input_shape,
+                           dtype=args.dtype, bank=bank_root(args.bank), parallel=parallel_from_env(args.parallel),
+                           tuning_time_limit=args.tuning_time_limit, seed=args.seed,
+                           tune_ops=read_tune_ops_file(args.tune_ops_file) if args.tune_ops_file else None,
+                           repeat_tune=repeat_tune_from_env(), output=args.output,
+                           result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd(),
+                           launch_overhead_us=args.launch_overhead_us,
+                           progress=ProgressBar(err) if args.progress_bar else None)
     except (ValueError, KeyError, OSError, BankError, NotImplementedError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"aoe: error: {msg}", file=sys.stderr)
         return 1
+    for w in caught:
+        if issubclass(w.category, CoverageWarning):
+            print(f"aoe: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     for t in r.tasks:
         if t.update_mode == "failed":
             print(f"aoe: warning: task {t.key} kept its default tiling: {t.error}", file=sys.stderr)
@@ -252,8 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Console(highlight=False)
     if any(t.update_mode in ("add", "update", "reserved") for t in r.tasks):
         out.print(summary_table(r))
-    print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks, "
-          f"{sum(u['count'] for u in r.unsupported)} unsupported nodes")
+    print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks; {r.coverage_text()}")
     print(f"model time {r.baseline_ms:.4f} ms -> {r.tuned_ms:.4f} ms")
     print(f"repo summary: total {s['total_num']}, hit {s['repo_hit_num']} (reserved {s['repo_reserved_num']}, "
           f"update {s['repo_update_num']}), add {s['repo_add_num']}, unsatisfied {s['repo_unsatisfied_num']}; "
@@ -261,7 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     for path in (r.result_file, r.plan_file, r.report_file):
         if path:
             print(f"wrote {path}")
-    print(f"{r.model_name} OPAT process finished. Performance improved by {r.improvement * 100:.2f}%")
+    cov = r.coverage
+    print(f"{r.model_name} OPAT process finished. Performance improved by {r.improvement * 100:.2f}% "
+          f"(of the modelled part: {cov.get('flops_share', 0) * 100:.1f}% of FLOPs, "
+          f"{cov.get('bytes_share', 0) * 100:.1f}% of bytes)")
     return 0
 
 

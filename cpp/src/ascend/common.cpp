@@ -71,6 +71,17 @@ const std::map<std::string, std::vector<const char*>>& recipes() {
         {"Softplus", {"Exp", "Adds", "Exp"}},  // ln(1 + e^x): Ln costed as Exp
         {"Mish", {"Exp", "Adds", "Exp", "Tanh", "Mul"}},
         {"Cast", {}},  // handled by the caller (direction known there)
+        // HardSigmoid: max(0, min(1, a x + b)): Muls, Adds, then Maxs/Mins (scalar-operand class).
+        {"HardSigmoid", {"Muls", "Adds", "Adds", "Adds"}},
+        {"IsNaN", {"Add"}}, {"IsInf", {"Adds", "Add"}},   // compare x != x; |x| == inf
+        {"Not", {"Adds"}}, {"And", {"Add"}}, {"Or", {"Add"}}, {"Xor", {"Add"}},  // bitwise: Add class
+        {"GreaterOrEqual", {"Add"}}, {"LessOrEqual", {"Add"}},
+        {"Where", {"Add"}},  // Select: one compare-select instruction
+        {"PRelu", {"Mul", "Add"}},  // x * slope, then Max
+        {"Mod", {"Div", "Adds", "Mul", "Add"}},  // a - floor(a / b) * b
+        {"Elu", {"Exp", "Adds", "Muls", "Add"}},  // select(x > 0, x, a (e^x - 1))
+        {"Selu", {"Exp", "Adds", "Muls", "Add", "Muls"}},
+        {"Softsign", {"Adds", "Adds", "Div"}},  // x / (1 + |x|)
     };
     // The op table and the recipes must name the same ops.
     if (r.size() != elementwise_ops().size())

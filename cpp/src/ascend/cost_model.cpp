@@ -16,6 +16,12 @@ namespace {
 
 const std::vector<std::string> kCubeAttrs = {"epilogue", "out_dtype", "bias", "relu"};
 const std::vector<std::string> kReduceAttrs = {"axes", "keepdims", "noop_with_empty_axes"};
+// Data-movement ops: the front-end resolves the sizes ONNX gives as tensors (Slice
+// starts/ends, Pad pads, Expand shape, Resize scales, Tile repeats) into the output shape.
+OpEntry movement(std::string name, std::vector<std::string> aliases, std::vector<std::string> attrs) {
+  attrs.insert(attrs.begin(), {"output_shape", "axis"});
+  return {std::move(name), std::move(aliases), OpFamily::Movement, std::nullopt, false, std::move(attrs)};
+}
 
 OpEntry op(std::string name, std::vector<std::string> aliases, OpFamily family, std::vector<std::string> attrs) {
   return {std::move(name), std::move(aliases), family, std::nullopt, false, std::move(attrs)};
@@ -39,6 +45,7 @@ const char* family_name(OpFamily f) {
     case OpFamily::Rows: return "rows";
     case OpFamily::Transpose: return "transpose";
     case OpFamily::Pool: return "pool";
+    case OpFamily::Movement: return "movement";
   }
   return "?";
 }
@@ -63,6 +70,20 @@ const std::vector<OpEntry>& op_table() {
       op("Transpose", {"TransposeD"}, F::Transpose, {"perm"}),
       op("MaxPool", {"MaxPoolV3"}, F::Pool, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order"}),
       op("AveragePool", {"AvgPoolV2"}, F::Pool, {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"}),
+      // Data movement on the vector cores (vector.cpp, make_movement_model).
+      movement("Concat", {"ConcatD", "ConcatV2"}, {}),
+      movement("Split", {"SplitD", "SplitV"}, {"split", "num_outputs"}),
+      movement("Slice", {"StridedSlice", "StridedSliceD"}, {"steps"}),
+      movement("Gather", {"GatherV2"}, {"batch_dims"}),
+      movement("GatherElements", {}, {}),
+      movement("Pad", {"PadD", "PadV3"}, {"mode"}),
+      movement("Expand", {"BroadcastTo"}, {}),
+      movement("Tile", {"TileD"}, {}),
+      movement("Resize", {"ResizeNearestNeighborV2", "ResizeBilinearV2"},
+               {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                "extrapolation_value", "antialias", "axes", "keep_aspect_ratio_policy"}),
+      movement("DepthToSpace", {}, {"blocksize", "mode"}),
+      movement("SpaceToDepth", {}, {"blocksize"}),
       // A chain of elementwise ops run as one kernel (attrs: "ops" in order, "to" for a Cast).
       {"FusedElementwise", {}, F::Elementwise, std::nullopt, true, {}},
       // One entry per vector recipe in common.cpp (checked there).  Square(x)
@@ -76,7 +97,11 @@ const std::vector<OpEntry>& op_table() {
       elementwise("Gelu", 1), elementwise("Silu", 1), elementwise("HardSwish", 1), elementwise("Clip", 1),
       elementwise("Identity", 1), elementwise("Dropout", 1), elementwise("Floor", 1), elementwise("Ceil", 1),
       elementwise("Round", 1), elementwise("Sign", 1), elementwise("Softplus", 1), elementwise("Mish", 1),
-      elementwise("Cast", 1),
+      elementwise("Cast", 1), elementwise("HardSigmoid", 1), elementwise("IsNaN", 1), elementwise("IsInf", 1),
+      elementwise("Not", 1), elementwise("Elu", 1), elementwise("Selu", 1), elementwise("Softsign", 1),
+      elementwise("And", 2), elementwise("Or", 2), elementwise("Xor", 2), elementwise("GreaterOrEqual", 2),
+      elementwise("LessOrEqual", 2), elementwise("PRelu", 2), elementwise("Mod", 2),
+      elementwise("Where", 3, {"Select", "SelectV2"}),
   };
   return t;
 }
@@ -127,6 +152,7 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
     case OpFamily::Rows: return make_rows_model(op, platform);
     case OpFamily::Transpose: return make_transpose_model(op, platform);
     case OpFamily::Pool: return make_pool_model(op, platform);
+    case OpFamily::Movement: return make_movement_model(op, platform);
   }
   fail("internal: unhandled op family");
 }

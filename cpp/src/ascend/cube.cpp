@@ -391,7 +391,7 @@ std::vector<VecStep> epilogue_program(const OpDesc& op, const std::string& dtype
       fail("epilogue op '" + name + "' is not an elementwise op; fusable ops: BatchNormalization, BiasAdd, " +
            [] { std::string s; for (auto& e : elementwise_ops()) s += (s.empty() ? "" : ", ") + e; return s; }());
     const int arity = vec_program(name, dtype, prog);
-    if (arity == 2) extra_per_elem += out_size;  // reads one output-sized tensor
+    if (arity >= 2) extra_per_elem += double(out_size) * (arity - 1);  // reads output-sized operands
   }
   return prog;
 }

@@ -1,5 +1,5 @@
 // Vector operators: elementwise (single and fused chains, with broadcasting),
-// Cast, reductions, Softmax, LayerNorm and Transpose.  All follow the Ascend C
+// Cast, reductions, Softmax, LayerNorm, Transpose and data movement.  All follow the Ascend C
 // vector pattern ([A] 多核Tiling.md, DoubleBuffer.md; docs/ascend_model.md §2.3):
 // the work is split over `blockDim` cores; each core loops CopyIn (MTE2) ->
 // Compute (Vector) -> CopyOut (MTE3) over UB tiles of `tileLen` elements,
@@ -499,6 +499,110 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
   k.ub_buffers = 2 + int(std::ceil(ratio));  // output, accumulator, input rows
   k.unique_bytes = double(numel(x)) * k.ds + double(out) * k.ds;
   k.flops = double(out) * ks[0] * ks[1];
+  return std::make_shared<VecModel>(k, p);
+}
+
+std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p) {
+  // Data movement (Concat, Split, Slice, Gather, Pad, Expand, Tile, Resize,
+  // DepthToSpace): memory-bound kernels of the vector pattern above
+  // (docs/ascend_model.md §2.3: [A] 多核Tiling.md, DoubleBuffer.md).  Each core
+  // copies its share of the output through UB (CopyIn -> CopyOut); what differs
+  // between ops is how many bytes are read per byte written and the contiguous
+  // GM runs: the burst charging of common.hpp (§2.3 bandwidth rules, [A]
+  // 尽量一次搬运较大的数据块.md, GM地址尽量512B对齐.md) makes short runs, e.g.
+  // a Gather of short rows or a channel interleave, expensive.
+  // Vector work only where data is rearranged inside UB: broadcast copies
+  // (Expand, Tile, nearest Resize: one scalar-operand pass) and bilinear
+  // interpolation (three lerps, a Mul and an Add each).  No FLOPs are counted.
+  VecKernel k = start_kernel(op, p, op.kind);
+  const std::string& kd = op.kind;
+  if (op.inputs.empty()) fail(kd + ": needs the shape of its data input(s)");
+  for (size_t i = 0; i < op.inputs.size(); ++i) check_shape(op.inputs[i], kd + " input " + std::to_string(i));
+  const auto out = attr_ints(op, "output_shape", {});
+  if (out.empty())
+    fail(kd + ": attrs['output_shape'] must give the output shape (the first output's, for Split)");
+  check_shape(out, kd + " output_shape");
+  const size_t rank = out.size();
+  const auto& x = op.inputs[0];
+  const int64_t axis = norm_axis(attr_int(op, "axis", int64_t(rank) - 1), rank, kd);
+  auto inner = [](const std::vector<int64_t>& s, int64_t from) {
+    int64_t n = 1;
+    for (size_t i = size_t(std::max<int64_t>(from, 0)); i < s.size(); ++i) n *= s[i];
+    return n;
+  };
+  auto need_rank = [&](const std::vector<int64_t>& s, const std::string& what) {
+    if (s.size() != rank)
+      fail(kd + ": " + what + " " + shape_str(s) + " must have the rank of the output " + shape_str(out));
+  };
+  const int64_t n_out = numel(out);
+  double read_elems = double(numel(x)), index_bytes = 0;
+  int64_t run_in = 0, run_out = 0;  // contiguous GM runs in elements (0: the whole tile)
+  int64_t written = n_out;
+  if (kd == "Concat") {
+    read_elems = 0;
+    int64_t along = 0;
+    run_in = n_out;
+    for (const auto& s : op.inputs) {
+      need_rank(s, "input");
+      read_elems += double(numel(s));
+      along += s[axis];
+      run_in = std::min(run_in, inner(s, axis));
+    }
+    if (along != out[axis])
+      fail("Concat: the inputs add up to " + std::to_string(along) + " along axis " + std::to_string(axis) +
+           ", output_shape has " + std::to_string(out[axis]));
+    run_out = run_in;
+  } else if (kd == "Split") {
+    need_rank(x, "input");
+    written = numel(x);
+    run_in = run_out = inner(out, axis);
+  } else if (kd == "Slice" || kd == "Pad") {
+    need_rank(x, "input");
+    run_in = std::min(inner(x, axis), inner(out, axis));
+    if (kd == "Slice") read_elems = double(n_out);  // only the kept elements are read
+  } else if (kd == "Gather") {
+    // data [.., V, rows..] gathered along `axis` by op.inputs[1] (indices, int64).
+    if (op.inputs.size() < 2) fail("Gather: give the data and the indices shapes");
+    const int64_t row = inner(x, axis + 1);
+    read_elems = double(n_out);
+    index_bytes = double(numel(op.inputs[1])) * 8;
+    run_in = row;
+  } else if (kd == "GatherElements") {
+    read_elems = double(n_out);
+    index_bytes = double(n_out) * 8;
+    run_in = std::max<int64_t>(1, 32 / k.ds);  // scattered: one 32-byte DataBlock per element
+  } else if (kd == "Expand" || kd == "Tile") {
+    run_in = inner(x, std::max<int64_t>(0, int64_t(x.size()) - 1));
+    k.elem_prog.push_back({vec_api_cost("Adds"), false});  // broadcast copy in UB
+  } else if (kd == "Resize") {
+    need_rank(x, "input");
+    const auto mode = attr_strs(op, "mode");
+    const std::string m = mode.empty() ? "nearest" : mode[0];
+    run_in = x[rank - 1];
+    if (m == "nearest") {
+      k.elem_prog.push_back({vec_api_cost("Adds"), false});
+    } else if (m == "linear") {
+      for (auto* a : {"Mul", "Add", "Mul", "Add", "Mul", "Add"}) k.elem_prog.push_back({vec_api_cost(a), false});
+    } else {
+      fail("Resize: mode '" + m + "' is not modelled (nearest and linear are)");
+    }
+  } else if (kd == "DepthToSpace" || kd == "SpaceToDepth") {
+    const int64_t bs = attr_int(op, "blocksize", 0);
+    if (bs < 1) fail(kd + ": attrs['blocksize'] must be >= 1");
+    run_in = run_out = bs;  // channels interleave into rows of `blocksize` elements
+  } else {
+    fail("internal: no movement model for " + kd);
+  }
+  k.units = written;
+  k.unit_elems = 1;
+  k.in_bytes = (read_elems * k.ds + index_bytes) / double(written);
+  k.out_bytes = k.ds;
+  k.run_in = double(run_in) * k.ds;
+  k.run_out = double(run_out) * k.ds;
+  k.in_streams = 1;
+  k.ub_buffers = 2;
+  k.unique_bytes = read_elems * k.ds + index_bytes + double(written) * k.ds;
+  k.flops = 0;
   return std::make_shared<VecModel>(k, p);
 }
 

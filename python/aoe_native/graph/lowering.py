@@ -19,6 +19,8 @@ __all__ = ["OpSpec", "UnsupportedNode", "VIEW_OPS", "map_node", "unary_ops"]
 
 # Nodes that only reinterpret a tensor: no kernel is launched for them.
 VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
+# Data-movement ops whose innermost changed axis is found by comparing input and output shapes.
+_CHANGED_AXIS_OPS = frozenset({"Slice", "Pad", "Expand", "Tile"})
 
 
 @dataclass
@@ -38,6 +40,75 @@ class UnsupportedNode(Exception):
 def _elementwise_ops() -> frozenset[str]:
     return frozenset(name for e in op_table() if e["family"] == "elementwise" and e["name"] != "FusedElementwise"
                      for name in [e["name"], *e["aliases"]])
+
+
+@functools.lru_cache(maxsize=None)
+def _movement_ops() -> frozenset[str]:
+    return frozenset(e["name"] for e in op_table() if e["family"] == "movement")
+
+
+def _innermost_changed_axis(x: list[int], out: list[int]) -> int:
+    """The last axis along which input and output differ (right-aligned, as broadcasting)."""
+    xs = [1] * (len(out) - len(x)) + list(x)
+    changed = [i for i, (a, b) in enumerate(zip(xs, out)) if a != b]
+    return changed[-1] if changed else len(out) - 1
+
+
+def _movement(graph: Graph, node: Node) -> OpSpec:
+    """A data-movement node: its data operands, output shape and the axis it works along."""
+    op, a = node.op_type, node.attrs
+    out = _shape(graph, node.outputs[0], node)
+    x = _shape(graph, node.inputs[0], node)
+    attrs: dict[str, Any] = {"output_shape": out}
+    inputs = [x]
+    if op == "Concat":
+        inputs = [_shape(graph, t, node) for t in node.inputs if t]
+        attrs["axis"] = int(a["axis"]) % len(out)
+    elif op in ("Split", "Gather", "GatherElements"):
+        attrs["axis"] = int(a.get("axis", 0)) % len(x)
+        if op != "Split":
+            inputs.append(_shape(graph, node.inputs[1], node))
+        if op == "Gather":  # the output's rank is data rank - 1 + indices rank
+            attrs["axis"] = min(attrs["axis"], len(out) - 1)
+    elif op in _CHANGED_AXIS_OPS:
+        attrs["axis"] = _innermost_changed_axis(x, out)
+        if op == "Pad":
+            attrs["mode"] = str(a.get("mode", "constant"))
+    elif op == "Resize":
+        attrs["mode"] = str(a.get("mode", "nearest"))
+        if attrs["mode"] not in ("nearest", "linear"):
+            raise UnsupportedNode(f"Resize mode {attrs['mode']!r} is not modelled (nearest and linear are)")
+    elif op in ("DepthToSpace", "SpaceToDepth"):
+        attrs["blocksize"] = int(a["blocksize"])
+    return OpSpec(op, inputs, attrs, "vector")
+
+
+def _conv_transpose(graph: Graph, node: Node) -> OpSpec:
+    """ConvTranspose as the Conv it equals: a stride-1 convolution of the input dilated by the
+    stride (zeros between pixels), padded by dilation*(k-1) - pad on each side (plus
+    output_padding at the end), with the flipped kernel and the channel axes swapped.  The
+    zeros are charged as cube work: an assumption (a kernel that skips them would be faster),
+    not a measured figure."""
+    a = node.attrs
+    x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
+    if len(x) != 4:
+        raise UnsupportedNode(f"only 2-D transposed convolution is modelled (input rank {len(x)})")
+    if a.get("auto_pad", "NOTSET") != "NOTSET":
+        raise UnsupportedNode("ConvTranspose with auto_pad is not modelled (give explicit pads)")
+    group = int(a.get("group", 1))
+    strides = list(a.get("strides", [1, 1]))
+    dil = list(a.get("dilations", [1, 1]))
+    pads = list(a.get("pads", [0, 0, 0, 0]))
+    extra = list(a.get("output_padding", [0, 0]))
+    kh, kw = w[2], w[3]
+    xd = [x[0], x[1], (x[2] - 1) * strides[0] + 1, (x[3] - 1) * strides[1] + 1]
+    cpads = [dil[0] * (kh - 1) - pads[0], dil[1] * (kw - 1) - pads[1],
+             dil[0] * (kh - 1) - pads[2] + extra[0], dil[1] * (kw - 1) - pads[3] + extra[1]]
+    if min(cpads) < 0:
+        raise UnsupportedNode(f"ConvTranspose pads {pads} larger than the kernel extent are not modelled")
+    cw = [w[1] * group, w[0] // group, kh, kw]  # [Cin, Cout/g, kh, kw] -> [Cout, Cin/g, kh, kw]
+    inputs = [xd, cw] + ([[cw[0]]] if len(node.inputs) > 2 and node.inputs[2] else [])
+    return OpSpec("Conv", inputs, {"strides": [1, 1], "pads": cpads, "dilations": dil, "group": group}, "cube")
 
 
 @functools.lru_cache(maxsize=None)
@@ -90,6 +161,10 @@ def map_node(graph: Graph, node: Node) -> OpSpec:
         inputs = [x, w] + ([_shape(graph, node.inputs[2], node)] if len(node.inputs) > 2 and node.inputs[2] else [])
         return OpSpec("Conv", inputs, {"strides": strides, "pads": pads, "dilations": dil,
                                        "group": int(a.get("group", 1))}, "cube")
+    if op == "ConvTranspose":
+        return _conv_transpose(graph, node)
+    if op in _movement_ops():
+        return _movement(graph, node)
     if op == "MatMul":
         x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
         if len(x) < 2 or len(w) < 2:

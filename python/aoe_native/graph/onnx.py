@@ -1,11 +1,13 @@
-"""The ONNX front-end: load a model, fix its input shapes, infer every tensor's shape and
-build the graph IR (:mod:`aoe_native.graph.ir`).
+"""The ONNX front-end: load a model, fix its input shapes, fold constants and infer every
+tensor's shape, and build the graph IR (:mod:`aoe_native.graph.ir`).
 
-Only structure and shapes are read; weights are never loaded (external data is skipped),
-so multi-GB exported models import as fast as the structure-only zoo graphs.
+Only structure, shapes and small constants are read; large weights are never loaded (neither
+external data nor values embedded in the file), so multi-GB exported models import in about
+the time of the structure-only zoo graphs and in a fraction of their size in memory.
 """
 from __future__ import annotations
 
+import mmap
 import os
 from typing import Any, Mapping
 
@@ -122,18 +124,239 @@ def _attr_values(node: onnx.NodeProto) -> dict[str, Any]:
     return out
 
 
+# ---- reading a model file without its embedded weights ------------------------------------
+# onnx.load reads a file whole and parses it: a model with its weights inside the file then
+# needs twice its size in memory.  Only structure and shapes are needed, so the file is
+# mapped and its protobuf wire format walked (ModelProto.graph -> GraphProto.initializer ->
+# TensorProto): everything is copied except the values of large initializers, whose pages are
+# never touched; onnx then parses the small remainder.  Field numbers: onnx/onnx.proto.
+_MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_DIMS = 7, 5, 1
+_TENSOR_VALUE_FIELDS = frozenset({4, 5, 7, 9, 10, 11})  # float/int32/int64/raw/double/uint64 data
+
+
+def _varint(buf, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _fields(buf, start: int, end: int):
+    """(field number, wire type, start of the field, start of its payload, end) of each field."""
+    pos = start
+    while pos < end:
+        key, p = _varint(buf, pos)
+        wt = key & 7
+        if wt == 0:
+            nxt = _varint(buf, p)[1]
+        elif wt == 1:
+            nxt = p + 8
+        elif wt == 5:
+            nxt = p + 4
+        elif wt == 2:
+            n, p = _varint(buf, p)
+            nxt = p + n
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wt} at byte {pos}")
+        if nxt > end:
+            raise ValueError(f"field {key >> 3} at byte {pos} runs past the end of its message (truncated file?)")
+        yield key >> 3, wt, pos, p, nxt
+        pos = nxt
+
+
+def _tensor_without_values(buf, start: int, end: int) -> bytes:
+    dims: list[int] = []
+    for field, wt, _, p, nxt in _fields(buf, start, end):
+        if field == _TENSOR_DIMS:
+            if wt == 0:
+                dims.append(_varint(buf, p)[0])
+            else:  # packed
+                q = p
+                while q < nxt:
+                    d, q = _varint(buf, q)
+                    dims.append(d)
+    keep_values = _numel(dims) <= _MAX_CONST_ELEMENTS
+    return b"".join(bytes(buf[f0:nxt]) for field, _, f0, _, nxt in _fields(buf, start, end)
+                    if keep_values or field not in _TENSOR_VALUE_FIELDS)
+
+
+def _message(field: int, payload: bytes) -> bytes:
+    return _encode_varint(field << 3 | 2) + _encode_varint(len(payload)) + payload
+
+
+def _read_structure(path: str) -> onnx.ModelProto:
+    """The model in `path` without the values of its large embedded initializers."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        parts = []
+        for field, wt, f0, p, nxt in _fields(buf, 0, len(buf)):
+            if field != _MODEL_GRAPH or wt != 2:
+                parts.append(bytes(buf[f0:nxt]))
+                continue
+            graph = b"".join(
+                _message(_GRAPH_INITIALIZER, _tensor_without_values(buf, gp, gnxt))
+                if gfield == _GRAPH_INITIALIZER and gwt == 2 else bytes(buf[g0:gnxt])
+                for gfield, gwt, g0, gp, gnxt in _fields(buf, p, nxt))
+            parts.append(_message(_MODEL_GRAPH, graph))
+    return onnx.load_from_string(b"".join(parts))
+
+
+def _drop_weight_data(model: onnx.ModelProto) -> None:
+    """Free the values of large initializers stored in the model file: only their shapes are
+    needed, and shape inference copies the whole model (several times over, for weights)."""
+    for t in model.graph.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL and _numel(t.dims) > _MAX_CONST_ELEMENTS:
+            for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data",
+                      "string_data"):
+                t.ClearField(f)
+
+
+def _check_external(model: onnx.ModelProto, base_dir: str, where: str) -> None:
+    """Each externally stored weight must lie whole inside its data file (a truncated copy
+    would otherwise go unnoticed, since weights are never read)."""
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+    sizes: dict[str, int] = {}
+    for t in model.graph.initializer:
+        if not uses_external_data(t):
+            continue
+        info = ExternalDataInfo(t)
+        fpath = os.path.join(base_dir, info.location)
+        if fpath not in sizes:
+            if not os.path.isfile(fpath):
+                raise ValueError(f"{where}: weight {t.name!r} is stored in {info.location!r}, which is missing "
+                                 f"(expected beside the model in {base_dir})")
+            sizes[fpath] = os.path.getsize(fpath)
+        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+        length = info.length if info.length else _numel(t.dims) * itemsize
+        end = (info.offset or 0) + length
+        if end > sizes[fpath]:
+            raise ValueError(f"{where}: weight {t.name!r} needs bytes up to {end} of {info.location!r}, which has "
+                             f"only {sizes[fpath]} bytes (truncated copy?)")
+
+
 def _load_small_external(model: onnx.ModelProto, base_dir: str) -> None:
     """Read the small external tensors (reshape targets, axes...) that shape inference needs;
-    large weights stay on disk (and may be absent)."""
+    large weights stay on disk."""
     from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
     for t in model.graph.initializer:
-        if uses_external_data(t) and int(np.prod(t.dims)) <= _MAX_CONST_ELEMENTS:
-            try:
-                load_external_data_for_tensor(t, base_dir)
-                t.data_location = onnx.TensorProto.DEFAULT
-                del t.external_data[:]
-            except Exception:  # missing/short data file: shapes that need the value stay unknown
-                pass
+        if uses_external_data(t) and _numel(t.dims) <= _MAX_CONST_ELEMENTS:
+            load_external_data_for_tensor(t, base_dir)
+            t.data_location = onnx.TensorProto.DEFAULT
+            del t.external_data[:]
+
+
+# Operators whose outputs are not a function of their inputs (never folded).
+_NONDETERMINISTIC = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+                               "Multinomial", "Bernoulli", "Dropout"})
+_CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def _check_supported(model: onnx.ModelProto, where: str) -> None:
+    """Refuse what no shape can be computed for: custom-domain operators and control flow."""
+    for i, n in enumerate(model.graph.node):
+        name = n.name or f"{n.op_type}_{i}"
+        if n.domain not in _DEFAULT_DOMAINS:
+            raise ValueError(f"{where}: node {name!r} is operator {n.op_type!r} of the custom domain {n.domain!r}; "
+                             f"only standard ONNX operators can be imported (export without custom ops, or "
+                             f"replace the custom op by standard ones)")
+        if n.op_type in _CONTROL_FLOW:
+            raise ValueError(f"{where}: node {name!r} is control flow ({n.op_type}); its shapes depend on run-time "
+                             f"values. Export the model with the branch or loop unrolled (e.g. by tracing)")
+
+
+def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Constant folding with data-propagating shape inference, until nothing changes.
+
+    onnx's own inference (data_prop=True) propagates Shape values through a few ops only;
+    exporters compute shapes through ConstantOfShape/Equal/Where/Expand and friends (HF BERT's
+    token-type buffer), which leaves dimensions symbolic downstream.  Every small node whose
+    inputs are constants, or a Shape/Size of a tensor whose shape is now known, is evaluated by
+    onnx's reference implementation and replaced by an initializer; then inference runs again.
+    Weights are not touched (their values are neither needed nor loaded)."""
+    from onnx.reference import ReferenceEvaluator
+    opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 17)
+    for _ in range(8):
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        shapes = {vi.name: _dims(vi.type) for vi in list(inferred.graph.input) + list(inferred.graph.value_info)}
+        values: dict[str, np.ndarray] = {}
+        for t in model.graph.initializer:
+            if t.data_location != onnx.TensorProto.EXTERNAL and _numel(t.dims) <= _MAX_CONST_ELEMENTS:
+                values[t.name] = numpy_helper.to_array(t)
+        folded: dict[int, list[np.ndarray]] = {}
+        for i, n in enumerate(model.graph.node):
+            if n.op_type in _NONDETERMINISTIC or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                                                     for a in n.attribute):
+                continue
+            outs: list[np.ndarray] | None = None
+            if n.op_type in _SHAPE_OPS and n.input[0] not in values:
+                dims = shapes.get(n.input[0])
+                if dims is not None and all(isinstance(d, int) for d in dims):
+                    a = {x.name: x.i for x in n.attribute}
+                    full = np.array(dims, dtype=np.int64)
+                    outs = [np.array(_numel(dims), dtype=np.int64)] if n.op_type == "Size" else \
+                        [full[a.get("start", 0):a["end"] if "end" in a else None]]
+            elif all(not x or x in values for x in n.input):
+                known = shapes.get(n.output[0]) if n.output else None
+                if known and all(isinstance(d, int) for d in known) and _numel(known) > _MAX_CONST_ELEMENTS:
+                    continue  # a large constant (a broadcast mask...): its shape is all that is needed
+                try:
+                    ev = ReferenceEvaluator(n, opsets={"": opset})
+                    outs = [np.asarray(v) for v in ev.run(None, {x: values[x] for x in n.input if x})]
+                except Exception:  # an op the reference cannot run: its shape comes from inference
+                    outs = None
+            if outs is None or any(o.size > _MAX_CONST_ELEMENTS for o in outs):
+                continue
+            for name, v in zip(n.output, outs):
+                if name:
+                    values[name] = v
+            if n.op_type != "Constant":
+                folded[i] = outs
+        if not folded:
+            return inferred
+        nodes = [n for i, n in enumerate(model.graph.node) if i not in folded]
+        for i, outs in folded.items():
+            for name, v in zip(model.graph.node[i].output, outs):
+                if name:
+                    model.graph.initializer.append(numpy_helper.from_array(v, name))
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+    return onnx.shape_inference.infer_shapes(model, data_prop=True)
+
+
+def _numel(dims) -> int:
+    return int(np.prod([int(d) for d in dims])) if len(dims) else 1
+
+
+def _check_shapes(g: onnx.GraphProto, tensors: dict[str, Tensor], where: str) -> None:
+    """Every node's outputs must have a static shape: name the first node that has none,
+    and the first of its inputs that lost its shape."""
+    used = {x for n in g.node for x in n.input} | {o.name for o in g.output}
+    for i, n in enumerate(g.node):
+        for j, o in enumerate(n.output):
+            if not o or (j > 0 and o not in used):  # an unused optional output (MaxPool indices...)
+                continue
+            if tensors.get(o) is not None and tensors[o].shape is not None:
+                continue
+            lost = next((x for x in n.input if x and (x not in tensors or tensors[x].shape is None)), None)
+            name = n.name or f"{n.op_type}_{i}"
+            why = (f"its input {lost!r} has no static shape" if lost is not None else
+                   "its output shape depends on values known only at run time")
+            raise ValueError(f"{where}: the shape of {o!r}, output of node {name!r} ({n.op_type}), cannot be "
+                             f"computed: {why}. Give every model input a fixed shape with --input_shape "
+                             f"\"name:d1,d2,...;...\" (and fixed sizes for inputs that feed shape computations)")
 
 
 def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
@@ -152,16 +375,20 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path}: model file not found")
         try:
-            model = onnx.load(path, load_external_data=False)
+            model = _read_structure(path)
         except Exception as e:  # protobuf DecodeError and friends
             raise ValueError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
         if not model.graph.node:
             raise ValueError(f"{path}: not a readable ONNX model (no graph nodes; truncated or not ONNX?)")
-        _load_small_external(model, os.path.dirname(os.path.abspath(path)))
+        base_dir = os.path.dirname(os.path.abspath(path))
+        _check_external(model, base_dir, where)
+        _load_small_external(model, base_dir)
+    _drop_weight_data(model)
     shapes = parse_input_shape(input_shape)
     _fix_inputs(model, shapes, where)
+    _check_supported(model, where)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        inferred = _fold_constants(model)
     except Exception as e:
         raise ValueError(f"{where}: ONNX shape inference failed ({e})") from None
     g = inferred.graph
@@ -182,6 +409,7 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
         dims = _dims(vi.type)
         shape = tuple(dims) if dims is not None and all(isinstance(d, int) for d in dims) else None
         tensors[vi.name] = Tensor(vi.name, shape, _dtype_name(vi.type.tensor_type.elem_type))
+    _check_shapes(g, tensors, where)
     inputs = {vi.name: tensors[vi.name].shape for vi in g.input if not tensors[vi.name].const}
 
     nodes: list[Node] = []

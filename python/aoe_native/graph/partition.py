@@ -15,15 +15,16 @@ the Unified Buffer (see `max_fused_buffers`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
 import numpy as np
 
-from .ir import Graph
+from .ir import Graph, Node
 from .lowering import VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
 
-__all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "partition", "max_fused_buffers", "task_key"]
+__all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "Coverage", "partition",
+           "max_fused_buffers", "task_key", "node_work"]
 
 # Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
 # for near-peak GM bandwidth (docs/ascend_model.md §2.3, [A] DoubleBuffer.md and
@@ -93,6 +94,34 @@ class UnsupportedOp:
 
 
 @dataclass
+class Coverage:
+    """How much of a model the cost model sees: nodes, and the model's FLOPs and bytes
+    (estimated per node from its shapes, :func:`node_work`) inside modelled kernels."""
+    nodes: int                 # graph nodes
+    modelled_nodes: int        # in a modelled kernel
+    view_nodes: int            # views and folded constants: no kernel, nothing to model
+    unmodelled_nodes: int
+    flops: float
+    modelled_flops: float
+    bytes: float
+    modelled_bytes: float
+    top_unmodelled: list[dict[str, Any]] = field(default_factory=list)  # op_type, count, flops_share, bytes_share
+
+    @property
+    def flops_share(self) -> float:
+        return self.modelled_flops / self.flops if self.flops > 0 else 1.0
+
+    @property
+    def bytes_share(self) -> float:
+        return self.modelled_bytes / self.bytes if self.bytes > 0 else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["flops_share"], d["bytes_share"] = self.flops_share, self.bytes_share
+        return d
+
+
+@dataclass
 class Partition:
     graph_name: str
     kernels: list[Kernel]
@@ -101,6 +130,49 @@ class Partition:
     n_nodes: int
     n_view_nodes: int       # views and constant-folded nodes: no kernel
     dtype: str
+    coverage: Coverage | None = None
+
+
+def node_work(graph: Graph, node: Node, itemsize: int = 2) -> tuple[float, float]:
+    """(FLOPs, bytes) of one node from its shapes alone, for any operator: a multiply-add
+    counts 2 FLOPs (MatMul, Gemm, Conv, ConvTranspose), anything else one per output element;
+    bytes are its operands and results at `itemsize` bytes per element.  A coarse measure,
+    but the same for modelled and unmodelled nodes, which is what a coverage share needs."""
+    def numel(t: str) -> int:
+        s = graph.shape(t)
+        return _numel(s) if s is not None else 0
+    shapes = [graph.shape(t) or () for t in node.inputs if t]
+    out = numel(node.outputs[0]) if node.outputs and node.outputs[0] else 0
+    op = node.op_type
+    if op in ("MatMul", "Gemm") and shapes and shapes[0]:
+        k = shapes[0][0] if op == "Gemm" and node.attrs.get("transA", 0) else shapes[0][-1]
+        flops = 2.0 * out * k
+    elif op == "Conv" and len(shapes) > 1 and len(shapes[1]) > 2:
+        flops = 2.0 * out * _numel(shapes[1][1:])
+    elif op == "ConvTranspose" and len(shapes) > 1 and len(shapes[1]) > 2:
+        flops = 2.0 * _numel(shapes[0]) * _numel(shapes[1][1:])
+    else:
+        flops = float(out)
+    return flops, float(itemsize) * (sum(numel(t) for t in node.inputs if t) +
+                                     sum(numel(t) for t in node.outputs if t))
+
+
+def _coverage(graph: Graph, kernels: list[Kernel], unsupported: list[UnsupportedOp], n_view: int,
+              itemsize: int) -> Coverage:
+    work = {n.name: node_work(graph, n, itemsize) for n in graph.nodes}
+    modelled = {name for k in kernels for name in k.nodes}
+    unmodelled = {name for u in unsupported for name in u.nodes}
+    flops = sum(w[0] for name, w in work.items() if name in modelled or name in unmodelled)
+    nbytes = sum(w[1] for name, w in work.items() if name in modelled or name in unmodelled)
+    top = []
+    for u in unsupported:
+        f = sum(work[n][0] for n in u.nodes)
+        b = sum(work[n][1] for n in u.nodes)
+        top.append({"op_type": u.onnx_type, "count": u.count, "flops_share": f / flops if flops else 0.0,
+                    "bytes_share": b / nbytes if nbytes else 0.0})
+    top.sort(key=lambda d: (-d["flops_share"], -d["count"], d["op_type"]))
+    return Coverage(len(graph.nodes), len(modelled), n_view, len(unmodelled), flops,
+                    sum(work[n][0] for n in modelled), nbytes, sum(work[n][1] for n in modelled), top)
 
 
 @dataclass
@@ -141,6 +213,82 @@ def _depends(groups: list[_Group], start: int, target: int) -> bool:
     return False
 
 
+def _fuse_layer_norms(graph: Graph) -> tuple[Graph, dict[str, list[Node]]]:
+    """Replace each decomposed LayerNorm over the last axis (ReduceMean, Sub, Pow 2 or a Mul
+    by itself, ReduceMean, Add eps, Sqrt, Div, then an optional Mul by a constant scale and Add of a
+    constant bias, as exporters and hand-written models emit it) by one LayerNormalization
+    node, as a compiler's pattern fusion does.  Returns the rewritten graph and, per fused
+    node, the original nodes it stands for."""
+    consumers: dict[str, list[Node]] = {}
+    for n in graph.nodes:
+        for t in dict.fromkeys(n.inputs):  # a node reading a tensor twice (Mul(d, d)) is one consumer
+            consumers.setdefault(t, []).append(n)
+
+    def only(t: str, op: str, *others: str) -> Node | None:
+        """The single consumer of `t`, if it is an `op` whose other operands are `others`
+        ("c": any constant)."""
+        users = consumers.get(t, [])
+        if len(users) != 1 or users[0].op_type != op:
+            return None
+        rest = [x for x in users[0].inputs if x != t]
+        if len(rest) != len(others) or any(
+                (o == "c" and not graph.is_const(r)) or (o != "c" and r != o) for r, o in zip(rest, others)):
+            return None
+        return users[0]
+
+    def last_axis_mean(n: Node) -> bool:
+        x = graph.shape(n.inputs[0])
+        axes = n.attrs.get("axes")
+        if axes is None and len(n.inputs) > 1 and n.inputs[1] in graph.const_values:
+            axes = graph.const_values[n.inputs[1]].reshape(-1).tolist()
+        return bool(x) and axes is not None and [int(a) % len(x) for a in axes] == [len(x) - 1] and \
+            int(n.attrs.get("keepdims", 1)) == 1
+
+    fused: dict[str, list[Node]] = {}
+    replaced: dict[int, Node | None] = {}
+    for r1 in graph.nodes:
+        if r1.op_type != "ReduceMean" or r1.index in replaced or not last_axis_mean(r1):
+            continue
+        x, u = r1.inputs[0], r1.outputs[0]
+        sub = next((n for n in consumers.get(u, []) if n.op_type == "Sub" and n.inputs == [x, u]), None)
+        if sub is None:
+            continue
+        d = sub.outputs[0]
+        users = consumers.get(d, [])
+        # (x - u)^2 as Pow(d, 2) or Mul(d, d)
+        pow_ = next((n for n in users if (n.op_type == "Pow" and graph.const_values.get(n.inputs[1]) is not None and
+                                          float(np.asarray(graph.const_values[n.inputs[1]]).reshape(-1)[0]) == 2.0)
+                     or (n.op_type == "Mul" and n.inputs == [d, d])), None)
+        r2 = pow_ and only(pow_.outputs[0], "ReduceMean", *r1.inputs[1:])
+        add = r2 and last_axis_mean(r2) and only(r2.outputs[0], "Add", "c")
+        sqrt = add and only(add.outputs[0], "Sqrt")
+        div = sqrt and next((n for n in users if n.op_type == "Div" and n.inputs == [d, sqrt.outputs[0]]), None)
+        if not div or len(users) != 2 or len(consumers.get(u, [])) != 1:
+            continue
+        nodes = [r1, sub, pow_, r2, add, sqrt, div]
+        eps_t = next(t for t in add.inputs if t != r2.outputs[0])
+        eps = float(np.asarray(graph.const_values.get(eps_t, 1e-5)).reshape(-1)[0])
+        inputs, out = [x], div.outputs[0]
+        scale = only(out, "Mul", "c")
+        if scale is not None and graph.shape(scale.outputs[0]) == graph.shape(out):
+            nodes.append(scale)
+            inputs.append(next(t for t in scale.inputs if t != out))
+            out = scale.outputs[0]
+            bias = only(out, "Add", "c")
+            if bias is not None and graph.shape(bias.outputs[0]) == graph.shape(out):
+                nodes.append(bias)
+                inputs.append(next(t for t in bias.inputs if t != out))
+                out = bias.outputs[0]
+        ln = Node(r1.index, r1.name, "LayerNormalization", inputs, [out], {"axis": -1, "epsilon": eps})
+        fused[ln.name] = nodes
+        for n in nodes:
+            replaced[n.index] = ln if n is r1 else None
+    if not fused:
+        return graph, {}
+    nodes = [replaced.get(n.index, n) for n in graph.nodes if replaced.get(n.index, n) is not None]
+    return replace(graph, nodes=nodes), fused
+
+
 def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16",
               ub_bytes: int = 192 * 1024) -> Partition:
     """Group `graph`'s nodes into kernels and the kernels into tasks.
@@ -150,6 +298,9 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
     ub_bytes: Unified Buffer size of the target SoC (caps fusion)."""
     supported = set(supported_ops)
     max_buf = max_fused_buffers(ub_bytes)
+    n_nodes = len(graph.nodes)
+    original = graph
+    graph, fused = _fuse_layer_norms(graph)
     groups: list[_Group] = []
     owner: dict[str, int] = {}          # tensor -> producing group
     unsupported: dict[str, UnsupportedOp] = {}
@@ -164,7 +315,9 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
 
     def new_group(kind, node, spec, ops, ext, out_shape, prods) -> int:
         gid = len(groups)
-        groups.append(_Group(gid, kind, [node.name], [node.op_type], spec, ops, ext, _numel(out_shape),
+        covered = fused.get(node.name, [node])
+        groups.append(_Group(gid, kind, [n.name for n in covered], [n.op_type for n in covered], spec, ops, ext,
+                             _numel(out_shape),
                              list(out_shape), set(prods), 1 + sum(1 for s in ext.values()
                                                                   if _numel(s) == _numel(out_shape))))
         for o in node.outputs:
@@ -247,37 +400,55 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
         task.kernels.append(k.index)
         k.task = task.index
         kernels.append(k)
-    n_nodes = len(graph.nodes)
     unsup = sorted(unsupported.values(), key=lambda u: (-u.count, u.onnx_type))
     for u in unsup:
         u.share = u.count / n_nodes if n_nodes else 0.0
-    return Partition(graph.name, kernels, list(tasks.values()), unsup, n_nodes, n_view, dtype)
+    itemsize = int(np.dtype(dtype).itemsize) if dtype != "bfloat16" else 2
+    return Partition(graph.name, kernels, list(tasks.values()), unsup, n_nodes, n_view, dtype,
+                     _coverage(original, kernels, unsup, n_view, itemsize))
 
 
 # Element-wise decompositions that compilers recognise as one fused op, as exporters emit them.
 # Each pattern is a list of (op, operand spec) where "x" is the pattern's input, "p" the
-# previous step's output and "c" a constant.
+# previous step's output, "h" the first step's output and "c" a constant; Add and Mul match
+# their operands in either order.
 _PATTERNS: list[tuple[str, list[tuple[str, tuple[str, ...]]]]] = [
     ("Gelu", [("Div", ("x", "c")), ("Erf", ("p",)), ("Add", ("p", "c")), ("Mul", ("x", "p")), ("Mul", ("p", "c"))]),
-    ("Gelu", [("Div", ("x", "c")), ("Erf", ("p",)), ("Add", ("p", "c")), ("Mul", ("p", "x")), ("Mul", ("p", "c"))]),
     ("Gelu", [("Pow", ("x", "c")), ("Mul", ("p", "c")), ("Add", ("x", "p")), ("Mul", ("p", "c")), ("Tanh", ("p",)),
               ("Add", ("p", "c")), ("Mul", ("x", "p")), ("Mul", ("p", "c"))]),
+    # HF gelu_new: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+    ("Gelu", [("Mul", ("x", "c")), ("Pow", ("x", "c")), ("Mul", ("p", "c")), ("Add", ("x", "p")),
+              ("Mul", ("p", "c")), ("Tanh", ("p",)), ("Add", ("p", "c")), ("Mul", ("h", "p"))]),
     ("Silu", [("Sigmoid", ("x",)), ("Mul", ("x", "p"))]),
+    ("HardSwish", [("HardSigmoid", ("x",)), ("Mul", ("x", "p"))]),  # paddle2onnx's hardswish
 ]
+_COMMUTATIVE = frozenset({"Add", "Mul"})
+
+
+def _pattern_input(step, graph: Graph) -> str | None:
+    """The tensor a pattern starts from: the first step's operand that is not a constant."""
+    op, ins, _ = step
+    if op in _COMMUTATIVE and len(ins) == 2 and graph.is_const(ins[0]):
+        return ins[1]
+    return ins[0] if ins else None
 
 
 def _match(chain, i, steps, graph: Graph) -> bool:
     if i + len(steps) > len(chain):
         return False
-    x = chain[i][1][0] if chain[i][1] else None
-    prev = None
+    x = _pattern_input(chain[i], graph)
+    prev = first = None
     for (op, ins, out), (want_op, spec) in zip(chain[i:i + len(steps)], steps):
         if op != want_op or len(ins) != len(spec):
             return False
-        for t, role in zip(ins, spec):
-            if (role == "x" and t != x) or (role == "p" and t != prev) or (role == "c" and not graph.is_const(t)):
-                return False
+
+        def fits(order) -> bool:
+            return all((role != "x" or t == x) and (role != "p" or t == prev) and (role != "h" or t == first) and
+                       (role != "c" or graph.is_const(t)) for t, role in zip(order, spec))
+        if not (fits(ins) or (op in _COMMUTATIVE and fits(ins[::-1]))):
+            return False
         prev = out
+        first = out if first is None else first
     return True
 
 
@@ -287,7 +458,7 @@ def _fuse_patterns(chain, graph: Graph):
     while i < len(chain):
         for name, steps in _PATTERNS:
             if _match(chain, i, steps, graph):
-                out.append((name, [chain[i][1][0]], chain[i + len(steps) - 1][2]))
+                out.append((name, [_pattern_input(chain[i], graph)], chain[i + len(steps) - 1][2]))
                 i += len(steps)
                 break
         else:
@@ -335,7 +506,7 @@ def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[
                 rest = list(ins)
                 if prev in rest:
                     rest.remove(prev)
-                inputs.append(_shape_of(graph, rest[0]))
+                inputs += [_shape_of(graph, t) for t in rest]
         prev = out
     if len(ops) == 1 and ops[0] in supported:
         return ops[0], inputs, {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..ascend.ops import supported_ops
@@ -18,6 +19,7 @@ from ..bank.store import Bank, bank_dir, make_entry
 from ..graph.ir import Graph
 from ..graph.onnx import load_graph
 from ..graph.partition import Partition, Task, partition
+from ..graph.torch_export import export_module
 from ..outputs import write_model_outputs
 from .evaluator import CostModelEvaluator, TaskEvaluator
 from .results import KernelResult, ModelTuneResult, TaskResult
@@ -26,7 +28,14 @@ from .scheduler import TaskState, WorkerPool, schedule
 if TYPE_CHECKING:  # onnx is a dependency, but only a model file is needed to call this
     import onnx
 
-__all__ = ["tune_model", "usable_cores"]
+__all__ = ["tune_model", "tune_torch", "usable_cores", "CoverageWarning", "MIN_FLOPS_SHARE"]
+
+# Below this share of the model's FLOPs in modelled kernels, the job warns.
+MIN_FLOPS_SHARE = 0.9
+
+
+class CoverageWarning(UserWarning):
+    """The cost model sees less than MIN_FLOPS_SHARE of the model's FLOPs."""
 
 
 def usable_cores() -> int:
@@ -82,6 +91,13 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
 
     graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
     part = partition(graph, supported_ops(), dtype=dtype, ub_bytes=int(plat.ub))
+    cov = part.coverage
+    if cov is not None and cov.flops_share < MIN_FLOPS_SHARE:
+        top = ", ".join(f"{u['op_type']} ({u['count']} nodes, {u['flops_share'] * 100:.1f}% of FLOPs)"
+                        for u in cov.top_unmodelled[:3])
+        warnings.warn(f"{graph.name}: only {cov.flops_share * 100:.1f}% of the model's FLOPs is in modelled kernels; "
+                      f"the improvement is that of the modelled part. Top unmodelled operators: {top}",
+                      CoverageWarning, stacklevel=2)
     the_bank = Bank(bank_dir(plat.name, bank), plat.name).load()  # a damaged bank stops here, untouched
     overhead = float(plat.launch_overhead_us) if launch_overhead_us is None else float(launch_overhead_us)
 
@@ -160,6 +176,19 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     return result
 
 
+def tune_torch(module: Any, example_inputs: Any, soc_version: str | Platform = "Ascend910B3",
+               exporter: str = "dynamo", input_names: list[str] | None = None, **options: Any) -> ModelTuneResult:
+    """Tune a PyTorch module: export it to ONNX in memory (static shapes: those of
+    `example_inputs`, a tensor or a tuple of tensors) and run :func:`tune_model` on it.
+
+    exporter: "dynamo" (default) or "torchscript".  options: every other keyword of
+    :func:`tune_model` (bank, parallel, tuning_time_limit, output, result_dir, ...).  torch is
+    optional: without it this raises an ImportError that names the extra to install."""
+    if "input_shape" in options:
+        raise TypeError("tune_torch takes its input shapes from example_inputs; input_shape is not accepted")
+    return tune_model(export_module(module, example_inputs, exporter, input_names), soc_version, **options)
+
+
 def _final_time(st: TaskState) -> float:
     """Time of a task after tuning: the best of bank, tuning and baseline."""
     times = [st.baseline_us]
@@ -215,4 +244,5 @@ def _assemble(graph: Graph, part: Partition, states: list[TaskState], to_tune: l
                     "nodes": u.nodes} for u in part.unsupported]
     return ModelTuneResult(graph.name, graph.path, soc, dtype, 2, baseline_ms, tuned_ms, overhead, elapsed, tasks,
                            kernels, unsupported, repo_summary(outcomes), the_bank.directory, part.n_nodes,
-                           part.n_view_nodes, parallel, seed, evaluator_name)
+                           part.n_view_nodes, parallel, seed, evaluator_name,
+                           part.coverage.to_dict() if part.coverage is not None else {})

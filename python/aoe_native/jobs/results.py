@@ -73,6 +73,7 @@ class ModelTuneResult:
     parallel: int
     seed: int
     evaluator: str = "cost model"
+    coverage: dict[str, Any] = field(default_factory=dict)  # graph.partition.Coverage.to_dict()
     result_file: str | None = None
     plan_file: str | None = None
     report_file: str | None = None
@@ -81,6 +82,16 @@ class ModelTuneResult:
     def improvement(self) -> float:
         """AOE's model performance improvement: baseline / tuned - 1."""
         return improvement(self.baseline_ms, self.tuned_ms)
+
+    def coverage_text(self) -> str:
+        """What the improvement covers, e.g. "174 of 175 nodes modelled (1 view, 0 unmodelled),
+        100.0% of FLOPs, 100.0% of bytes"."""
+        c = self.coverage
+        if not c:
+            return "coverage unknown"
+        return (f"{c['modelled_nodes']} of {c['nodes']} nodes modelled ({c['view_nodes']} views, "
+                f"{c['unmodelled_nodes']} unmodelled), {c['flops_share'] * 100:.1f}% of FLOPs, "
+                f"{c['bytes_share'] * 100:.1f}% of bytes")
 
     @property
     def speedup(self) -> float:

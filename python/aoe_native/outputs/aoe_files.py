@@ -55,6 +55,8 @@ def opat_section(r: ModelTuneResult) -> dict[str, Any]:
         "opat_tuning_result": "tuning successful" if not failed else f"tuning incomplete: {len(failed)} task(s) failed",
         "repo_modified_operators": modified,
         "repo_summary": dict(r.repo_summary),
+        # Added by aoe-native (not an AOE field): what the improvement above covers.
+        "model_coverage": {k: v for k, v in r.coverage.items()},
     }
 
 

@@ -113,7 +113,8 @@ def render_report(r: ModelTuneResult) -> str:
         ["model", r.model_path or r.model_name], ["SoC", r.soc_version], ["dtype", r.dtype],
         ["model time, default tilings (ms)", f"{r.baseline_ms:.4f}"],
         ["model time, tuned (ms)", f"{r.tuned_ms:.4f}"],
-        ["performance improvement", percent(r.improvement)],
+        ["performance improvement (of the modelled part)", percent(r.improvement)],
+        ["modelled part", r.coverage_text()],
         ["launch overhead per kernel (us)", r.launch_overhead_us],
         ["evaluator", r.evaluator],
         ["graph nodes / kernels / distinct tasks", f"{r.n_nodes} / {len(r.kernels)} / {len(r.tasks)}"],
@@ -123,8 +124,13 @@ def render_report(r: ModelTuneResult) -> str:
                          f" + update {s['repo_update_num']}) + add {s['repo_add_num']}"
                          f" + unsatisfied {s['repo_unsatisfied_num']}"],
         ["tuning time (s)", f"{r.tuning_time_s:.2f}"], ["worker processes", r.parallel]])
-    unsup = (_table(["ONNX op", "count", "share of nodes", "reason", "nodes (first 5)"],
-                    [[u["op_type"], u["count"], f"{u['share'] * 100:.1f}%", u["reason"], ", ".join(u["nodes"][:5])]
+    shares = {u["op_type"]: u for u in r.coverage.get("top_unmodelled", [])}
+    unsup = (_table(["ONNX op", "count", "share of nodes", "share of FLOPs", "share of bytes", "reason",
+                     "nodes (first 5)"],
+                    [[u["op_type"], u["count"], f"{u['share'] * 100:.1f}%",
+                      f"{shares.get(u['op_type'], {}).get('flops_share', 0) * 100:.1f}%",
+                      f"{shares.get(u['op_type'], {}).get('bytes_share', 0) * 100:.1f}%", u["reason"],
+                      ", ".join(u["nodes"][:5])]
                      for u in r.unsupported])
              if r.unsupported else "<p>Every node is modelled.</p>")
     tasks = _table(["#", "op", "input shapes", "attrs", "occurs", "default (us)", "tuned (us)", "improvement",
@@ -140,16 +146,17 @@ def render_report(r: ModelTuneResult) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>OPAT report: {_e(r.model_name)}</title><style>{style}</style></head><body>",
         f"<h1>Operator tuning report: {_e(r.model_name)}</h1>",
-        f"<p><b>Performance improved by {percent(r.improvement)}</b> "
+        f"<p><b>Performance improved by {percent(r.improvement)}</b> on the modelled part of the model: "
+        f"{_e(r.coverage_text())} "
         f"({r.baseline_ms:.4f} ms &rarr; {r.tuned_ms:.4f} ms, model time as the sum of kernel times "
-        f"({_e(r.evaluator)}) plus launch overhead; unsupported nodes are not counted).</p>",
+        f"({_e(r.evaluator)}) plus launch overhead; unmodelled nodes are not counted).</p>",
         "<h2>Summary</h2>", summary,
         "<h2>Time per kernel, before and after tuning</h2>",
         _kernel_bars([k.baseline_us for k in r.kernels], [k.time_us for k in r.kernels]),
         "<h2>Where the model's time goes, by operator type</h2>", _hbars(op_rows, "us"),
         "<h2>Convergence of the largest tasks</h2>",
         _convergence(series) if series else "<p>No task was tuned in this run (all served from the bank).</p>",
-        "<h2>Unsupported operators</h2>", unsup,
+        "<h2>Unmodelled operators</h2>", unsup,
         "<h2>Tasks</h2>", tasks,
         "</body></html>\n"])
 

@@ -91,14 +91,15 @@ class OpModel {
 // make_op_model() accepts and supported_ops(); Python reads it through
 // _core.ascend.op_table() (to classify ONNX nodes, check attribute names).
 
-enum class OpFamily { MatMul, Conv, Elementwise, Rows, Transpose, Pool };
-const char* family_name(OpFamily f);  // "matmul", "conv", "elementwise", "rows", "transpose", "pool"
+enum class OpFamily { MatMul, Conv, Elementwise, Rows, Transpose, Pool, Movement };
+// "matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement"
+const char* family_name(OpFamily f);
 
 struct OpEntry {
   std::string name;                  // canonical kind (the ONNX name), OpModel::kind()
   std::vector<std::string> aliases;  // other accepted names: ONNX ones first, then Ascend/TF ones
   OpFamily family;
-  std::optional<int> operands;       // elementwise: tensor operands (1 unary, 2 binary); empty: n-ary or not elementwise
+  std::optional<int> operands;       // elementwise: tensor operands (1 unary, 2 binary, 3 Where); empty: n-ary or not elementwise
   bool any_attrs;                    // accepts any attribute (elementwise: alpha, approximate, ... do not change the cost)
   std::vector<std::string> attrs;    // otherwise the attribute names it accepts
 };

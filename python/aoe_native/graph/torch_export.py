@@ -1,0 +1,70 @@
+"""The PyTorch front-end: export a ``torch.nn.Module`` to ONNX in memory.
+
+torch is optional (the ``torch`` extra); this module imports it only when called, so the
+package imports without it.
+"""
+from __future__ import annotations
+
+import io
+import warnings
+from typing import Any
+
+import onnx
+
+__all__ = ["export_module", "TORCH_EXTRA"]
+
+TORCH_EXTRA = "pip install 'aoe-native[torch]'  (torch==2.13.0 and onnxscript)"
+_EXPORTERS = ("dynamo", "torchscript")
+
+
+def _require_torch() -> Any:
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError(f"tune_torch needs PyTorch, which is not installed ({e}); install the torch extra: "
+                          f"{TORCH_EXTRA}") from None
+    return torch
+
+
+def export_module(module: Any, example_inputs: Any, exporter: str = "dynamo",
+                  input_names: list[str] | None = None, opset: int | None = None) -> onnx.ModelProto:
+    """Export `module` called on `example_inputs` (a tensor or a tuple of them) to an ONNX
+    ModelProto with static input shapes, in memory.
+
+    exporter: "dynamo" (torch.export, needs onnxscript) or "torchscript" (the tracing exporter).
+    Raises ImportError naming the extra when torch (or onnxscript) is missing, ValueError when
+    the export fails (with the exporter's message)."""
+    if exporter not in _EXPORTERS:
+        raise ValueError(f"exporter must be one of {', '.join(_EXPORTERS)}, got {exporter!r}")
+    torch = _require_torch()
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"tune_torch expects a torch.nn.Module, got {type(module).__name__}")
+    args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    name = type(module).__name__
+    was_training = module.training
+    module.eval()
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            if exporter == "dynamo":
+                try:
+                    import onnxscript  # noqa: F401  (the dynamo exporter's dependency)
+                except ImportError as e:
+                    raise ImportError(f"the dynamo exporter needs onnxscript ({e}); install the torch extra: "
+                                      f"{TORCH_EXTRA}, or pass exporter='torchscript'") from None
+                program = torch.onnx.export(module, args, dynamo=True, input_names=input_names, opset_version=opset,
+                                            verbose=False)
+                model = program.model_proto
+            else:
+                buf = io.BytesIO()
+                torch.onnx.export(module, args, buf, dynamo=False, input_names=input_names,
+                                  opset_version=opset or 17)
+                model = onnx.load_from_string(buf.getvalue())
+    except ImportError:
+        raise
+    except Exception as e:
+        raise ValueError(f"{name}: the {exporter} ONNX export failed ({type(e).__name__}: {e})") from None
+    finally:
+        module.train(was_training)
+    model.graph.name = name
+    return model
