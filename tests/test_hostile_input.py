@@ -281,3 +281,42 @@ def test_fuzz_onnx_attribute_of_the_wrong_type():
                                         vi("w", TensorProto.FLOAT, [8, 8, 3, 3])], [vi("y", TensorProto.FLOAT, None)])
     with pytest.raises(ValueError, match="node conv \\(Conv\\) attribute 'strides' is of type UNDEFINED"):
         load_graph(helper.make_model(g))
+
+
+@pytest.mark.parametrize("kw,exc,match", [
+    ({"seed": -1}, ValueError, "seed must be in \\[0, 2\\*\\*64\\)"),
+    ({"seed": 2**70}, ValueError, "seed must be in"),
+    ({"seed": 1.5}, TypeError, "seed must be an integer"),
+    ({"max_evals": 2**70}, ValueError, "max_evals must be below 2\\*\\*63"),
+])
+def test_tuning_budgets_are_range_checked(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        aoe.tune(SearchSpace({"a": [1, 2]}), lambda c: c["a"], **kw)
+
+
+def test_other_json_inputs_are_depth_checked(tmp_path):
+    from aoe_native import replay
+    from aoe_native.cli import read_tune_ops_file
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"tune_params_keys": ' + "[" * 100000 + "]" * 100000 + "}")
+    with pytest.raises(ValueError, match="deep.json: nested 100001 levels deep, more than the limit of 32"):
+        replay.load(str(deep))
+    with pytest.raises(ValueError, match="nested deeper than 8 levels"):
+        read_tune_ops_file(str(deep))
+
+
+@pytest.mark.parametrize("op,inputs", [("MatMul", [[64, 64], [64, 64]]), ("Add", [[64, 64], [64, 64]])])
+def test_native_estimate_of_a_zero_tiling(op, inputs):
+    r = _in_subprocess(f"""
+        import numpy as np
+        from aoe_native.ascend.ops import op_model
+        m = op_model({op!r}, {inputs!r})
+        zeros = [0] * len(m.param_names)
+        print(np.isnan(m.estimate_batch(np.array([zeros]), False)[0]))
+        try:
+            m.estimate(zeros)
+        except ValueError as e:
+            print(e)
+        """)
+    assert r.returncode == 0, r.stderr  # was SIGFPE: a division by a zero tile size
+    assert r.stdout.startswith("True\n") and "tiling violates the restriction" in r.stdout

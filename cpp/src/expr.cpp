@@ -13,18 +13,17 @@ namespace {
 constexpr size_t kExcerpt = 60;
 
 std::string caret_message(const std::string& text, size_t pos, const std::string& message) {
-  std::string shown = text;
+  std::string head = "restriction '" + text + "'", shown = text;
   size_t caret = std::min(pos, text.size());
   if (text.size() > 2 * kExcerpt + 40) {
     const size_t from = caret > kExcerpt ? caret - kExcerpt : 0;
     const size_t to = std::min(text.size(), caret + kExcerpt);
+    head = "restriction of " + std::to_string(text.size()) + " characters";
     shown = (from > 0 ? "..." : "") + text.substr(from, to - from) + (to < text.size() ? "..." : "");
     caret = caret - from + (from > 0 ? 3 : 0);
-    return "restriction of " + std::to_string(text.size()) + " characters: " + message + " at position " +
-           std::to_string(pos) + "\n  " + shown + "\n  " + std::string(caret, ' ') + "^";
   }
-  return "restriction '" + text + "': " + message + " at position " + std::to_string(pos) + "\n  " + shown +
-         "\n  " + std::string(caret, ' ') + "^";
+  return head + ": " + message + " at position " + std::to_string(pos) + "\n  " + shown + "\n  " +
+         std::string(caret, ' ') + "^";
 }
 
 enum class Tok { Int, Name, Op, LParen, RParen, End };

@@ -25,6 +25,7 @@ from typing import Mapping
 from rich.console import Console
 
 from .bank.store import Bank, BankError, bank_dir, merge_banks
+from .fileio import json_depth
 from .jobs.opat import tune_model, usable_cores
 from .outputs.console import ProgressBar, summary_table
 
@@ -81,6 +82,8 @@ def read_tune_ops_file(path: str) -> set[str]:
         raise ValueError(f"--tune_ops_file {path}: cannot read ({e.strerror})") from None
     stripped = text.strip()
     if stripped.startswith("{"):
+        if json_depth(stripped.encode()) > 8:  # the file nests 2 levels; json recurses per level
+            raise ValueError(f"--tune_ops_file {path}: JSON nested deeper than 8 levels")
         try:
             doc = json.loads(stripped)
         except json.JSONDecodeError as e:

@@ -19,8 +19,11 @@ import shutil
 import tempfile
 from typing import Any, Callable
 
+import numpy as np
+
 import aoe_native as aoe
 from aoe_native import BankError, SearchSpace
+from aoe_native.ascend.ops import op_model
 from aoe_native.bank import store as bank_store
 from aoe_native.graph.onnx import load_graph
 from aoe_native.graph.partition import partition
@@ -126,6 +129,12 @@ def fuzz_ops(data: bytes) -> None:
         changes = desc.get("tiling_changes") or []
         for name, v in zip(sorted(tiling), changes if isinstance(changes, list) else []):
             tiling[name] = v
+    if isinstance(tiling, dict) and all(isinstance(v, int) and -2**63 <= v < 2**63 for v in tiling.values()):
+        # the unchecked fast path (only the range check): NaN or a time, never a crash
+        model = op_model(op, inputs, dtype, soc, attrs)
+        row = [tiling.get(n, 1) for n in model.param_names]
+        t = model.estimate_batch(np.array([row], dtype=np.int64), False)[0]
+        assert math.isnan(t) or (math.isfinite(t) and t >= 0), (row, t)
     est = aoe.estimate(op, inputs, dtype, soc, tiling, attrs)
     assert math.isfinite(est.time_us) and est.time_us >= 0, est
     if desc.get("tune"):

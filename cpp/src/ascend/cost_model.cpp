@@ -146,14 +146,20 @@ SearchSpace OpModel::space() const {
 }
 
 std::string OpModel::violation(const int64_t* tiling) const {
+  std::string bad = range_violation(tiling);
+  if (!bad.empty()) return bad;
+  for (const auto& e : checks_)
+    if (!e.holds(tiling)) return e.text();
+  return {};
+}
+
+std::string OpModel::range_violation(const int64_t* tiling) const {
   for (size_t p = 0; p < spec_.names.size(); ++p) {
     if (tiling[p] <= 0 && spec_.names[p] != "iterateOrder" && spec_.names[p] != "splitR")
       return spec_.names[p] + " > 0";
     if (tiling[p] < 0) return spec_.names[p] + " >= 0";
     if (tiling[p] > kMaxInt32) return spec_.names[p] + " <= " + std::to_string(kMaxInt32);
   }
-  for (const auto& e : checks_)
-    if (!e.holds(tiling)) return e.text();
   return {};
 }
 
