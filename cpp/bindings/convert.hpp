@@ -16,11 +16,18 @@ namespace aoe_py {
 
 namespace py = pybind11;
 
-// An integer (Python int, bool or numpy integer); floats and strings are refused.
+// An integer (Python int, bool or numpy integer) in the int64 range; floats and
+// strings are refused (TypeError), larger integers too (ValueError).
 inline int64_t as_int(const py::handle& v, const std::string& where) {
   if (!PyIndex_Check(v.ptr()))
     throw py::type_error(where + ": " + std::string(py::repr(v)) + " is not an integer");
-  return py::cast<int64_t>(py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr())));
+  auto index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long i = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow) throw py::value_error(where + ": " + std::string(py::repr(v)) + " is beyond the 64-bit range");
+  if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return int64_t(i);
 }
 
 inline std::pair<std::vector<std::string>, std::vector<std::vector<int64_t>>> params_from_dict(const py::dict& params) {

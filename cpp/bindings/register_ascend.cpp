@@ -138,8 +138,10 @@ listed, with kind, default and unit, by ``platform_fields()``.
       .def("violation", [](const OpModel& o, const std::vector<int64_t>& t) { return o.violation(row_of(o, t).data()); })
       .def("estimate",
            [](const OpModel& o, const std::vector<int64_t>& t) {
+             const std::string bad = o.violation(row_of(o, t).data());
+             if (!bad.empty()) throw py::value_error(o.kind() + " tiling violates the restriction: " + bad);
              Breakdown b;
-             o.evaluate(row_of(o, t).data(), &b);
+             o.evaluate(t.data(), &b);
              return breakdown_dict(b);
            })
       .def("estimate_batch",
@@ -156,8 +158,9 @@ listed, with kind, default and unit, by ``platform_fields()``.
              {
                py::gil_scoped_release release;
                for (size_t i = 0; i < n; ++i)
-                 dst[i] = (check && !o.violation(src + i * np).empty()) ? std::numeric_limits<double>::quiet_NaN()
-                                                                        : o.evaluate(src + i * np, nullptr);
+                 dst[i] = !(check ? o.violation(src + i * np) : o.range_violation(src + i * np)).empty()
+                              ? std::numeric_limits<double>::quiet_NaN()
+                              : o.evaluate(src + i * np, nullptr);
              }
              return out;
            },

@@ -8,10 +8,22 @@ namespace aoe {
 
 namespace {
 
+// Long texts are shown as an excerpt around the position, so an error about a
+// megabyte of input stays readable.
+constexpr size_t kExcerpt = 60;
+
 std::string caret_message(const std::string& text, size_t pos, const std::string& message) {
-  std::string out = "restriction '" + text + "': " + message + " at position " + std::to_string(pos) +
-                    "\n  " + text + "\n  " + std::string(std::min(pos, text.size()), ' ') + "^";
-  return out;
+  std::string head = "restriction '" + text + "'", shown = text;
+  size_t caret = std::min(pos, text.size());
+  if (text.size() > 2 * kExcerpt + 40) {
+    const size_t from = caret > kExcerpt ? caret - kExcerpt : 0;
+    const size_t to = std::min(text.size(), caret + kExcerpt);
+    head = "restriction of " + std::to_string(text.size()) + " characters";
+    shown = (from > 0 ? "..." : "") + text.substr(from, to - from) + (to < text.size() ? "..." : "");
+    caret = caret - from + (from > 0 ? 3 : 0);
+  }
+  return head + ": " + message + " at position " + std::to_string(pos) + "\n  " + shown + "\n  " +
+         std::string(caret, ' ') + "^";
 }
 
 enum class Tok { Int, Name, Op, LParen, RParen, End };
@@ -95,8 +107,13 @@ ExprError::ExprError(const std::string& text, size_t position, const std::string
 //   or < and < not < comparisons (chained) < + - < * / // % < unary - + < **
 class ExprParser {
  public:
-  ExprParser(Expr& e, const std::vector<std::string>& names)
-      : e_(e), names_(names), toks_(tokenize(e.text_)) {}
+  ExprParser(Expr& e, const std::vector<std::string>& names) : e_(e), names_(names) {
+    if (e.text_.size() > kMaxRestrictionLength)
+      throw std::invalid_argument("restriction of " + std::to_string(e.text_.size()) +
+                                  " characters is longer than the limit of " +
+                                  std::to_string(kMaxRestrictionLength) + " characters");
+    toks_ = tokenize(e.text_);
+  }
 
   void parse() {
     if (toks_.front().kind == Tok::End) throw ExprError(e_.text_, 0, "empty restriction");
@@ -115,6 +132,20 @@ class ExprParser {
   const Token& peek() const { return toks_[i_]; }
   bool is_word(const char* w) const { return peek().kind == Tok::Name && peek().text == w; }
   bool is_op(const char* op) const { return peek().kind == Tok::Op && peek().text == op; }
+
+  // One level of nesting (parentheses, not, unary sign, exponent), entered
+  // just after its token: the parser recurses once per level, so the depth is
+  // checked before descending; the error points at that token.
+  struct Level {
+    explicit Level(ExprParser& p) : p_(p) {
+      if (++p_.depth_ > kMaxRestrictionDepth)
+        throw ExprError(p_.e_.text_, p_.toks_[p_.i_ - 1].pos,
+                        "nesting deeper than " + std::to_string(kMaxRestrictionDepth) +
+                            " levels (parentheses, not, unary signs, **)");
+    }
+    ~Level() { --p_.depth_; }
+    ExprParser& p_;
+  };
 
   int add(Expr::Op op, std::vector<int> children = {}, int64_t value = 0) {
     Expr::Node n;
@@ -144,6 +175,7 @@ class ExprParser {
   int parse_not() {
     if (is_word("not")) {
       ++i_;
+      Level level(*this);
       return add(Expr::Op::Not, {parse_not()});
     }
     return parse_comparison();
@@ -193,10 +225,12 @@ class ExprParser {
   int parse_unary() {
     if (is_op("-")) {
       ++i_;
+      Level level(*this);
       return add(Expr::Op::Neg, {parse_unary()});
     }
     if (is_op("+")) {
       ++i_;
+      Level level(*this);
       return parse_unary();
     }
     return parse_power();
@@ -205,6 +239,7 @@ class ExprParser {
     int base = parse_atom();
     if (is_op("**")) {
       ++i_;
+      Level level(*this);
       return add(Expr::Op::Pow, {base, parse_unary()});  // right-associative, binds tighter than unary on the left
     }
     return base;
@@ -217,6 +252,7 @@ class ExprParser {
         return add(Expr::Op::Const, {}, t.value);
       case Tok::LParen: {
         ++i_;
+        Level level(*this);
         int inner = parse_or();
         if (peek().kind != Tok::RParen)
           throw ExprError(e_.text_, peek().pos, "expected ')' to close '(' at position " + std::to_string(t.pos));
@@ -252,6 +288,7 @@ class ExprParser {
   const std::vector<std::string>& names_;
   std::vector<Token> toks_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 Expr::Expr(const std::string& text, const std::vector<std::string>& names) : text_(text) {
@@ -260,14 +297,27 @@ Expr::Expr(const std::string& text, const std::vector<std::string>& names) : tex
 
 namespace {
 
-// Wrapping arithmetic: overflow is defined (two's complement) instead of UB.
-int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
-int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
-int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+// Checked arithmetic: a result outside int64 sets *undef (the restriction is
+// then false) instead of wrapping or being undefined behaviour.
+int64_t add_checked(int64_t a, int64_t b, bool* undef) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) *undef = true;
+  return r;
+}
+int64_t sub_checked(int64_t a, int64_t b, bool* undef) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) *undef = true;
+  return r;
+}
+int64_t mul_checked(int64_t a, int64_t b, bool* undef) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) *undef = true;
+  return r;
+}
 
-// Python floor division and modulo.
-int64_t floor_div(int64_t a, int64_t b) {
-  if (b == -1) return wrap_sub(0, a);
+// Python floor division and modulo (b != 0).
+int64_t floor_div(int64_t a, int64_t b, bool* undef) {
+  if (b == -1) return sub_checked(0, a, undef);
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
@@ -293,11 +343,11 @@ bool compare(Expr::Cmp c, int64_t a, int64_t b) {
 
 }  // namespace
 
-int64_t Expr::eval(const int64_t* values, bool* div_by_zero) const {
-  bool dz = false;
-  int64_t v = eval_node(root_, values, &dz);
-  if (div_by_zero) *div_by_zero = dz;
-  return dz ? 0 : v;
+int64_t Expr::eval(const int64_t* values, bool* undefined) const {
+  bool undef = false;
+  int64_t v = eval_node(root_, values, &undef);
+  if (undefined) *undefined = undef;
+  return undef ? 0 : v;
 }
 
 int64_t Expr::eval_node(int n, const int64_t* values, bool* dz) const {
@@ -306,11 +356,11 @@ int64_t Expr::eval_node(int n, const int64_t* values, bool* dz) const {
   switch (node.op) {
     case Op::Const: return node.value;
     case Op::Param: return values[node.value];
-    case Op::Neg: return wrap_sub(0, eval_node(ch[0], values, dz));
+    case Op::Neg: return sub_checked(0, eval_node(ch[0], values, dz), dz);
     case Op::Not: return eval_node(ch[0], values, dz) == 0;
-    case Op::Add: return wrap_add(eval_node(ch[0], values, dz), eval_node(ch[1], values, dz));
-    case Op::Sub: return wrap_sub(eval_node(ch[0], values, dz), eval_node(ch[1], values, dz));
-    case Op::Mul: return wrap_mul(eval_node(ch[0], values, dz), eval_node(ch[1], values, dz));
+    case Op::Add: return add_checked(eval_node(ch[0], values, dz), eval_node(ch[1], values, dz), dz);
+    case Op::Sub: return sub_checked(eval_node(ch[0], values, dz), eval_node(ch[1], values, dz), dz);
+    case Op::Mul: return mul_checked(eval_node(ch[0], values, dz), eval_node(ch[1], values, dz), dz);
     case Op::FloorDiv:
     case Op::Mod: {
       const int64_t a = eval_node(ch[0], values, dz), b = eval_node(ch[1], values, dz);
@@ -318,7 +368,7 @@ int64_t Expr::eval_node(int n, const int64_t* values, bool* dz) const {
         *dz = true;
         return 0;
       }
-      return node.op == Op::FloorDiv ? floor_div(a, b) : floor_mod(a, b);
+      return node.op == Op::FloorDiv ? floor_div(a, b, dz) : floor_mod(a, b);
     }
     case Op::Pow: {
       int64_t base = eval_node(ch[0], values, dz), e = eval_node(ch[1], values, dz);
@@ -328,9 +378,10 @@ int64_t Expr::eval_node(int n, const int64_t* values, bool* dz) const {
       }
       int64_t r = 1;
       while (e > 0) {
-        if (e & 1) r = wrap_mul(r, base);
-        base = wrap_mul(base, base);
+        if (e & 1) r = mul_checked(r, base, dz);
         e >>= 1;
+        if (e > 0) base = mul_checked(base, base, dz);  // only squares still needed
+        if (*dz) return 0;
       }
       return r;
     }

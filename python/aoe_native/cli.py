@@ -36,6 +36,7 @@ from rich.console import Console
 
 from .bank.store import Bank, BankError, bank_dir, merge_banks
 from .cluster import Cluster
+from .fileio import json_depth
 from .jobs.gdat import BACKEND_MAX_SEGMENTS, gdat_job
 from .jobs.opat import CoverageWarning, tune_model, usable_cores
 from .outputs.console import ProgressBar, summary_table
@@ -93,6 +94,8 @@ def read_tune_ops_file(path: str) -> set[str]:
         raise ValueError(f"--tune_ops_file {path}: cannot read ({e.strerror})") from None
     stripped = text.strip()
     if stripped.startswith("{"):
+        if json_depth(stripped.encode()) > 8:  # the file nests 2 levels; json recurses per level
+            raise ValueError(f"--tune_ops_file {path}: JSON nested deeper than 8 levels")
         try:
             doc = json.loads(stripped)
         except json.JSONDecodeError as e:

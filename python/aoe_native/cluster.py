@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .fileio import read_json
+from .fileio import read_given_json
 
 __all__ = ["Calibration", "Cluster", "ClusterError", "Level", "ALGORITHMS"]
 
@@ -161,7 +161,7 @@ class Cluster:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Cluster":
         """Read a cluster file (see :meth:`from_dict`)."""
-        doc = read_json(path, "cluster file", ClusterError)
+        doc = read_given_json(path, "cluster file", ClusterError)
         return cls.from_dict(doc, f"cluster file {os.fspath(path)}")
 
     @classmethod

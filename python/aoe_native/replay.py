@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ._core.space import SearchSpace, TableObjective
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, read_json
 
 
 class Run(Protocol):
@@ -30,6 +30,10 @@ class Run(Protocol):
     history_values: np.ndarray
 
 _REQUIRED = ("tune_params_keys", "cache")
+# Limits on a cache file, checked before parsing: Kernel Tuner's caches of millions of
+# records stay well under 2 GiB and nest 4 levels.
+_MAX_FILE_BYTES = 2**31
+_MAX_DEPTH = 32
 
 
 @dataclass
@@ -115,10 +119,11 @@ def load(path: str | os.PathLike[str], objective: str | None = None) -> Replay:
     """
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = read_json(path, _MAX_FILE_BYTES, _MAX_DEPTH)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
+    except ValueError as e:  # size or nesting limit, not UTF-8
+        raise ValueError(f"{path}: {e}") from None
     if not isinstance(data, dict) or any(k not in data for k in _REQUIRED):
         raise ValueError(f"{path}: not a Kernel Tuner cache file (needs keys {', '.join(_REQUIRED)})")
     names = list(data["tune_params_keys"])

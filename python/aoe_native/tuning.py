@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
@@ -179,6 +180,12 @@ def tune(
         batch, fn = objective.max_batch, objective.fn
     if max_evals is not None and int(max_evals) != max_evals:
         raise TypeError(f"max_evals must be an integer, got {max_evals!r}")
+    if max_evals is not None and int(max_evals) >= 2**63:
+        raise ValueError(f"max_evals must be below 2**63, got {max_evals!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be in [0, 2**64), got {seed}")
     options = _strategy_options(strategy_options)
     ids, values, errors, best, best_value, _failed, elapsed, reason, pending = _native_tune(
         space, fn, batch, strategy, options, None if max_evals is None else int(max_evals),

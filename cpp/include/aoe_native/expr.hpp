@@ -4,7 +4,15 @@
 // Parsed by our own recursive-descent parser (never Python eval) into a flat
 // node array that is evaluated over int64 values.  Semantics follow Python on
 // integers, except that `/` is integer (floor) division.  A division or modulo
-// by zero makes the whole restriction false for that configuration.
+// by zero, a negative exponent, or arithmetic that leaves the 64-bit range
+// makes the whole restriction false for that configuration.
+//
+// A restriction may come from a config file or a service request, so its size
+// is bounded before any work: at most kMaxRestrictionLength characters and
+// kMaxRestrictionDepth levels of nesting (parentheses, not, unary signs and
+// the right operand of **), like Python's own limit on nested parentheses.
+// Parsing recurses once per level and evaluation once per node, so the C stack
+// used is bounded too.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +21,9 @@
 #include <vector>
 
 namespace aoe {
+
+constexpr size_t kMaxRestrictionLength = 10000;  // characters
+constexpr int kMaxRestrictionDepth = 200;          // Python's parser allows 200 nested parentheses
 
 // Raised for syntax errors and unknown names; `position` is a 0-based offset
 // into the expression text, and what() shows the text with a caret under it.
@@ -34,11 +45,12 @@ class Expr {
   Expr(const std::string& text, const std::vector<std::string>& names);
 
   // Evaluate with `values[i]` bound to names[i].  Returns the integer value
-  // (comparisons and boolean operators give 0 or 1).  Sets *div_by_zero when
-  // a division or modulo by zero happened (the result is then 0).
-  int64_t eval(const int64_t* values, bool* div_by_zero = nullptr) const;
+  // (comparisons and boolean operators give 0 or 1).  Sets *undefined when a
+  // division or modulo by zero, a negative exponent or a 64-bit overflow
+  // happened (the result is then 0).
+  int64_t eval(const int64_t* values, bool* undefined = nullptr) const;
 
-  // True when the expression holds (non-zero and no division by zero).
+  // True when the expression holds (non-zero and defined).
   bool holds(const int64_t* values) const {
     bool dz = false;
     int64_t v = eval(values, &dz);

@@ -1,6 +1,8 @@
 #include "common.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <limits>
 #include <map>
 
 namespace aoe::ascend::detail {
@@ -132,10 +134,65 @@ void check_shape(const std::vector<int64_t>& s, const std::string& what) {
            " (dimensions must be positive)");
 }
 
+int64_t mul_or_fail(int64_t a, int64_t b, const std::string& what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) fail(what + ": size is beyond the 64-bit range");
+  return r;
+}
+
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
-  for (auto d : s) n *= d;
+  for (auto d : s) n = mul_or_fail(n, d, "shape " + shape_str(s));
   return n;
+}
+
+namespace {
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / 1073741824.0);
+  return buf;
+}
+}  // namespace
+
+void check_fits(const Platform& p, double elements, int elem_size, const std::string& what) {
+  const double bytes = elements * elem_size;
+  const double limit = p.hbm_bytes > 0 ? p.hbm_bytes : kUnknownMemoryBytes;
+  if (bytes > limit)
+    fail(what + " needs " + gib(bytes) + ", more than " +
+         (p.hbm_bytes > 0 ? "the " + gib(limit) + " of device memory of " + p.name + " (hbm_bytes)"
+                          : gib(limit) + " (the limit when the device memory of " + p.name + " is unknown)"));
+}
+
+void check_op_limits(const OpDesc& op, const Platform& p) {
+  if (op.inputs.size() > kMaxInputs)
+    fail(op.kind + ": " + std::to_string(op.inputs.size()) + " input shapes, more than the limit of " +
+         std::to_string(kMaxInputs));
+  const int size = dtype_size(op.dtype);
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const auto& s = op.inputs[i];
+    const std::string what = op.kind + " input " + std::to_string(i) + " " +
+                             (s.size() > kMaxRank ? "of rank " + std::to_string(s.size()) : shape_str(s));
+    if (s.size() > kMaxRank)
+      fail(what + ": more than " + std::to_string(kMaxRank) + " dimensions");
+    // Non-positive dimensions are reported by the operator's own checks.
+    if (std::any_of(s.begin(), s.end(), [](int64_t d) { return d <= 0; })) continue;
+    double elements = 1;  // in double: a hostile shape's product may leave int64
+    for (auto d : s) elements *= double(d);
+    check_fits(p, elements, size, what + " (" + op.dtype + ")");
+  }
+  auto too_many = [&](const std::string& name, size_t n) {
+    if (n > kMaxAttrValues)
+      fail(op.kind + ": attribute '" + name + "' has " + std::to_string(n) + " values, more than the limit of " +
+           std::to_string(kMaxAttrValues));
+  };
+  for (const auto& [name, values] : op.int_attrs) {
+    too_many(name, values.size());
+    for (auto v : values)
+      if (v > kMaxInt32 || v < -kMaxInt32)
+        fail(op.kind + ": attribute '" + name + "' value " + std::to_string(v) + " is outside the 32-bit range [-" +
+             std::to_string(kMaxInt32) + ", " + std::to_string(kMaxInt32) + "]");
+  }
+  for (const auto& [name, values] : op.str_attrs) too_many(name, values.size());
 }
 
 std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const std::string& op) {

@@ -108,7 +108,29 @@ std::string shape_str(const std::vector<int64_t>& s);
 void check_shape(const std::vector<int64_t>& s, const std::string& what);
 // Numpy-style broadcast; throws naming both shapes when incompatible.
 std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const std::string& op);
+// Elements of a shape; throws when the product leaves int64.
 int64_t numel(const std::vector<int64_t>& s);
+
+// ---- input limits ------------------------------------------------------------------
+// An operator description may come from a hostile model file or request, so
+// its size is bounded before any work (make_op_model checks them all):
+constexpr size_t kMaxInputs = 4096;       // input shapes of one operator
+constexpr size_t kMaxRank = 32;           // dimensions of a shape (exporters emit at most 8)
+constexpr size_t kMaxAttrValues = 4096;   // values of one attribute
+// Integer attributes (strides, pads, axes, group...) and tiling values are
+// int32 fields in Ascend's operator prototypes and TCubeTiling ([A] TCubeTiling).
+constexpr int64_t kMaxInt32 = 2147483647;
+// Tensors must fit the device memory (Platform::hbm_bytes); when it is unknown,
+// this bound (1 PiB, beyond any device) keeps the model's int64 arithmetic exact.
+constexpr double kUnknownMemoryBytes = 1125899906842624.0;
+// Pooling windows: the model costs one vector call per window element.
+constexpr int64_t kMaxPoolWindow = 65536;
+
+void check_op_limits(const OpDesc& op, const Platform& p);
+// Throws when `elements` elements of `elem_size` bytes exceed the device memory.
+void check_fits(const Platform& p, double elements, int elem_size, const std::string& what);
+// a * b, throwing (naming `what`) when it leaves int64.
+int64_t mul_or_fail(int64_t a, int64_t b, const std::string& what);
 
 // Ints of an attribute or a default.
 std::vector<int64_t> attr_ints(const OpDesc& op, const std::string& name, std::vector<int64_t> dflt);

@@ -142,6 +142,7 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
   OpDesc op = in;
   op.kind = entry->name;
   op.dtype = canonical_dtype(in.dtype);
+  check_op_limits(op, platform);
   if (op.dtype == "int32") fail(op.kind + ": int32 is an output dtype only; inputs may be float16, bfloat16, float32 or int8");
   // Square(x) = Mul(x, x): one operand.
   if (in.kind == "Square") op.inputs.push_back(op.inputs.empty() ? std::vector<int64_t>{} : op.inputs[0]);
@@ -171,11 +172,20 @@ SearchSpace OpModel::space() const {
 }
 
 std::string OpModel::violation(const int64_t* tiling) const {
-  for (size_t p = 0; p < spec_.names.size(); ++p)
-    if (tiling[p] <= 0 && spec_.names[p] != "iterateOrder" && spec_.names[p] != "splitR")
-      return spec_.names[p] + " > 0";
+  std::string bad = range_violation(tiling);
+  if (!bad.empty()) return bad;
   for (const auto& e : checks_)
     if (!e.holds(tiling)) return e.text();
+  return {};
+}
+
+std::string OpModel::range_violation(const int64_t* tiling) const {
+  for (size_t p = 0; p < spec_.names.size(); ++p) {
+    if (tiling[p] <= 0 && spec_.names[p] != "iterateOrder" && spec_.names[p] != "splitR")
+      return spec_.names[p] + " > 0";
+    if (tiling[p] < 0) return spec_.names[p] + " >= 0";
+    if (tiling[p] > kMaxInt32) return spec_.names[p] + " <= " + std::to_string(kMaxInt32);
+  }
   return {};
 }
 

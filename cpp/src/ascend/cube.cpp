@@ -437,6 +437,8 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
   check_shape(b, op.kind + " input B");
   q.trans_a = attr_int(op, gemm ? "transA" : "transpose_a", 0) != 0;
   q.trans_b = attr_int(op, gemm ? "transB" : "transpose_b", 0) != 0;
+  if (a.empty() || b.empty())  // ONNX MatMul takes no scalars (found by fuzzing: indexed out of range)
+    fail(op.kind + ": A and B must have at least one dimension, got A " + shape_str(a) + " and B " + shape_str(b));
   if (gemm && (a.size() != 2 || b.size() != 2))
     fail("Gemm: A and B must be 2-D, got A " + shape_str(a) + " and B " + shape_str(b));
   if (a.size() == 1) { a.insert(a.begin(), 1); q.trans_a = false; }
@@ -450,6 +452,14 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
          ", B " + shape_str(op.inputs[1]) + " has K=" + std::to_string(Kb));
   std::vector<int64_t> ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
   const std::vector<int64_t> batch_shape = broadcast(ab, bb, op.kind + " batch dimensions");
+  {
+    double out = double(M) * double(N);
+    for (auto d : batch_shape) out *= double(d);
+    std::vector<int64_t> out_shape = batch_shape;
+    out_shape.push_back(M);
+    out_shape.push_back(N);
+    check_fits(p, out, out_dtype_size(op, dtype), op.kind + " output " + shape_str(out_shape));
+  }
   int64_t batch = numel(batch_shape);
   q.M = M; q.N = N; q.K = Ka; q.batch = batch;
   // Shared weights: fold the batch into M, as compilers do (one bigger GEMM).
@@ -513,12 +523,19 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
   if (cg != c / group)
     fail("Conv: W " + shape_str(w) + " has " + std::to_string(cg) + " input channels per group, X " + shape_str(x) +
          " with group=" + std::to_string(group) + " needs " + std::to_string(c / group));
+  const double padded_h = double(h + pads[0] + pads[2]), padded_w = double(wd + pads[1] + pads[3]);
+  if (double(kh - 1) * double(dil[0]) + 1 > padded_h || double(kw - 1) * double(dil[1]) + 1 > padded_w)
+    fail("Conv: kernel " + std::to_string(kh) + "x" + std::to_string(kw) + " with dilations " + shape_str(dil) +
+         " is larger than the padded input " + std::to_string(h + pads[0] + pads[2]) + "x" +
+         std::to_string(wd + pads[1] + pads[3]));
   const int64_t ekh = (kh - 1) * dil[0] + 1, ekw = (kw - 1) * dil[1] + 1;
   const int64_t ho = (h + pads[0] + pads[2] - ekh) / strides[0] + 1;
   const int64_t wo = (wd + pads[1] + pads[3] - ekw) / strides[1] + 1;
   if (h + pads[0] + pads[2] < ekh || wd + pads[1] + pads[3] < ekw)
     fail("Conv: kernel " + std::to_string(ekh) + "x" + std::to_string(ekw) + " (with dilation) is larger than the padded input " +
          std::to_string(h + pads[0] + pads[2]) + "x" + std::to_string(wd + pads[1] + pads[3]));
+  check_fits(p, double(n) * double(m) * double(ho) * double(wo), out_dtype_size(op, dtype),
+             "Conv output " + shape_str({n, m, ho, wo}));
   if (op.inputs.size() == 3 && numel(op.inputs[2]) != m)
     fail("Conv: bias B " + shape_str(op.inputs[2]) + " must have " + std::to_string(m) + " elements");
   q.in_size = dtype_size(dtype);

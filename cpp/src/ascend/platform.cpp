@@ -141,6 +141,12 @@ std::string field_text(const FieldValue& v) {
   return std::visit(text, v);
 }
 
+// Upper bounds: the model loops over core counts and converts sizes to int64,
+// so absurd values are refused before they are used.  Int fields are core
+// counts; Float fields are sizes, rates and clocks (2^53: exact in a double).
+constexpr int64_t kMaxPlatformInt = 65536;
+constexpr double kMaxPlatformNumber = 9007199254740992.0;
+
 FieldValue check_field(const PlatformField& f, const FieldInput& in, const std::string& where) {
   if (!in.value && !in.unrepresentable && f.default_value) return *f.default_value;
   const FieldValue* v = in.unrepresentable || !in.value ? nullptr : &*in.value;
@@ -154,6 +160,7 @@ FieldValue check_field(const PlatformField& f, const FieldInput& in, const std::
     case FieldKind::Int: {
       const int64_t* i = get(int64_t());
       if (!i || *i < 0 || (*i == 0 && !f.zero_ok)) fail(sign + std::string(" integer") + got);
+      if (*i > kMaxPlatformInt) fail("at most " + std::to_string(kMaxPlatformInt) + got);
       return *i;
     }
     case FieldKind::Float: {
@@ -161,6 +168,7 @@ FieldValue check_field(const PlatformField& f, const FieldInput& in, const std::
       const double* d = get(double());
       const double x = i ? double(*i) : d ? *d : NAN;  // ints are numbers too, bools are not
       if (!std::isfinite(x) || x < 0 || (x == 0 && !f.zero_ok)) fail(sign + std::string(" number") + got);
+      if (x > kMaxPlatformNumber) fail("at most 2^53" + got);
       return x;
     }
     case FieldKind::Bool:

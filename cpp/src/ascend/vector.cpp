@@ -246,6 +246,11 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
     check_shape(op.inputs[i], op.kind + " input " + std::to_string(i));
     out_shape = broadcast(out_shape, op.inputs[i], op.kind);
   }
+  {
+    double out = 1;
+    for (auto d : out_shape) out *= double(d);
+    check_fits(p, out, k.ds, op.kind + " output " + shape_str(out_shape));
+  }
   const int64_t n = numel(out_shape);
   // How many operands the chain consumes: the first op takes its arity, each
   // later binary op one more.
@@ -478,6 +483,9 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
   if (st.size() != 2 || st[0] <= 0 || st[1] <= 0) fail(op.kind + ": strides must be two positive values");
   if (pads.size() != 4) fail(op.kind + ": pads must be [top, left, bottom, right]");
   if (dil.size() != 2 || dil[0] <= 0 || dil[1] <= 0) fail(op.kind + ": dilations must be two positive values");
+  if (ks[0] * ks[1] > kMaxPoolWindow)
+    fail(op.kind + ": kernel_shape " + shape_str(ks) + " has " + std::to_string(ks[0] * ks[1]) +
+         " elements, more than the limit of " + std::to_string(kMaxPoolWindow));
   const bool ceil_mode = attr_int(op, "ceil_mode", 0) != 0;
   int64_t out_hw[2];
   for (int i = 0; i < 2; ++i) {
@@ -485,6 +493,8 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
     if (span < 0) fail(op.kind + ": the window is larger than the padded input " + shape_str(x));
     out_hw[i] = (ceil_mode ? cdiv(span, st[i]) : span / st[i]) + 1;
   }
+  check_fits(p, double(x[0]) * double(x[1]) * double(out_hw[0]) * double(out_hw[1]), k.ds,
+             op.kind + " output " + shape_str({x[0], x[1], out_hw[0], out_hw[1]}));
   const int64_t out = x[0] * x[1] * out_hw[0] * out_hw[1];
   const double ratio = double(numel(x)) / double(out);  // input elements per output element
   const std::string cd = compute_dtype(op.dtype);

@@ -44,6 +44,8 @@ DEFAULT_MAX_EVALS = 200_000
 MODEL_BUDGET_LIMIT = 2_000
 CHEAP_STRATEGY = "bandit"
 
+# Integers handed to the core are int64 (it checks tighter ranges itself).
+_INT64_MAX = 2**63 - 1
 # ONNX TensorProto data types accepted for Cast's "to".
 _ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 6: "int32"}
 # Float attributes that do not change the cost (scalars folded into the kernel).
@@ -131,9 +133,18 @@ def _shapes(inputs: Any, op_type: str) -> list[list[int]]:
                 raise TypeError(f"{op_type}: input {i} shape {list(s)!r}: dimension {d!r} is not an integer")
             if d <= 0:
                 raise ValueError(f"{op_type}: input {i} shape {list(s)!r}: dimension {int(d)} must be positive")
+            if d > _INT64_MAX:
+                raise ValueError(f"{op_type}: input {i} shape {list(s)!r}: dimension {int(d)} is beyond the 64-bit range")
             dims.append(int(d))
         out.append(dims)
     return out
+
+
+def _attr_int(op_type: str, name: str, v: Any) -> int:
+    # The core takes int64 and range-checks further; a larger Python int is refused here.
+    if not -_INT64_MAX <= int(v) <= _INT64_MAX:
+        raise ValueError(f"{op_type}: attribute {name!r} value {int(v)} is beyond the 64-bit range")
+    return int(v)
 
 
 def _attrs(attrs: Mapping[str, Any] | None, op_type: str, inputs: list[list[int]]):
@@ -155,7 +166,7 @@ def _attrs(attrs: Mapping[str, Any] | None, op_type: str, inputs: list[list[int]
                 ints["pads"] = auto_pads(str(v), inputs[0], inputs[1], attrs.get("strides", [1, 1]),
                                          attrs.get("dilations", [1, 1]), op_type)
         elif isinstance(v, bool) or (isinstance(v, numbers.Integral)):
-            ints[k] = [int(v)]
+            ints[k] = [_attr_int(op_type, k, v)]
         elif isinstance(v, numbers.Real):
             if k not in _FLOAT_ATTRS:
                 raise TypeError(f"{op_type}: attribute {k!r} must be an integer, got {v!r}")
@@ -168,7 +179,7 @@ def _attrs(attrs: Mapping[str, Any] | None, op_type: str, inputs: list[list[int]
             if all(isinstance(x, str) for x in items) and items:
                 strs[k] = items
             elif all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in items):
-                ints[k] = [int(x) for x in items]
+                ints[k] = [_attr_int(op_type, k, x) for x in items]
             else:
                 raise TypeError(f"{op_type}: attribute {k!r} must be a list of ints or of strings, got {v!r}")
         else:
@@ -277,6 +288,8 @@ def _tiling_row(model: Any, tiling: Mapping[str, int] | Sequence[int]) -> list[i
     for n, v in zip(names, values):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise TypeError(f"{model.kind} tiling: {n}={v!r} is not an integer")
+        if not -_INT64_MAX <= v <= _INT64_MAX:
+            raise ValueError(f"{model.kind} tiling: {n}={v} is beyond the 64-bit range")
         row.append(int(v))
     return row
 

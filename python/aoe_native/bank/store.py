@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 from filelock import FileLock
 
-from ..fileio import atomic_write_text
+from ..fileio import atomic_write_text, read_json
 from ..tuning import improvement
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "DEFAULT_ROOT", "BankError", "Bank", "bank_dir", "make_entry",
@@ -45,6 +45,12 @@ SCHEMA_VERSION = 1
 _ENTRY_FIELDS = ("op_type", "inputs", "dtype", "formats", "attrs", "tiling", "time_before_us", "time_after_us",
                  "tool_version", "date")
 _LOCK_NAME = ".lock"
+# Limits on a bank file, checked before it is parsed (a bank may come from elsewhere:
+# aoe-bank merge): an entry is ~0.5 KB, so 256 MiB is ~500,000 entries of one op type; our
+# files nest 6 levels (attribute lists included).
+MAX_FILE_BYTES = 256 * 2**20
+MAX_DEPTH = 32
+_INT64_MAX = 2**63 - 1
 
 
 class BankError(ValueError):
@@ -78,6 +84,10 @@ def make_entry(op_type: str, inputs: list[list[int]], dtype: str, formats: list[
     return e
 
 
+def _is_int64(v: Any, lo: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= _INT64_MAX
+
+
 def _check_entry(path: str, key: str, e: Any) -> None:
     if not isinstance(e, dict):
         raise BankError(f"{path}: entry {key!r} is not an object")
@@ -86,6 +96,15 @@ def _check_entry(path: str, key: str, e: Any) -> None:
         raise BankError(f"{path}: entry {key!r} lacks {', '.join(missing)}")
     if not isinstance(e["tiling"], dict) or not all(isinstance(v, int) for v in e["tiling"].values()):
         raise BankError(f"{path}: entry {key!r} has a malformed tiling")
+    if not all(_is_int64(v, -_INT64_MAX) for v in e["tiling"].values()):
+        raise BankError(f"{path}: entry {key!r} has a tiling value beyond the 64-bit range")
+    if not isinstance(e["op_type"], str) or not e["op_type"] or not isinstance(e["dtype"], str):
+        raise BankError(f"{path}: entry {key!r} has a malformed op_type or dtype")
+    if not isinstance(e["inputs"], list) or not all(
+            isinstance(s, list) and all(_is_int64(d, 0) for d in s) for s in e["inputs"]):
+        raise BankError(f"{path}: entry {key!r} has malformed inputs (lists of non-negative 64-bit integers)")
+    if not isinstance(e["formats"], list) or not isinstance(e["attrs"], dict):
+        raise BankError(f"{path}: entry {key!r} has malformed formats or attrs")
     for f in ("time_before_us", "time_after_us"):
         if not isinstance(e[f], (int, float)) or not math.isfinite(e[f]) or e[f] < 0:
             raise BankError(f"{path}: entry {key!r} has an invalid {f}")
@@ -94,9 +113,8 @@ def _check_entry(path: str, key: str, e: Any) -> None:
 def _read_file(path: str, soc_version: str | None) -> dict[str, Any]:
     """Parse and validate one bank file; BankError (naming it) if it is not ours or is damaged."""
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        doc = read_json(path, MAX_FILE_BYTES, MAX_DEPTH)
+    except (OSError, ValueError) as e:  # ValueError: JSON, UTF-8, size and depth limits
         raise BankError(f"{path}: corrupt bank file ({e}); left untouched") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise BankError(f"{path}: not an aoe_native bank file (no \"schema\": \"{SCHEMA}\"); left untouched")

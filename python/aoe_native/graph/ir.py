@@ -7,6 +7,7 @@ has to build a :class:`Graph`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,3 +52,15 @@ class Graph:
     def is_const(self, tensor: str) -> bool:
         t = self.tensors.get(tensor)
         return t is not None and t.const
+
+    def largest_tensor(self) -> tuple[Tensor, int] | None:
+        """The tensor of known shape with the most bytes, and its size (an unknown dtype
+        counts one byte per element); None when no shape is known."""
+        best: tuple[Tensor, int] | None = None
+        for t in self.tensors.values():
+            if t.shape is None:
+                continue
+            size = math.prod(t.shape) * (np.dtype(t.dtype).itemsize if t.dtype else 1)
+            if best is None or size > best[1]:
+                best = (t, size)
+        return best

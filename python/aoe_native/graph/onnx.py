@@ -23,6 +23,15 @@ __all__ = ["parse_input_shape", "load_graph"]
 _SHAPE_OPS = frozenset({"Shape", "Size"})
 # Small constant tensors whose values are kept (axes, split sizes, reshape targets).
 _MAX_CONST_ELEMENTS = 4096
+# Limits checked before any work on a model that may be hostile: a protobuf message cannot
+# exceed 2 GiB (weights beyond that are external data, which is not read), and a graph of a
+# million nodes is ten times the largest exported LLM graphs we know of.
+_MAX_MODEL_BYTES = 2**31
+_MAX_NODES = 1_000_000
+_MAX_DIM = 2**63 - 1
+# Elements of all 1-D tensors for ONNX's data propagation: ~600 MB at most; the zoo's BERT
+# and GPT-2 have ~120,000.
+_MAX_VECTOR_ELEMENTS = 2**22
 
 
 # --------------------------------------------------------------------------- input shapes
@@ -55,6 +64,8 @@ def parse_input_shape(spec: str | Mapping[str, Any] | None) -> dict[str, list[in
                 raise ValueError(f"--input_shape {name!r}: dimension {d!r} is not an integer") from None
             if v < 1:
                 raise ValueError(f"--input_shape {name!r}: dimension {v} must be >= 1")
+            if v > _MAX_DIM:
+                raise ValueError(f"--input_shape {name!r}: dimension {v} is beyond the 64-bit range")
             parsed.append(v)
         if name in out:
             raise ValueError(f"--input_shape names input {name!r} twice")
@@ -110,11 +121,15 @@ def _fix_inputs(model: onnx.ModelProto, shapes: dict[str, list[int]], where: str
                              f"fix them with --input_shape \"{vi.name}:d1,d2,...\"")
 
 
-def _attr_values(node: onnx.NodeProto) -> dict[str, Any]:
+def _attr_values(node: onnx.NodeProto, where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for a in node.attribute:
         if a.type == onnx.AttributeProto.TENSOR:
-            out[a.name] = numpy_helper.to_array(a.t)
+            try:
+                out[a.name] = numpy_helper.to_array(a.t)
+            except Exception as e:  # undefined element type, data shorter than its dims... (found by fuzzing)
+                raise ValueError(f"{where}: attribute {a.name!r} is not a readable tensor "
+                                 f"({type(e).__name__}: {e})") from None
         elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             out[a.name] = "<subgraph>"
         else:
@@ -277,6 +292,23 @@ def _check_supported(model: onnx.ModelProto, where: str) -> None:
                              f"values. Export the model with the branch or loop unrolled (e.g. by tracing)")
 
 
+# Operators whose output size is set by input values, not input sizes: they are folded only
+# when inference already knows their (small) output shape.
+_VALUE_SHAPED = frozenset({"ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize", "Upsample", "OneHot",
+                           "Reshape", "Slice", "CenterCropPad", "NonZero"})
+
+
+def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnx's shape inference, with data propagation (which folds the Shape -> ... -> Reshape
+    chains of exported models) only when the model's 1-D tensors stay within a budget: it
+    keeps ~150 bytes per element of them, and 2^31 elements exhaust any memory (found by
+    fuzzing)."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    if _vector_elements(inferred.graph) <= _MAX_VECTOR_ELEMENTS:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    return inferred
+
+
 def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
     """Constant folding with data-propagating shape inference, until nothing changes.
 
@@ -289,7 +321,7 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
     from onnx.reference import ReferenceEvaluator
     opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 17)
     for _ in range(8):
-        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        inferred = _infer_shapes(model)
         shapes = {vi.name: _dims(vi.type) for vi in list(inferred.graph.input) + list(inferred.graph.value_info)}
         values: dict[str, np.ndarray] = {}
         for t in model.graph.initializer:
@@ -310,8 +342,11 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
                         [full[a.get("start", 0):a["end"] if "end" in a else None]]
             elif all(not x or x in values for x in n.input):
                 known = shapes.get(n.output[0]) if n.output else None
-                if known and all(isinstance(d, int) for d in known) and _numel(known) > _MAX_CONST_ELEMENTS:
-                    continue  # a large constant (a broadcast mask...): its shape is all that is needed
+                if known and all(isinstance(d, int) for d in known):
+                    if _numel(known) > _MAX_CONST_ELEMENTS:
+                        continue  # a large constant (a broadcast mask...): its shape is all that is needed
+                elif n.op_type in _VALUE_SHAPED:
+                    continue  # its size comes from input values: evaluating it could allocate anything
                 try:
                     ev = ReferenceEvaluator(n, opsets={"": opset})
                     outs = [np.asarray(v) for v in ev.run(None, {x: values[x] for x in n.input if x})]
@@ -359,6 +394,42 @@ def _check_shapes(g: onnx.GraphProto, tensors: dict[str, Tensor], where: str) ->
                              f"\"name:d1,d2,...;...\" (and fixed sizes for inputs that feed shape computations)")
 
 
+def _vector_elements(g: onnx.GraphProto) -> int:
+    """Elements of the 1-D tensors of a graph that are not initializers (those are not propagated)."""
+    inits = {t.name for t in g.initializer}
+    total = 0
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        dims = vi.type.tensor_type.shape.dim
+        if vi.name not in inits and len(dims) == 1 and dims[0].HasField("dim_value"):
+            total += max(dims[0].dim_value, 0)
+    return total
+
+
+def _check_nodes(g: onnx.GraphProto, where: str) -> None:
+    """Refuse what ONNX shape inference lets through (found by fuzzing): a string field holding
+    invalid UTF-8, which protobuf hands out as bytes, nodes with fewer inputs or outputs than
+    their operator's schema requires, attributes of another type than the schema's."""
+    for i, n in enumerate(g.node):
+        for s in [n.op_type, n.name, n.domain, *n.input, *n.output, *(a.name for a in n.attribute)]:
+            if not isinstance(s, str):
+                raise ValueError(f"{where}: not a readable ONNX model (node {i} has a name that is not UTF-8: {s!r})")
+        if n.domain in ("", "ai.onnx") and onnx.defs.has(n.op_type):
+            schema = onnx.defs.get_schema(n.op_type)
+            if len(n.input) < schema.min_input or len(n.output) < schema.min_output:
+                raise ValueError(f"{where}: node {n.name or i} ({n.op_type}) has {len(n.input)} inputs and "
+                                 f"{len(n.output)} outputs; {n.op_type} needs at least {schema.min_input} and "
+                                 f"{schema.min_output}")
+            for a in n.attribute:
+                spec = schema.attributes.get(a.name)
+                if spec is not None and a.type != spec.type:
+                    raise ValueError(f"{where}: node {n.name or i} ({n.op_type}) attribute {a.name!r} is of type "
+                                     f"{onnx.AttributeProto.AttributeType.Name(a.type)}, the operator takes "
+                                     f"{onnx.AttributeProto.AttributeType.Name(spec.type)}")
+    for t in list(g.input) + list(g.output) + list(g.value_info) + list(g.initializer):
+        if not isinstance(t.name, str):
+            raise ValueError(f"{where}: not a readable ONNX model (tensor name {t.name!r} is not UTF-8)")
+
+
 def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
                input_shape: str | Mapping[str, Any] | None = None) -> Graph:
     """Load an ONNX model (path or ModelProto), fix its inputs and infer all shapes.
@@ -374,6 +445,9 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
         where = path
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path}: model file not found")
+        if os.path.getsize(path) > _MAX_MODEL_BYTES:
+            raise ValueError(f"{path}: {os.path.getsize(path)} bytes, more than the 2 GiB an ONNX protobuf can hold "
+                             f"(larger weights belong in external data files)")
         try:
             model = _read_structure(path)
         except Exception as e:  # protobuf DecodeError and friends
@@ -384,6 +458,9 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
         _check_external(model, base_dir, where)
         _load_small_external(model, base_dir)
     _drop_weight_data(model)
+    if len(model.graph.node) > _MAX_NODES:
+        raise ValueError(f"{where}: {len(model.graph.node)} nodes, more than the limit of {_MAX_NODES}")
+    _check_nodes(model.graph, where)
     shapes = parse_input_shape(input_shape)
     _fix_inputs(model, shapes, where)
     _check_supported(model, where)
@@ -414,7 +491,7 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
 
     nodes: list[Node] = []
     for i, n in enumerate(g.node):
-        attrs = _attr_values(n)
+        attrs = _attr_values(n, f"{where}: node {n.name or i} ({n.op_type})")
         node = Node(i, n.name or f"{n.op_type}_{i}", n.op_type, list(n.input), list(n.output), attrs)
         nodes.append(node)
         for o in n.output:

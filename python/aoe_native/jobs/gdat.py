@@ -32,7 +32,7 @@ from ..graph.ir import Graph, Node
 from ..graph.lowering import VIEW_OPS, UnsupportedNode, map_node
 from ..graph.onnx import load_graph
 from ..outputs import write_gdat_outputs
-from ..fileio import read_json
+from ..fileio import read_given_json
 
 __all__ = ["GradientPlan", "TimelineError", "tune_gradients", "simulate", "load_timeline", "predict_timeline",
            "BACKEND_MAX_SEGMENTS", "gdat_job", "baseline_partitions", "optimal_partition"]
@@ -98,7 +98,7 @@ def load_timeline(path: str | os.PathLike) -> list[Gradient]:
     """Read a timeline JSON: ``{"gradients": [{"name": ..., "bytes": ..., "ready_us": ...}, ...]}``
     in ready order (a bare list of such objects, or of ``[name, bytes, ready_us]``, is accepted)."""
     where = f"timeline file {os.fspath(path)}"
-    doc = read_json(path, "timeline file", TimelineError)
+    doc = read_given_json(path, "timeline file", TimelineError)
     items = doc.get("gradients") if isinstance(doc, dict) else doc
     if not isinstance(items, list):
         raise TimelineError(f"{where}: expected {{\"gradients\": [...]}}")

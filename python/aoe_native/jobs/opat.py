@@ -90,6 +90,12 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     t0 = time.monotonic()
 
     graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
+    largest = graph.largest_tensor()
+    if largest is not None and plat.hbm_bytes > 0 and largest[1] > plat.hbm_bytes:
+        t, size = largest
+        raise ValueError(f"{graph.path or graph.name}: tensor {t.name!r} {list(t.shape or ())} ({t.dtype or '?'}) "
+                         f"needs {size / 2**30:.3g} GiB, more than the {plat.hbm_bytes / 2**30:.3g} GiB of device "
+                         f"memory of {plat.name}")
     part = partition(graph, supported_ops(), dtype=dtype, ub_bytes=int(plat.ub))
     cov = part.coverage
     if cov is not None and cov.flops_share < MIN_FLOPS_SHARE:

@@ -77,6 +77,10 @@ class OpModel {
   // Empty when the tiling meets every hardware restriction; otherwise names
   // the first violated restriction.
   std::string violation(const int64_t* tiling) const;
+  // The cheap part of violation(): every value positive (iterateOrder and
+  // splitR: non-negative) and within int32, as TCubeTiling's fields.  A tiling
+  // that passes cannot make evaluate() divide by zero.
+  std::string range_violation(const int64_t* tiling) const;
 
  protected:
   TilingSpec spec_;
