@@ -460,10 +460,10 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
     _drop_weight_data(model)
     if len(model.graph.node) > _MAX_NODES:
         raise ValueError(f"{where}: {len(model.graph.node)} nodes, more than the limit of {_MAX_NODES}")
-    _check_nodes(model.graph, where)
     shapes = parse_input_shape(input_shape)
     _fix_inputs(model, shapes, where)
-    _check_supported(model, where)
+    _check_supported(model, where)  # first: control flow and custom domains get their own message
+    _check_nodes(model.graph, where)
     try:
         inferred = _fold_constants(model)
     except Exception as e:
