@@ -320,3 +320,12 @@ def test_native_estimate_of_a_zero_tiling(op, inputs):
         """)
     assert r.returncode == 0, r.stderr  # was SIGFPE: a division by a zero tile size
     assert r.stdout.startswith("True\n") and "tiling violates the restriction" in r.stdout
+
+
+def test_a_timeline_with_a_gigantic_gradient_is_a_clear_error(tmp_path):
+    """Found by the gdat fuzz target: bytes beyond int64 ended in OverflowError."""
+    from aoe_native.jobs.gdat import TimelineError, load_timeline
+    p = tmp_path / "t.json"
+    p.write_text('{"gradients": [{"name": "w", "bytes": 24573333333333333333333333333333336, "ready_us": 0}]}')
+    with pytest.raises(TimelineError, match=r"gradient 0 \('w'\): bytes must be an integer in 1\.\.2\^50"):
+        load_timeline(p)

@@ -22,8 +22,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NAMES = ["space", "ops", "onnx", "bank"]
-MAX_LEN = {"space": 4096, "ops": 4096, "onnx": 65536, "bank": 65536}
+NAMES = ["space", "ops", "onnx", "bank", "gdat"]
+MAX_LEN = {"space": 4096, "ops": 4096, "onnx": 65536, "bank": 65536, "gdat": 16384}
 
 
 def _child(target: str, libfuzzer_args: list[str]) -> None:

@@ -244,10 +244,39 @@ def fuzz_bank(data: bytes) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
+# ---- gradient-split tuning inputs: cluster files and timelines -----------------------------
+# ValueError: ClusterError and TimelineError (missing fields, bad rates, inconsistent timelines,
+# size and nesting limits), and the backend's segment limit.
+GDAT_ALLOWED = (ValueError,)
+
+
+def fuzz_gdat(data: bytes) -> None:
+    """``data`` is read both as a cluster file and as a timeline file; when both load, the
+    tuned plan must be no slower than any baseline the same model scores."""
+    from aoe_native.cluster import Cluster
+    from aoe_native.jobs.gdat import load_timeline
+
+    with tempfile.TemporaryDirectory(dir=_SCRATCH) as d:
+        path = os.path.join(d, "input.json")
+        with open(path, "wb") as f:
+            f.write(data)
+        cluster, timeline = None, None
+        try:
+            cluster = Cluster.load(path)
+            assert cluster.allreduce_us(1 << 20) >= 0
+        except ValueError:
+            pass
+        timeline = load_timeline(path)
+    plan = aoe.tune_gradients(timeline[:256], cluster or aoe.Cluster(ranks=8, alpha_us=20.0, gbps=100.0),
+                              max_buckets=8)
+    assert all(plan.time_us <= t * (1 + 1e-9) + 1e-9 for t in plan.baselines.values()), plan.baselines
+
+
 TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[type[BaseException], ...]]] = {
     "space": (fuzz_space, SPACE_ALLOWED),
     "ops": (fuzz_ops, OPS_ALLOWED),
     "onnx": (fuzz_onnx, ONNX_ALLOWED),
     "bank": (fuzz_bank, BANK_ALLOWED),
+    "gdat": (fuzz_gdat, GDAT_ALLOWED),
 }
 MUTATORS = {"onnx": mutate_onnx}

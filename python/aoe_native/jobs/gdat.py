@@ -63,6 +63,11 @@ class TimelineError(ValueError):
 
 
 # --------------------------------------------------------------------------- input
+# A gradient of more than a petabyte is an input error; the bound keeps every bucket's byte
+# count (a sum of up to millions of them) inside int64 (found by fuzzing).
+_MAX_BYTES = 1 << 50
+
+
 def _check_timeline(gradients: Iterable[Any]) -> tuple[list[str], np.ndarray, np.ndarray]:
     names: list[str] = []
     sizes: list[int] = []
@@ -79,8 +84,8 @@ def _check_timeline(gradients: Iterable[Any]) -> tuple[list[str], np.ndarray, np
         if name in seen:
             raise TimelineError(f"{where}: duplicate name (also gradient {seen[name]})")
         seen[name] = i
-        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
-            raise TimelineError(f"{where}: bytes must be an integer > 0, got {nbytes!r}")
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or not 0 < nbytes <= _MAX_BYTES:
+            raise TimelineError(f"{where}: bytes must be an integer in 1..2^50, got {nbytes!r}")
         if isinstance(r, bool) or not isinstance(r, (int, float, np.number)) or not math.isfinite(r):
             raise TimelineError(f"{where}: ready_us must be a finite number, got {r!r}")
         if ready and r < ready[-1]:
