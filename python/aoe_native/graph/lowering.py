@@ -148,7 +148,6 @@ def map_node(graph: Graph, node: Node) -> OpSpec:
         x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
         if len(x) != 4:
             raise UnsupportedNode(f"only 2-D convolution is modelled (input rank {len(x)})")
-        kh, kw = w[2], w[3]
         strides = list(a.get("strides", [1, 1]))
         dil = list(a.get("dilations", [1, 1]))
         pads = list(a.get("pads", [0, 0, 0, 0]))

@@ -490,7 +490,7 @@ def _backward_kernels(graph: Graph, node: Node, produced: set[str]) -> list[tupl
     if spec.kind == "elementwise":
         return two_passes
     if op == "Conv":
-        (n, c, h, w), (o, cg, kh, kw) = spec.inputs[0], spec.inputs[1]
+        (n, c, _, _), (o, cg, kh, kw) = spec.inputs[0], spec.inputs[1]
         g = spec.attrs["group"]
         ho, wo = graph.shape(node.outputs[0])[2:]
         dil = spec.attrs["dilations"]
