@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Tensor", "Node", "Graph"]
+__all__ = ["Tensor", "Node", "Graph", "numel"]
+
+
+def numel(shape: Any) -> int:
+    """Elements of a shape (1 for a scalar or an empty/absent shape).  Exact Python
+    integers: a hostile shape must not wrap around int64 and pass a size check."""
+    return math.prod(int(d) for d in shape) if shape else 1
 
 
 @dataclass
@@ -60,7 +66,7 @@ class Graph:
         for t in self.tensors.values():
             if t.shape is None:
                 continue
-            size = math.prod(t.shape) * (np.dtype(t.dtype).itemsize if t.dtype else 1)
+            size = numel(t.shape) * (np.dtype(t.dtype).itemsize if t.dtype else 1)
             if best is None or size > best[1]:
                 best = (t, size)
         return best

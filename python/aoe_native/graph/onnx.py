@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .ir import Graph, Node, Tensor
+from .ir import Graph, Node, Tensor, numel
 
 __all__ = ["parse_input_shape", "load_graph"]
 
@@ -203,7 +203,7 @@ def _tensor_without_values(buf, start: int, end: int) -> bytes:
                 while q < nxt:
                     d, q = _varint(buf, q)
                     dims.append(d)
-    keep_values = _numel(dims) <= _MAX_CONST_ELEMENTS
+    keep_values = numel(dims) <= _MAX_CONST_ELEMENTS
     return b"".join(bytes(buf[f0:nxt]) for field, _, f0, _, nxt in _fields(buf, start, end)
                     if keep_values or field not in _TENSOR_VALUE_FIELDS)
 
@@ -232,7 +232,7 @@ def _drop_weight_data(model: onnx.ModelProto) -> None:
     """Free the values of large initializers stored in the model file: only their shapes are
     needed, and shape inference copies the whole model (several times over, for weights)."""
     for t in model.graph.initializer:
-        if t.data_location != onnx.TensorProto.EXTERNAL and _numel(t.dims) > _MAX_CONST_ELEMENTS:
+        if t.data_location != onnx.TensorProto.EXTERNAL and numel(t.dims) > _MAX_CONST_ELEMENTS:
             for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data",
                       "string_data"):
                 t.ClearField(f)
@@ -254,7 +254,7 @@ def _check_external(model: onnx.ModelProto, base_dir: str, where: str) -> None:
                                  f"(expected beside the model in {base_dir})")
             sizes[fpath] = os.path.getsize(fpath)
         itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
-        length = info.length if info.length else _numel(t.dims) * itemsize
+        length = info.length if info.length else numel(t.dims) * itemsize
         end = (info.offset or 0) + length
         if end > sizes[fpath]:
             raise ValueError(f"{where}: weight {t.name!r} needs bytes up to {end} of {info.location!r}, which has "
@@ -266,7 +266,7 @@ def _load_small_external(model: onnx.ModelProto, base_dir: str) -> None:
     large weights stay on disk."""
     from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
     for t in model.graph.initializer:
-        if uses_external_data(t) and _numel(t.dims) <= _MAX_CONST_ELEMENTS:
+        if uses_external_data(t) and numel(t.dims) <= _MAX_CONST_ELEMENTS:
             load_external_data_for_tensor(t, base_dir)
             t.data_location = onnx.TensorProto.DEFAULT
             del t.external_data[:]
@@ -325,7 +325,7 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
         shapes = {vi.name: _dims(vi.type) for vi in list(inferred.graph.input) + list(inferred.graph.value_info)}
         values: dict[str, np.ndarray] = {}
         for t in model.graph.initializer:
-            if t.data_location != onnx.TensorProto.EXTERNAL and _numel(t.dims) <= _MAX_CONST_ELEMENTS:
+            if t.data_location != onnx.TensorProto.EXTERNAL and numel(t.dims) <= _MAX_CONST_ELEMENTS:
                 values[t.name] = numpy_helper.to_array(t)
         folded: dict[int, list[np.ndarray]] = {}
         for i, n in enumerate(model.graph.node):
@@ -338,12 +338,12 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
                 if dims is not None and all(isinstance(d, int) for d in dims):
                     a = {x.name: x.i for x in n.attribute}
                     full = np.array(dims, dtype=np.int64)
-                    outs = [np.array(_numel(dims), dtype=np.int64)] if n.op_type == "Size" else \
+                    outs = [np.array(numel(dims), dtype=np.int64)] if n.op_type == "Size" else \
                         [full[a.get("start", 0):a["end"] if "end" in a else None]]
             elif all(not x or x in values for x in n.input):
                 known = shapes.get(n.output[0]) if n.output else None
                 if known and all(isinstance(d, int) for d in known):
-                    if _numel(known) > _MAX_CONST_ELEMENTS:
+                    if numel(known) > _MAX_CONST_ELEMENTS:
                         continue  # a large constant (a broadcast mask...): its shape is all that is needed
                 elif n.op_type in _VALUE_SHAPED:
                     continue  # its size comes from input values: evaluating it could allocate anything
@@ -370,9 +370,6 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
         model.graph.node.extend(nodes)
     return onnx.shape_inference.infer_shapes(model, data_prop=True)
 
-
-def _numel(dims) -> int:
-    return int(np.prod([int(d) for d in dims])) if len(dims) else 1
 
 
 def _check_shapes(g: onnx.GraphProto, tensors: dict[str, Tensor], where: str) -> None:
@@ -474,8 +471,7 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
     const_values: dict[str, np.ndarray] = {}
     for t in g.initializer:
         tensors[t.name] = Tensor(t.name, tuple(int(d) for d in t.dims), _dtype_name(t.data_type), const=True)
-        n_el = int(np.prod(t.dims)) if len(t.dims) else 1
-        if n_el <= _MAX_CONST_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL:
+        if numel(t.dims) <= _MAX_CONST_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL:
             try:
                 const_values[t.name] = numpy_helper.to_array(t)
             except Exception:

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .ir import Graph, Node
+from .ir import Graph, Node, numel
 from .lowering import VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
 
 __all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "Coverage", "partition",
@@ -138,23 +138,23 @@ def node_work(graph: Graph, node: Node, itemsize: int = 2) -> tuple[float, float
     counts 2 FLOPs (MatMul, Gemm, Conv, ConvTranspose), anything else one per output element;
     bytes are its operands and results at `itemsize` bytes per element.  A coarse measure,
     but the same for modelled and unmodelled nodes, which is what a coverage share needs."""
-    def numel(t: str) -> int:
+    def tensor_numel(t: str) -> int:
         s = graph.shape(t)
-        return _numel(s) if s is not None else 0
+        return numel(s) if s is not None else 0
     shapes = [graph.shape(t) or () for t in node.inputs if t]
-    out = numel(node.outputs[0]) if node.outputs and node.outputs[0] else 0
+    out = tensor_numel(node.outputs[0]) if node.outputs and node.outputs[0] else 0
     op = node.op_type
     if op in ("MatMul", "Gemm") and shapes and shapes[0]:
         k = shapes[0][0] if op == "Gemm" and node.attrs.get("transA", 0) else shapes[0][-1]
         flops = 2.0 * out * k
     elif op == "Conv" and len(shapes) > 1 and len(shapes[1]) > 2:
-        flops = 2.0 * out * _numel(shapes[1][1:])
+        flops = 2.0 * out * numel(shapes[1][1:])
     elif op == "ConvTranspose" and len(shapes) > 1 and len(shapes[1]) > 2:
-        flops = 2.0 * _numel(shapes[0]) * _numel(shapes[1][1:])
+        flops = 2.0 * numel(shapes[0]) * numel(shapes[1][1:])
     else:
         flops = float(out)
-    return flops, float(itemsize) * (sum(numel(t) for t in node.inputs if t) +
-                                     sum(numel(t) for t in node.outputs if t))
+    return flops, float(itemsize) * (sum(tensor_numel(t) for t in node.inputs if t) +
+                                     sum(tensor_numel(t) for t in node.outputs if t))
 
 
 def _coverage(graph: Graph, kernels: list[Kernel], unsupported: list[UnsupportedOp], n_view: int,
@@ -190,9 +190,6 @@ class _Group:
     full_buffers: int          # full-size tensors held in UB
     chain: list[tuple[str, list[str], str]] = field(default_factory=list)  # (op, inputs, output) per element-wise node
 
-
-def _numel(shape) -> int:
-    return int(np.prod(shape)) if shape else 1
 
 
 def _formats(op_type: str, inputs: list[list[int]]) -> list[str]:
@@ -317,9 +314,9 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
         gid = len(groups)
         covered = fused.get(node.name, [node])
         groups.append(_Group(gid, kind, [n.name for n in covered], [n.op_type for n in covered], spec, ops, ext,
-                             _numel(out_shape),
+                             numel(out_shape),
                              list(out_shape), set(prods), 1 + sum(1 for s in ext.values()
-                                                                  if _numel(s) == _numel(out_shape))))
+                                                                  if numel(s) == numel(out_shape))))
         for o in node.outputs:
             if o:
                 owner[o] = gid
@@ -358,7 +355,7 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
         joined = False
         for gid in prods:
             g = groups[gid]
-            if g.kind not in ("cube", "elementwise") or g.out_numel != _numel(out_shape):
+            if g.kind not in ("cube", "elementwise") or g.out_numel != numel(out_shape):
                 continue
             others = [p for p in prods if p != gid]
             if any(_depends(groups, p, gid) for p in others):
@@ -367,7 +364,7 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
                 continue  # BN folds into the conv weights only directly after the conv
             ext = {t: list(graph.shape(t) or [1]) for t in node.inputs
                    if t and owner.get(t) != gid and t not in g.ext_inputs}
-            extra = sum(1 for s in ext.values() if _numel(s) == g.out_numel)
+            extra = sum(1 for s in ext.values() if numel(s) == g.out_numel)
             if g.full_buffers + extra + 1 > max_buf:  # +1: one temporary for the chain
                 continue
             g.nodes.append(node.name)
@@ -480,7 +477,7 @@ def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[
             # An Add of a broadcast operand (bias, mask) reads no output-sized tensor: BiasAdd.
             epi = []
             for op, ins, _ in chain:
-                small = [t for t in ins if _numel(graph.shape(t) or []) < g.out_numel]
+                small = [t for t in ins if numel(graph.shape(t) or []) < g.out_numel]
                 epi.append("BiasAdd" if op == "Add" and small else op)
             attrs["epilogue"] = epi
         return g.spec.op_type, [list(s) for s in g.spec.inputs], attrs

@@ -31,8 +31,9 @@ from ..cluster import Cluster
 from ..graph.ir import Graph, Node
 from ..graph.lowering import VIEW_OPS, UnsupportedNode, map_node
 from ..graph.onnx import load_graph
-from ..outputs import write_gdat_outputs
 from ..fileio import read_given_json
+from ..outputs import write_gdat_outputs
+from ..tuning import improvement
 
 __all__ = ["GradientPlan", "TimelineError", "tune_gradients", "simulate", "load_timeline", "predict_timeline",
            "BACKEND_MAX_SEGMENTS", "gdat_job", "baseline_partitions", "optimal_partition"]
@@ -435,7 +436,7 @@ def tune_gradients(gradients: Iterable[Gradient] | str | os.PathLike, cluster: C
         lo = e
     return GradientPlan(
         buckets=buckets, time_us=time_us, exposed_us=time_us - float(ready[-1]), baselines=base_t,
-        gain={k: v / time_us - 1.0 for k, v in base_t.items()}, names=names,
+        gain={k: improvement(v, time_us) for k, v in base_t.items()}, names=names,
         gradient_bytes=[int(x) for x in sizes], gradient_ready_us=[float(x) for x in ready],
         bucket_bytes=[int(sizes[a:b].sum()) for a, b in zip([0] + ends[:-1], ends)],
         bucket_start_us=[float(x) for x in starts], bucket_end_us=[float(x) for x in finish],

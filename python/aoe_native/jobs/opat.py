@@ -21,6 +21,7 @@ from ..graph.onnx import load_graph
 from ..graph.partition import Partition, Task, partition
 from ..graph.torch_export import export_module
 from ..outputs import write_model_outputs
+from ..tuning import improvement
 from .evaluator import CostModelEvaluator, TaskEvaluator
 from .results import KernelResult, ModelTuneResult, TaskResult
 from .scheduler import TaskState, WorkerPool, schedule
@@ -153,7 +154,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                   "tasks_done": sum(1 for s in to_tune if s.done),
                   "evaluations": sum(s.evaluations for s in to_tune),
                   "current": [f"{s.task.op_type} {'x'.join(map(str, s.task.inputs[0]))}" for s in running],
-                  "gain": before / after - 1.0 if after > 0 else 0.0,
+                  "gain": improvement(before, after),
                   "elapsed_s": time.monotonic() - t0})
 
     def store(st: TaskState) -> None:
