@@ -76,5 +76,5 @@ def test_apply_plan_rejects_a_model_that_does_not_match():
 
 def test_missing_torch_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(ImportError, match=r"aoe-native\[test\]"):
+    with pytest.raises(ImportError, match=r"aoe_native.torch_ddp needs PyTorch.*aoe-native\[torch\]"):
         torch_ddp.measure_timeline(object(), lambda: None)

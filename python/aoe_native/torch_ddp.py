@@ -1,7 +1,7 @@
 """PyTorch side of gradient-split tuning: measure a model's gradient timeline and apply a
 :class:`~aoe_native.jobs.gdat.GradientPlan` to data-parallel training.
 
-PyTorch is optional: ``pip install "aoe-native[test]"`` brings ``torch==2.13.0``; every
+PyTorch is optional: ``pip install "aoe-native[torch]"`` brings ``torch==2.13.0``; every
 function here raises an ImportError that says so when torch is missing.
 """
 from __future__ import annotations
@@ -10,18 +10,15 @@ import statistics
 import time
 from typing import Any, Callable
 
+from .graph.torch_export import require_torch
 from .jobs.gdat import GradientPlan, TimelineError
 
 __all__ = ["measure_timeline", "apply_plan", "PlannedAllReduce", "watch_buckets", "ddp_has_bucket_cap_list"]
 
 
 def _torch() -> Any:
-    try:
-        import torch
-        import torch.distributed  # noqa: F401
-    except ImportError:
-        raise ImportError("aoe_native.torch_ddp needs PyTorch: install the 'test' extra "
-                          "(pip install \"aoe-native[test]\", torch==2.13.0) or torch itself") from None
+    torch = require_torch("aoe_native.torch_ddp")
+    import torch.distributed  # noqa: F401  (DDP, process groups)
     return torch
 
 

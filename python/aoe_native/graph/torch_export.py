@@ -11,17 +11,18 @@ from typing import Any
 
 import onnx
 
-__all__ = ["export_module", "TORCH_EXTRA"]
+__all__ = ["export_module", "require_torch", "TORCH_EXTRA"]
 
 TORCH_EXTRA = "pip install 'aoe-native[torch]'  (torch==2.13.0 and onnxscript)"
 _EXPORTERS = ("dynamo", "torchscript")
 
 
-def _require_torch() -> Any:
+def require_torch(what: str) -> Any:
+    """``import torch``, or an ImportError saying that `what` needs it and which extra to install."""
     try:
         import torch
     except ImportError as e:
-        raise ImportError(f"tune_torch needs PyTorch, which is not installed ({e}); install the torch extra: "
+        raise ImportError(f"{what} needs PyTorch, which is not installed ({e}); install the torch extra: "
                           f"{TORCH_EXTRA}") from None
     return torch
 
@@ -36,7 +37,7 @@ def export_module(module: Any, example_inputs: Any, exporter: str = "dynamo",
     the export fails (with the exporter's message)."""
     if exporter not in _EXPORTERS:
         raise ValueError(f"exporter must be one of {', '.join(_EXPORTERS)}, got {exporter!r}")
-    torch = _require_torch()
+    torch = require_torch("tune_torch")
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"tune_torch expects a torch.nn.Module, got {type(module).__name__}")
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
