@@ -24,7 +24,8 @@ def _e(x) -> str:
 def _svg(width_in: float, height_in: float, draw: Callable[[Any], None]) -> str:
     """A plot as inline SVG: `draw(axes)` fills it.  matplotlib's object API, not pyplot,
     so a user's own figures and settings are untouched; fixed ids and no date, so the
-    same result gives the same file."""
+    same result gives the same file.  The legend, if any series is labelled, stands right of
+    the axes, where it cannot cover a bar or a value label."""
     import matplotlib
     from matplotlib.figure import Figure
 
@@ -32,6 +33,8 @@ def _svg(width_in: float, height_in: float, draw: Callable[[Any], None]) -> str:
         fig = Figure(figsize=(width_in, height_in))
         ax = fig.subplots()
         draw(ax)
+        if ax.get_legend_handles_labels()[1]:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
         ax.spines[["top", "right"]].set_visible(False)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -48,7 +51,6 @@ def _kernel_bars(before: list[float], after: list[float]) -> str:
         ax.set_xlabel("kernel (execution order)")
         ax.set_ylabel("time (us)")
         ax.set_xlim(-0.5, max(len(before), 1) - 0.5)
-        ax.legend(loc="upper right", frameon=False)
     return _svg(10, 2.8, draw)
 
 
@@ -67,7 +69,6 @@ def _hbars(rows: list[tuple[str, float, float]], unit: str) -> str:
         ax.invert_yaxis()
         ax.set_xlim(0, max(before + after + [1e-9]) * 1.18)
         ax.set_xlabel(f"time ({unit})")
-        ax.legend(loc="lower right", frameon=False)
     return _svg(10, 0.42 * len(rows) + 0.8, draw)
 
 
@@ -81,7 +82,6 @@ def _convergence(series: list[tuple[str, list[float], float]]) -> str:
         ax.set_xscale("log")
         ax.set_xlabel("evaluations (log scale)")
         ax.set_ylabel("best / default time")
-        ax.legend(loc="upper right", frameon=False, fontsize=8)
     return _svg(10, 3.0, draw)
 
 
