@@ -103,8 +103,10 @@ def test_only_the_cli_reads_the_environment():
 
 def test_each_tuning_mode_is_one_file_in_jobs():
     jobs = {m for m in MODULES if m.startswith("aoe_native.jobs.")}
-    assert {"aoe_native.jobs.evaluator", "aoe_native.jobs.scheduler", "aoe_native.jobs.opat"} <= jobs
+    assert {"aoe_native.jobs.evaluator", "aoe_native.jobs.scheduler", "aoe_native.jobs.opat",
+            "aoe_native.jobs.sgat", "aoe_native.jobs.gdat"} <= jobs
     # a job uses the shared seams rather than the cost model or the bank files directly
-    opat = _graph()["aoe_native.jobs.opat"]
-    assert {"aoe_native.jobs.evaluator", "aoe_native.jobs.scheduler", "aoe_native.bank.store",
-            "aoe_native.bank.policy", "aoe_native.outputs"} <= opat
+    for mode in ("opat", "sgat"):
+        deps = _graph()[f"aoe_native.jobs.{mode}"]
+        assert {"aoe_native.jobs.evaluator", "aoe_native.jobs.scheduler", "aoe_native.bank.store",
+                "aoe_native.bank.policy", "aoe_native.outputs"} <= deps, mode

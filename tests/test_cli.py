@@ -15,8 +15,9 @@ def test_unsupported_framework_and_job_type(tmp_path, capsys):
     m.write_bytes(mlp().SerializeToString())
     assert cli.main(["--framework=3", f"--model={m}", "--job_type=2", f"--bank={tmp_path}"]) == 2
     assert "--framework=3 (TensorFlow) is not supported; only 5 (ONNX)" in capsys.readouterr().err
-    assert cli.main(["-f", "5", "-m", str(m), "-j", "1"]) == 2
-    assert "subgraph tuning) is planned" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli.main(["-f", "5", "-m", str(m), "-j", "3"])
+    assert e.value.code == 2 and "expected 1, 2, 1,2 or 4, got '3'" in capsys.readouterr().err
     assert not (tmp_path / "Ascend910B3").exists()
 
 

@@ -37,16 +37,16 @@ def test_stubs_are_installed():
 
 # ---- operator table --------------------------------------------------------------------
 
-CUBE = {"epilogue", "out_dtype", "bias", "relu"}
-REDUCE = {"axes", "keepdims", "noop_with_empty_axes"}
+CUBE = {"epilogue", "out_dtype", "bias", "relu", "mix_ratio", "workspace_slots", "nonuniform_split"}
+REDUCE = {"axes", "keepdims", "noop_with_empty_axes", "prologue", "epilogue"}
 ALLOWED_ATTRS = {
     "MatMul": CUBE | {"transpose_a", "transpose_b"},
     "BatchMatMul": CUBE | {"transpose_a", "transpose_b"},
     "Gemm": CUBE | {"alpha", "beta", "transA", "transB"},
     "Conv": CUBE | {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
     "ReduceSum": REDUCE, "ReduceMean": REDUCE, "ReduceMax": REDUCE, "ReduceMin": REDUCE,
-    "Softmax": {"axis"},
-    "LayerNormalization": {"axis", "epsilon", "stash_type"},
+    "Softmax": {"axis", "prologue", "epilogue"},
+    "LayerNormalization": {"axis", "epsilon", "stash_type", "prologue", "epilogue"},
     "Transpose": {"perm"},
     "MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order"},
     "AveragePool": {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"},

@@ -130,7 +130,7 @@ def test_bad_models_and_inputs_write_nothing_to_the_bank(tmp_path):
         aoe_native.tune_model(mlp(), soc_version=SOC, bank=bank, **FAST)
     with pytest.raises(ValueError, match="soc_version"):
         aoe_native.tune_model(mlp(), soc_version="Ascend999", bank=bank, **FAST)
-    with pytest.raises(NotImplementedError, match="subgraph"):
+    with pytest.raises(ValueError, match="tune_subgraphs"):
         aoe_native.tune_model(mlp(), soc_version=SOC, job_type=1, bank=bank)
     assert not bank.exists()
 

@@ -8,6 +8,8 @@ The public API (everything else is reachable through the subpackages):
 - model tuning: :func:`tune_model` (OPAT) and :func:`tune_torch` (a PyTorch module, exported in
   memory; needs the ``torch`` extra), with :class:`CostModelEvaluator`, :class:`MeasuredEvaluator` or
   :class:`RayEvaluator`;
+- subgraph tuning (SGAT): :func:`tune_subgraphs` (fusion and split policies per subgraph, giving a
+  :class:`SubgraphTuneResult`; its ``partition`` feeds ``tune_model(..., kernels=...)``);
 - gradient-split tuning (GDAT): :func:`tune_gradients` on a :class:`Cluster`, giving a
   :class:`GradientPlan`.
 """
@@ -29,7 +31,8 @@ from .cluster import Cluster
 from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, RayEvaluator, TaskEvaluator
 from .jobs.gdat import GradientPlan, tune_gradients
 from .jobs.opat import CoverageWarning, tune_model, tune_torch
-from .jobs.results import ModelTuneResult
+from .jobs.results import ModelTuneResult, SubgraphTuneResult
+from .jobs.sgat import tune_subgraphs
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, improvement, tune
 
 
@@ -64,6 +67,7 @@ __all__ = [
     "Platform",
     "RayEvaluator",
     "SearchSpace",
+    "SubgraphTuneResult",
     "SyntheticObjective",
     "TableObjective",
     "TaskEvaluator",
@@ -88,6 +92,7 @@ __all__ = [
     "tiling_space",
     "tune",
     "tune_gradients",
+    "tune_subgraphs",
     "tune_model",
     "tune_op",
     "tune_torch",

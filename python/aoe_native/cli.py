@@ -8,6 +8,14 @@ writes aoe_result_opat_{timestamp}_{pid}.json to $ASCEND_WORK_PATH (else the wor
 directory), the tuned plan and an HTML report under --output, and the tuned tilings to
 the knowledge bank (--bank PATH/<soc>, else $TUNE_BANK_PATH/<soc>).
 
+Subgraph tuning (SGAT): how operators fuse into kernels and how each kernel is split;
+``--job_type=1,2`` runs operator tuning on the fused kernels afterwards (Huawei's order)::
+
+    aoe --framework=5 --model=bert.onnx --job_type=1 [--tune_optimization_level=O1] [--Fnonhomo_split=true]
+
+writes aoe_result_sgat_{timestamp}_{pid}.json, the fused plan and its HTML report, and each
+distinct subgraph's plan to the bank (entries Subgraph(...)).
+
 Gradient-split tuning (GDAT, AOE_MODE 4) of a timeline file or an ONNX model (predicted
 backward) on a cluster (default: the shipped Ascend 910B description, --servers N)::
 
@@ -39,7 +47,9 @@ from .cluster import Cluster
 from .fileio import json_depth
 from .jobs.gdat import BACKEND_MAX_SEGMENTS, gdat_job
 from .jobs.opat import CoverageWarning, tune_model, usable_cores
-from .outputs.console import ProgressBar, summary_table
+from .jobs.sgat import LEVELS, tune_subgraphs
+from .outputs.console import ProgressBar, subgraph_table, summary_table
+from .tuning import improvement
 
 __all__ = ["main", "bank_main", "build_parser", "bank_root", "cluster_from_args", "parallel_from_env",
            "repeat_tune_from_env", "read_tune_ops_file"]
@@ -121,6 +131,16 @@ def _on_off(v: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected on, off, true or false, got {v!r}")
 
 
+_JOB_TYPES = {"1": (1,), "2": (2,), "4": (4,), "1,2": (1, 2)}
+
+
+def _job_type(v: str) -> tuple[int, ...]:
+    jt = _JOB_TYPES.get(v.replace(" ", ""))
+    if jt is None:
+        raise argparse.ArgumentTypeError(f"expected 1, 2, 1,2 or 4, got {v!r}")
+    return jt
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="aoe", description="Operator auto-tuning of a whole ONNX model for Ascend NPUs (AOE-compatible flags).",
@@ -131,8 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--model", "-m", help="ONNX model file (required except for --job_type=4 --timeline)")
     ap.add_argument("--framework", "-f", type=int,
                     help="model framework: 5 = ONNX (the only one supported; required with --model)")
-    ap.add_argument("--job_type", "-j", type=int, required=True, help="2 = operator tuning (OPAT); "
-                    "4 = gradient-split tuning (GDAT); 1 = subgraph tuning (planned)")
+    ap.add_argument("--job_type", "-j", type=_job_type, required=True, metavar="{1,2,4,1,2}",
+                    help="1 = subgraph tuning (SGAT); 2 = operator tuning (OPAT); 1,2 = subgraph then operator "
+                    "tuning; 4 = gradient-split tuning (GDAT)")
     ap.add_argument("--soc_version", default="Ascend910B3", help="target SoC (default Ascend910B3)")
     ap.add_argument("--input_shape", help='fix input shapes, e.g. "input_ids:1,128;attention_mask:1,128"')
     ap.add_argument("--output", help="directory for the tuned plan JSON and the HTML report")
@@ -148,6 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=0, help="random seed (results are deterministic per seed)")
     ap.add_argument("--launch_overhead_us", type=float,
                     help="per-kernel launch cost added to model time (default: the SoC's, 3 us, an assumption)")
+    s = ap.add_argument_group("subgraph tuning (--job_type=1)")
+    s.add_argument("--tune_optimization_level", choices=sorted(LEVELS), default="O2",
+                   help="O1: high performance (searches harder, also the cube:vector core ratio); O2: normal (default)")
+    s.add_argument("--Fnonhomo_split", type=_on_off, default=False, metavar="on|off",
+                   help="allow non-uniform splits of a last partial wave over the cores (default off)")
     g = ap.add_argument_group("gradient-split tuning (--job_type=4)")
     g.add_argument("--timeline", help='gradient timeline JSON {"gradients": [{"name", "bytes", "ready_us"}, ...]} '
                    "in ready order (instead of predicting it from --model)")
@@ -218,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     err = Console(stderr=True, highlight=False)
-    if args.job_type == 4:
+    if args.job_type == (4,):
         return _gdat_main(ap, args)
     missing = [flag for flag, v in (("--model/-m", args.model), ("--framework/-f", args.framework)) if v is None]
     if missing:
@@ -228,54 +254,86 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aoe: error: --framework={args.framework} ({name}) is not supported; only 5 (ONNX) is",
               file=sys.stderr)
         return 2
-    if args.job_type == 1:
-        print("aoe: error: --job_type=1 (subgraph tuning) is planned but not implemented yet; "
-              "use --job_type=2 (operator tuning)", file=sys.stderr)
+    if args.job_type != (2,) and args.tune_ops_file:
+        print("aoe: error: --tune_ops_file applies to operator tuning (--job_type=2) only", file=sys.stderr)
         return 2
-    if args.job_type != 2:
-        print(f"aoe: error: --job_type={args.job_type} is not a job type (2 = operator tuning, "
-              "4 = gradient-split tuning)", file=sys.stderr)
-        return 2
+    sg = None
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CoverageWarning)
-            r = tune_model(args.model, soc_version=args.soc_version, job_type=2, input_shape=args.input_shape,
-                           dtype=args.dtype, bank=bank_root(args.bank), parallel=parallel_from_env(args.parallel),
-                           tuning_time_limit=args.tuning_time_limit, seed=args.seed,
-                           tune_ops=read_tune_ops_file(args.tune_ops_file) if args.tune_ops_file else None,
-                           repeat_tune=repeat_tune_from_env(), output=args.output,
-                           result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd(),
-                           launch_overhead_us=args.launch_overhead_us,
-                           progress=ProgressBar(err) if args.progress_bar else None)
-    except (ValueError, KeyError, OSError, BankError, NotImplementedError) as e:
+            common = dict(soc_version=args.soc_version, input_shape=args.input_shape, dtype=args.dtype,
+                          bank=bank_root(args.bank), parallel=parallel_from_env(args.parallel),
+                          tuning_time_limit=args.tuning_time_limit, seed=args.seed,
+                          repeat_tune=repeat_tune_from_env(), output=args.output,
+                          result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd(),
+                          launch_overhead_us=args.launch_overhead_us,
+                          progress=ProgressBar(err) if args.progress_bar else None)
+            if args.job_type[0] == 1:
+                sg = tune_subgraphs(args.model, optimization_level=args.tune_optimization_level,
+                                    nonhomo_split=args.Fnonhomo_split, then_tune_ops=args.job_type == (1, 2),
+                                    **common)
+                r = sg.opat
+            else:
+                r = tune_model(args.model, job_type=2,
+                               tune_ops=read_tune_ops_file(args.tune_ops_file) if args.tune_ops_file else None,
+                               **common)
+    except (ValueError, KeyError, OSError, BankError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"aoe: error: {msg}", file=sys.stderr)
         return 1
+    shown = set()
     for w in caught:
         if issubclass(w.category, CoverageWarning):
-            print(f"aoe: warning: {w.message}", file=sys.stderr)
+            if str(w.message) not in shown:  # subgraph then operator tuning warn of the same model
+                print(f"aoe: warning: {w.message}", file=sys.stderr)
+            shown.add(str(w.message))
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    for t in r.tasks:
-        if t.update_mode == "failed":
-            print(f"aoe: warning: task {t.key} kept its default tiling: {t.error}", file=sys.stderr)
-    s = r.repo_summary
     out = Console(highlight=False)
-    if any(t.update_mode in ("add", "update", "reserved") for t in r.tasks):
-        out.print(summary_table(r))
-    print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks; {r.coverage_text()}")
-    print(f"model time {r.baseline_ms:.4f} ms -> {r.tuned_ms:.4f} ms")
+    if sg is not None:
+        _print_sgat(out, sg)
+    if r is not None:
+        _print_opat(out, r)
+    if sg is not None and r is not None:
+        print(f"{sg.model_name} SGAT + OPAT finished. Performance improved by "
+              f"{improvement(sg.baseline_ms, r.tuned_ms) * 100:.2f}% over the fixed fusion rules with default "
+              f"tilings ({sg.baseline_ms:.4f} ms -> {r.tuned_ms:.4f} ms)")
+    return 0
+
+
+def _print_outcome(r, result_ms: float) -> None:
+    """Model time, bank summary and files written: the same lines for every model-tuning job."""
+    s = r.repo_summary
+    print(f"model time {r.baseline_ms:.4f} ms -> {result_ms:.4f} ms")
     print(f"repo summary: total {s['total_num']}, hit {s['repo_hit_num']} (reserved {s['repo_reserved_num']}, "
           f"update {s['repo_update_num']}), add {s['repo_add_num']}, unsatisfied {s['repo_unsatisfied_num']}; "
           f"bank {r.bank_directory}")
     for path in (r.result_file, r.plan_file, r.report_file):
         if path:
             print(f"wrote {path}")
+
+
+def _print_sgat(out: Console, r) -> None:
+    if any(g.changed for g in r.subgraphs):
+        out.print(subgraph_table(r))
+    print(f"model {r.model_name}: {r.baseline_kernels} kernels -> {len(r.kernels)} kernels, "
+          f"{len(r.subgraphs)} distinct subgraphs, {r.candidate_kernels} candidate kernels tuned")
+    _print_outcome(r, r.result_ms)
+    print(f"{r.model_name} SGAT process finished. Performance improved by {r.improvement * 100:.2f}%")
+
+
+def _print_opat(out: Console, r) -> None:
+    for t in r.tasks:
+        if t.update_mode == "failed":
+            print(f"aoe: warning: task {t.key} kept its default tiling: {t.error}", file=sys.stderr)
+    if any(t.update_mode in ("add", "update", "reserved") for t in r.tasks):
+        out.print(summary_table(r))
+    print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks; {r.coverage_text()}")
+    _print_outcome(r, r.tuned_ms)
     cov = r.coverage
     print(f"{r.model_name} OPAT process finished. Performance improved by {r.improvement * 100:.2f}% "
           f"(of the modelled part: {cov.get('flops_share', 0) * 100:.1f}% of FLOPs, "
           f"{cov.get('bytes_share', 0) * 100:.1f}% of bytes)")
-    return 0
 
 
 # --------------------------------------------------------------------------- aoe-bank

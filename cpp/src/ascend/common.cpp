@@ -243,4 +243,27 @@ std::vector<int64_t> pow2_range(int64_t lo, int64_t hi) {
   return v;
 }
 
+std::vector<VecStep> fused_program(const OpDesc& op, const std::string& attr, const std::string& dtype,
+                                   double& extra_per_elem, bool fixpipe, int out_size) {
+  std::vector<VecStep> prog;
+  extra_per_elem = 0;
+  for (const auto& name : attr_strs(op, attr)) {
+    // ReLU (and the bias of Gemm/MatMul) ride on FixPipe where it exists ([R] support_fixpipe).
+    if (fixpipe && (name == "Relu" || name == "BiasAdd")) continue;
+    if (name == "BatchNormalization" || name == "BatchNorm" || name == "Scale") {
+      // Folded to a per-channel scale and bias: Mul + Add with small operands.
+      vec_program("Mul", dtype, prog);
+      vec_program("Add", dtype, prog);
+      continue;
+    }
+    if (name == "BiasAdd") { vec_program("Add", dtype, prog); continue; }
+    if (!is_elementwise(name))
+      fail(attr + " op '" + name + "' is not an elementwise op; fusable ops: BatchNormalization, BiasAdd, " +
+           [] { std::string s; for (auto& e : elementwise_ops()) s += (s.empty() ? "" : ", ") + e; return s; }());
+    const int arity = vec_program(name, dtype, prog);
+    if (arity >= 2) extra_per_elem += double(out_size) * (arity - 1);  // reads output-sized operands
+  }
+  return prog;
+}
+
 }  // namespace aoe::ascend::detail

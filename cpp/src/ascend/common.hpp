@@ -80,6 +80,15 @@ int vec_program(const std::string& op, const std::string& dtype, std::vector<Vec
 bool is_elementwise(const std::string& op);
 std::vector<std::string> elementwise_ops();  // sorted
 
+// The vector program of the elementwise ops fused around an operator, listed
+// in attrs[attr] ("epilogue", "prologue"): "BiasAdd" adds a small broadcast
+// operand, BatchNormalization is a folded per-channel scale and shift, other
+// binary ops read one operand the size of the output (out_size bytes per
+// element, added to extra_per_elem).  ReLU and the bias ride on FixPipe where
+// it exists (fixpipe).
+std::vector<VecStep> fused_program(const OpDesc& op, const std::string& attr, const std::string& dtype,
+                                   double& extra_per_elem, bool fixpipe, int out_size);
+
 inline double vec_cycles(const std::vector<VecStep>& prog, double elems) {
   double c = 0;
   for (const auto& s : prog) c += std::ceil(elems / (s.fp32 ? 64.0 : 128.0)) * s.cost.per_repeat + s.cost.per_call;

@@ -14,8 +14,9 @@ using namespace detail;
 
 namespace {
 
-const std::vector<std::string> kCubeAttrs = {"epilogue", "out_dtype", "bias", "relu"};
-const std::vector<std::string> kReduceAttrs = {"axes", "keepdims", "noop_with_empty_axes"};
+const std::vector<std::string> kCubeAttrs = {"epilogue", "out_dtype", "bias", "relu", "mix_ratio", "workspace_slots",
+                                             "nonuniform_split"};
+const std::vector<std::string> kReduceAttrs = {"axes", "keepdims", "noop_with_empty_axes", "prologue", "epilogue"};
 // Data-movement ops: the front-end resolves the sizes ONNX gives as tensors (Slice
 // starts/ends, Pad pads, Expand shape, Resize scales, Tile repeats) into the output shape.
 OpEntry movement(std::string name, std::vector<std::string> aliases, std::vector<std::string> attrs) {
@@ -65,8 +66,8 @@ const std::vector<OpEntry>& op_table() {
       op("ReduceMean", {"ReduceMeanD"}, F::Rows, kReduceAttrs),
       op("ReduceMax", {"ReduceMaxD"}, F::Rows, kReduceAttrs),
       op("ReduceMin", {}, F::Rows, kReduceAttrs),
-      op("Softmax", {"SoftmaxV2"}, F::Rows, {"axis"}),
-      op("LayerNormalization", {"LayerNorm"}, F::Rows, {"axis", "epsilon", "stash_type"}),
+      op("Softmax", {"SoftmaxV2"}, F::Rows, {"axis", "prologue", "epilogue"}),
+      op("LayerNormalization", {"LayerNorm"}, F::Rows, {"axis", "epsilon", "stash_type", "prologue", "epilogue"}),
       op("Transpose", {"TransposeD"}, F::Transpose, {"perm"}),
       op("MaxPool", {"MaxPoolV3"}, F::Pool, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order"}),
       op("AveragePool", {"AvgPoolV2"}, F::Pool, {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"}),

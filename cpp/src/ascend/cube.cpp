@@ -19,6 +19,16 @@ constexpr double kMte2Eff = 0.84;
 constexpr double kNd2NzStart = 210;  // cycles per GM->L1 copy ([C] GemmCycleModel)
 constexpr double kMte1Start = 26;    // cycles per L1->L0 load ([C] GemmCycleModel)
 constexpr double kFixStart = 26;     // per L0C block written out (same issue cost assumed)
+// Cube/vector fusion through a GM workspace (split SoCs): the AIVs consume
+// baseM x baseN tiles the AIC wrote to `workspace_slots` GM buffers.  The
+// hand-over exposes kCvExposure / slots x short x (short / long) of the
+// shorter side: little when one side dominates, most when they balance.
+// Fitted on ascend_measured_cases.md §5.6 A2 scenario 1 (mix 1:2, 2 slots:
+// task 353.887, aiv_vec 235.871, aic_mac 192.612).  Predicted: §5.6 scenario 2
+// (4 slots) 295.5 vs 299.3 (-1.3%), scenario 0 (mix 1:1) 530.4 vs 583.5 (-9.1%),
+// §5.5 MatMul+GELU fused 4241.9 vs 4236.9 (+0.1%, from its per-pipe times), §2
+// GroupedMatmul 4 slots 133.2 vs 131.8 (+1.1%, from its 1:1 and 1:2 steps).
+constexpr double kCvExposure = 1.5006;
 
 enum P { kSM, kSN, kBM, kBN, kBK, kStepM, kStepN, kStepKa, kStepKb, kDepthA1, kDepthB1, kDbA, kDbB, kDbC, kOrder, kNP };
 const char* const kNames[kNP] = {"singleCoreM", "singleCoreN", "baseM", "baseN", "baseK", "stepM", "stepN",
@@ -41,6 +51,12 @@ struct CubeProblem {
   std::vector<VecStep> epilogue;   // vector work per output element
   double epi_extra_per_elem = 0;   // bytes read per output element by binary epilogue ops
   int epi_temps = 0;
+  // Split policy (the subgraph tuner's knobs, attributes of the op): AIVs per
+  // AIC running the epilogue (0: all of them), GM workspace slots between cube
+  // and vector, and whether a last partial wave of core tasks is re-split
+  // non-uniformly over all cores (AOE's --Fnonhomo_split).
+  int mix_ratio = 0, slots = 2;
+  bool nonuniform = false;
 };
 
 class CubeModel : public OpModel {
@@ -55,6 +71,7 @@ class CubeModel : public OpModel {
     l2_Bpus_ = (p.l2_gbps > 0 ? p.l2_gbps * 1e3 : p.cube_cores * p.l2_rate * f);
     roofline_us_ = std::max(q.flops / peak_flops_per_us_, mem_bytes / hbm_Bpus_);
     vec_per_core_ = p.split ? double(p.vector_cores) / p.cube_cores : 1.0;
+    if (q.mix_ratio > 0) vec_per_core_ = q.mix_ratio;
     build_spec();
     finish_spec();
   }
@@ -213,7 +230,11 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double blocks = double(mIter) * nIter * kIter;
   const double fill = kNd2NzStart + (mte2_a / std::max(1.0, a_copies) + mte2_b / std::max(1.0, b_copies)) +
                       (mte1_a + mte1_b) / blocks + cube / blocks + fix / double(mIter * nIter);
-  const double core_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec + vec_mem, mte3}) + fill;
+  const double cube_side = std::max(mid + exposed, mte2_a + mte2_b), vec_side = vec + vec_mem;
+  // Cube/vector hand-over through GM: partly exposed (kCvExposure).
+  const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
+  const double cv_sync = (p.split && !q.epilogue.empty()) ? kCvExposure / q.slots * cv_short * cv_short / cv_long : 0;
+  const double core_cycles = std::max({cube_side, vec_side, mte3}) + cv_sync + fill;
 
   const double f = p.freq_mhz;
   const double head_us = (kOpHead + mte2_head(int(cores), true)) / f;
@@ -221,7 +242,16 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
   const double hbm_us = (hbm_read + chip_write + chip_extra) / hbm_Bpus_;
   const double l2_us = (chip_ch + chip_extra) / l2_Bpus_;
-  const double core_us = double(waves) * core_cycles / f;
+  // A last partial wave of `rem` tasks: uniform splits run it at full task
+  // size; a non-uniform split cuts each of its tasks (along M, 16 rows at
+  // least) over the idle cores, at the cost of one more pipeline fill.
+  double wave_count = double(waves);
+  const int64_t rem = tasks % p.cube_cores;
+  if (q.nonuniform && rem && waves >= 1) {
+    const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores / rem, Mt / 16));
+    wave_count = double(waves - 1) + 1.0 / double(pieces) + (pieces > 1 ? fill / core_cycles : 0.0);
+  }
+  const double core_us = wave_count * core_cycles / f;
   const double time = std::max({core_us, hbm_us, l2_us}) + head_us;
   if (out) {
     Breakdown& b = *out;
@@ -373,29 +403,6 @@ void CubeModel::build_spec() {
   s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0};
 }
 
-std::vector<VecStep> epilogue_program(const OpDesc& op, const std::string& dtype, double& extra_per_elem,
-                                      bool fixpipe, int out_size) {
-  std::vector<VecStep> prog;
-  extra_per_elem = 0;
-  for (const auto& name : attr_strs(op, "epilogue")) {
-    // ReLU (and the bias of Gemm/MatMul) ride on FixPipe where it exists ([R] support_fixpipe).
-    if (fixpipe && (name == "Relu" || name == "BiasAdd")) continue;
-    if (name == "BatchNormalization" || name == "BatchNorm" || name == "Scale") {
-      // Folded to a per-channel scale and bias: Mul + Add with small operands.
-      vec_program("Mul", dtype, prog);
-      vec_program("Add", dtype, prog);
-      continue;
-    }
-    if (name == "BiasAdd") { vec_program("Add", dtype, prog); continue; }
-    if (!is_elementwise(name))
-      fail("epilogue op '" + name + "' is not an elementwise op; fusable ops: BatchNormalization, BiasAdd, " +
-           [] { std::string s; for (auto& e : elementwise_ops()) s += (s.empty() ? "" : ", ") + e; return s; }());
-    const int arity = vec_program(name, dtype, prog);
-    if (arity >= 2) extra_per_elem += double(out_size) * (arity - 1);  // reads output-sized operands
-  }
-  return prog;
-}
-
 // Without a bias table (before C220) the bias is added on the vector unit.
 void finish_bias(CubeProblem& q, const Platform& p, const std::string& dtype) {
   if (q.bias && p.bt <= 0) vec_program("Add", dtype == "int8" ? "float16" : dtype, q.epilogue);
@@ -420,6 +427,23 @@ int out_dtype_size(const OpDesc& op, const std::string& dtype) {
   if (it != op.str_attrs.end() && !it->second.empty()) return dtype_size(canonical_dtype(it->second[0]));
   if (dtype == "int8") return 4;  // int32 accumulators
   return dtype_size(dtype);
+}
+
+// The split-policy attributes (see CubeProblem).
+void read_split_policy(const OpDesc& op, const Platform& p, CubeProblem& q) {
+  const int64_t ratio = attr_int(op, "mix_ratio", 0);
+  const int64_t max_ratio = p.split ? p.vector_cores / std::max<int64_t>(1, p.cube_cores) : 1;
+  if (ratio < 0 || ratio > max_ratio)
+    fail(q.kind + ": mix_ratio " + std::to_string(ratio) + " is out of range: " + p.name + " has " +
+         std::to_string(max_ratio) + " vector core(s) per cube core (0 = all)");
+  const int64_t slots = attr_int(op, "workspace_slots", 2);
+  if (slots < 1 || slots > 8)
+    fail(q.kind + ": workspace_slots must be in 1..8 (GM tiles between cube and vector), got " + std::to_string(slots));
+  const int64_t nonuni = attr_int(op, "nonuniform_split", 0);
+  if (nonuni != 0 && nonuni != 1) fail(q.kind + ": nonuniform_split must be 0 or 1, got " + std::to_string(nonuni));
+  q.mix_ratio = int(ratio);
+  q.slots = int(slots);
+  q.nonuniform = nonuni == 1;
 }
 
 }  // namespace
@@ -482,12 +506,13 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
     else { q.epi_extra_per_elem += q.out_size; q.extra_bytes += double(numel(c)) * q.out_size; vec_program("Add", dtype, q.epilogue); }
   }
   double extra = 0;
-  auto epi = epilogue_program(op, dtype == "int8" ? "float16" : dtype, extra, p.fixpipe, q.out_size);
+  auto epi = fused_program(op, "epilogue", dtype == "int8" ? "float16" : dtype, extra, p.fixpipe, q.out_size);
   q.epilogue.insert(q.epilogue.end(), epi.begin(), epi.end());
   q.epi_extra_per_elem += extra;
   q.extra_bytes += extra * double(batch) * M * N;
   if (!p.fixpipe && attr_int(op, "relu", 0)) vec_program("Relu", dtype, q.epilogue);
   finish_bias(q, p, dtype);
+  read_split_policy(op, p, q);
   return std::make_shared<CubeModel>(q, p);
 }
 
@@ -563,10 +588,11 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
   q.c_bytes = double(n) * m * ho * wo * q.out_size;
   q.bias = op.inputs.size() == 3 || attr_int(op, "bias", 0) != 0;
   double extra = 0;
-  q.epilogue = epilogue_program(op, dtype == "int8" ? "float16" : dtype, extra, p.fixpipe, q.out_size);
+  q.epilogue = fused_program(op, "epilogue", dtype == "int8" ? "float16" : dtype, extra, p.fixpipe, q.out_size);
   q.epi_extra_per_elem = extra;
   q.extra_bytes = extra * double(n) * m * ho * wo;
   finish_bias(q, p, dtype);
+  read_split_policy(op, p, q);
   return std::make_shared<CubeModel>(q, p);
 }
 

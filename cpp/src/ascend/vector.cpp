@@ -416,7 +416,25 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   k.ub_buffers = 2;
   k.temp_fp32 = f32 && k.ds != 4 ? 2 : 1;
   const double n = double(numel(x));
-  k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes;
+  // Elementwise ops fused before (prologue: residual Adds, scales, masks) and
+  // after (epilogue) the row operation run on the tiles in UB: each binary one
+  // streams one more input-sized operand through its own UB queue, which
+  // shrinks the tile (the UB room fusion costs).  Prologue work repeats on
+  // every GM sweep of a row that does not fit a tile.
+  double pro_extra = 0, epi_extra = 0;
+  const auto pro = fused_program(op, "prologue", cd, pro_extra, false, k.ds);
+  const auto epi = fused_program(op, "epilogue", cd, epi_extra, false, k.ds);
+  if (!epi.empty() && k.out_bytes <= 0)
+    fail(op.kind + ": an epilogue needs an output the size of the input (Softmax, LayerNormalization); "
+         "a reduction's consumers run as kernels of their own");
+  k.elem_prog.insert(k.elem_prog.begin(), pro.begin(), pro.end());
+  k.elem_prog.insert(k.elem_prog.end(), epi.begin(), epi.end());
+  const int extra_streams = int((pro_extra + epi_extra) / k.ds);
+  k.in_bytes += pro_extra + epi_extra;
+  k.in_streams += extra_streams;
+  k.ub_buffers += extra_streams;
+  k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes +
+                   n * (pro_extra + epi_extra);
   k.flops = n * (k.elem_prog.size() + k.row_prog.size());
   return std::make_shared<VecModel>(k, p);
 }

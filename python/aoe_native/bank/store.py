@@ -213,10 +213,12 @@ class Bank:
         scored.sort(key=lambda x: (x[0], x[1]))
         return [e for _, _, e in scored[:k]]
 
-    def store(self, entries: Iterable[tuple[str, dict[str, Any]]]) -> list[StoreOutcome]:
-        """Merge (key, entry) pairs into the bank files; the faster entry of a key wins.
+    def store(self, entries: Iterable[tuple[str, dict[str, Any]]], replace: Iterable[str] = ()) -> list[StoreOutcome]:
+        """Merge (key, entry) pairs into the bank files; the faster entry of a key wins, except
+        for the keys in `replace` (entries found stale), which are overwritten.
 
         Each op-type file is re-read under the lock, so concurrent writers lose nothing."""
+        replace = set(replace)
         by_file: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         for key, e in entries:
             if self.soc_version is None:
@@ -246,7 +248,7 @@ class Bank:
                 changed = False
                 for key, e in items:
                     old = doc["entries"].get(key)
-                    if old is None or e["time_after_us"] < old["time_after_us"]:
+                    if old is None or key in replace or e["time_after_us"] < old["time_after_us"]:
                         doc["entries"][key] = e
                         changed = True
                         outcomes.append(StoreOutcome(key, True, e))

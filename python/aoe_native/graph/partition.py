@@ -24,7 +24,7 @@ from .ir import Graph, Node, numel
 from .lowering import VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
 
 __all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "Coverage", "partition",
-           "max_fused_buffers", "task_key", "node_work"]
+           "max_fused_buffers", "task_key", "node_work", "Atom", "Atoms", "atoms", "kernel_of", "make_partition"]
 
 # Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
 # for near-peak GM bandwidth (docs/ascend_model.md §2.3, [A] DoubleBuffer.md and
@@ -189,6 +189,7 @@ class _Group:
     producers: set[int]        # groups whose outputs this one reads
     full_buffers: int          # full-size tensors held in UB
     chain: list[tuple[str, list[str], str]] = field(default_factory=list)  # (op, inputs, output) per element-wise node
+    prologue: list[tuple[str, list[str], str]] = field(default_factory=list)  # element-wise nodes before the anchor
 
 
 
@@ -286,70 +287,150 @@ def _fuse_layer_norms(graph: Graph) -> tuple[Graph, dict[str, list[Node]]]:
     return replace(graph, nodes=nodes), fused
 
 
+@dataclass
+class Atom:
+    """A node as fusion sees it: a graph node (or a decomposed LayerNorm folded into one)
+    that launches work, with its producers and consumers resolved through view nodes."""
+    index: int                 # position in topological order
+    node: Node
+    covers: list[str]          # the original nodes it stands for
+    onnx_types: list[str]
+    kind: str                  # "cube", "vector", "elementwise" (OpSpec.kind) or "unsupported"
+    spec: OpSpec | None
+    reason: str                # why it is unsupported ("" otherwise)
+    inputs: list[str]          # live (non-constant) input tensors, as the node reads them
+    preds: list[int]           # atoms producing them, first-read order
+    out_shape: list[int]
+    succs: list[int] = field(default_factory=list)
+    external: bool = False     # its output (or a view of it) leaves the graph
+
+    @property
+    def out_numel(self) -> int:
+        return numel(self.out_shape)
+
+
+@dataclass
+class Atoms:
+    """A graph broken into atoms: `graph` is the graph with decomposed LayerNorms folded."""
+    original: Graph
+    graph: Graph
+    atoms: list[Atom]
+    n_view: int                # views and constant-folded nodes: no kernel
+    producer: dict[str, int]   # tensor -> atom producing it (through views)
+
+
+def atoms(graph: Graph, supported_ops: Iterable[str]) -> Atoms:
+    """The atoms of `graph`, in topological order.
+
+    supported_ops: operator types the cost model accepts (aoe_native.supported_ops())."""
+    supported = set(supported_ops)
+    folded, fused = _fuse_layer_norms(graph)
+    out: list[Atom] = []
+    producer: dict[str, int] = {}
+    n_view = 0
+    for node in folded.nodes:
+        if node.outputs and all(folded.is_const(o) for o in node.outputs if o):
+            n_view += 1
+            continue
+        live = [t for t in node.inputs if t and not folded.is_const(t)]
+        if node.op_type in VIEW_OPS:
+            n_view += 1
+            if live and live[0] in producer:
+                for o in node.outputs:
+                    producer[o] = producer[live[0]]
+            continue
+        preds: list[int] = []
+        for t in live:
+            if t in producer and producer[t] not in preds:
+                preds.append(producer[t])
+        covered = fused.get(node.name, [node])
+        spec, reason = None, ""
+        try:
+            spec = map_node(folded, node)
+            if spec.op_type not in supported and not (spec.kind == "elementwise" and spec.op_type == "BatchNormalization"):
+                raise UnsupportedNode(f"the cost model does not support {spec.op_type}")
+        except UnsupportedNode as e:
+            spec, reason = None, str(e)
+        out_shape = list(folded.shape(node.outputs[0]) or []) if node.outputs else []
+        atom = Atom(len(out), node, [n.name for n in covered], [n.op_type for n in covered],
+                    spec.kind if spec is not None else "unsupported", spec, reason, live, preds, out_shape)
+        out.append(atom)
+        for o in node.outputs:
+            if o:
+                producer[o] = atom.index
+        for p in preds:
+            out[p].succs.append(atom.index)
+    for t in folded.outputs:
+        if t in producer:
+            out[producer[t]].external = True
+    return Atoms(graph, folded, out, n_view, producer)
+
+
+def kernel_of(ag: Atoms, group: list[int], dtype: str, supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
+    """The cost-model operator of the kernel fusing the atoms `group` (topological order):
+    a cube or vector anchor with the element-wise atoms before it (prologue) and after it
+    (epilogue), or a chain of element-wise atoms."""
+    graph = ag.graph
+    members = [ag.atoms[i] for i in group]
+    anchor = next((a for a in members if a.kind != "elementwise"), None)
+    first = anchor or members[0]
+    g = _Group(0, first.kind, [], [], first.spec, [], {}, numel(first.out_shape), list(first.out_shape), set(), 0)
+    for a in members:
+        if a is anchor:
+            continue
+        step = (a.node.op_type, [t for t in a.node.inputs if t], a.node.outputs[0])
+        if anchor is not None and a.index < anchor.index:
+            g.prologue.append(step)
+        else:
+            g.chain.append(step)
+    if anchor is None:
+        g.out_numel = numel(members[-1].out_shape)
+    return _kernel_op(g, graph, supported)
+
+
 def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16",
               ub_bytes: int = 192 * 1024) -> Partition:
-    """Group `graph`'s nodes into kernels and the kernels into tasks.
+    """Group `graph`'s nodes into kernels by the fixed fusion rules, and the kernels into tasks.
 
     supported_ops: operator types the cost model accepts (aoe_native.supported_ops());
     a node whose mapped type is not among them is reported as unsupported.
     ub_bytes: Unified Buffer size of the target SoC (caps fusion)."""
     supported = set(supported_ops)
     max_buf = max_fused_buffers(ub_bytes)
-    n_nodes = len(graph.nodes)
-    original = graph
-    graph, fused = _fuse_layer_norms(graph)
+    ag = atoms(graph, supported)
+    graph = ag.graph
     groups: list[_Group] = []
-    owner: dict[str, int] = {}          # tensor -> producing group
+    group_of: dict[int, int] = {}       # atom -> group
     unsupported: dict[str, UnsupportedOp] = {}
-    n_view = 0
 
-    def producers_of(names: list[str]) -> list[int]:
-        out: list[int] = []
-        for t in names:
-            if t and t in owner and owner[t] not in out:
-                out.append(owner[t])
-        return out
+    def owner(t: str) -> int | None:
+        a = ag.producer.get(t)
+        return None if a is None else group_of.get(a)
 
-    def new_group(kind, node, spec, ops, ext, out_shape, prods) -> int:
+    def new_group(kind, atom: Atom, ops, ext, prods) -> int:
         gid = len(groups)
-        covered = fused.get(node.name, [node])
-        groups.append(_Group(gid, kind, [n.name for n in covered], [n.op_type for n in covered], spec, ops, ext,
-                             numel(out_shape),
-                             list(out_shape), set(prods), 1 + sum(1 for s in ext.values()
-                                                                  if numel(s) == numel(out_shape))))
-        for o in node.outputs:
-            if o:
-                owner[o] = gid
+        node = atom.node
+        groups.append(_Group(gid, kind, list(atom.covers), list(atom.onnx_types), atom.spec, ops, ext,
+                             numel(atom.out_shape), list(atom.out_shape), set(prods),
+                             1 + sum(1 for s in ext.values() if numel(s) == numel(atom.out_shape))))
+        group_of[atom.index] = gid
         if kind == "elementwise":
             groups[gid].chain.append((node.op_type, [t for t in node.inputs if t], node.outputs[0]))
         return gid
 
-    for node in graph.nodes:
-        if node.outputs and all(graph.is_const(o) for o in node.outputs if o):
-            n_view += 1
-            continue
-        live_inputs = [t for t in node.inputs if t and not graph.is_const(t)]
-        if node.op_type in VIEW_OPS:
-            n_view += 1
-            if live_inputs and live_inputs[0] in owner:
-                for o in node.outputs:
-                    owner[o] = owner[live_inputs[0]]
-            continue
-        prods = producers_of(live_inputs)
-        try:
-            spec = map_node(graph, node)
-            if spec.op_type not in supported and not (spec.kind == "elementwise" and spec.op_type == "BatchNormalization"):
-                raise UnsupportedNode(f"the cost model does not support {spec.op_type}")
-        except UnsupportedNode as e:
-            u = unsupported.setdefault(node.op_type, UnsupportedOp(node.op_type, 0, 0.0, str(e), []))
+    for atom in ag.atoms:
+        node = atom.node
+        prods = [group_of[p] for p in atom.preds]
+        prods = list(dict.fromkeys(prods))
+        if atom.kind == "unsupported":
+            u = unsupported.setdefault(node.op_type, UnsupportedOp(node.op_type, 0, 0.0, atom.reason, []))
             u.count += 1
             u.nodes.append(node.name)
-            out_shape = list(graph.shape(node.outputs[0]) or []) if node.outputs else []
-            new_group("unsupported", node, None, [], {}, out_shape, prods)
+            new_group("unsupported", atom, [], {}, prods)
             continue
-        out_shape = list(graph.shape(node.outputs[0]))
-        if spec.kind != "elementwise":
-            new_group(spec.kind, node, spec, [], {}, out_shape, prods)
+        out_shape = atom.out_shape
+        if atom.kind != "elementwise":
+            new_group(atom.kind, atom, [], {}, prods)
             continue
         # Element-wise: try to join the kernel of one of its producers.
         joined = False
@@ -363,7 +444,7 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
             if g.kind == "cube" and node.op_type == "BatchNormalization" and g.ops:
                 continue  # BN folds into the conv weights only directly after the conv
             ext = {t: list(graph.shape(t) or [1]) for t in node.inputs
-                   if t and owner.get(t) != gid and t not in g.ext_inputs}
+                   if t and owner(t) != gid and t not in g.ext_inputs}
             extra = sum(1 for s in ext.values() if numel(s) == g.out_numel)
             if g.full_buffers + extra + 1 > max_buf:  # +1: one temporary for the chain
                 continue
@@ -374,35 +455,43 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
             g.ext_inputs.update(ext)
             g.full_buffers += extra
             g.producers.update(others)
-            for o in node.outputs:
-                owner[o] = gid
+            group_of[atom.index] = gid
             joined = True
             break
         if not joined:
             ext = {t: list(graph.shape(t) or [1]) for t in node.inputs if t}
-            new_group("elementwise", node, spec, [node.op_type], ext, out_shape, prods)
+            new_group("elementwise", atom, [node.op_type], ext, prods)
 
+    unsup = sorted(unsupported.values(), key=lambda u: (-u.count, u.onnx_type))
+    return make_partition(ag, [(g.kind, g.nodes, g.onnx_types, _kernel_op(g, graph, supported) if g.kind != "unsupported"
+                                else None, g.out_shape) for g in groups], unsup, dtype)
+
+
+def make_partition(ag: Atoms, groups: list[tuple[str, list[str], list[str], Any, list[int]]],
+                   unsupported: list[UnsupportedOp], dtype: str) -> Partition:
+    """Kernels and deduplicated tasks from groups (kind, node names, ONNX types, kernel
+    operator or None for unsupported groups, output shape)."""
     kernels: list[Kernel] = []
     tasks: dict[str, Task] = {}
-    for g in groups:
-        if g.kind == "unsupported":
+    for kind, nodes, onnx_types, op, out_shape in groups:
+        if kind == "unsupported":
             continue
-        op_type, inputs, attrs = _kernel_op(g, graph, supported)
+        op_type, inputs, attrs = op
         formats = _formats(op_type, inputs)
         key = task_key(op_type, inputs, dtype, formats, attrs)
-        k = Kernel(len(kernels), g.nodes, g.onnx_types, op_type, inputs, attrs, formats, g.out_shape)
+        k = Kernel(len(kernels), list(nodes), list(onnx_types), op_type, inputs, attrs, formats, list(out_shape))
         task = tasks.get(key)
         if task is None:
             task = tasks[key] = Task(len(tasks), key, op_type, inputs, dtype, formats, attrs)
         task.kernels.append(k.index)
         k.task = task.index
         kernels.append(k)
-    unsup = sorted(unsupported.values(), key=lambda u: (-u.count, u.onnx_type))
-    for u in unsup:
+    n_nodes = len(ag.original.nodes)
+    for u in unsupported:
         u.share = u.count / n_nodes if n_nodes else 0.0
     itemsize = int(np.dtype(dtype).itemsize) if dtype != "bfloat16" else 2
-    return Partition(graph.name, kernels, list(tasks.values()), unsup, n_nodes, n_view, dtype,
-                     _coverage(original, kernels, unsup, n_view, itemsize))
+    return Partition(ag.original.name, kernels, list(tasks.values()), unsupported, n_nodes, ag.n_view, dtype,
+                     _coverage(ag.original, kernels, unsupported, ag.n_view, itemsize))
 
 
 # Element-wise decompositions that compilers recognise as one fused op, as exporters emit them.
@@ -473,13 +562,15 @@ def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[
     unary = unary_ops()
     if g.kind in ("cube", "vector"):
         attrs = dict(g.spec.attrs)
+
+        def names(steps, size: int) -> list[str]:
+            # An Add of a broadcast operand (bias, mask) reads no tensor of the kernel's size: BiasAdd.
+            return ["BiasAdd" if op == "Add" and any(numel(graph.shape(t) or []) < size for t in ins) else op
+                    for op, ins, _ in steps]
+        if g.prologue:
+            attrs["prologue"] = names(_fuse_patterns(g.prologue, graph), numel(g.spec.inputs[0]))
         if chain:
-            # An Add of a broadcast operand (bias, mask) reads no output-sized tensor: BiasAdd.
-            epi = []
-            for op, ins, _ in chain:
-                small = [t for t in ins if numel(graph.shape(t) or []) < g.out_numel]
-                epi.append("BiasAdd" if op == "Add" and small else op)
-            attrs["epilogue"] = epi
+            attrs["epilogue"] = names(chain, g.out_numel)
         return g.spec.op_type, [list(s) for s in g.spec.inputs], attrs
     # Element-wise chain: the cost model's FusedElementwise takes the first op's operands,
     # then one more operand per later binary op (the chain value is the other one).

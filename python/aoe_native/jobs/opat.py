@@ -29,7 +29,7 @@ from .scheduler import TaskState, WorkerPool, schedule
 if TYPE_CHECKING:  # onnx is a dependency, but only a model file is needed to call this
     import onnx
 
-__all__ = ["tune_model", "tune_torch", "usable_cores", "CoverageWarning", "MIN_FLOPS_SHARE"]
+__all__ = ["tune_model", "tune_torch", "usable_cores", "warn_coverage", "check_device_memory", "CoverageWarning", "MIN_FLOPS_SHARE"]
 
 # Below this share of the model's FLOPs in modelled kernels, the job warns.
 MIN_FLOPS_SHARE = 0.9
@@ -37,6 +37,27 @@ MIN_FLOPS_SHARE = 0.9
 
 class CoverageWarning(UserWarning):
     """The cost model sees less than MIN_FLOPS_SHARE of the model's FLOPs."""
+
+
+def check_device_memory(graph: Graph, plat: Platform) -> None:
+    """ValueError when a tensor of the model is larger than the SoC's device memory."""
+    largest = graph.largest_tensor()
+    if largest is not None and plat.hbm_bytes > 0 and largest[1] > plat.hbm_bytes:
+        t, size = largest
+        raise ValueError(f"{graph.path or graph.name}: tensor {t.name!r} {list(t.shape or ())} ({t.dtype or '?'}) "
+                         f"needs {size / 2**30:.3g} GiB, more than the {plat.hbm_bytes / 2**30:.3g} GiB of device "
+                         f"memory of {plat.name}")
+
+
+def warn_coverage(graph: Graph, part: Partition) -> None:
+    """Warn (:class:`CoverageWarning`) when the modelled kernels hold too little of the model's FLOPs."""
+    cov = part.coverage
+    if cov is not None and cov.flops_share < MIN_FLOPS_SHARE:
+        top = ", ".join(f"{u['op_type']} ({u['count']} nodes, {u['flops_share'] * 100:.1f}% of FLOPs)"
+                        for u in cov.top_unmodelled[:3])
+        warnings.warn(f"{graph.name}: only {cov.flops_share * 100:.1f}% of the model's FLOPs is in modelled kernels; "
+                      f"the improvement is that of the modelled part. Top unmodelled operators: {top}",
+                      CoverageWarning, stacklevel=3)
 
 
 def usable_cores() -> int:
@@ -55,7 +76,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                launch_overhead_us: float | None = None, repeat_tune: bool = False,
                output: str | os.PathLike | None = None, result_dir: str | os.PathLike | None = None,
                progress: Callable[[dict[str, Any]], None] | None = None,
-               evaluator: TaskEvaluator | None = None) -> ModelTuneResult:
+               evaluator: TaskEvaluator | None = None, kernels: Partition | None = None) -> ModelTuneResult:
     """Tune every operator of a model (AOE OPAT) and keep the results in the bank.
 
     model: ONNX file path, ModelProto, or an already imported :class:`~aoe_native.graph.ir.Graph`.
@@ -69,10 +90,12 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     result_dir: where to write aoe_result_opat_*.json (None: not written).  progress:
     called with a dict after each finished round.  evaluator: how tasks are measured
     (default: the cost model of `soc_version`; a given evaluator brings its own platform).
+    kernels: the graph's kernels and tasks, e.g. ``tune_subgraphs(...).partition`` to tune the
+    operators of a subgraph-tuned fusion (default: the fixed fusion rules of graph.partition).
     """
     if job_type == 1:
-        raise NotImplementedError("job_type 1 (subgraph tuning, SGAT) is planned but not implemented yet; "
-                                  "use job_type 2 (operator tuning)")
+        raise ValueError("job_type 1 (subgraph tuning) is aoe_native.tune_subgraphs(); tune_model runs "
+                         "operator tuning (job_type 2)")
     if job_type != 2:
         raise ValueError(f"job_type must be 2 (operator tuning) or 1 (subgraph tuning), got {job_type!r}")
     if evaluator is None:
@@ -91,20 +114,9 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     t0 = time.monotonic()
 
     graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
-    largest = graph.largest_tensor()
-    if largest is not None and plat.hbm_bytes > 0 and largest[1] > plat.hbm_bytes:
-        t, size = largest
-        raise ValueError(f"{graph.path or graph.name}: tensor {t.name!r} {list(t.shape or ())} ({t.dtype or '?'}) "
-                         f"needs {size / 2**30:.3g} GiB, more than the {plat.hbm_bytes / 2**30:.3g} GiB of device "
-                         f"memory of {plat.name}")
-    part = partition(graph, supported_ops(), dtype=dtype, ub_bytes=int(plat.ub))
-    cov = part.coverage
-    if cov is not None and cov.flops_share < MIN_FLOPS_SHARE:
-        top = ", ".join(f"{u['op_type']} ({u['count']} nodes, {u['flops_share'] * 100:.1f}% of FLOPs)"
-                        for u in cov.top_unmodelled[:3])
-        warnings.warn(f"{graph.name}: only {cov.flops_share * 100:.1f}% of the model's FLOPs is in modelled kernels; "
-                      f"the improvement is that of the modelled part. Top unmodelled operators: {top}",
-                      CoverageWarning, stacklevel=2)
+    check_device_memory(graph, plat)
+    part = kernels if kernels is not None else partition(graph, supported_ops(), dtype=dtype, ub_bytes=int(plat.ub))
+    warn_coverage(graph, part)
     the_bank = Bank(bank_dir(plat.name, bank), plat.name).load()  # a damaged bank stops here, untouched
     overhead = float(plat.launch_overhead_us) if launch_overhead_us is None else float(launch_overhead_us)
 

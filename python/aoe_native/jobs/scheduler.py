@@ -133,9 +133,11 @@ def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPoo
         first = sorted(to_tune, key=lambda s: (-s.task.occurrences * (s.baseline_us if s.baseline_tiling
                                                                        else 0.0), s.task.index))
         by_index = {s.task.index: s for s in to_tune}
+        pending = list(first)  # the first round; under a deadline, one wave of `parallel` tasks at a time
         while True:
-            if round_no == 0:
-                batch = first
+            if pending:
+                batch = pending if deadline is None else pending[:pool.parallel]
+                pending = pending[len(batch):]
             else:
                 cands = sorted((s for s in to_tune if not s.done and s.priority() > 0),
                                key=lambda s: (-s.priority(), s.task.index))
@@ -143,11 +145,11 @@ def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPoo
             if not batch or (round_no > 0 and budget <= 0):
                 break
             remaining = None if deadline is None else deadline - time.monotonic()
-            if round_no > 0 and remaining is not None and remaining <= 0:
-                break
+            if remaining is not None and remaining <= 0:
+                break  # tasks not reached keep their default tiling
             per_job_time = None
             if remaining is not None:
-                waves = -(-len(batch) // pool.parallel)
+                waves = -(-(len(batch) + len(pending)) // pool.parallel)
                 per_job_time = max(remaining / waves, 0.05)
             jobs = [(evaluator, s.task.index, s.task, round_evals, _seed_for(seed, s.task.key, round_no),
                      (s.warm if round_no == 0 else [s.best_tiling] if s.best_tiling else []), per_job_time)
@@ -161,6 +163,7 @@ def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPoo
                 on_result(st)
                 running.remove(st)
                 notify(running)
-            round_no += 1
+            if not pending:  # the first round ends with its last wave
+                round_no += 1
     finally:
         pool.close()

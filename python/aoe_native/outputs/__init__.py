@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 from ..fileio import atomic_write_text, dump_json
-from ..jobs.results import ModelTuneResult
-from .aoe_files import gdat_section, opat_section, timestamp, write_result_file
-from .plan import tuned_plan
-from .report import render_gdat_report, render_report
+from ..jobs.results import ModelTuneResult, SubgraphTuneResult
+from .aoe_files import gdat_section, opat_section, sgat_section, timestamp, write_result_file
+from .plan import fused_plan, tuned_plan
+from .report import render_gdat_report, render_report, render_sgat_report
 
-__all__ = ["write_model_outputs", "write_gdat_outputs"]
+__all__ = ["write_model_outputs", "write_sgat_outputs", "write_gdat_outputs"]
 
 
 def _output_dir(output: str | os.PathLike | None) -> str | None:
@@ -23,21 +23,34 @@ def _output_dir(output: str | os.PathLike | None) -> str | None:
     return out
 
 
+def _write_job_outputs(r: Any, mode: str, section: dict[str, Any], plan_name: str, plan: dict[str, Any],
+                       report: Callable[[Any], str], output: str | os.PathLike | None,
+                       result_dir: str | os.PathLike | None) -> None:
+    stamp = timestamp()
+    out = _output_dir(output)
+    if result_dir is not None:
+        r.result_file = write_result_file(result_dir, mode, f"{r.model_name}_{stamp}", r.tuning_time_s, section, stamp)
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
+        r.plan_file = os.path.join(out, f"{r.model_name}_{plan_name}.json")
+        r.report_file = os.path.join(out, f"{r.model_name}_{mode}_report.html")
+        atomic_write_text(r.plan_file, dump_json(plan))
+        atomic_write_text(r.report_file, report(r))
+
+
 def write_model_outputs(r: ModelTuneResult, output: str | os.PathLike | None = None,
                         result_dir: str | os.PathLike | None = None) -> None:
     """Write the OPAT result file into `result_dir` and the plan + HTML report into
     `output` (each skipped when None); the paths are recorded on `r`."""
-    stamp = timestamp()
-    out = _output_dir(output)
-    if result_dir is not None:
-        r.result_file = write_result_file(result_dir, "opat", f"{r.model_name}_{stamp}", r.tuning_time_s,
-                                          opat_section(r), stamp)
-    if out is not None:
-        os.makedirs(out, exist_ok=True)
-        r.plan_file = os.path.join(out, f"{r.model_name}_tuned_plan.json")
-        r.report_file = os.path.join(out, f"{r.model_name}_opat_report.html")
-        atomic_write_text(r.plan_file, dump_json(tuned_plan(r)))
-        atomic_write_text(r.report_file, render_report(r))
+    _write_job_outputs(r, "opat", opat_section(r), "tuned_plan", tuned_plan(r), render_report, output, result_dir)
+
+
+def write_sgat_outputs(r: SubgraphTuneResult, output: str | os.PathLike | None = None,
+                       result_dir: str | os.PathLike | None = None) -> None:
+    """Write ``aoe_result_sgat_*.json`` into `result_dir` and the fused plan + HTML report
+    into `output` (each skipped when None); the paths are recorded on `r`."""
+    _write_job_outputs(r, "sgat", sgat_section(r), "fused_plan", fused_plan(r), render_sgat_report, output,
+                       result_dir)
 
 
 def write_gdat_outputs(plan: Any, name: str, output: str | os.PathLike | None = None,

@@ -9,9 +9,9 @@ import os
 from typing import Any
 
 from ..fileio import atomic_write_text, dump_json
-from ..jobs.results import ModelTuneResult
+from ..jobs.results import ModelTuneResult, SubgraphTuneResult
 
-__all__ = ["percent", "timestamp", "write_result_file", "opat_section", "gdat_section"]
+__all__ = ["percent", "timestamp", "write_result_file", "opat_section", "sgat_section", "gdat_section"]
 
 
 def percent(fraction: float) -> str:
@@ -57,6 +57,40 @@ def opat_section(r: ModelTuneResult) -> dict[str, Any]:
         "repo_summary": dict(r.repo_summary),
         # Added by aoe-native (not an AOE field): what the improvement above covers.
         "model_coverage": {k: v for k, v in r.coverage.items()},
+    }
+
+
+def sgat_section(r: SubgraphTuneResult) -> dict[str, Any]:
+    """The ``SGAT`` section of a result file: the model's baseline (fixed fusion rules, default
+    tilings) and result performance, each changed subgraph's before/after, and the bank summary
+    (the same add/hit/reserved/unsatisfied/update meanings as OPAT's)."""
+    modified = []
+    for s in r.subgraphs:
+        if s.update_mode not in ("add", "update"):
+            continue
+        modified.append({"subgraph_key": s.key, "occurrences": s.occurrences, "nodes": s.nodes,
+                         "kernels_before": s.before_kernels,
+                         "kernels_after": [{"nodes": k.nodes, "op_type": k.op_type, "split_policy": k.policy,
+                                            "tiling": k.tiling} for k in s.after_kernels],
+                         "tune_performance": {
+                             "performance_after_tune(us)": round(s.after_us, 3),
+                             "performance_before_tune(us)": round(s.before_us, 3),
+                             "performance_improvement": percent(s.improvement),
+                             "update_mode": s.update_mode}})
+    return {
+        "model_baseline_performance(ms)": round(r.baseline_ms, 6),
+        "model_performance_improvement": percent(r.improvement),
+        "model_result_performance(ms)": round(r.result_ms, 6),
+        "sgat_tuning_result": "tuning successful" if not r.kept_baseline else
+                              "tuning successful: no fusion faster than the fixed rules was found",
+        "repo_modified_subgraphs": modified,
+        "repo_summary": dict(r.repo_summary),
+        # Added by aoe-native (not AOE fields): the options and what the improvement covers.
+        "tune_optimization_level": r.optimization_level,
+        "Fnonhomo_split": r.nonhomo_split,
+        "kernels_before": r.baseline_kernels,
+        "kernels_after": len(r.kernels),
+        "model_coverage": dict(r.coverage),
     }
 
 

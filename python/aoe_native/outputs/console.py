@@ -8,10 +8,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..jobs.results import ModelTuneResult
+from ..jobs.results import ModelTuneResult, SubgraphTuneResult
 from .aoe_files import percent
 
-__all__ = ["ProgressBar", "summary_table"]
+__all__ = ["ProgressBar", "summary_table", "subgraph_table"]
 
 
 class ProgressBar:
@@ -31,9 +31,10 @@ class ProgressBar:
             if done:
                 self.console.print(f"all tasks served from the knowledge bank | gain {percent(ev['gain'])}")
             return
+
         if self.progress is None:
             self.progress = Progress(
-                TextColumn("tuning"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
+                TextColumn(ev.get("job", "tuning")), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
                 TextColumn("| {task.fields[evals]:,} evaluations | gain {task.fields[gain]}"), TimeElapsedColumn(),
                 TextColumn("{task.fields[now]}"), console=self.console, auto_refresh=False, transient=False)
             self.progress.start()
@@ -45,6 +46,7 @@ class ProgressBar:
         self.progress.refresh()
         if done:
             self.progress.stop()
+            self.progress = None  # a next job (operator tuning after subgraph tuning) gets its own bar
 
 
 def summary_table(r: ModelTuneResult, rows: int = 10) -> Table:
@@ -57,4 +59,18 @@ def summary_table(r: ModelTuneResult, rows: int = 10) -> Table:
     for t in ranked[:rows]:
         table.add_row(t.op_type, ", ".join("x".join(map(str, s)) for s in t.inputs), str(t.occurrences),
                       f"{t.baseline_us:.2f}", f"{t.time_us:.2f}", percent(t.improvement), t.update_mode)
+    return table
+
+
+def subgraph_table(r: SubgraphTuneResult, rows: int = 10) -> Table:
+    """The subgraphs whose tuning saved most model time (occurrences x time saved)."""
+    table = Table(title=f"{r.model_name}: top subgraphs by model time saved", title_justify="left")
+    for name, justify in (("first .. last node", "left"), ("x", "right"), ("kernels", "right"),
+                          ("before us", "right"), ("after us", "right"), ("gain", "right"), ("mode", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    ranked = sorted(r.subgraphs, key=lambda g: -g.occurrences * (g.before_us - g.after_us))
+    for g in ranked[:rows]:
+        table.add_row(f"{g.nodes[0]} .. {g.nodes[-1]}", str(g.occurrences),
+                      f"{len(g.before_kernels)} -> {len(g.after_kernels)}", f"{g.before_us:.2f}",
+                      f"{g.after_us:.2f}", percent(g.improvement), g.update_mode)
     return table

@@ -9,10 +9,10 @@ import io
 import math
 from typing import Any, Callable
 
-from ..jobs.results import ModelTuneResult
+from ..jobs.results import ModelTuneResult, SubgraphTuneResult
 from .aoe_files import percent
 
-__all__ = ["render_report", "render_gdat_report"]
+__all__ = ["render_report", "render_sgat_report", "render_gdat_report"]
 
 _BEFORE, _AFTER = "#f2a65a", "#2f6fb0"
 
@@ -54,15 +54,16 @@ def _kernel_bars(before: list[float], after: list[float]) -> str:
     return _svg(10, 2.8, draw)
 
 
-def _hbars(rows: list[tuple[str, float, float]], unit: str) -> str:
-    """Paired horizontal bars (default, tuned) per label, largest first."""
+def _hbars(rows: list[tuple[str, float, float]], unit: str,
+           labels: tuple[str, str] = ("default tiling", "tuned")) -> str:
+    """Paired horizontal bars (before, after) per label, largest first."""
     def draw(ax) -> None:
         y = list(range(len(rows)))
         h = 0.38
         before = [b for _, b, _ in rows]
         after = [a for _, _, a in rows]
-        bars_b = ax.barh([v - h / 2 for v in y], before, height=h, color=_BEFORE, label="default tiling")
-        bars_a = ax.barh([v + h / 2 for v in y], after, height=h, color=_AFTER, label="tuned")
+        bars_b = ax.barh([v - h / 2 for v in y], before, height=h, color=_BEFORE, label=labels[0])
+        bars_a = ax.barh([v + h / 2 for v in y], after, height=h, color=_AFTER, label=labels[1])
         for bars in (bars_b, bars_a):
             ax.bar_label(bars, labels=[f"{v:.3g} {unit}" for v in bars.datavalues], padding=3, fontsize=8)
         ax.set_yticks(y, [label for label, _, _ in rows])
@@ -161,8 +162,67 @@ def render_report(r: ModelTuneResult) -> str:
         "</body></html>\n"])
 
 
+def _kernel_name(types: list[str]) -> str:
+    return " + ".join(types) if len(types) <= 6 else " + ".join(types[:3] + ["..."] + types[-2:])
+
+
+def render_sgat_report(r: SubgraphTuneResult) -> str:
+    """The subgraph-tuning report as one HTML string: the model time before and after, the
+    changed subgraphs, and each one's kernels before and after fusion."""
+    s = r.repo_summary
+    changed = sorted((g for g in r.subgraphs if g.changed),
+                     key=lambda g: -(g.before_us - g.after_us) * g.occurrences)
+    rows = [(f"{g.nodes[0]} .. {g.nodes[-1]} ({len(g.nodes)} nodes) x{g.occurrences}",
+             g.before_us * g.occurrences, g.after_us * g.occurrences) for g in changed[:15]]
+    four = [["fixed fusion rules, default tilings", f"{r.baseline_ms:.4f}", ""],
+            ["subgraph tuning", f"{r.result_ms:.4f}", percent(r.improvement)]]
+    if r.opat is not None:
+        four.append(["subgraph tuning, then operator tuning", f"{r.opat.tuned_ms:.4f}",
+                     percent(r.baseline_ms / r.opat.tuned_ms - 1 if r.opat.tuned_ms > 0 else 0.0)])
+    summary = _table(["item", "value"], [
+        ["model", r.model_path or r.model_name], ["SoC", r.soc_version], ["dtype", r.dtype],
+        ["tune_optimization_level", r.optimization_level], ["Fnonhomo_split", r.nonhomo_split],
+        ["kernels, fixed rules / tuned", f"{r.baseline_kernels} / {len(r.kernels)}"],
+        ["subgraphs: distinct / faster / fused differently",
+         f"{len(r.subgraphs)} / {len(changed)} / {sum(1 for g in r.subgraphs if g.fusion_changed)}"],
+        ["candidate kernels tuned / evaluations", f"{r.candidate_kernels} / {r.evaluations}"],
+        ["launch overhead per kernel (us)", r.launch_overhead_us], ["evaluator", r.evaluator],
+        ["bank", r.bank_directory],
+        ["repo summary", f"total {s['total_num']} = hit {s['repo_hit_num']} (reserved {s['repo_reserved_num']}"
+                         f" + update {s['repo_update_num']}) + add {s['repo_add_num']}"
+                         f" + unsatisfied {s['repo_unsatisfied_num']}"],
+        ["tuning time (s)", f"{r.tuning_time_s:.2f}"], ["worker processes", r.parallel]])
+    detail = []
+    for g in changed[:12]:
+        before = "<br>".join(_e(_kernel_name(k)) for k in g.before_kernels)
+        after = "<br>".join(
+            _e(f"{k.op_type}: {_kernel_name(k.onnx_types)}" + (f" [{', '.join(f'{a}={v}' for a, v in k.policy.items())}]"
+                                                                 if k.policy else "") + f" {k.time_us:.2f} us")
+            for k in g.after_kernels)
+        detail.append(f"<tr><td>x{g.occurrences}</td><td>{before}</td><td>{g.before_us:.2f}</td>"
+                      f"<td>{after}</td><td>{g.after_us:.2f}</td><td>{percent(g.improvement)}</td></tr>")
+    kernels_table = ("<table><thead><tr><th>occurs</th><th>kernels before (fixed rules)</th><th>us</th>"
+                     "<th>kernels after (tuned fusion, split policy, time)</th><th>us</th><th>improvement</th></tr>"
+                     "</thead><tbody>" + "".join(detail) + "</tbody></table>") if detail else \
+        "<p>No subgraph changed: the fixed fusion rules are already the fastest plan found.</p>"
+    return "".join([
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>SGAT report: {_e(r.model_name)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>Subgraph tuning report: {_e(r.model_name)}</h1>",
+        f"<p><b>Performance improved by {percent(r.improvement)}</b> ({r.baseline_ms:.4f} ms &rarr; "
+        f"{r.result_ms:.4f} ms, {r.baseline_kernels} &rarr; {len(r.kernels)} kernels; model time as the sum of "
+        f"kernel times ({_e(r.evaluator)}) plus launch overhead, over the modelled part).</p>",
+        "<h2>Model time</h2>", _table(["plan", "model time (ms)", "improvement"], four),
+        "<h2>Summary</h2>", summary,
+        "<h2>Changed subgraphs (time x occurrences)</h2>",
+        _hbars(rows, "us", ("fixed fusion, default tilings", "tuned fusion")) if rows else "<p>None.</p>",
+        "<h2>Kernels before and after fusion</h2>", kernels_table,
+        "</body></html>\n"])
+
+
 _STYLE = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:12px}"
-          "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#eee}h2{margin-top:28px}")
+          "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#eee}h2{margin-top:28px}"
+          "svg{max-width:100%;height:auto}")
 
 
 def _gdat_timeline(rows: list[tuple[str, float, list[tuple[float, float]]]]) -> str:
