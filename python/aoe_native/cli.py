@@ -337,6 +337,19 @@ def _print_opat(out: Console, r) -> None:
 
 
 # --------------------------------------------------------------------------- aoe-bank
+def _subgraph_plan_text(kernels: list) -> str:
+    """"MatMul workspace_slots=4 | Softmax" for the kernels of a subgraph entry (read defensively:
+    a bank may come from elsewhere)."""
+    parts = []
+    for k in kernels:
+        if not isinstance(k, dict):
+            continue
+        op = str(k.get("task_key", "")).split("(")[0] or "unmodelled"
+        policy = k.get("policy") if isinstance(k.get("policy"), dict) else {}
+        parts.append(op + "".join(f" {a}={v}" for a, v in sorted(policy.items())))
+    return " | ".join(parts)
+
+
 def _open_bank(args: argparse.Namespace) -> Bank:
     if args.bank_dir:
         if not os.path.isdir(args.bank_dir):
@@ -385,6 +398,8 @@ def bank_main(argv: list[str] | None = None) -> int:
             print(f"bank {b.directory} (SoC {b.soc_version}): {len(rows)} entries")
             for k, e in rows:
                 tiling = " ".join(f"{n}={v}" for n, v in sorted(e["tiling"].items()))
+                if isinstance(e.get("kernels"), list):  # a subgraph plan: its kernels and split policies
+                    tiling = _subgraph_plan_text(e["kernels"])
                 print(f"{k}\n    {e['time_before_us']:.3f} us -> {e['time_after_us']:.3f} us  [{tiling}]  "
                       f"v{e['tool_version']} {e['date']}")
         return 0
