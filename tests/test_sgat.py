@@ -330,3 +330,19 @@ def test_real_exports_are_never_worse_than_the_fixed_rules(name, tmp_path):
     fixed = {n for k in an.tune_model(graph, SOC, bank=tmp_path / "o", evals_per_task=1, round_evals=1,
                                       parallel=1).kernels for n in k.nodes}
     assert {n for k in r.kernels for n in k.nodes} == fixed  # the same nodes modelled, each in one kernel
+
+
+def test_a_piece_too_large_for_the_exact_search_is_solved_window_by_window():
+    from aoe_native.graph.fusion import DPTooLarge, solve_windowed
+    ag = atoms(load_graph(zoo.build("gpt2_small")), an.supported_ops())
+    piece = max(fusion_space(ag).pieces, key=lambda p: p.stop - p.start)
+
+    def cost(group):
+        return 10.0 if len(group) == 1 else 4.0 * len(group) ** 0.5
+    exact, _ = solve_piece(piece, ag, cost)
+    with pytest.raises(DPTooLarge):
+        solve_piece(piece, ag, cost, max_states=3)
+    total, groups = solve_windowed(piece, ag, cost, window=4, max_states=6)
+    assert sorted(i for g in groups for i in g) == list(piece.atoms)
+    assert exact <= total < 10.0 * (piece.stop - piece.start)
+    assert total == pytest.approx(sum(cost(g) for g in groups))

@@ -20,8 +20,9 @@ each other.
 The graph is cut into independent *pieces* wherever no candidate group spans the cut; identical
 pieces (BERT's twelve layers) have one canonical key and are solved once.  Each piece is solved
 exactly by a dynamic programme over its downsets (sets of atoms closed under predecessors):
-a step adds one group whose outside predecessors are all placed.  :func:`brute_force` enumerates
-every partition for the tests.
+a step adds one group whose outside predecessors are all placed.  A piece with too many downsets
+(a very wide graph) is solved window by window (:func:`solve_windowed`).  :func:`brute_force`
+enumerates every partition for the tests.
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ from ..ascend.ops import op_table
 from .ir import numel
 from .partition import Atom, Atoms
 
-__all__ = ["MAX_GROUP", "Piece", "FusionSpace", "fusion_space", "solve_piece", "brute_force", "DPTooLarge",
+__all__ = ["MAX_GROUP", "Piece", "FusionSpace", "fusion_space", "solve_piece", "solve_windowed", "brute_force",
+           "DPTooLarge",
            "SPACE_VERSION"]
 
 # Longest group searched: a cube op, GPT-2's 8-node tanh GELU and a bias and residual Add fit.
@@ -281,6 +283,25 @@ def solve_piece(piece: Piece, ag: Atoms, cost: Callable[[tuple[int, ...]], float
     while s != full and best[s][2] is not None:
         groups.append(best[s][2])
         s = best[s][1]
+    return total, groups
+
+
+def solve_windowed(piece: Piece, ag: Atoms, cost: Callable[[tuple[int, ...]], float], window: int = 24,
+                   max_states: int = 200_000) -> tuple[float, list[tuple[int, ...]]]:
+    """The budgeted search for a piece too large for the exact DP: consecutive windows of
+    `window` atoms in topological order, each solved exactly with the groups inside it (groups
+    across a window boundary are given up); a window still too large is halved.  Windows are
+    placed in order, so the result is a valid partition."""
+    total, groups = 0.0, []
+    for lo in range(piece.start, piece.stop, window):
+        hi = min(lo + window, piece.stop)
+        sub = Piece(piece.index, lo, hi, piece.key, [g for g in piece.groups if lo <= g[0] and g[-1] < hi])
+        try:
+            t, gs = solve_piece(sub, ag, cost, max_states)
+        except DPTooLarge:
+            t, gs = solve_windowed(sub, ag, cost, max(1, window // 2), max_states)
+        total += t
+        groups += gs
     return total, groups
 
 

@@ -32,7 +32,7 @@ from ..ascend.ops import supported_ops
 from ..ascend.platforms import Platform
 from ..bank.policy import repo_summary, update_mode
 from ..bank.store import Bank, bank_dir, make_entry
-from ..graph.fusion import DPTooLarge, FusionSpace, Piece, fusion_space, solve_piece
+from ..graph.fusion import DPTooLarge, FusionSpace, Piece, fusion_space, solve_piece, solve_windowed
 from ..graph.ir import Graph
 from ..graph.onnx import load_graph
 from ..graph.partition import Atoms, Partition, TaskIdentity, atoms, kernel_of, make_partition, partition, task_key
@@ -346,37 +346,18 @@ def _piece_before(piece: Piece, fixed: Partition, fixed_first: dict[int, int], f
 
 
 def _solve(piece: Piece, ag: Atoms, costs: _Costs) -> _Plan:
+    def cost(g: tuple[int, ...]) -> float:
+        return costs.group_cost(g)[0]
     try:
-        total, groups = solve_piece(piece, ag, lambda g: costs.group_cost(g)[0])
+        total, groups = solve_piece(piece, ag, cost)
     except DPTooLarge:
-        total, groups = _greedy_cover(piece, costs)
+        total, groups = solve_windowed(piece, ag, cost)
     kernels = []
     for g in groups:
         _, pol, key = costs.group_cost(g)
         kernels.append((tuple(i - piece.start for i in g), pol, key))
     kernels.sort(key=lambda k: k[0])
     return _Plan(total, kernels)
-
-
-def _greedy_cover(piece: Piece, costs: _Costs) -> tuple[float, list[tuple[int, ...]]]:
-    """Budgeted fallback for a piece too large for the exact DP: in topological order, each
-    unplaced atom takes the cheapest-per-atom valid group starting at it."""
-    placed: set[int] = set()
-    chosen = []
-    total = 0.0
-    starts: dict[int, list[tuple[int, ...]]] = {}
-    for g in piece.groups:
-        starts.setdefault(g[0], []).append(g)
-    for i in piece.atoms:
-        if i in placed:
-            continue
-        options = [(costs.group_cost(g)[0] / len(g), g) for g in starts.get(i, []) if not placed.intersection(g)]
-        options = [o for o in options if o[0] < _INF] or [(costs.group_cost((i,))[0], (i,))]
-        _, g = min(options)
-        chosen.append(g)
-        placed.update(g)
-        total += costs.group_cost(g)[0]
-    return total, chosen
 
 
 def _make_entry(key: str, piece: Piece, ag: Atoms, dtype: str, plan: _Plan, costs: _Costs,
