@@ -346,3 +346,25 @@ def test_a_piece_too_large_for_the_exact_search_is_solved_window_by_window():
     assert sorted(i for g in groups for i in g) == list(piece.atoms)
     assert exact <= total < 10.0 * (piece.stop - piece.start)
     assert total == pytest.approx(sum(cost(g) for g in groups))
+
+
+@pytest.mark.parametrize("damage", [
+    lambda e: e.update(kernels="not a list"),
+    lambda e: e["kernels"][0].update(atoms=[10**9]),
+    lambda e: e["kernels"][0].update(policy={"mix_ratio": 99}),
+    lambda e: e["kernels"][0].update(tiling={"baseM": "x"}),
+    lambda e: e["kernels"][0].update(tiling={"baseM": 2**70}),
+    lambda e: e.update(atoms=-1),
+])
+def test_hostile_subgraph_entries_are_never_applied(tmp_path, damage):
+    bank = tmp_path / "bank"
+    an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
+    path = bank / SOC / "Subgraph.json"
+    doc = json.loads(path.read_text())
+    for e in doc["entries"].values():
+        damage(e)
+    path.write_text(json.dumps(doc))
+    r = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
+    assert not any(s.bank_hit for s in r.subgraphs) and r.result_ms <= r.baseline_ms
+    again = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
+    assert all(s.bank_hit for s in again.subgraphs if s.update_mode != "unsatisfied")  # replaced by valid plans
