@@ -101,6 +101,17 @@ const std::vector<PlatformField>& platform_fields() {
           "per-kernel launch cost, us; an assumption of this tool, not a measured Ascend figure")
           .optional()
           .zero_ok(),
+      field<&P::mte2_eff>("mte2_eff", Float,
+                          "MTE2 read rate on L2 hits as a fraction of l2_rate (fitted: aoe_native.calibrate)")
+          .optional(),
+      field<&P::gm_sector>("gm_sector", Int,
+                           "bytes MTE2 moves per GM read sector: shorter or unaligned bursts cost whole sectors "
+                           "(fitted: aoe_native.calibrate)")
+          .optional(),
+      field<&P::mte2_copy_cycles>("mte2_copy_cycles", Float,
+                                  "issue cost of one GM -> L1 copy of the cube, cycles (fitted: aoe_native.calibrate)")
+          .optional()
+          .zero_ok(),
   };
   return t;
 }

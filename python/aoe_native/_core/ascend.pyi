@@ -52,6 +52,9 @@ class Platform:
     cube_dtypes: list[str]
     vector_dtypes: list[str]
     launch_overhead_us: float
+    mte2_eff: float
+    gm_sector: int
+    mte2_copy_cycles: float
     def __init__(self) -> None: ...
     @staticmethod
     def from_dict(d: dict[str, Any], where: str = "platform") -> Platform: ...

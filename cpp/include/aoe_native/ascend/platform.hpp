@@ -35,6 +35,12 @@ struct Platform {
   std::vector<std::string> cube_dtypes{"float16", "int8"};
   std::vector<std::string> vector_dtypes{"float16", "float32", "int8"};
   double launch_overhead_us = 3.0;  // an assumption of this tool, not a measured figure
+  // Fitted constants of the cube model (aoe_native.calibrate refits them to
+  // measurements; the defaults are the hand fits documented in cube.cpp /
+  // common.hpp, so an uncalibrated platform gives the results it always gave).
+  double mte2_eff = 0.84;          // MTE2 rate on L2 hits, as a fraction of l2_rate
+  int gm_sector = 256;             // bytes MTE2 moves per GM read sector
+  double mte2_copy_cycles = 210;   // issue cost of one GM->L1 copy (ND2NZ), cycles
 
   double cycles_per_us() const { return freq_mhz; }
   bool operator==(const Platform& o) const;  // every field of platform_fields()
