@@ -33,15 +33,20 @@ TILINGS = [
 ]
 
 
+# Small kernels, where start costs and per-copy latencies show (§1 cases 11 and 5).
+SMALL = [(dict(CASE1, inputs=[[16, 1024], [1024, 16]], attrs=None), tiling(16, 16, 16, 16, 64)),
+         (dict(CASE1, inputs=[[128, 64], [64, 30720]], attrs=None), tiling(128, 1536, 128, 256, 64))]
+
+
 def synthetic_records(params):
     """Records 'measured' on the model itself with the constants `params`."""
     d = native_platform(B3).to_dict()
     d.update(params)
     plat = an.Platform.from_dict(d)
     recs = []
-    for i, t in enumerate(TILINGS):
-        e = an.estimate(CASE1["op"], CASE1["inputs"], CASE1["dtype"], plat, t, attrs=CASE1["attrs"])
-        recs.append(dict(CASE1, name=f"synthetic {i}", tiling=t, time_us=e.time_us,
+    for i, (op, t) in enumerate([(CASE1, t) for t in TILINGS] + SMALL):
+        e = an.estimate(op["op"], op["inputs"], op["dtype"], plat, t, attrs=op["attrs"])
+        recs.append(dict(op, name=f"synthetic {i}", tiling=t, time_us=e.time_us,
                          pipes={"mte2_us": e.breakdown["mte2_us"]}))
     return recs
 
@@ -49,7 +54,7 @@ def synthetic_records(params):
 def test_recovers_the_constants_the_records_were_made_with():
     truth = {"mte2_eff": 0.65, "gm_sector": 128, "mte2_copy_cycles": 600.0}
     recs = synthetic_records(truth)
-    res = an.calibrate(B3, recs[::2], held_out=recs[1::2])
+    res = an.calibrate(B3, recs[::2], held_out=recs[1::2], fit=["mte2_eff", "gm_sector", "mte2_copy_cycles"])
     assert res.params["gm_sector"] == 128
     assert res.params["mte2_eff"] == pytest.approx(0.65, rel=0.01)
     assert res.params["mte2_copy_cycles"] == pytest.approx(600, rel=0.05)
@@ -58,6 +63,19 @@ def test_recovers_the_constants_the_records_were_made_with():
     # The default constants miss these records; the fitted ones reproduce them, held-out included.
     assert max(abs(r.ratio_before - 1) for r in res.rows) > 0.1
     assert res.fit_error < 0.005 and res.held_out_error < 0.01
+
+
+def test_recovers_the_latency_and_scalar_terms():
+    """The terms the model lacked (0 by default): HBM latency per copy, the scalar start."""
+    truth = {"mte2_miss_cycles": 800.0, "scalar_start_cycles": 3000.0}
+    recs = synthetic_records(truth)
+    res = an.calibrate(B3, recs[::2], held_out=recs[1::2])
+    assert set(res.params) == set(calibration.FITTED)
+    assert res.start["mte2_miss_cycles"] == res.start["scalar_start_cycles"] == 0
+    assert res.params["mte2_miss_cycles"] == pytest.approx(800, rel=0.05)
+    assert res.params["scalar_start_cycles"] == pytest.approx(3000, rel=0.05)
+    assert res.params["mte2_eff"] == pytest.approx(0.84, rel=0.01) and res.params["gm_sector"] == 256
+    assert res.held_out_error < 0.01 < max(abs(r.ratio_before - 1) for r in res.held_out_rows)
 
 
 def test_fits_a_subset_of_the_constants():
@@ -82,6 +100,12 @@ def test_published_cases_held_out_error_and_table():
     assert res.held_out_error == pytest.approx(sum(abs(r.model / r.published - 1) for r in held_rows) / len(held_rows))
     table = res.table()
     assert "held-out" in table and "1a-before" in table and "params: mte2_eff 0.84 ->" in table
+    # The fitted constants reproduce the fitted cases better than the defaults do.
+    assert res.fit_error < _before(res.fitted_rows)
+
+
+def _before(rows):
+    return sum(abs(r.ratio_before - 1) for r in rows) / len(rows)
 
 
 def test_saved_platform_round_trips_through_load_platform(tmp_path):
@@ -103,6 +127,7 @@ def test_saved_platform_round_trips_through_load_platform(tmp_path):
 def test_uncalibrated_platforms_keep_the_hand_fitted_constants():
     p = native_platform(B3)
     assert (p.mte2_eff, p.gm_sector, p.mte2_copy_cycles) == (0.84, 256, 210.0)
+    assert p.mte2_miss_cycles == p.scalar_start_cycles == p.scalar_block_cycles == 0
     d = p.to_dict()
     with pytest.raises(ValueError, match="'mte2_eff' must be a positive number"):
         an.Platform.from_dict({**d, "mte2_eff": 0})

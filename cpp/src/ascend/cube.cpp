@@ -173,7 +173,10 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double hbm_read = std::min(chip_ch, unique + double(tasks) * rereads);
   const double f_miss = chip_ch > 0 ? hbm_read / chip_ch : 0;
   const double cyc_per_byte = f_miss / p.ddr_rate + (1 - f_miss) / (p.mte2_eff * p.l2_rate);
-  const double mte2_a = a_ch * cyc_per_byte, mte2_b = b_ch * cyc_per_byte;
+  // A copy that misses L2 waits for HBM (§1 cases 6 and 11: ~0.4 us per copy
+  // whatever its size); hits are assumed pipelined.
+  const double miss_wait = f_miss * p.mte2_miss_cycles;
+  const double mte2_a = a_ch * cyc_per_byte + a_copies * miss_wait, mte2_b = b_ch * cyc_per_byte + b_copies * miss_wait;
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
   const double Kt = double(Kp_);
@@ -216,10 +219,13 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double blocks = double(mIter) * nIter * kIter;
   const double fill = p.mte2_copy_cycles + (mte2_a / std::max(1.0, a_copies) + mte2_b / std::max(1.0, b_copies)) +
                       (mte1_a + mte1_b) / blocks + cube / blocks + fix / double(mIter * nIter);
-  const double core_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec + vec_mem, mte3}) + fill;
+  // Scalar: issue and loop control of each base-block iteration runs beside
+  // the pipes; the kernel's set-up runs before its first MTE2 (§1 cases 2, 5, 10).
+  const double scalar = p.scalar_block_cycles * blocks;
+  const double core_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec + vec_mem, mte3, scalar}) + fill;
 
   const double f = p.freq_mhz;
-  const double head_us = (kOpHead + mte2_head(int(cores), true)) / f;
+  const double head_us = (kOpHead + mte2_head(int(cores), true) + p.scalar_start_cycles) / f;
   const double chip_write = double(tasks) * (out_elems * dc);
   const double chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
   const double hbm_us = (hbm_read + chip_write + chip_extra) / hbm_Bpus_;

@@ -33,8 +33,9 @@ __all__ = ["Measurement", "RecordFit", "Calibration", "calibrate", "published_ca
            "SECTORS", "PIPES"]
 
 # The constants calibrate() fits by default, and their bounds (continuous ones).
-FITTED = ("mte2_eff", "gm_sector", "mte2_copy_cycles")
-BOUNDS = {"mte2_eff": (0.3, 1.0), "mte2_copy_cycles": (0.0, 5000.0)}
+FITTED = ("mte2_eff", "gm_sector", "mte2_miss_cycles", "scalar_start_cycles", "scalar_block_cycles")
+BOUNDS = {"mte2_eff": (0.3, 1.0), "mte2_copy_cycles": (0.0, 5000.0), "ddr_rate": (4.0, 256.0), "mte2_miss_cycles": (0.0, 5000.0),
+          "scalar_start_cycles": (0.0, 100000.0), "scalar_block_cycles": (0.0, 10000.0)}
 # gm_sector is a transfer granule, a power of two: the model's cost is a step
 # function of it, so it is fitted by trying each value, not by gradients.
 SECTORS = (32, 64, 128, 256, 512)
@@ -249,7 +250,8 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
     ``inputs``, ``dtype``, ``tiling`` or None for the default, ``time_us`` and/or
     ``pipes``).  The fit minimises the squared log ratios model/measured of every
     measured quantity, with the continuous constants bounded by :data:`BOUNDS` and
-    ``gm_sector`` tried at each of :data:`SECTORS`.  A bad record (unknown operator,
+    ``gm_sector`` tried at each of :data:`SECTORS`; a constant that no record depends on
+    keeps its value.  A bad record (unknown operator,
     impossible tiling, non-positive time) is a ValueError naming it.  Needs scipy.
     """
     try:
@@ -287,11 +289,15 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
     sectors = sorted(SECTORS, key=lambda s: s != start["gm_sector"]) if "gm_sector" in fit else [None]
     for sector in sectors:
         if cont:
-            x0 = np.clip([start[k] for k in cont], lo, hi)
+            # Start inside the box: at a bound, trust-region reflective's scaling can stop at once.
+            margin = 0.01 * (hi - lo)
+            x0 = np.clip([start[k] for k in cont], lo + margin, hi - margin)
             # Relative finite-difference steps: the model is piecewise linear in these constants.
             sol = least_squares(residuals, x0, bounds=(lo, hi), args=(sector,), method="trf", diff_step=1e-3,
-                                x_scale=np.maximum(np.abs(x0), 1e-3))
-            cost, p = float(sol.cost), params_of(sol.x, sector)
+                                x_scale=np.maximum(np.abs(x0), 0.01 * (hi - lo)))
+            # A constant no record depends on (its term never binds) keeps its start value.
+            x = np.where(np.all(sol.jac == 0, axis=0), [start[k] for k in cont], sol.x)
+            cost, p = float(sol.cost), params_of(x, sector)
         else:
             cost, p = 0.5 * float(np.sum(residuals(np.array([]), sector) ** 2)), params_of(np.array([]), sector)
         if best is None or cost < best[0] * (1 - 1e-9):
