@@ -173,10 +173,21 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double hbm_read = std::min(chip_ch, unique + double(tasks) * rereads);
   const double f_miss = chip_ch > 0 ? hbm_read / chip_ch : 0;
   const double cyc_per_byte = f_miss / p.ddr_rate + (1 - f_miss) / (p.mte2_eff * p.l2_rate);
-  // A copy that misses L2 waits for HBM (§1 cases 6 and 11: ~0.4 us per copy
-  // whatever its size); hits are assumed pipelined.
-  const double miss_wait = f_miss * p.mte2_miss_cycles;
-  const double mte2_a = a_ch * cyc_per_byte + a_copies * miss_wait, mte2_b = b_ch * cyc_per_byte + b_copies * miss_wait;
+  // A round of GM->L1 copies (one of A and one of B) that misses L2 waits for
+  // HBM: MTE2 takes at least rounds x latency (§1 case 6: 80 rounds of CFG_NORM
+  // in 75.64 us, 20 of CFG_MDL in 46.24 us at the bandwidth; case 11: 16
+  // rounds of 2 KB in 13.72 us); hits are assumed pipelined.  A copy misses
+  // when it is the chip's first touch of its data (operands shared by all
+  // cores are fetched once) or a re-read that L2 no longer holds.
+  auto miss_share = [&](double unique_bytes, double one_load, int64_t loads, double hit) {
+    const double first = std::min(1.0, unique_bytes / std::max(1.0, double(tasks) * one_load));
+    return first / double(loads) + (1 - 1.0 / double(loads)) * (1 - hit);
+  };
+  const double latency = std::max(a_copies * miss_share(q.a_bytes, a_ch / a_loads, a_loads, h_a),
+                                  b_copies * miss_share(q.b_bytes, b_ch / b_loads, b_loads, h_b)) *
+                         p.mte2_miss_cycles;
+  const double lat_scale = std::max(1.0, latency / std::max(1e-9, (a_ch + b_ch) * cyc_per_byte));
+  const double mte2_a = a_ch * cyc_per_byte * lat_scale, mte2_b = b_ch * cyc_per_byte * lat_scale;
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
   const double Kt = double(Kp_);
