@@ -153,6 +153,7 @@ def test_field_defaults_are_the_hand_fitted_model_and_a2_ships_the_fit():
     ({"pipes": {"scalar_us": 1.0}}, "unknown pipe 'scalar_us'"),
     ({"time_us": None, "pipes": {}}, "no measured time"),
     ({"colour": "red"}, "unknown key"),
+    ({"soc_version": "Ascend999"}, "unknown SoC 'Ascend999'"),
 ])
 def test_bad_records_name_the_record(change, message):
     good = synthetic_records({})

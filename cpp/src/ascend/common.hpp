@@ -35,10 +35,15 @@ constexpr double kGranule = 512.0;  // [A] NPU架构版本2201.md / GM地址尽�
 // Charged bytes of one burst of `b` bytes starting every `step` bytes in rows
 // of `pitch` bytes, in sectors of `sector` bytes (integer arithmetic: this is
 // on the per-tiling hot path).
+// Sectors of `bytes`: power-of-two sectors (every real one) shift instead of
+// dividing, as the constant 256 did before it became a Platform field.
+inline int64_t sector_count(int64_t bytes, int64_t S) {
+  return (S & (S - 1)) == 0 ? (bytes + S - 1) >> __builtin_ctzll(uint64_t(S)) : (bytes + S - 1) / S;
+}
 inline double read_charge(int64_t b, int64_t pitch, int64_t step, int64_t sector) {
   constexpr int64_t G = int64_t(kGranule);
   const int64_t S = sector;
-  int64_t sectors = (b + S - 1) / S;
+  int64_t sectors = sector_count(b, S);
   const bool aligned = pitch % G == 0 && (step % G == 0 || G % step == 0) && (b % G == 0 || G % b == 0 || b < S);
   if (!aligned && b >= S) sectors += 1;
   return double(sectors * S);

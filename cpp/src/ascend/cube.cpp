@@ -99,7 +99,7 @@ double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
   }
   if (!q_.trans_a) {
     const int64_t pitch = q_.K * ds;
-    if (kA >= q_.K) return std::ceil(double(tm) * pitch / sector) * sector;  // whole rows: one contiguous run
+    if (kA >= q_.K) return double(sector_count(tm * pitch, sector) * sector);  // whole rows: one contiguous run
     return double(tm) * chunked(q_.K, kA, ds, pitch, sector);
   }
   const int64_t pitch = q_.M * ds;  // A stored K x M
@@ -110,15 +110,15 @@ double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const {
   const int64_t ds = q_.in_size;
   const int64_t sector = p_.gm_sector;
   if (q_.conv) {  // weights in FRACTAL_Z: contiguous
-    return std::ceil(double(tn) * Kp_ * ds / sector) * sector;
+    return double(sector_count(tn * Kp_ * ds, sector) * sector);
   }
   if (!q_.trans_b) {
     const int64_t pitch = q_.N * ds;  // B stored K x N
-    if (nL1 >= q_.N) return std::ceil(double(q_.K) * pitch / sector) * sector;  // whole rows per copy
+    if (nL1 >= q_.N) return double(sector_count(q_.K * pitch, sector) * sector);  // whole rows per copy
     return double(q_.K) * chunked(tn, nL1, ds, pitch, sector);
   }
   const int64_t pitch = q_.K * ds;  // B stored N x K
-  if (kB >= q_.K) return std::ceil(double(tn) * pitch / sector) * sector;
+  if (kB >= q_.K) return double(sector_count(tn * pitch, sector) * sector);
   return double(tn) * chunked(q_.K, kB, ds, pitch, sector);
 }
 
@@ -147,10 +147,10 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     a_loads = aFull ? 1 : nOut;
   }
   const double ds = q.in_size;
-  const double a_ch = double(a_loads) * a_read_charge(tm, mL1, kA);
-  const double b_ch = double(b_loads) * b_read_charge(tn, nL1, kB);
-  const double a_copies = double(a_loads) * mOut * cdiv(q.K, kA);
-  const double b_copies = double(b_loads) * nOut * cdiv(q.K, kB);
+  const double a_one = a_read_charge(tm, mL1, kA), b_one = b_read_charge(tn, nL1, kB);  // one load
+  const double a_ch = double(a_loads) * a_one, b_ch = double(b_loads) * b_one;
+  const double a_copies_per_load = double(mOut) * cdiv(q.K, kA), b_copies_per_load = double(nOut) * cdiv(q.K, kB);
+  const double a_copies = double(a_loads) * a_copies_per_load, b_copies = double(b_loads) * b_copies_per_load;
 
   // Where reads are served: first touch from HBM; a re-read hits L2 when
   // the data touched by all active cores between two reads of the same
@@ -173,21 +173,24 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double hbm_read = std::min(chip_ch, unique + double(tasks) * rereads);
   const double f_miss = chip_ch > 0 ? hbm_read / chip_ch : 0;
   const double cyc_per_byte = f_miss / p.ddr_rate + (1 - f_miss) / (p.mte2_eff * p.l2_rate);
-  // A round of GM->L1 copies (one of A and one of B) that misses L2 waits for
-  // HBM: MTE2 takes at least rounds x latency (§1 case 6: 80 rounds of CFG_NORM
-  // in 75.64 us, 20 of CFG_MDL in 46.24 us at the bandwidth; case 11: 16
-  // rounds of 2 KB in 13.72 us); hits are assumed pipelined.  A copy misses
-  // when it is the chip's first touch of its data (operands shared by all
-  // cores are fetched once) or a re-read that L2 no longer holds.
-  auto miss_share = [&](double unique_bytes, double one_load, int64_t loads, double hit) {
-    const double first = std::min(1.0, unique_bytes / std::max(1.0, double(tasks) * one_load));
-    return first / double(loads) + (1 - 1.0 / double(loads)) * (1 - hit);
-  };
-  const double latency = std::max(a_copies * miss_share(q.a_bytes, a_ch / a_loads, a_loads, h_a),
-                                  b_copies * miss_share(q.b_bytes, b_ch / b_loads, b_loads, h_b)) *
-                         p.mte2_miss_cycles;
-  const double lat_scale = std::max(1.0, latency / std::max(1e-9, (a_ch + b_ch) * cyc_per_byte));
-  const double mte2_a = a_ch * cyc_per_byte * lat_scale, mte2_b = b_ch * cyc_per_byte * lat_scale;
+  double mte2_a = a_ch * cyc_per_byte, mte2_b = b_ch * cyc_per_byte;
+  if (p.mte2_miss_cycles > 0) {
+    // A round of GM->L1 copies (one of A and one of B) that misses L2 waits
+    // for HBM: MTE2 takes at least rounds x latency (§1 case 6: 80 rounds of
+    // CFG_NORM in 75.64 us, 20 of CFG_MDL in 46.24 us at the bandwidth; case
+    // 11: 16 rounds of 2 KB in 13.72 us); hits are assumed pipelined.  A copy
+    // misses when it is the chip's first touch of its data (operands shared by
+    // all cores are fetched once) or a re-read that L2 no longer holds.
+    const double miss_a = a_copies_per_load * (std::min(1.0, q.a_bytes / (double(tasks) * a_one)) +
+                                               double(a_loads - 1) * (1 - h_a));
+    const double miss_b = b_copies_per_load * (std::min(1.0, q.b_bytes / (double(tasks) * b_one)) +
+                                               double(b_loads - 1) * (1 - h_b));
+    const double latency = std::max(miss_a, miss_b) * p.mte2_miss_cycles, bw = mte2_a + mte2_b;
+    if (latency > bw && bw > 0) {
+      mte2_a *= latency / bw;
+      mte2_b *= latency / bw;
+    }
+  }
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
   const double Kt = double(Kp_);
