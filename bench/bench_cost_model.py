@@ -1,8 +1,11 @@
 """Bench report for the Ascend cost model (issue 4).
 
 Prints (1) the grounding table: published figure, model figure, ratio;
-(2) native estimate throughput; (3) tune_op wall time and its gap to the
-exhaustive optimum of the tiling space, for several shapes.
+(2) the calibration on the published Matmul cases (data/ascend_measured_cases.json):
+every case the model can express, published / model before / model after fitting,
+for the fitted and the held-out half, and the held-out error; (3) native estimate
+throughput; (4) tune_op wall time and its gap to the exhaustive optimum of the
+tiling space, for several shapes.
 
 Run: python bench/bench_cost_model.py [--quick]
 """
@@ -16,9 +19,10 @@ import time
 import numpy as np
 
 import aoe_native as an
-from aoe_native.ascend import ops
+from aoe_native.ascend import calibration, ops
 
 B3 = "Ascend910B3"
+B1 = "Ascend910B1"  # the A2 part of the 24-AIC measured cases (ascend_measured_cases.md §0)
 CASE = dict(inputs=[[4096, 4096], [4096, 5120]], dtype="float16", soc_version=B3, attrs={"out_dtype": "float32"})
 
 
@@ -81,6 +85,18 @@ def grounding_rows():
                                                                   "splitR": 0}, attrs={"axes": [1]})
         rows.append((f"GE vector cycles WholeReduceSum n={size}", 0.0547 * size + 35.0, e.breakdown["vector_us"] * f))
     return rows
+
+
+def calibration_report() -> None:
+    fit, held = calibration.published_cases()
+    n_fit, n_held = len({r["case"] for r in fit}), len({r["case"] for r in held})
+    t0 = time.perf_counter()
+    res = an.calibrate(calibration.uncalibrated(B1), fit, held_out=held)
+    print(f"fitted {', '.join(res.params)} on {n_fit} of {n_fit + n_held} cases ({len(res.fitted_rows)} quantities), "
+          f"predicting {n_held} ({len(res.held_out_rows)} quantities), in {time.perf_counter() - t0:.1f} s; "
+          f"'before' = the hand-fitted model (field defaults), 'model' = fitted (the A2 entries of socs.json ship it)")
+    print(res.table())
+    print(f"held-out error (mean |model/published - 1|): {res.held_out_error * 100:.1f}%")
 
 
 def throughput(reps: int) -> None:
@@ -148,6 +164,8 @@ def main() -> None:
         worst = max(worst, abs(ratio - 1)) if not flag and "(>" not in name and "GB/s" not in name else worst
         print(f"{name:58s} {pub:10.2f} {model:10.2f} {ratio:6.2f}{flag}")
     print(f"(largest miss among exact-figure rows: {worst * 100:.1f}%; 'GB/s' and '(>=' rows are shares, not targets)")
+    print("\n== Calibration on the published Matmul cases (ascend_measured_cases.md §1, §5.5) ==")
+    calibration_report()
     print("\n== Estimate throughput ==")
     throughput(3 if args.quick else 7)
     print("\n== tune_op (default: exhaustive when the space is small enough) ==")

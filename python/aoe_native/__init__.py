@@ -4,7 +4,8 @@ The public API (everything else is reachable through the subpackages):
 
 - search: :class:`SearchSpace`, :func:`tune`, :mod:`replay` (recorded spaces), :mod:`runners`
   (real measurements: host timing, process isolation);
-- the Ascend cost model: :func:`estimate`, :func:`tiling_space`, :func:`tune_op`, SoC tables;
+- the Ascend cost model: :func:`estimate`, :func:`tiling_space`, :func:`tune_op`, SoC tables,
+  :func:`calibrate` (fit the model's constants to measurements; needs the ``calibrate`` extra);
 - model tuning: :func:`tune_model` (OPAT) and :func:`tune_torch` (a PyTorch module, exported in
   memory; needs the ``torch`` extra), with :class:`CostModelEvaluator`, :class:`MeasuredEvaluator` or
   :class:`RayEvaluator`;
@@ -23,6 +24,7 @@ from ._core import __version__
 from ._core.space import Objective, SearchSpace, SyntheticObjective, TableObjective
 from ._core.space import strategy_defaults as _strategy_defaults
 from ._core.space import strategy_names as _strategy_names
+from .ascend.calibration import Calibration, Measurement, calibrate
 from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, op_table,
                          supported_ops, tiling_space, tune_op)
 from .ascend.platforms import Platform, load_platform, platform, platform_fields, soc_versions
@@ -55,11 +57,13 @@ def cmake_dir() -> str:
 __all__ = [
     "BankError",
     "BatchObjective",
+    "Calibration",
     "Cluster",
     "CostModelEvaluator",
     "CoverageWarning",
     "Estimate",
     "GradientPlan",
+    "Measurement",
     "MeasuredEvaluator",
     "ModelTuneResult",
     "Objective",
@@ -75,6 +79,7 @@ __all__ = [
     "TuningInterrupted",
     "__version__",
     "baseline_tiling",
+    "calibrate",
     "cmake_dir",
     "estimate",
     "estimate_batch",

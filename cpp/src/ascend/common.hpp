@@ -21,22 +21,29 @@ int dtype_size(const std::string& dtype);
 std::string canonical_dtype(const std::string& dtype);
 
 // ---- GM access charging ------------------------------------------------------
-// MTE2 moves GM data in 256-byte sectors: a burst (contiguous run) shorter
-// than a sector costs a whole sector, and a burst whose start is not aligned
-// to the 512-byte GM granule touches one sector more.  The extra sector makes
-// a 32 B-aligned 512 B burst cost 768 B, i.e. 67% of the aligned rate, which
-// is the "about 70%" of [A] SIMD算子性能优化/GM地址尽量512B对齐.md; the 256-byte
-// sector is calibrated on the published Matmul tuning case ([A]
+// MTE2 moves GM data in sectors (Platform::gm_sector bytes): a burst
+// (contiguous run) shorter than a sector costs a whole sector, and a burst
+// whose start is not aligned to the 512-byte GM granule touches one sector
+// more.  With 256-byte sectors the extra sector makes a 32 B-aligned 512 B
+// burst cost 768 B, i.e. 67% of the aligned rate, which is the "about 70%" of
+// [A] SIMD算子性能优化/GM地址尽量512B对齐.md; the 256-byte default is
+// calibrated on the published Matmul tuning case ([A]
 // Matmul算子优化Tiling策略.md: MTE2 2452 us -> 808 us for a 2.67x traffic cut
 // is 3.03x only if the 128-byte bursts of base [64,64,256] cost 256 bytes).
-constexpr double kSector = 256.0;
 constexpr double kGranule = 512.0;  // [A] NPU架构版本2201.md / GM地址尽量512B对齐.md
 
 // Charged bytes of one burst of `b` bytes starting every `step` bytes in rows
-// of `pitch` bytes (integer arithmetic: this is on the per-tiling hot path).
-inline double read_charge(int64_t b, int64_t pitch, int64_t step) {
-  constexpr int64_t S = int64_t(kSector), G = int64_t(kGranule);
-  int64_t sectors = (b + S - 1) / S;
+// of `pitch` bytes, in sectors of `sector` bytes (integer arithmetic: this is
+// on the per-tiling hot path).
+// Sectors of `bytes`: power-of-two sectors (every real one) shift instead of
+// dividing, as the constant 256 did before it became a Platform field.
+inline int64_t sector_count(int64_t bytes, int64_t S) {
+  return (S & (S - 1)) == 0 ? (bytes + S - 1) >> __builtin_ctzll(uint64_t(S)) : (bytes + S - 1) / S;
+}
+inline double read_charge(int64_t b, int64_t pitch, int64_t step, int64_t sector) {
+  constexpr int64_t G = int64_t(kGranule);
+  const int64_t S = sector;
+  int64_t sectors = sector_count(b, S);
   const bool aligned = pitch % G == 0 && (step % G == 0 || G % step == 0) && (b % G == 0 || G % b == 0 || b < S);
   if (!aligned && b >= S) sectors += 1;
   return double(sectors * S);

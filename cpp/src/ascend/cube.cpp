@@ -11,12 +11,13 @@
 namespace aoe::ascend::detail {
 namespace {
 
-// MTE2 reaches 84% of l2_rate on fractal-sized, 512 B-aligned copies that hit
-// L2: calibrated on the published Matmul case ([A] Matmul算子优化Tiling策略.md:
-// 100.7 MB per core in 591 us at 1.8 GHz with large packets; 2452 us and 808 us
-// for the other two steps agree within 3% with the same factor).
-constexpr double kMte2Eff = 0.84;
-constexpr double kNd2NzStart = 210;  // cycles per GM->L1 copy ([C] GemmCycleModel)
+// Fitted constants are Platform fields (aoe_native.calibrate refits them):
+// mte2_eff, MTE2's rate on fractal-sized, 512 B-aligned copies that hit L2 as
+// a fraction of l2_rate, defaults to 0.84, hand-fitted on the published Matmul
+// case ([A] Matmul算子优化Tiling策略.md: 100.7 MB per core in 591 us at 1.8 GHz
+// with large packets; 2452 us and 808 us for the other two steps agree within
+// 3% with the same factor); mte2_copy_cycles, the cost of one GM->L1 copy,
+// defaults to 210 cycles ([C] GemmCycleModel).
 constexpr double kMte1Start = 26;    // cycles per L1->L0 load ([C] GemmCycleModel)
 constexpr double kFixStart = 26;     // per L0C block written out (same issue cost assumed)
 // Cube/vector fusion through a GM workspace (split SoCs): the AIVs consume
@@ -90,15 +91,16 @@ class CubeModel : public OpModel {
 };
 
 // Sum over the chunks of a row of length `len` cut into pieces of `chunk`.
-inline double chunked(int64_t len, int64_t chunk, int64_t ds, int64_t pitch) {
+inline double chunked(int64_t len, int64_t chunk, int64_t ds, int64_t pitch, int64_t sector) {
   const int64_t full = len / chunk, tail = len % chunk;
-  double c = double(full) * read_charge(chunk * ds, pitch, chunk * ds);
-  if (tail) c += read_charge(tail * ds, pitch, chunk * ds);
+  double c = double(full) * read_charge(chunk * ds, pitch, chunk * ds, sector);
+  if (tail) c += read_charge(tail * ds, pitch, chunk * ds, sector);
   return c;
 }
 
 double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
   const int64_t ds = q_.in_size;
+  const int64_t sector = p_.gm_sector;
   if (q_.conv) {
     // load3d reads the input rows under each M tile once per K pass:
     // rows of output covered (+1 for a tile straddling a row), their input
@@ -110,30 +112,31 @@ double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
     const int64_t ho_rows = std::min(cdiv(mL1, q_.wo) + (mL1 % q_.wo ? 1 : 0), cdiv(tm, q_.wo) + 1);
     const int64_t segments = cdiv(ho_rows, q_.ho);
     const int64_t hi_rows = ho_rows * std::min(q_.sh, q_.kh_eff) + segments * std::max<int64_t>(0, q_.kh_eff - q_.sh);
-    return double(tiles) * std::ceil(double(hi_rows) * q_.wi * q_.cin_pad * ds / kSector) * kSector;
+    return double(tiles) * std::ceil(double(hi_rows) * q_.wi * q_.cin_pad * ds / sector) * sector;
   }
   if (!q_.trans_a) {
     const int64_t pitch = q_.K * ds;
-    if (kA >= q_.K) return std::ceil(double(tm) * pitch / kSector) * kSector;  // whole rows: one contiguous run
-    return double(tm) * chunked(q_.K, kA, ds, pitch);
+    if (kA >= q_.K) return double(sector_count(tm * pitch, sector) * sector);  // whole rows: one contiguous run
+    return double(tm) * chunked(q_.K, kA, ds, pitch, sector);
   }
   const int64_t pitch = q_.M * ds;  // A stored K x M
-  return double(q_.K) * chunked(tm, mL1, ds, pitch);
+  return double(q_.K) * chunked(tm, mL1, ds, pitch, sector);
 }
 
 double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const {
   const int64_t ds = q_.in_size;
+  const int64_t sector = p_.gm_sector;
   if (q_.conv) {  // weights in FRACTAL_Z: contiguous
-    return std::ceil(double(tn) * Kp_ * ds / kSector) * kSector;
+    return double(sector_count(tn * Kp_ * ds, sector) * sector);
   }
   if (!q_.trans_b) {
     const int64_t pitch = q_.N * ds;  // B stored K x N
-    if (nL1 >= q_.N) return std::ceil(double(q_.K) * pitch / kSector) * kSector;  // whole rows per copy
-    return double(q_.K) * chunked(tn, nL1, ds, pitch);
+    if (nL1 >= q_.N) return double(sector_count(q_.K * pitch, sector) * sector);  // whole rows per copy
+    return double(q_.K) * chunked(tn, nL1, ds, pitch, sector);
   }
   const int64_t pitch = q_.K * ds;  // B stored N x K
-  if (kB >= q_.K) return std::ceil(double(tn) * pitch / kSector) * kSector;
-  return double(tn) * chunked(q_.K, kB, ds, pitch);
+  if (kB >= q_.K) return double(sector_count(tn * pitch, sector) * sector);
+  return double(tn) * chunked(q_.K, kB, ds, pitch, sector);
 }
 
 double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
@@ -161,10 +164,10 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     a_loads = aFull ? 1 : nOut;
   }
   const double ds = q.in_size;
-  const double a_ch = double(a_loads) * a_read_charge(tm, mL1, kA);
-  const double b_ch = double(b_loads) * b_read_charge(tn, nL1, kB);
-  const double a_copies = double(a_loads) * mOut * cdiv(q.K, kA);
-  const double b_copies = double(b_loads) * nOut * cdiv(q.K, kB);
+  const double a_one = a_read_charge(tm, mL1, kA), b_one = b_read_charge(tn, nL1, kB);  // one load
+  const double a_ch = double(a_loads) * a_one, b_ch = double(b_loads) * b_one;
+  const double a_copies_per_load = double(mOut) * cdiv(q.K, kA), b_copies_per_load = double(nOut) * cdiv(q.K, kB);
+  const double a_copies = double(a_loads) * a_copies_per_load, b_copies = double(b_loads) * b_copies_per_load;
 
   // Where reads are served: first touch from HBM; a re-read hits L2 when
   // the data touched by all active cores between two reads of the same
@@ -186,8 +189,25 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double rereads = (1 - h_a) * a_ch * (1 - 1.0 / a_loads) + (1 - h_b) * b_ch * (1 - 1.0 / b_loads);
   const double hbm_read = std::min(chip_ch, unique + double(tasks) * rereads);
   const double f_miss = chip_ch > 0 ? hbm_read / chip_ch : 0;
-  const double cyc_per_byte = f_miss / p.ddr_rate + (1 - f_miss) / (kMte2Eff * p.l2_rate);
-  const double mte2_a = a_ch * cyc_per_byte, mte2_b = b_ch * cyc_per_byte;
+  const double cyc_per_byte = f_miss / p.ddr_rate + (1 - f_miss) / (p.mte2_eff * p.l2_rate);
+  double mte2_a = a_ch * cyc_per_byte, mte2_b = b_ch * cyc_per_byte;
+  if (p.mte2_miss_cycles > 0) {
+    // A round of GM->L1 copies (one of A and one of B) that misses L2 waits
+    // for HBM: MTE2 takes at least rounds x latency (§1 case 6: 80 rounds of
+    // CFG_NORM in 75.64 us, 20 of CFG_MDL in 46.24 us at the bandwidth; case
+    // 11: 16 rounds of 2 KB in 13.72 us); hits are assumed pipelined.  A copy
+    // misses when it is the chip's first touch of its data (operands shared by
+    // all cores are fetched once) or a re-read that L2 no longer holds.
+    const double miss_a = a_copies_per_load * (std::min(1.0, q.a_bytes / (double(tasks) * a_one)) +
+                                               double(a_loads - 1) * (1 - h_a));
+    const double miss_b = b_copies_per_load * (std::min(1.0, q.b_bytes / (double(tasks) * b_one)) +
+                                               double(b_loads - 1) * (1 - h_b));
+    const double latency = std::max(miss_a, miss_b) * p.mte2_miss_cycles, bw = mte2_a + mte2_b;
+    if (latency > bw && bw > 0) {
+      mte2_a *= latency / bw;
+      mte2_b *= latency / bw;
+    }
+  }
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
   const double Kt = double(Kp_);
@@ -217,7 +237,7 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     vec = double(mIter * nIter) * vec_cycles(q.epilogue, double(bM) * bN) / vec_per_core_;
     double bytes = out_elems * q.epi_extra_per_elem;
     if (p.split) bytes += out_elems * 2 * dc;
-    vec_mem = bytes / (kMte2Eff * p.l2_rate);
+    vec_mem = bytes / (p.mte2_eff * p.l2_rate);
     if (!p.split) mte3 = out_elems * dc / p.ub_to_ddr;
   }
   // Pipeline: double-buffered stages overlap, single-buffered ones wait.
@@ -225,19 +245,22 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const int64_t dbB1 = t[kDepthB1] / (t[kStepN] * t[kStepKb]);
   const double inner = std::max(cube + (t[kDbA] == 1 ? mte1_a : 0) + (t[kDbB] == 1 ? mte1_b : 0), mte1_a + mte1_b);
   const double mid = t[kDbC] == 2 ? std::max(inner, fix) : inner + fix;
-  const double exposed = (dbA1 == 1 ? mte2_a + a_copies * kNd2NzStart : 0) +
-                         (dbB1 == 1 ? mte2_b + b_copies * kNd2NzStart : 0);
+  const double exposed = (dbA1 == 1 ? mte2_a + a_copies * p.mte2_copy_cycles : 0) +
+                         (dbB1 == 1 ? mte2_b + b_copies * p.mte2_copy_cycles : 0);
   const double blocks = double(mIter) * nIter * kIter;
-  const double fill = kNd2NzStart + (mte2_a / std::max(1.0, a_copies) + mte2_b / std::max(1.0, b_copies)) +
+  const double fill = p.mte2_copy_cycles + (mte2_a / std::max(1.0, a_copies) + mte2_b / std::max(1.0, b_copies)) +
                       (mte1_a + mte1_b) / blocks + cube / blocks + fix / double(mIter * nIter);
+  // Scalar: issue and loop control of each base-block iteration runs beside
+  // the pipes; the kernel's set-up runs before its first MTE2 (§1 cases 2, 5, 10).
+  const double scalar = p.scalar_block_cycles * blocks;
   const double cube_side = std::max(mid + exposed, mte2_a + mte2_b), vec_side = vec + vec_mem;
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).
   const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
   const double cv_sync = (p.split && !q.epilogue.empty()) ? kCvExposure / q.slots * cv_short * cv_short / cv_long : 0;
-  const double core_cycles = std::max({cube_side, vec_side, mte3}) + cv_sync + fill;
+  const double core_cycles = std::max({cube_side, vec_side, mte3, scalar}) + cv_sync + fill;
 
   const double f = p.freq_mhz;
-  const double head_us = (kOpHead + mte2_head(int(cores), true)) / f;
+  const double head_us = (kOpHead + mte2_head(int(cores), true) + p.scalar_start_cycles) / f;
   const double chip_write = double(tasks) * (out_elems * dc);
   const double chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
   const double hbm_us = (hbm_read + chip_write + chip_extra) / hbm_Bpus_;

@@ -101,6 +101,32 @@ const std::vector<PlatformField>& platform_fields() {
           "per-kernel launch cost, us; an assumption of this tool, not a measured Ascend figure")
           .optional()
           .zero_ok(),
+      field<&P::mte2_eff>("mte2_eff", Float,
+                          "MTE2 read rate on L2 hits as a fraction of l2_rate (fitted: aoe_native.calibrate)")
+          .optional(),
+      field<&P::gm_sector>("gm_sector", Int,
+                           "bytes MTE2 moves per GM read sector: shorter or unaligned bursts cost whole sectors "
+                           "(fitted: aoe_native.calibrate)")
+          .optional(),
+      field<&P::mte2_copy_cycles>("mte2_copy_cycles", Float,
+                                  "issue cost of one GM -> L1 copy of the cube, cycles (fitted: aoe_native.calibrate)")
+          .optional()
+          .zero_ok(),
+      field<&P::mte2_miss_cycles>("mte2_miss_cycles", Float,
+                                  "MTE2 wait per GM -> L1 copy of the cube that misses L2 (HBM latency), cycles "
+                                  "(fitted: aoe_native.calibrate; 0: not modelled)")
+          .optional()
+          .zero_ok(),
+      field<&P::scalar_start_cycles>("scalar_start_cycles", Float,
+                                     "scalar work of a cube kernel before its first MTE2 (Matmul init, tiling), "
+                                     "cycles (fitted: aoe_native.calibrate; 0: not modelled)")
+          .optional()
+          .zero_ok(),
+      field<&P::scalar_block_cycles>("scalar_block_cycles", Float,
+                                     "scalar issue and loop control per base-block iteration of a cube kernel, "
+                                     "cycles (fitted: aoe_native.calibrate; 0: not modelled)")
+          .optional()
+          .zero_ok(),
   };
   return t;
 }

@@ -89,7 +89,7 @@ class VecModel : public OpModel {
     // the whole tile).  Transposed runs start every other run (pitch 2x).
     auto rcharge = [&](double run_bytes) {
       const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));
-      return read_charge(run, k.transpose_side ? run * 2 : run, run) / double(run);
+      return read_charge(run, k.transpose_side ? run * 2 : run, run, p.gm_sector) / double(run);
     };
     auto wcharge = [&](double run_bytes) {
       const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));

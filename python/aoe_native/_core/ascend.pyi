@@ -52,6 +52,12 @@ class Platform:
     cube_dtypes: list[str]
     vector_dtypes: list[str]
     launch_overhead_us: float
+    mte2_eff: float
+    gm_sector: int
+    mte2_copy_cycles: float
+    mte2_miss_cycles: float
+    scalar_start_cycles: float
+    scalar_block_cycles: float
     def __init__(self) -> None: ...
     @staticmethod
     def from_dict(d: dict[str, Any], where: str = "platform") -> Platform: ...

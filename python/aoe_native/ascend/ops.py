@@ -24,7 +24,7 @@ from .platforms import Platform, native_platform
 
 
 __all__ = ["Estimate", "OpTuneResult", "baseline_tiling", "estimate", "estimate_batch", "supported_ops",
-           "op_table", "op_model", "clear_caches", "tiling_space", "tune_op", "choose_strategy", "auto_pads", "TUNE_OP_POLICY"]
+           "op_table", "op_model", "build_op_model", "clear_caches", "tiling_space", "tune_op", "choose_strategy", "auto_pads", "TUNE_OP_POLICY"]
 
 Shape = Sequence[int]
 PlatformLike = Union[str, Platform]
@@ -233,6 +233,20 @@ _spaces: dict[Any, Any] = {}
 _CACHE_MAX = 512
 
 
+def _build(op_type: str, shapes: list[list[int]], dtype: str, plat: Platform, attrs: Mapping[str, Any] | None):
+    ints, strs = _attrs(attrs, op_type, shapes)
+    m = _native.op_model(plat, op_type, shapes, dtype, ints, strs)
+    _check_attr_names(m.kind, op_type, attrs, shapes)
+    return m
+
+
+def build_op_model(op_type: str, inputs: Sequence[Shape], dtype: str, platform: Platform,
+                   attrs: Mapping[str, Any] | None = None) -> Any:
+    """Like :func:`op_model` but not cached: for callers that try many platforms
+    (calibration), which would otherwise flush the cache of everyone else's models."""
+    return _build(op_type, _shapes(inputs, op_type), dtype, platform, attrs)
+
+
 def _model(op_type: str, inputs: Any, dtype: str, soc: PlatformLike, attrs: Mapping[str, Any] | None):
     if not isinstance(op_type, str):
         raise TypeError(f"op_type must be a string, got {op_type!r}")
@@ -246,9 +260,7 @@ def _model(op_type: str, inputs: Any, dtype: str, soc: PlatformLike, attrs: Mapp
     with _cache_lock:
         m = _models.get(key)
     if m is None:
-        ints, strs = _attrs(attrs, op_type, shapes)
-        m = _native.op_model(plat, op_type, shapes, dtype, ints, strs)
-        _check_attr_names(m.kind, op_type, attrs, shapes)
+        m = _build(op_type, shapes, dtype, plat, attrs)
         with _cache_lock:
             if len(_models) >= _CACHE_MAX:
                 _models.clear()

@@ -35,6 +35,16 @@ struct Platform {
   std::vector<std::string> cube_dtypes{"float16", "int8"};
   std::vector<std::string> vector_dtypes{"float16", "float32", "int8"};
   double launch_overhead_us = 3.0;  // an assumption of this tool, not a measured figure
+  // Fitted constants of the cube model (aoe_native.calibrate refits them to
+  // measurements; the defaults are the hand fits documented in cube.cpp /
+  // common.hpp, so an uncalibrated platform gives the results it always gave).
+  double mte2_eff = 0.84;          // MTE2 rate on L2 hits, as a fraction of l2_rate
+  int gm_sector = 256;             // bytes MTE2 moves per GM read sector
+  double mte2_copy_cycles = 210;   // issue cost of one GM->L1 copy (ND2NZ), cycles
+  // Terms the cube model lacked; 0 leaves it as it was (fitted values: aoe_native.calibrate).
+  double mte2_miss_cycles = 0;     // MTE2 wait per GM->L1 copy that misses L2 (HBM latency), cycles
+  double scalar_start_cycles = 0;  // scalar work before the first MTE2 (Matmul init, tiling), cycles
+  double scalar_block_cycles = 0;  // scalar issue and loop control per base-block iteration, cycles
 
   double cycles_per_us() const { return freq_mhz; }
   bool operator==(const Platform& o) const;  // every field of platform_fields()

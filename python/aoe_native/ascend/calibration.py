@@ -1,0 +1,329 @@
+"""Calibration of the AI Core cost model's fitted constants to measurements.
+
+The cube model has a few constants that no document states: hand fits
+(``mte2_eff``, ``gm_sector``) and terms the model lacked, 0 (off) by default
+(``mte2_miss_cycles``, ``scalar_start_cycles``, ``scalar_block_cycles``); all are
+Platform fields (:func:`aoe_native.platform_fields`).  :func:`calibrate` refits them to measured
+records (operator, shapes, dtype, tiling, time and, where known, per-pipe times) by
+bounded least squares on log(model / measured) (scipy's trust-region reflective
+``least_squares``), predicts the held-out records with the fitted constants and
+reports both errors.  :meth:`Calibration.save` writes a platform JSON that
+:func:`aoe_native.load_platform` reads.
+
+The published Ascend measurements the model can express ship as
+``data/ascend_measured_cases.json`` (:func:`published_cases`), each record citing its
+case in ``ascend_measured_cases.md`` and its source document.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+import numpy as np
+
+from ..fileio import atomic_write_text, dump_json
+from . import ops
+from .platforms import Platform, native_platform
+from .platforms import platform_fields as _native_fields
+
+__all__ = ["Measurement", "RecordFit", "Calibration", "calibrate", "published_cases", "uncalibrated", "FITTED",
+           "BOUNDS", "SECTORS", "FITTABLE", "PIPES"]
+
+# The constants calibrate() fits by default, and their bounds (continuous ones).
+# scalar_block_cycles is fittable but not fitted by default: the published cases do not
+# identify it (fitting it on cases 1, 5, 6 and 11 lowers their error by 0.4 points).
+FITTED = ("mte2_eff", "gm_sector", "mte2_miss_cycles", "scalar_start_cycles")
+BOUNDS = {"mte2_eff": (0.3, 1.0), "mte2_copy_cycles": (0.0, 5000.0), "mte2_miss_cycles": (0.0, 5000.0),
+          "scalar_start_cycles": (0.0, 100000.0), "scalar_block_cycles": (0.0, 10000.0)}
+# gm_sector is a transfer granule, a power of two: the model's cost is a step
+# function of it, so it is fitted by trying each value, not by gradients.
+SECTORS = (32, 64, 128, 256, 512)
+FITTABLE = (*BOUNDS, "gm_sector")
+# Per-pipe times a record may carry (keys of Estimate.breakdown).
+PIPES = ("mte2_us", "mte1_us", "cube_us", "fixpipe_us", "vector_us", "mte3_us")
+
+PlatformLike = Union[str, Platform]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured operator run.
+
+    ``time_us`` is the measured operator time (None when only pipe times are known),
+    ``pipes`` per-pipe times in µs keyed like ``Estimate.breakdown`` (``mte2_us``,
+    ``cube_us``, ...), ``tiling`` the TCubeTiling-style parameters of the run (None:
+    the model's default tiling).  ``soc_version`` names the part it ran on when that
+    differs from the calibrated platform (e.g. a 20-core bin of the same SoC): the
+    fitted constants are applied to that part for this record.
+    """
+
+    op: str
+    inputs: Sequence[Sequence[int]]
+    dtype: str = "float16"
+    time_us: float | None = None
+    tiling: Mapping[str, int] | None = None
+    attrs: Mapping[str, Any] | None = None
+    pipes: Mapping[str, float] = field(default_factory=dict)
+    soc_version: str | None = None
+    name: str = ""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str) -> "Measurement":
+        """A record from a JSON-like mapping (unknown keys other than ``case``,
+        ``note`` and ``source`` are an error naming ``where``)."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"{where}: expected a mapping, got {type(d).__name__}")
+        known = {"op", "inputs", "dtype", "time_us", "tiling", "attrs", "pipes", "soc_version", "name"}
+        extra = set(d) - known - {"case", "note", "source"}
+        if extra:
+            raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(map(str, extra)))} "
+                             f"(known: {', '.join(sorted(known))})")
+        if "op" not in d or "inputs" not in d:
+            raise ValueError(f"{where}: a measurement needs 'op' and 'inputs'")
+        return cls(**{k: d[k] for k in known if k in d and d[k] is not None})
+
+
+@dataclass(frozen=True)
+class RecordFit:
+    """One compared quantity of one record: ``published`` (measured), ``model`` with
+    the fitted constants, ``before`` with the starting ones; ``ratio`` = model/published."""
+
+    name: str
+    quantity: str  # "time_us" or a pipe key
+    held_out: bool
+    published: float
+    model: float
+    before: float
+
+    @property
+    def ratio(self) -> float:
+        return self.model / self.published
+
+    @property
+    def ratio_before(self) -> float:
+        return self.before / self.published
+
+
+def _mean_abs_error(rows: Iterable[RecordFit], before: bool = False) -> float:
+    errs = [abs((r.ratio_before if before else r.ratio) - 1) for r in rows]
+    return float(np.mean(errs)) if errs else float("nan")
+
+
+@dataclass
+class Calibration:
+    """Outcome of :func:`calibrate`: the fitted ``platform``, the fitted ``params``
+    (and the ``start`` values), and one :class:`RecordFit` per compared quantity of
+    the fitted and the held-out records."""
+
+    platform: Platform
+    params: dict[str, float]
+    start: dict[str, float]
+    rows: list[RecordFit]
+
+    @property
+    def fitted_rows(self) -> list[RecordFit]:
+        return [r for r in self.rows if not r.held_out]
+
+    @property
+    def held_out_rows(self) -> list[RecordFit]:
+        return [r for r in self.rows if r.held_out]
+
+    @property
+    def fit_error(self) -> float:
+        """Mean |model/measured - 1| over the fitted records' quantities."""
+        return _mean_abs_error(self.fitted_rows)
+
+    @property
+    def held_out_error(self) -> float:
+        """Mean |model/measured - 1| over the held-out records' quantities (NaN if none)."""
+        return _mean_abs_error(self.held_out_rows)
+
+    def table(self) -> str:
+        """The per-record table (published, model before and after, ratios) as text."""
+        lines = [f"{'record':16s} {'quantity':9s} {'set':8s} {'published':>10s} {'before':>10s} {'ratio':>6s} "
+                 f"{'model':>10s} {'ratio':>6s}"]
+        for r in sorted(self.rows, key=lambda r: r.held_out):
+            flag = "" if abs(r.ratio - 1) <= 0.2 else "  >20%"
+            lines.append(f"{r.name:16s} {r.quantity:9s} {'held-out' if r.held_out else 'fit':8s} {r.published:10.2f} "
+                         f"{r.before:10.2f} {r.ratio_before:6.2f} {r.model:10.2f} {r.ratio:6.2f}{flag}")
+        for label, rows in (("fit", self.fitted_rows), ("held-out", self.held_out_rows)):
+            if rows:
+                lines.append(f"{label}: mean |ratio-1| {_mean_abs_error(rows, True) * 100:.1f}% before -> "
+                             f"{_mean_abs_error(rows) * 100:.1f}% after, max {max(abs(r.ratio - 1) for r in rows) * 100:.1f}%"
+                             f", within 20%: {sum(abs(r.ratio - 1) <= 0.2 for r in rows)}/{len(rows)}")
+        lines.append("params: " + ", ".join(f"{k} {self.start[k]:g} -> {v:g}" for k, v in self.params.items()))
+        return "\n".join(lines)
+
+    def save(self, path: str, name: str | None = None) -> str:
+        """Write the fitted platform as a JSON file for :func:`aoe_native.load_platform`
+        (atomically) under ``name`` (default: the platform's name + ``"-calibrated"``);
+        returns the name."""
+        d = self.platform.to_dict()
+        d["name"] = name or f"{d['name']}-calibrated"
+        d["sources"] = {k: f"aoe_native.calibrate: fitted on {len({r.name for r in self.fitted_rows})} records, "
+                        f"held-out error {self.held_out_error * 100:.1f}%" for k in self.params}
+        atomic_write_text(path, dump_json(d))
+        return d["name"]
+
+
+def uncalibrated(soc_version: PlatformLike) -> Platform:
+    """``soc_version`` with every fittable constant at its field default: the model before
+    any calibration (the hand fits, the lacking terms off)."""
+    defaults = {f["name"]: f["default"] for f in _native_fields()}
+    d = native_platform(soc_version).to_dict()
+    d.update({k: defaults[k] for k in FITTABLE})
+    return Platform.from_dict(d, f"uncalibrated {d['name']}")
+
+
+def published_cases() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The published Ascend measurements the model can express, as records for
+    :func:`calibrate`, split into the records of the cases to fit on (at most half of
+    the cases) and the held-out ones.  Each record names its ``case`` (numbers of
+    shared/reference/ascend_measured_cases.md), its ``source`` document and a ``note``
+    on how the case is expressed."""
+    text = resources.files("aoe_native").joinpath("data/ascend_measured_cases.json").read_text(encoding="utf-8")
+    doc = json.loads(text)
+    fit = set(doc["fit_cases"])
+    return ([r for r in doc["records"] if r["case"] in fit], [r for r in doc["records"] if r["case"] not in fit])
+
+
+# ---- checking and evaluating records ------------------------------------------------------
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+class _Record:
+    """A checked measurement with its operator model built for each trial platform."""
+
+    def __init__(self, m: Measurement, base: Platform, where: str):
+        self.m, self.where = m, where
+        self.name = m.name or where
+        if m.time_us is not None and not _positive(m.time_us):
+            raise ValueError(f"{where}: time_us must be a positive number, got {m.time_us!r}")
+        if not isinstance(m.pipes, Mapping):
+            raise ValueError(f"{where}: pipes must be a mapping of pipe name to µs, got {type(m.pipes).__name__}")
+        for k, v in m.pipes.items():
+            if k not in PIPES:
+                raise ValueError(f"{where}: unknown pipe {k!r} (known: {', '.join(PIPES)})")
+            if not _positive(v):
+                raise ValueError(f"{where}: pipe {k} must be a positive number of µs, got {v!r}")
+        self.targets = ([("time_us", float(m.time_us))] if m.time_us is not None else []) + \
+            [(k, float(v)) for k, v in m.pipes.items()]
+        if not self.targets:
+            raise ValueError(f"{where}: no measured time (time_us or pipes)")
+        try:
+            self.base = native_platform(m.soc_version) if m.soc_version else base
+            if m.op not in ops.supported_ops():
+                raise ValueError(f"unknown op {m.op!r}")
+            model = ops.op_model(m.op, m.inputs, m.dtype, self.base, m.attrs)
+            self.row = list(model.baseline) if m.tiling is None else ops._tiling_row(model, m.tiling)
+            bad = model.violation(self.row)
+            if bad:
+                raise ValueError(f"tiling {dict(zip(model.param_names, self.row))} is impossible: {bad}")
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{where}: {e}") from None
+
+    def predict(self, params: Mapping[str, float]) -> list[float]:
+        plat = _with(self.base, params)
+        model = ops.build_op_model(self.m.op, self.m.inputs, self.m.dtype, plat, self.m.attrs)
+        b = model.estimate(self.row)
+        return [float(b[k]) for k, _ in self.targets]
+
+
+def _with(base: Platform, params: Mapping[str, float]) -> Platform:
+    d = base.to_dict()
+    d.update({k: (int(round(v)) if k == "gm_sector" else float(v)) for k, v in params.items()})
+    return Platform.from_dict(d, "calibrated platform")
+
+
+def _records(measurements: Iterable[Measurement | Mapping[str, Any]], base: Platform, what: str) -> list[_Record]:
+    out = []
+    for i, m in enumerate(measurements):
+        label = m.get("name") if isinstance(m, Mapping) else getattr(m, "name", "")
+        where = f"{what} {i}" + (f" ({label})" if label else "")
+        if not isinstance(m, Measurement):
+            m = Measurement.from_dict(m, where)
+        out.append(_Record(m, base, where))
+    return out
+
+
+# ---- fitting ----------------------------------------------------------------------------------
+
+def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Mapping[str, Any]],
+              held_out: Iterable[Measurement | Mapping[str, Any]] = (), fit: Sequence[str] = FITTED) -> Calibration:
+    """Fit the cost model's constants ``fit`` (default :data:`FITTED`) of ``soc_version`` to
+    ``measurements`` and predict ``held_out`` with the result.
+
+    Each measurement is a :class:`Measurement` or a mapping with its fields (``op``,
+    ``inputs``, ``dtype``, ``tiling`` or None for the default, ``time_us`` and/or
+    ``pipes``).  The fit minimises the squared log ratios model/measured of every
+    measured quantity, with the continuous constants bounded by :data:`BOUNDS` and
+    ``gm_sector`` tried at each of :data:`SECTORS`; a constant that no record depends on
+    keeps its value.  A bad record (unknown operator,
+    impossible tiling, non-positive time) is a ValueError naming it.  Needs scipy.
+    """
+    try:
+        from scipy.optimize import least_squares
+    except ImportError:  # pragma: no cover - the calibrate extra installs it
+        raise ImportError("aoe_native.calibrate needs scipy: pip install 'aoe-native[calibrate]'") from None
+    base = native_platform(soc_version)
+    unknown = [k for k in fit if k not in FITTABLE]
+    if unknown or not fit:
+        raise ValueError(f"calibrate: cannot fit {', '.join(unknown) or 'nothing'}; fittable constants: "
+                         f"{', '.join(sorted(FITTABLE))}")
+    fit_recs = _records(measurements, base, "measurement")
+    if not fit_recs:
+        raise ValueError("calibrate: no measurements to fit")
+    held_recs = _records(held_out, base, "held-out measurement")
+    start = {k: float(getattr(base, k)) for k in fit}
+    cont = [k for k in fit if k != "gm_sector"]
+    lo = np.array([BOUNDS[k][0] for k in cont])
+    hi = np.array([BOUNDS[k][1] for k in cont])
+    measured = np.log([v for r in fit_recs for _, v in r.targets])
+
+    def params_of(x: np.ndarray, sector: float | None) -> dict[str, float]:
+        p = dict(zip(cont, map(float, x)))
+        if sector is not None:
+            p["gm_sector"] = sector
+        return {k: p[k] for k in fit}
+
+    def residuals(x: np.ndarray, sector: float | None) -> np.ndarray:
+        p = params_of(x, sector)
+        return np.log([v for r in fit_recs for v in r.predict(p)]) - measured
+
+    best: tuple[float, dict[str, float]] | None = None
+    # The starting sector first: another must fit strictly better (sectors up to the
+    # shortest burst of the records charge alike).
+    sectors = sorted(SECTORS, key=lambda s: s != start["gm_sector"]) if "gm_sector" in fit else [None]
+    # Two starts per sector: the current constants and the centre of the box (a term
+    # inside a max() has no gradient where it does not bind).
+    margin = 0.01 * (hi - lo)  # inside the box: at a bound, trust-region reflective's scaling can stop at once
+    starts = [np.clip([start[k] for k in cont], lo + margin, hi - margin), (lo + hi) / 2]
+    for sector in sectors:
+        if not cont:
+            cost = 0.5 * float(np.sum(residuals(np.array([]), sector) ** 2))
+            if best is None or cost < best[0] * (1 - 1e-9):
+                best = (cost, params_of(np.array([]), sector))
+            continue
+        for x0 in starts:
+            # Relative finite-difference steps: the model is piecewise linear in these constants.
+            sol = least_squares(residuals, x0, bounds=(lo, hi), args=(sector,), method="trf", diff_step=1e-3,
+                                x_scale=np.maximum(np.abs(x0), margin))
+            # A constant no record depends on (its term never binds) keeps its start value.
+            x = np.where(np.all(sol.jac == 0, axis=0), [start[k] for k in cont], sol.x)
+            if best is None or float(sol.cost) < best[0] * (1 - 1e-9):
+                best = (float(sol.cost), params_of(x, sector))
+    assert best is not None
+    params = best[1]
+    rows = []
+    for recs, held in ((fit_recs, False), (held_recs, True)):
+        for r in recs:
+            for (q, pub), after, before in zip(r.targets, r.predict(params), r.predict(start)):
+                rows.append(RecordFit(r.name, q, held, pub, after, before))
+    return Calibration(platform=_with(base, params), params=params, start=start, rows=rows)
