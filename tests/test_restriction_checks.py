@@ -156,3 +156,29 @@ def test_bytecode_matches_the_tree_interpreter(text):
 def test_bytecode_keeps_the_parser_errors():
     with pytest.raises(ValueError, match="position"):
         eval_restriction(EXPRS[-1], ["a"], np.zeros((1, 1), dtype=np.int64))
+
+
+def _random_expression(rng: np.random.Generator, depth: int) -> str:
+    leaves = ["a", "b", "c", "0", "1", "2", "3", "16", "-1", "9223372036854775807", "True"]
+    ops = ["+", "-", "*", "/", "//", "%", "**", "<", "<=", ">", ">=", "==", "!=", "and", "or"]
+    kind = int(rng.integers(0, 6)) if depth > 0 else 5
+    sub = lambda: _random_expression(rng, depth - 1)  # noqa: E731
+    if kind == 0:
+        return f"(not {sub()})"
+    if kind == 1:
+        return f"(-{sub()})"
+    if kind == 2:
+        return f"({sub()} < {sub()} <= {sub()})"
+    if kind in (3, 4):
+        return f"({sub()} {ops[int(rng.integers(0, len(ops)))]} {sub()})"
+    return leaves[int(rng.integers(0, len(leaves)))]
+
+
+def test_bytecode_matches_the_tree_interpreter_on_random_expressions():
+    rng = np.random.default_rng(7)
+    values = np.array([-(2**63), -5, -2, -1, 0, 1, 2, 3, 7, 16, 64, 2**32, 2**63 - 1], dtype=np.int64)
+    rows = values[rng.integers(0, len(values), size=(40, 3))]
+    for _ in range(1500):
+        text = _random_expression(rng, 5)
+        got, want = eval_restriction(text, ["a", "b", "c"], rows), eval_restriction(text, ["a", "b", "c"], rows, True)
+        assert np.array_equal(got[1], want[1]) and np.array_equal(got[0], want[0]), text

@@ -368,6 +368,9 @@ void CubeModel::build_spec() {
   r.push_back("((" + K + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + K +
               " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + K + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
               K + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
+  // holds_all() checks exactly these restrictions natively: one added or removed here must be there too.
+  if (r.size() != 12 + size_t(l.bias_table))
+    throw std::logic_error("internal: CubeModel::holds_all does not cover the restrictions of build_spec");
   // Pruning: no block or L1 extent beyond twice what it covers; use at least
   // half of the cores the shape can occupy.
   auto& pr = s.pruning;
