@@ -428,7 +428,8 @@ enum Code : uint8_t {
   kAndK,  // floor modulo by a power of two (k = mask)
   kLt, kLe, kGt, kGe, kEq, kNe,
   kLtK, kLeK, kGtK, kGeK, kEqK, kNeK,
-  kChain, kChainK,  // a link of a chained comparison: if !cmp(a, b): r[d] = 0, jump
+  kChain, kChainK,  // a link of a chained comparison, or `cmp and ...`: if !cmp(a, b): r[d] = 0, jump
+  kOrCmp, kOrCmpK,  // `cmp or ...`: if cmp(a, b): r[d] = 1, jump
   kJz, kJnz,        // r[d] = r[a]; jump if it is zero (and) / non-zero (or)
 };
 
@@ -473,6 +474,7 @@ class ExprCompiler {
     max_ = std::max(max_, sp_ + 1);
     return sp_++;
   }
+  int dest(int want) { return want >= 0 ? want : temp(); }
   size_t emit(uint8_t op, int d = 0, int a = 0, int b = 0, int64_t k = 0, uint8_t cmp = 0) {
     Expr::Ins i{};
     i.op = op, i.d = d, i.a = a, i.b = b, i.k = k, i.cmp = cmp;
@@ -495,7 +497,9 @@ class ExprCompiler {
     return K(undef ? 0 : v);
   }
 
-  Operand node(int n) {
+  // `want`: a register the result may be written to (-1: a new temporary);
+  // the caller then needs no move.
+  Operand node(int n, int want = -1) {
     const Expr::Node& nd = e_.nodes_[n];
     const auto& ch = nd.children;
     using Op = Expr::Op;
@@ -515,18 +519,18 @@ class ExprCompiler {
           const int64_t v = nd.op == Op::Neg ? sub_checked(0, a.k, &undef) : int64_t(a.k == 0);
           return fold(v, undef);
         }
-        const int d = temp();
+        const int d = dest(want);
         emit(nd.op == Op::Neg ? kNeg : kNot, d, a.reg);
         return R(d);
       }
       case Op::And:
-      case Op::Or: return logical(nd.op == Op::And, ch);
-      case Op::Compare: return chain(nd);
-      default: return arithmetic(nd.op, ch);
+      case Op::Or: return logical(nd.op == Op::And, ch, want);
+      case Op::Compare: return chain(nd, want);
+      default: return arithmetic(nd.op, ch, want);
     }
   }
 
-  Operand arithmetic(Expr::Op op, const std::vector<int>& ch) {
+  Operand arithmetic(Expr::Op op, const std::vector<int>& ch, int want) {
     using Op = Expr::Op;
     const int base = sp_;
     Operand a = node(ch[0]), b = node(ch[1]);
@@ -574,7 +578,7 @@ class ExprCompiler {
         default: code = kAddK; break;  // unreachable: every arithmetic op is listed
       }
       sp_ = base;
-      const int d = temp();
+      const int d = dest(want);
       emit(code, d, a.reg, 0, k);
       return R(d);
     }
@@ -588,35 +592,50 @@ class ExprCompiler {
       default: code = kPow; break;
     }
     sp_ = base;
-    const int d = temp();
+    const int d = dest(want);
     emit(code, d, ra, rb);
     return R(d);
   }
 
   // Python's `a and b` is a when a is false, else b (`or`: a when a is true).
-  Operand logical(bool is_and, const std::vector<int>& ch) {
+  Operand logical(bool is_and, const std::vector<int>& ch, int want) {
     const int base = sp_;
     const Operand a = node(ch[0]);
     if (a.konst) {
       sp_ = base;
       if ((a.k == 0) == is_and) return a;  // b is never evaluated
-      return node(ch[1]);
+      return node(ch[1], want);
     }
     sp_ = base;
-    const int d = temp();
-    const size_t jump = emit(is_and ? kJz : kJnz, d, a.reg);
-    const Operand b = node(ch[1]);
+    const int d = dest(want);
+    size_t jump;
+    // a single comparison (0 or 1) ends with one compare instruction into a's
+    // register: it becomes the conditional jump itself.
+    const Expr::Node& an = e_.nodes_[ch[0]];
+    const Expr::Ins* last = e_.code_.empty() ? nullptr : &e_.code_.back();
+    if (an.op == Expr::Op::Compare && an.cmps.size() == 1 && last && last->d == a.reg && last->op >= kLt &&
+        last->op <= kNeK) {
+      jump = e_.code_.size() - 1;
+      Expr::Ins& in = e_.code_[jump];
+      const bool with_k = in.op >= kLtK;
+      in.cmp = uint8_t(in.op - (with_k ? kLtK : kLt));
+      in.op = is_and ? (with_k ? kChainK : kChain) : (with_k ? kOrCmpK : kOrCmp);
+      in.d = d;
+    } else {
+      jump = emit(is_and ? kJz : kJnz, d, a.reg);
+    }
+    const Operand b = node(ch[1], d);
     if (b.konst) emit(kLoadK, d, 0, 0, b.k);
-    else emit(kMov, d, b.reg);
+    else if (b.reg != d) emit(kMov, d, b.reg);
     land(jump);
-    sp_ = base + 1;
+    sp_ = std::max(base, d + 1);
     return R(d);
   }
 
   // a < b <= c: each operand evaluated once, the rest skipped after a false link.
-  Operand chain(const Expr::Node& nd) {
+  Operand chain(const Expr::Node& nd, int want) {
     const int base = sp_;
-    const int d = temp();
+    const int d = dest(want);
     std::vector<size_t> jumps;
     bool runtime = false;  // some link is tested at run time
     int64_t value = 1;     // the result when every link is constant
@@ -652,7 +671,7 @@ class ExprCompiler {
       sp_ = base;
       return K(value);
     }
-    sp_ = base + 1;
+    sp_ = want >= 0 ? base : base + 1;
     return R(d);
   }
 
@@ -690,7 +709,7 @@ int64_t Expr::eval(const int64_t* values, bool* undefined) const {
       &&op_kAddK, &&op_kSubK, &&op_kMulK, &&op_kDivK, &&op_kModK, &&op_kShrK, &&op_kAndK,
       &&op_kLt, &&op_kLe, &&op_kGt, &&op_kGe, &&op_kEq, &&op_kNe,
       &&op_kLtK, &&op_kLeK, &&op_kGtK, &&op_kGeK, &&op_kEqK, &&op_kNeK,
-      &&op_kChain, &&op_kChainK, &&op_kJz, &&op_kJnz};
+      &&op_kChain, &&op_kChainK, &&op_kOrCmp, &&op_kOrCmpK, &&op_kJz, &&op_kJnz};
   static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == kJnz + 1, "one label per opcode");
 #define AOE_NEXT       \
   do {                 \
@@ -754,6 +773,12 @@ int64_t Expr::eval(const int64_t* values, bool* undefined) const {
     AOE_NEXT;
   AOE_OP(kChainK)
     if (!compare(Cmp(in->cmp), r[in->a], in->k)) r[in->d] = 0, ip = code + in->j;
+    AOE_NEXT;
+  AOE_OP(kOrCmp)
+    if (compare(Cmp(in->cmp), r[in->a], r[in->b])) r[in->d] = 1, ip = code + in->j;
+    AOE_NEXT;
+  AOE_OP(kOrCmpK)
+    if (compare(Cmp(in->cmp), r[in->a], in->k)) r[in->d] = 1, ip = code + in->j;
     AOE_NEXT;
   AOE_OP(kJz)
     r[in->d] = r[in->a];
