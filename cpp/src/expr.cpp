@@ -407,7 +407,6 @@ int64_t Expr::eval_node(int n, const int64_t* values, bool* dz) const {
   return 0;
 }
 
-
 // ---- bytecode -------------------------------------------------------------------
 // The node tree is compiled to register code because every tiling the cost
 // model or a search space checks runs every restriction: walking the tree
@@ -432,6 +431,8 @@ enum Code : uint8_t {
   kOrCmp, kOrCmpK,  // `cmp or ...`: if cmp(a, b): r[d] = 1, jump
   kJz, kJnz,        // r[d] = r[a]; jump if it is zero (and) / non-zero (or)
 };
+// The comparison opcodes are kLt + Expr::Cmp (kLtK + Expr::Cmp with a constant).
+static_assert(kNe - kLt == int(Expr::Cmp::Ne) && kNeK - kLtK == int(Expr::Cmp::Ne), "opcode order");
 
 Expr::Cmp mirror(Expr::Cmp c) {  // k < x  ==  x > k
   switch (c) {
