@@ -7,7 +7,7 @@ for the fitted and the held-out half, and the held-out error; (3) native estimat
 throughput; (4) tune_op wall time and its gap to the exhaustive optimum of the
 tiling space, for several shapes.
 
-Run: python bench/bench_cost_model.py [--quick]
+Run: python bench/bench_cost_model.py [--quick] [--throughput]
 """
 
 from __future__ import annotations
@@ -100,21 +100,30 @@ def calibration_report() -> None:
 
 
 def throughput(reps: int) -> None:
+    """Rows per second of estimate_batch on every tiling of a MatMul 4096^3 space (one thread):
+    estimates alone, then with the per-row restriction check done natively ("fast", the default),
+    by the restrictions' bytecode, and by their tree interpreter (what every row ran before).
+    The ways take turns in each repetition, so a change of load on a shared machine hits them alike."""
     shape = [[4096, 4096], [4096, 4096]]
-    space = an.tiling_space("MatMul", shape)
-    rows = space.configs()
-    an.estimate_batch("MatMul", shape, "float16", B3, rows[:1000])
-    for check in (False, True):
-        model = ops.op_model("MatMul", shape, "float16", B3)
-        times = []
-        for _ in range(reps):
+    rows = an.tiling_space("MatMul", shape).configs()
+    model = ops.op_model("MatMul", shape, "float16", B3)
+    ways = {"none": ("estimates only", False, "fast"), "fast": ("with check, fast (default)", True, "fast"),
+            "compiled": ("with check, compiled restrictions", True, "compiled"),
+            "reference": ("with check, restriction interpreter", True, "reference")}
+    times: dict[str, list[float]] = {k: [] for k in ways}
+    for _, check, how in ways.values():
+        model.estimate_batch(rows[:1000], check, how)
+    for _ in range(reps):
+        for key, (_, check, how) in ways.items():
             t0 = time.perf_counter()
-            model.estimate_batch(rows, check)
-            times.append(time.perf_counter() - t0)
-        med = statistics.median(times)
-        what = "with restriction check" if check else "estimates only"
-        print(f"MatMul 4096^3 native batch estimates ({what}), one thread: {len(rows) / med / 1e6:.2f} M/s "
+            model.estimate_batch(rows, check, how)
+            times[key].append(time.perf_counter() - t0)
+    rates = {k: len(rows) / statistics.median(t) for k, t in times.items()}
+    for key, (label, _, _) in ways.items():
+        print(f"MatMul 4096^3 estimate_batch, {label:36s}: {rates[key] / 1e6:6.2f} M rows/s "
               f"({len(rows)} tilings, median of {reps})")
+    print(f"checked throughput vs the interpreter: fast {rates['fast'] / rates['reference']:.1f}x, "
+          f"compiled {rates['compiled'] / rates['reference']:.1f}x")
 
 
 def tune_report(quick: bool) -> None:
@@ -155,7 +164,11 @@ def tune_report(quick: bool) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--throughput", action="store_true", help="only the estimate_batch throughput")
     args = ap.parse_args()
+    if args.throughput:
+        throughput(3 if args.quick else 9)
+        return
     print("== Grounding (published / model / ratio) ==")
     worst = 0.0
     for name, pub, model in grounding_rows():

@@ -88,6 +88,18 @@ py::dict platform_to_dict(const Platform& p) {
   return d;
 }
 
+OpModel::Check check_of(const std::string& how) {
+  if (how == "fast") return OpModel::Check::Fast;
+  if (how == "compiled") return OpModel::Check::Compiled;
+  if (how == "reference") return OpModel::Check::Reference;
+  throw py::value_error("how must be 'fast', 'compiled' or 'reference', got '" + how + "'");
+}
+
+const char* const kHowDoc =
+    "how: 'fast' (native check where the op model has one, else the compiled restrictions), 'compiled' "
+    "(the restrictions' bytecode) or 'reference' (their tree interpreter): the same answers, for tests and "
+    "benchmarks.";
+
 }  // namespace
 
 void register_ascend(py::module_& m) {
@@ -135,7 +147,12 @@ listed, with kind, default and unit, by ``platform_fields()``.
       .def_property_readonly("baseline", [](const OpModel& o) { return o.spec().baseline; })
       .def_property_readonly("roofline_us", &OpModel::roofline_us)
       .def("space", &OpModel::space, "The searched tiling space: hardware restrictions plus pruning rules.")
-      .def("violation", [](const OpModel& o, const std::vector<int64_t>& t) { return o.violation(row_of(o, t).data()); })
+      .def("violation",
+           [](const OpModel& o, const std::vector<int64_t>& t, const std::string& how) {
+             return o.violation(row_of(o, t).data(), check_of(how));
+           },
+           py::arg("tiling"), py::arg("how") = "fast",
+           (std::string("The first violated restriction ('' when none).  ") + kHowDoc).c_str())
       .def("estimate",
            [](const OpModel& o, const std::vector<int64_t>& t) {
              const std::string bad = o.violation(row_of(o, t).data());
@@ -146,7 +163,8 @@ listed, with kind, default and unit, by ``platform_fields()``.
            })
       .def("estimate_batch",
            [](const OpModel& o, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& rows,
-              bool check) {
+              bool check, const std::string& how) {
+             const OpModel::Check c = check_of(how);
              const size_t np = o.spec().names.size();
              if (rows.ndim() != 2 || size_t(rows.shape(1)) != np)
                throw py::value_error("tilings must be a 2-D int64 array with " + std::to_string(np) +
@@ -158,13 +176,27 @@ listed, with kind, default and unit, by ``platform_fields()``.
              {
                py::gil_scoped_release release;
                for (size_t i = 0; i < n; ++i)
-                 dst[i] = !(check ? o.violation(src + i * np) : o.range_violation(src + i * np)).empty()
+                 dst[i] = !(check ? o.violation(src + i * np, c) : o.range_violation(src + i * np)).empty()
                               ? std::numeric_limits<double>::quiet_NaN()
                               : o.evaluate(src + i * np, nullptr);
              }
              return out;
            },
-           py::arg("tilings"), py::arg("check") = true)
+           py::arg("tilings"), py::arg("check") = true, py::arg("how") = "fast",
+           (std::string("Times (us) of many tilings, NaN for a row that breaks a restriction (check=False: only "
+                        "the range check).  ") + kHowDoc).c_str())
+      .def("violations",
+           [](const OpModel& o, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& rows,
+              const std::string& how) {
+             const OpModel::Check c = check_of(how);
+             const size_t np = o.spec().names.size();
+             if (rows.ndim() != 2 || size_t(rows.shape(1)) != np)
+               throw py::value_error("tilings must be a 2-D int64 array with " + std::to_string(np) + " columns");
+             std::vector<std::string> out(size_t(rows.shape(0)));
+             for (size_t i = 0; i < out.size(); ++i) out[i] = o.violation(rows.data() + i * np, c);
+             return out;
+           },
+           py::arg("tilings"), py::arg("how") = "fast", "violation() of each row of a 2-D int64 array.")
       .def("objective", [](const std::shared_ptr<OpModel>& o) { return std::make_shared<CostObjective>(o); });
 
   m.def(

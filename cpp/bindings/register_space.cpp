@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "aoe_native/expr.hpp"
 #include "aoe_native/search_space.hpp"
 #include "aoe_native/strategy.hpp"
 #include "convert.hpp"
@@ -165,6 +166,27 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
         return "<SearchSpace: " + std::to_string(s.num_params()) + " parameters, " + std::to_string(s.size()) +
                " valid of " + std::to_string(uint64_t(s.cartesian_size())) + ">";
       });
+
+  m.def(
+      "eval_restriction",
+      [](const std::string& text, const std::vector<std::string>& names,
+         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& rows, bool reference) {
+        const aoe::Expr e(text, names);
+        if (rows.ndim() != 2 || size_t(rows.shape(1)) != names.size())
+          throw py::value_error("rows must be a 2-D int64 array with one column per name");
+        const size_t n = size_t(rows.shape(0)), np = names.size();
+        py::array_t<int64_t> values(n);
+        py::array_t<bool> undefined(n);
+        for (size_t i = 0; i < n; ++i) {
+          bool u = false;
+          values.mutable_data()[i] = reference ? e.eval_reference(rows.data() + i * np, &u) : e.eval(rows.data() + i * np, &u);
+          undefined.mutable_data()[i] = u;
+        }
+        return py::make_tuple(values, undefined);
+      },
+      py::arg("text"), py::arg("names"), py::arg("rows"), py::arg("reference") = false,
+      "Value and undefined flag of a restriction for each row (columns in `names` order), by its bytecode or, "
+      "reference=True, by walking its syntax tree: the two must agree (tests).");
 
   py::class_<SpaceIterator>(m, "_SpaceIterator")
       .def("__iter__", [](SpaceIterator& it) -> SpaceIterator& { return it; })

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <memory>
 
 namespace aoe {
 
@@ -291,10 +292,6 @@ class ExprParser {
   int depth_ = 0;
 };
 
-Expr::Expr(const std::string& text, const std::vector<std::string>& names) : text_(text) {
-  ExprParser(*this, names).parse();
-}
-
 namespace {
 
 // Checked arithmetic: a result outside int64 sets *undef (the restriction is
@@ -329,6 +326,21 @@ int64_t floor_mod(int64_t a, int64_t b) {
   return r;
 }
 
+int64_t power(int64_t base, int64_t e, bool* undef) {
+  if (e < 0) {  // Python gives a fraction; no integer meaning
+    *undef = true;
+    return 0;
+  }
+  int64_t r = 1;
+  while (e > 0) {
+    if (e & 1) r = mul_checked(r, base, undef);
+    e >>= 1;
+    if (e > 0) base = mul_checked(base, base, undef);  // only squares still needed
+    if (*undef) return 0;
+  }
+  return r;
+}
+
 bool compare(Expr::Cmp c, int64_t a, int64_t b) {
   switch (c) {
     case Expr::Cmp::Lt: return a < b;
@@ -343,7 +355,7 @@ bool compare(Expr::Cmp c, int64_t a, int64_t b) {
 
 }  // namespace
 
-int64_t Expr::eval(const int64_t* values, bool* undefined) const {
+int64_t Expr::eval_reference(const int64_t* values, bool* undefined) const {
   bool undef = false;
   int64_t v = eval_node(root_, values, &undef);
   if (undefined) *undefined = undef;
@@ -371,19 +383,8 @@ int64_t Expr::eval_node(int n, const int64_t* values, bool* dz) const {
       return node.op == Op::FloorDiv ? floor_div(a, b, dz) : floor_mod(a, b);
     }
     case Op::Pow: {
-      int64_t base = eval_node(ch[0], values, dz), e = eval_node(ch[1], values, dz);
-      if (e < 0) {  // Python gives a fraction; no integer meaning
-        *dz = true;
-        return 0;
-      }
-      int64_t r = 1;
-      while (e > 0) {
-        if (e & 1) r = mul_checked(r, base, dz);
-        e >>= 1;
-        if (e > 0) base = mul_checked(base, base, dz);  // only squares still needed
-        if (*dz) return 0;
-      }
-      return r;
+      const int64_t base = eval_node(ch[0], values, dz), e = eval_node(ch[1], values, dz);
+      return power(base, e, dz);
     }
     case Op::And: {  // Python semantics: short-circuit, returns an operand
       const int64_t a = eval_node(ch[0], values, dz);
@@ -404,6 +405,402 @@ int64_t Expr::eval_node(int n, const int64_t* values, bool* dz) const {
     }
   }
   return 0;
+}
+
+// ---- bytecode -------------------------------------------------------------------
+// The node tree is compiled to register code because every tiling the cost
+// model or a search space checks runs every restriction: walking the tree
+// (a call and a switch per node, children behind vectors) was most of
+// estimate_batch's time.  Each register instruction does one operator; a
+// constant operand is inlined (`x % 16` is one AndK), all-constant subtrees
+// are folded, `and`/`or`/chained comparisons jump past what Python would not
+// evaluate.  An undefined step (division by zero, overflow) ends the run at
+// once: the result is then "undefined" whatever follows, as in the tree walk.
+
+namespace {
+
+enum Code : uint8_t {
+  kRet, kRetK, kUndef, kLoadK, kMov, kNeg, kNot,
+  kAdd, kSub, kMul, kDiv, kMod, kPow,
+  kAddK, kSubK, kMulK, kDivK, kModK,
+  kShrK,  // floor division by a power of two (arithmetic shift, k = shift)
+  kAndK,  // floor modulo by a power of two (k = mask)
+  kLt, kLe, kGt, kGe, kEq, kNe,
+  kLtK, kLeK, kGtK, kGeK, kEqK, kNeK,
+  kChain, kChainK,  // a link of a chained comparison, or `cmp and ...`: if !cmp(a, b): r[d] = 0, jump
+  kOrCmp, kOrCmpK,  // `cmp or ...`: if cmp(a, b): r[d] = 1, jump
+  kJz, kJnz,        // r[d] = r[a]; jump if it is zero (and) / non-zero (or)
+};
+// The comparison opcodes are kLt + Expr::Cmp (kLtK + Expr::Cmp with a constant).
+static_assert(kNe - kLt == int(Expr::Cmp::Ne) && kNeK - kLtK == int(Expr::Cmp::Ne), "opcode order");
+
+Expr::Cmp mirror(Expr::Cmp c) {  // k < x  ==  x > k
+  switch (c) {
+    case Expr::Cmp::Lt: return Expr::Cmp::Gt;
+    case Expr::Cmp::Le: return Expr::Cmp::Ge;
+    case Expr::Cmp::Gt: return Expr::Cmp::Lt;
+    case Expr::Cmp::Ge: return Expr::Cmp::Le;
+    default: return c;
+  }
+}
+
+bool power_of_two(int64_t k) { return k > 0 && (k & (k - 1)) == 0; }
+
+}  // namespace
+
+class ExprCompiler {
+ public:
+  explicit ExprCompiler(Expr& e) : e_(e), sp_(int(e.params_.size())), max_(sp_) {}
+
+  void compile() {
+    const Operand r = node(e_.root_);
+    Expr::Ins ret{};
+    ret.op = r.konst ? kRetK : kRet;
+    ret.a = r.reg;
+    ret.k = r.k;
+    emit(ret);
+    e_.registers_ = max_;
+  }
+
+ private:
+  struct Operand {
+    bool konst;
+    int64_t k;
+    int reg;
+  };
+  static Operand K(int64_t k) { return {true, k, -1}; }
+  static Operand R(int reg) { return {false, 0, reg}; }
+
+  int temp() {
+    max_ = std::max(max_, sp_ + 1);
+    return sp_++;
+  }
+  int dest(int want) { return want >= 0 ? want : temp(); }
+  size_t emit(uint8_t op, int d = 0, int a = 0, int b = 0, int64_t k = 0, uint8_t cmp = 0) {
+    Expr::Ins i{};
+    i.op = op, i.d = d, i.a = a, i.b = b, i.k = k, i.cmp = cmp;
+    return emit(i);
+  }
+  size_t emit(const Expr::Ins& i) {
+    e_.code_.push_back(i);
+    return e_.code_.size() - 1;
+  }
+  void land(size_t jump) { e_.code_[jump].j = int32_t(e_.code_.size()); }
+  int reg(const Operand& o) {  // the operand in a register
+    if (!o.konst) return o.reg;
+    const int t = temp();
+    emit(kLoadK, t, 0, 0, o.k);
+    return t;
+  }
+  // A constant result, or the end of the run when the constant step is undefined.
+  Operand fold(int64_t v, bool undef) {
+    if (undef) emit(kUndef);
+    return K(undef ? 0 : v);
+  }
+
+  // `want`: a register the result may be written to (-1: a new temporary);
+  // the caller then needs no move.
+  Operand node(int n, int want = -1) {
+    const Expr::Node& nd = e_.nodes_[n];
+    const auto& ch = nd.children;
+    using Op = Expr::Op;
+    switch (nd.op) {
+      case Op::Const: return K(nd.value);
+      case Op::Param: {
+        const auto& ps = e_.params_;
+        return R(int(std::lower_bound(ps.begin(), ps.end(), int(nd.value)) - ps.begin()));
+      }
+      case Op::Neg:
+      case Op::Not: {
+        const int base = sp_;
+        const Operand a = node(ch[0]);
+        sp_ = base;
+        if (a.konst) {
+          bool undef = false;
+          const int64_t v = nd.op == Op::Neg ? sub_checked(0, a.k, &undef) : int64_t(a.k == 0);
+          return fold(v, undef);
+        }
+        const int d = dest(want);
+        emit(nd.op == Op::Neg ? kNeg : kNot, d, a.reg);
+        return R(d);
+      }
+      case Op::And:
+      case Op::Or: return logical(nd.op == Op::And, ch, want);
+      case Op::Compare: return chain(nd, want);
+      default: return arithmetic(nd.op, ch, want);
+    }
+  }
+
+  Operand arithmetic(Expr::Op op, const std::vector<int>& ch, int want) {
+    using Op = Expr::Op;
+    const int base = sp_;
+    Operand a = node(ch[0]), b = node(ch[1]);
+    if (a.konst && b.konst) {
+      sp_ = base;
+      bool undef = false;
+      int64_t v = 0;
+      switch (op) {
+        case Op::Add: v = add_checked(a.k, b.k, &undef); break;
+        case Op::Sub: v = sub_checked(a.k, b.k, &undef); break;
+        case Op::Mul: v = mul_checked(a.k, b.k, &undef); break;
+        case Op::FloorDiv:
+        case Op::Mod:
+          if (b.k == 0) undef = true;
+          else v = op == Op::FloorDiv ? floor_div(a.k, b.k, &undef) : floor_mod(a.k, b.k);
+          break;
+        default: v = power(a.k, b.k, &undef); break;
+      }
+      return fold(v, undef);
+    }
+    if (a.konst && (op == Op::Add || op == Op::Mul)) std::swap(a, b);  // commutative: constant on the right
+    uint8_t code;
+    if (b.konst && op != Op::Pow) {
+      int64_t k = b.k;
+      switch (op) {
+        case Op::Add: code = kAddK; break;
+        case Op::Sub: code = kSubK; break;
+        case Op::Mul: code = kMulK; break;
+        case Op::FloorDiv:
+        case Op::Mod:
+          if (k == 0) {  // undefined whenever reached
+            sp_ = base;
+            return fold(0, true);
+          }
+          if (op == Op::Mod) {
+            code = power_of_two(k) ? kAndK : kModK;
+            if (code == kAndK) k -= 1;
+          } else if (power_of_two(k)) {
+            code = kShrK;
+            k = __builtin_ctzll(uint64_t(k));
+          } else {
+            code = kDivK;
+          }
+          break;
+        default: code = kAddK; break;  // unreachable: every arithmetic op is listed
+      }
+      sp_ = base;
+      const int d = dest(want);
+      emit(code, d, a.reg, 0, k);
+      return R(d);
+    }
+    const int ra = reg(a), rb = reg(b);
+    switch (op) {
+      case Op::Add: code = kAdd; break;
+      case Op::Sub: code = kSub; break;
+      case Op::Mul: code = kMul; break;
+      case Op::FloorDiv: code = kDiv; break;
+      case Op::Mod: code = kMod; break;
+      default: code = kPow; break;
+    }
+    sp_ = base;
+    const int d = dest(want);
+    emit(code, d, ra, rb);
+    return R(d);
+  }
+
+  // Python's `a and b` is a when a is false, else b (`or`: a when a is true).
+  Operand logical(bool is_and, const std::vector<int>& ch, int want) {
+    const int base = sp_;
+    const Operand a = node(ch[0]);
+    if (a.konst) {
+      sp_ = base;
+      if ((a.k == 0) == is_and) return a;  // b is never evaluated
+      return node(ch[1], want);
+    }
+    sp_ = base;
+    const int d = dest(want);
+    size_t jump;
+    // a single comparison (0 or 1) ends with one compare instruction into a's
+    // register: it becomes the conditional jump itself.
+    const Expr::Node& an = e_.nodes_[ch[0]];
+    const Expr::Ins* last = e_.code_.empty() ? nullptr : &e_.code_.back();
+    if (an.op == Expr::Op::Compare && an.cmps.size() == 1 && last && last->d == a.reg && last->op >= kLt &&
+        last->op <= kNeK) {
+      jump = e_.code_.size() - 1;
+      Expr::Ins& in = e_.code_[jump];
+      const bool with_k = in.op >= kLtK;
+      in.cmp = uint8_t(in.op - (with_k ? kLtK : kLt));
+      in.op = is_and ? (with_k ? kChainK : kChain) : (with_k ? kOrCmpK : kOrCmp);
+      in.d = d;
+    } else {
+      jump = emit(is_and ? kJz : kJnz, d, a.reg);
+    }
+    const Operand b = node(ch[1], d);
+    if (b.konst) emit(kLoadK, d, 0, 0, b.k);
+    else if (b.reg != d) emit(kMov, d, b.reg);
+    land(jump);
+    sp_ = std::max(base, d + 1);
+    return R(d);
+  }
+
+  // a < b <= c: each operand evaluated once, the rest skipped after a false link.
+  Operand chain(const Expr::Node& nd, int want) {
+    const int base = sp_;
+    const int d = dest(want);
+    std::vector<size_t> jumps;
+    bool runtime = false;  // some link is tested at run time
+    int64_t value = 1;     // the result when every link is constant
+    Operand lhs = node(nd.children[0]);
+    for (size_t i = 0; i < nd.cmps.size(); ++i) {
+      const Operand rhs = node(nd.children[i + 1]);
+      const bool last = i + 1 == nd.cmps.size();
+      Expr::Cmp c = nd.cmps[i];
+      if (lhs.konst && rhs.konst) {
+        if (!compare(c, lhs.k, rhs.k)) {  // false from here on: later operands are not evaluated
+          value = 0;
+          if (runtime) emit(kLoadK, d, 0, 0, 0);
+          break;
+        }
+        if (last && runtime) emit(kLoadK, d, 0, 0, 1);
+      } else {
+        int a = lhs.reg, b = rhs.reg;
+        int64_t k = 0;
+        bool with_k = false;
+        if (rhs.konst) with_k = true, k = rhs.k;
+        else if (lhs.konst) with_k = true, k = lhs.k, a = rhs.reg, c = mirror(c);
+        if (last) {
+          emit(uint8_t((with_k ? kLtK : kLt) + uint8_t(c)), d, a, b, k);
+        } else {
+          jumps.push_back(emit(with_k ? kChainK : kChain, d, a, b, k, uint8_t(c)));
+        }
+        runtime = true;
+      }
+      lhs = rhs;
+    }
+    for (size_t j : jumps) land(j);
+    if (!runtime) {
+      sp_ = base;
+      return K(value);
+    }
+    sp_ = want >= 0 ? base : base + 1;
+    return R(d);
+  }
+
+  Expr& e_;
+  int sp_, max_;
+};
+
+Expr::Expr(const std::string& text, const std::vector<std::string>& names) : text_(text) {
+  ExprParser(*this, names).parse();
+  ExprCompiler(*this).compile();
+}
+
+int64_t Expr::eval(const int64_t* values, bool* undefined) const {
+  constexpr int kLocal = 64;  // registers on the stack; longer programs take a heap block
+  int64_t local[kLocal];
+  std::unique_ptr<int64_t[]> heap;
+  int64_t* r = local;
+  if (registers_ > kLocal) {
+    heap.reset(new int64_t[size_t(registers_)]);
+    r = heap.get();
+  }
+  for (size_t i = 0; i < params_.size(); ++i) r[i] = values[params_[i]];
+  const Ins* const code = code_.data();
+  const Ins* ip = code;
+  const Ins* in;
+  bool undef = false;
+  int64_t v = 0;
+  // GCC and Clang: one indirect jump per opcode (threaded code), which the
+  // branch predictor tells apart far better than a single switch; elsewhere
+  // the same bodies run in a switch.
+#if defined(__GNUC__) && !defined(AOE_EXPR_SWITCH)
+  static const void* const kLabels[] = {
+      &&op_kRet, &&op_kRetK, &&op_kUndef, &&op_kLoadK, &&op_kMov, &&op_kNeg, &&op_kNot,
+      &&op_kAdd, &&op_kSub, &&op_kMul, &&op_kDiv, &&op_kMod, &&op_kPow,
+      &&op_kAddK, &&op_kSubK, &&op_kMulK, &&op_kDivK, &&op_kModK, &&op_kShrK, &&op_kAndK,
+      &&op_kLt, &&op_kLe, &&op_kGt, &&op_kGe, &&op_kEq, &&op_kNe,
+      &&op_kLtK, &&op_kLeK, &&op_kGtK, &&op_kGeK, &&op_kEqK, &&op_kNeK,
+      &&op_kChain, &&op_kChainK, &&op_kOrCmp, &&op_kOrCmpK, &&op_kJz, &&op_kJnz};
+  static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == kJnz + 1, "one label per opcode");
+#define AOE_NEXT       \
+  do {                 \
+    in = ip++;         \
+    goto* kLabels[in->op]; \
+  } while (0)
+#define AOE_OP(c) op_##c:
+  AOE_NEXT;
+#else
+#define AOE_NEXT break
+#define AOE_OP(c) case c:
+  for (;;) {
+    in = ip++;
+    switch (in->op) {
+#endif
+  AOE_OP(kRet) v = r[in->a]; goto done;
+  AOE_OP(kRetK) v = in->k; goto done;
+  AOE_OP(kUndef) goto undefined;
+  AOE_OP(kLoadK) r[in->d] = in->k; AOE_NEXT;
+  AOE_OP(kMov) r[in->d] = r[in->a]; AOE_NEXT;
+  AOE_OP(kNeg) if (__builtin_sub_overflow(int64_t(0), r[in->a], &r[in->d])) goto undefined; AOE_NEXT;
+  AOE_OP(kNot) r[in->d] = r[in->a] == 0; AOE_NEXT;
+  AOE_OP(kAdd) if (__builtin_add_overflow(r[in->a], r[in->b], &r[in->d])) goto undefined; AOE_NEXT;
+  AOE_OP(kSub) if (__builtin_sub_overflow(r[in->a], r[in->b], &r[in->d])) goto undefined; AOE_NEXT;
+  AOE_OP(kMul) if (__builtin_mul_overflow(r[in->a], r[in->b], &r[in->d])) goto undefined; AOE_NEXT;
+  AOE_OP(kAddK) if (__builtin_add_overflow(r[in->a], in->k, &r[in->d])) goto undefined; AOE_NEXT;
+  AOE_OP(kSubK) if (__builtin_sub_overflow(r[in->a], in->k, &r[in->d])) goto undefined; AOE_NEXT;
+  AOE_OP(kMulK) if (__builtin_mul_overflow(r[in->a], in->k, &r[in->d])) goto undefined; AOE_NEXT;
+  AOE_OP(kDiv) {
+    const int64_t b = r[in->b];
+    if (b == 0) goto undefined;
+    r[in->d] = floor_div(r[in->a], b, &undef);
+    if (undef) goto undefined;
+    AOE_NEXT;
+  }
+  AOE_OP(kMod) {
+    const int64_t b = r[in->b];
+    if (b == 0) goto undefined;
+    r[in->d] = floor_mod(r[in->a], b);
+    AOE_NEXT;
+  }
+  AOE_OP(kDivK) r[in->d] = floor_div(r[in->a], in->k, &undef); if (undef) goto undefined; AOE_NEXT;
+  AOE_OP(kModK) r[in->d] = floor_mod(r[in->a], in->k); AOE_NEXT;
+  AOE_OP(kShrK) r[in->d] = r[in->a] >> in->k; AOE_NEXT;
+  AOE_OP(kAndK) r[in->d] = r[in->a] & in->k; AOE_NEXT;
+  AOE_OP(kPow) r[in->d] = power(r[in->a], r[in->b], &undef); if (undef) goto undefined; AOE_NEXT;
+  AOE_OP(kLt) r[in->d] = r[in->a] < r[in->b]; AOE_NEXT;
+  AOE_OP(kLe) r[in->d] = r[in->a] <= r[in->b]; AOE_NEXT;
+  AOE_OP(kGt) r[in->d] = r[in->a] > r[in->b]; AOE_NEXT;
+  AOE_OP(kGe) r[in->d] = r[in->a] >= r[in->b]; AOE_NEXT;
+  AOE_OP(kEq) r[in->d] = r[in->a] == r[in->b]; AOE_NEXT;
+  AOE_OP(kNe) r[in->d] = r[in->a] != r[in->b]; AOE_NEXT;
+  AOE_OP(kLtK) r[in->d] = r[in->a] < in->k; AOE_NEXT;
+  AOE_OP(kLeK) r[in->d] = r[in->a] <= in->k; AOE_NEXT;
+  AOE_OP(kGtK) r[in->d] = r[in->a] > in->k; AOE_NEXT;
+  AOE_OP(kGeK) r[in->d] = r[in->a] >= in->k; AOE_NEXT;
+  AOE_OP(kEqK) r[in->d] = r[in->a] == in->k; AOE_NEXT;
+  AOE_OP(kNeK) r[in->d] = r[in->a] != in->k; AOE_NEXT;
+  AOE_OP(kChain)
+    if (!compare(Cmp(in->cmp), r[in->a], r[in->b])) r[in->d] = 0, ip = code + in->j;
+    AOE_NEXT;
+  AOE_OP(kChainK)
+    if (!compare(Cmp(in->cmp), r[in->a], in->k)) r[in->d] = 0, ip = code + in->j;
+    AOE_NEXT;
+  AOE_OP(kOrCmp)
+    if (compare(Cmp(in->cmp), r[in->a], r[in->b])) r[in->d] = 1, ip = code + in->j;
+    AOE_NEXT;
+  AOE_OP(kOrCmpK)
+    if (compare(Cmp(in->cmp), r[in->a], in->k)) r[in->d] = 1, ip = code + in->j;
+    AOE_NEXT;
+  AOE_OP(kJz)
+    r[in->d] = r[in->a];
+    if (r[in->d] == 0) ip = code + in->j;
+    AOE_NEXT;
+  AOE_OP(kJnz)
+    r[in->d] = r[in->a];
+    if (r[in->d] != 0) ip = code + in->j;
+    AOE_NEXT;
+#if !defined(__GNUC__) || defined(AOE_EXPR_SWITCH)
+    }
+  }
+#endif
+#undef AOE_NEXT
+#undef AOE_OP
+undefined:
+  undef = true;
+  v = 0;
+done:
+  if (undefined) *undefined = undef;
+  return v;
 }
 
 }  // namespace aoe

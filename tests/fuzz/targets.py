@@ -12,6 +12,7 @@ atheris' FuzzedDataProvider, so every mutation means something.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -23,6 +24,7 @@ import numpy as np
 
 import aoe_native as aoe
 from aoe_native import BankError, SearchSpace
+from aoe_native._core.space import eval_restriction
 from aoe_native.ascend.ops import op_model
 from aoe_native.bank import store as bank_store
 from aoe_native.graph.onnx import load_graph
@@ -58,6 +60,13 @@ def fuzz_space(data: bytes) -> None:
         cfg = space[i]
         assert space.violated(cfg) is None, (cfg, restrictions)
         assert space.index(cfg) == i
+    # The restrictions' bytecode agrees with their tree interpreter on the first configurations.
+    names = space.param_names
+    rows = np.array(list(itertools.islice(itertools.product(*space.param_values), 32)), dtype=np.int64)
+    for r in space.restrictions:
+        got, want = eval_restriction(r, names, rows.reshape(-1, len(names))), \
+            eval_restriction(r, names, rows.reshape(-1, len(names)), reference=True)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (r, rows)
 
 
 # ---- estimate and tune_op ------------------------------------------------------------------

@@ -2,7 +2,10 @@
 // users already write ("32 <= a*b <= 1024 and a % 16 == 0").
 //
 // Parsed by our own recursive-descent parser (never Python eval) into a flat
-// node array that is evaluated over int64 values.  Semantics follow Python on
+// node array, then compiled to a register bytecode that eval() runs over int64
+// values without allocating (constants folded, constant operands inlined, jumps
+// for the short-circuit operators).  The node tree keeps a direct interpreter,
+// eval_reference(): the reference the bytecode is tested against.  Semantics follow Python on
 // integers, except that `/` is integer (floor) division.  A division or modulo
 // by zero, a negative exponent, or arithmetic that leaves the 64-bit range
 // makes the whole restriction false for that configuration.
@@ -57,6 +60,14 @@ class Expr {
     return !dz && v != 0;
   }
 
+  // eval() by walking the node tree: same results, several times slower.
+  int64_t eval_reference(const int64_t* values, bool* undefined = nullptr) const;
+  bool holds_reference(const int64_t* values) const {
+    bool dz = false;
+    int64_t v = eval_reference(values, &dz);
+    return !dz && v != 0;
+  }
+
   const std::string& text() const { return text_; }
   // Sorted, unique indices of the parameters used.
   const std::vector<int>& params() const { return params_; }
@@ -72,13 +83,26 @@ class Expr {
     std::vector<Cmp> cmps;       // Compare: one per adjacent pair of children
   };
 
+  // One bytecode instruction: r[d] = op(r[a], r[b] or k); jumps go to index j.
+  // Registers 0..params().size()-1 hold the used parameters, the rest temporaries.
+  struct Ins {
+    uint8_t op = 0;
+    uint8_t cmp = 0;  // chained comparisons: an Expr::Cmp
+    int32_t d = 0, a = 0, b = 0;
+    int32_t j = 0;
+    int64_t k = 0;
+  };
+
  private:
   int64_t eval_node(int n, const int64_t* values, bool* dz) const;
   friend class ExprParser;
+  friend class ExprCompiler;
   std::string text_;
   std::vector<Node> nodes_;
   int root_ = -1;
   std::vector<int> params_;
+  std::vector<Ins> code_;
+  int registers_ = 0;
 };
 
 }  // namespace aoe

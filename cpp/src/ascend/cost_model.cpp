@@ -162,6 +162,8 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
 void OpModel::finish_spec() {
   checks_.clear();
   for (const auto& r : spec_.restrictions) checks_.emplace_back(r, spec_.names);
+  min_value_.clear();
+  for (const auto& n : spec_.names) min_value_.push_back(n == "iterateOrder" || n == "splitR" ? 0 : 1);
   if (!spec_.baseline.empty() && !violation(spec_.baseline.data()).empty())
     throw std::logic_error("internal: baseline tiling of " + kind_ + " violates " + violation(spec_.baseline.data()));
 }
@@ -172,19 +174,31 @@ SearchSpace OpModel::space() const {
   return SearchSpace(spec_.names, spec_.values, checks);
 }
 
-std::string OpModel::violation(const int64_t* tiling) const {
+bool OpModel::holds_all(const int64_t* tiling) const {
+  for (const auto& e : checks_)
+    if (!e.holds(tiling)) return false;
+  return true;
+}
+
+std::string OpModel::violation(const int64_t* tiling, Check how) const {
   std::string bad = range_violation(tiling);
   if (!bad.empty()) return bad;
+  if (how == Check::Fast && holds_all(tiling)) return {};
   for (const auto& e : checks_)
-    if (!e.holds(tiling)) return e.text();
+    if (!(how == Check::Reference ? e.holds_reference(tiling) : e.holds(tiling))) return e.text();
+  if (how == Check::Fast) throw std::logic_error("internal: the native restriction check of " + kind_ +
+                                                 " refuses a tiling that meets every restriction");
   return {};
 }
 
 std::string OpModel::range_violation(const int64_t* tiling) const {
-  for (size_t p = 0; p < spec_.names.size(); ++p) {
-    if (tiling[p] <= 0 && spec_.names[p] != "iterateOrder" && spec_.names[p] != "splitR")
-      return spec_.names[p] + " > 0";
-    if (tiling[p] < 0) return spec_.names[p] + " >= 0";
+  // One branch-free pass for the common case (every row of estimate_batch), then the name.
+  const size_t np = min_value_.size();
+  bool bad = false;
+  for (size_t p = 0; p < np; ++p) bad |= (tiling[p] < min_value_[p]) | (tiling[p] > kMaxInt32);
+  if (!bad) return {};
+  for (size_t p = 0; p < np; ++p) {
+    if (tiling[p] < min_value_[p]) return spec_.names[p] + (min_value_[p] ? " > 0" : " >= 0");
     if (tiling[p] > kMaxInt32) return spec_.names[p] + " <= " + std::to_string(kMaxInt32);
   }
   return {};

@@ -78,9 +78,16 @@ class CubeModel : public OpModel {
   }
 
   double evaluate(const int64_t* t, Breakdown* out) const override;
+  bool holds_all(const int64_t* t) const override;
 
  private:
   void build_spec();
+  // The constants of the restrictions, shared by their text (build_spec) and
+  // their native check (holds_all).
+  struct Limits {
+    int64_t M, N, K, cores, ds, kq, l0a, l0b, l0c, l1, bt;
+    bool bias_table;
+  } lim_{};
   double a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const;  // charged bytes of one full read of A's tm x K
   double b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const;
 
@@ -303,6 +310,52 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   return time;
 }
 
+// ---- native restriction check ------------------------------------------------------
+// build_spec()'s restrictions in C++: estimate_batch checks every row, and the
+// bytecode of twelve restrictions costs more than evaluate() itself.  Called
+// after range_violation() (every value in [0, 2^31)), with the restriction
+// language's semantics: a product that leaves int64 makes its restriction
+// false (mul() below), floor division and modulo of positive numbers are C's.
+// tests/test_restriction_checks.py compares it with the interpreter row by row.
+namespace {
+inline bool mul(int64_t a, int64_t b, int64_t& r) { return !__builtin_mul_overflow(a, b, &r); }
+inline bool mul(int64_t a, int64_t b, int64_t c, int64_t& r) { return mul(a, b, r) && mul(r, c, r); }
+inline bool mul(int64_t a, int64_t b, int64_t c, int64_t d, int64_t& r) { return mul(a, b, c, r) && mul(r, d, r); }
+inline bool add(int64_t a, int64_t b, int64_t& r) { return !__builtin_add_overflow(a, b, &r); }
+}  // namespace
+
+bool CubeModel::holds_all(const int64_t* t) const {
+  const Limits& l = lim_;
+  const int64_t sM = t[kSM], sN = t[kSN], bM = t[kBM], bN = t[kBN], bK = t[kBK];
+  int64_t x, y;
+  // ((M + singleCoreM - 1) / singleCoreM) * ((N + singleCoreN - 1) / singleCoreN) <= cores
+  if (!add(l.M, sM, x) || !add(l.N, sN, y) || !mul((x - 1) / sM, (y - 1) / sN, x) || x > l.cores) return false;
+  if (sM % 16 || sN % 16 || bM % 16 || bN % 16 || bK % l.kq) return false;
+  if (!mul(bM, bK, l.ds, t[kDbA], x) || x > l.l0a) return false;
+  if (!mul(bN, bK, l.ds, t[kDbB], x) || x > l.l0b) return false;
+  if (!mul(bM, bN, 4, t[kDbC], x) || x > l.l0c) return false;
+  if (l.bias_table && (!mul(bN, 4, x) || x > l.bt)) return false;
+  // depthA1 == stepM * stepKa or depthA1 == 2 * stepM * stepKa (and for B)
+  if (!mul(t[kStepM], t[kStepKa], x)) return false;
+  if (t[kDepthA1] != x && (!mul(2, t[kStepM], t[kStepKa], x) || t[kDepthA1] != x)) return false;
+  if (!mul(t[kStepN], t[kStepKb], x)) return false;
+  if (t[kDepthB1] != x && (!mul(2, t[kStepN], t[kStepKb], x) || t[kDepthB1] != x)) return false;
+  // (baseM * baseK * depthA1 + baseN * baseK * depthB1) * ds [+ baseN * 4] <= L1
+  int64_t l1;
+  if (!mul(bM, bK, t[kDepthA1], x) || !mul(bN, bK, t[kDepthB1], y) || !add(x, y, l1) || !mul(l1, l.ds, l1)) return false;
+  if (l.bias_table && (!mul(bN, 4, x) || !add(l1, x, l1))) return false;
+  if (l1 > l.l1) return false;
+  // stepM == 1 or baseK * stepKa >= K (and for N); kA, kB: K per L1 load of A, B
+  int64_t kA, kB;
+  if (t[kStepM] != 1 && (!mul(bK, t[kStepKa], x) || x < l.K)) return false;
+  if (t[kStepN] != 1 && (!mul(bK, t[kStepKb], x) || x < l.K)) return false;
+  // One K-loop count divides the other: ((K + kA - 1) / kA) % ((K + kB - 1) / kB) == 0 or the reverse.
+  if (!mul(bK, t[kStepKa], kA) || !add(l.K, kA, x)) return false;
+  if (!mul(bK, t[kStepKb], kB) || !add(l.K, kB, y)) return false;
+  const int64_t loopsA = (x - 1) / kA, loopsB = (y - 1) / kB;
+  return loopsA % loopsB == 0 || loopsB % loopsA == 0;
+}
+
 std::string num(double v) {
   std::ostringstream s;
   s << int64_t(v);
@@ -343,7 +396,10 @@ void CubeModel::build_spec() {
   s.values[kDbC] = {1, 2};
   s.values[kOrder] = {0, 1};
 
-  const std::string M = num(q.M), N = num(q.N), K = num(align_up(Kp_, kq));
+  lim_ = {q.M, q.N, align_up(Kp_, kq), cores, ds, kq, int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c),
+          int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0};
+  const Limits& l = lim_;  // holds_all() checks the same restrictions natively: keep the two in step
+  const std::string M = num(q.M), N = num(q.N), K = num(l.K);
   const std::string mB = "((" + M + " + singleCoreM - 1) / singleCoreM)";
   const std::string nB = "((" + N + " + singleCoreN - 1) / singleCoreN)";
   auto& r = s.restrictions;
@@ -351,20 +407,23 @@ void CubeModel::build_spec() {
   r.push_back(mB + " * " + nB + " <= " + num(cores));
   r.push_back("singleCoreM % 16 == 0 and singleCoreN % 16 == 0");
   r.push_back("baseM % 16 == 0 and baseN % 16 == 0 and baseK % " + num(kq) + " == 0");
-  r.push_back("baseM * baseK * " + num(ds) + " * dbL0A <= " + num(p.l0a));
-  r.push_back("baseN * baseK * " + num(ds) + " * dbL0B <= " + num(p.l0b));
-  r.push_back("baseM * baseN * 4 * dbL0C <= " + num(p.l0c));  // L0C holds fp32/int32
-  if (q.bias && p.bt > 0) r.push_back("baseN * 4 <= " + num(p.bt));  // bias table
+  r.push_back("baseM * baseK * " + num(ds) + " * dbL0A <= " + num(l.l0a));
+  r.push_back("baseN * baseK * " + num(ds) + " * dbL0B <= " + num(l.l0b));
+  r.push_back("baseM * baseN * 4 * dbL0C <= " + num(l.l0c));  // L0C holds fp32/int32
+  if (l.bias_table) r.push_back("baseN * 4 <= " + num(l.bt));  // bias table
   r.push_back("depthA1 == stepM * stepKa or depthA1 == 2 * stepM * stepKa");
   r.push_back("depthB1 == stepN * stepKb or depthB1 == 2 * stepN * stepKb");
   r.push_back("(baseM * baseK * depthA1 + baseN * baseK * depthB1) * " + num(ds) +
-              (q.bias && p.bt > 0 ? " + baseN * 4" : "") + " <= " + num(p.l1));
+              (l.bias_table ? " + baseN * 4" : "") + " <= " + num(l.l1));
   // MDL: M (N) may take several base blocks only when K is fully loaded.
   r.push_back("stepM == 1 or baseK * stepKa >= " + K);
   r.push_back("stepN == 1 or baseK * stepKb >= " + K);
   r.push_back("((" + K + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + K +
               " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + K + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
               K + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
+  // holds_all() checks exactly these restrictions natively: one added or removed here must be there too.
+  if (r.size() != 12 + size_t(l.bias_table))
+    throw std::logic_error("internal: CubeModel::holds_all does not cover the restrictions of build_spec");
   // Pruning: no block or L1 extent beyond twice what it covers; use at least
   // half of the cores the shape can occupy.
   auto& pr = s.pruning;

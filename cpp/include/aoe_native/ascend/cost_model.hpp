@@ -74,13 +74,25 @@ class OpModel {
   double roofline_us() const { return roofline_us_; }
   // The searched tiling space: restrictions (hardware limits) plus pruning rules.
   SearchSpace space() const;
+  // How violation() tests the restrictions; every way gives the same answer
+  // (tests compare them row by row, benchmarks time them).
+  enum class Check {
+    Fast,       // holds_all() (native in the cube model), then Compiled to name the violated restriction
+    Compiled,   // the restrictions' bytecode (Expr::eval)
+    Reference,  // the restrictions' tree interpreter (Expr::eval_reference)
+  };
   // Empty when the tiling meets every hardware restriction; otherwise names
   // the first violated restriction.
-  std::string violation(const int64_t* tiling) const;
+  std::string violation(const int64_t* tiling, Check how = Check::Fast) const;
   // The cheap part of violation(): every value positive (iterateOrder and
   // splitR: non-negative) and within int32, as TCubeTiling's fields.  A tiling
   // that passes cannot make evaluate() divide by zero.
   std::string range_violation(const int64_t* tiling) const;
+  // True when every restriction holds for a tiling that passed
+  // range_violation().  A model may override it with native code equivalent
+  // to its restriction strings (they stay the description users read); this
+  // default runs their bytecode.
+  virtual bool holds_all(const int64_t* tiling) const;
 
  protected:
   TilingSpec spec_;
@@ -88,6 +100,7 @@ class OpModel {
   double roofline_us_ = 0;
   void finish_spec();          // parses the restrictions (call at the end of a constructor)
   std::vector<Expr> checks_;   // spec_.restrictions, parsed
+  std::vector<int64_t> min_value_;  // range_violation's lower bound per parameter (0 or 1)
 };
 
 // ---- operator vocabulary ------------------------------------------------------
