@@ -147,17 +147,18 @@ def test_split_policy_attributes_change_the_time_as_the_measured_steps():
 
 
 def test_nonuniform_split_shortens_a_last_partial_wave():
-    # The best uniform tiling runs 33 core tasks on 24 cores: a second, partial wave.
+    # 36 batches on 24 cube cores: many tilings leave a partial last wave of core tasks.
     inputs = [[36, 1024, 256], [36, 256, 1024]]
-    t = an.tune_op("BatchMatMul", inputs, "float16", SOC, max_evals=2000, seed=0).tiling
-    uni = an.estimate("BatchMatMul", inputs, "float16", SOC, t)
-    non = an.estimate("BatchMatMul", inputs, "float16", SOC, t, attrs={"nonuniform_split": 1})
-    assert uni.breakdown["waves"] % 24 != 0
-    assert non.time_us < uni.time_us
-    full = an.tune_op("MatMul", [[1024, 1024], [1024, 1024]], "float16", SOC, max_evals=500, seed=0).tiling
-    same = [an.estimate("MatMul", [[1024, 1024], [1024, 1024]], "float16", SOC, full, attrs=a).time_us
-            for a in (None, {"nonuniform_split": 1})]
-    assert same[0] == same[1]  # one wave: nothing to re-split
+    space = an.tiling_space("BatchMatMul", inputs, "float16", SOC)
+    rows = space.configs()[::max(1, len(space) // 4000)]
+    uni = an.estimate_batch("BatchMatMul", inputs, "float16", SOC, rows)
+    non = an.estimate_batch("BatchMatMul", inputs, "float16", SOC, rows, attrs={"nonuniform_split": 1})
+    assert np.all(non <= uni * (1 + 1e-12))   # never slower
+    assert np.mean(non < uni * 0.99) > 0.05     # and clearly faster where the cores wait on a last wave
+    one = [[1024, 1024], [1024, 1024]]         # one wave: nothing to re-split
+    rows = an.tiling_space("MatMul", one, "float16", SOC).configs()[:500]
+    assert np.array_equal(an.estimate_batch("MatMul", one, "float16", SOC, rows),
+                          an.estimate_batch("MatMul", one, "float16", SOC, rows, attrs={"nonuniform_split": 1}))
 
 
 def test_row_op_prologue_saves_the_round_trip_and_costs_ub_room():

@@ -279,7 +279,8 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const int64_t rem = tasks % p.cube_cores;
   if (q.nonuniform && rem && waves >= 1) {
     const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores / rem, Mt / 16));
-    wave_count = double(waves - 1) + 1.0 / double(pieces) + (pieces > 1 ? fill / core_cycles : 0.0);
+    // never worse than the uniform split, which the kernel can always fall back to
+    wave_count = std::min(double(waves), double(waves - 1) + 1.0 / double(pieces) + (pieces > 1 ? fill / core_cycles : 0.0));
   }
   const double core_us = wave_count * core_cycles / f;
   const double time = std::max({core_us, hbm_us, l2_us}) + head_us;
