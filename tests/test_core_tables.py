@@ -48,8 +48,8 @@ ALLOWED_ATTRS = {
     "Softmax": {"axis", "prologue", "epilogue"},
     "LayerNormalization": {"axis", "epsilon", "stash_type", "prologue", "epilogue"},
     "Transpose": {"perm"},
-    "MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order"},
-    "AveragePool": {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"},
+    "MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order", "prologue", "epilogue"},
+    "AveragePool": {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad", "prologue", "epilogue"},
 }
 MOVE = {"output_shape", "axis"}
 ALLOWED_ATTRS.update({

@@ -369,3 +369,26 @@ def test_hostile_subgraph_entries_are_never_applied(tmp_path, damage):
     assert not any(s.bank_hit for s in r.subgraphs) and r.result_ms <= r.baseline_ms
     again = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
     assert all(s.bank_hit for s in again.subgraphs if s.update_mode != "unsatisfied")  # replaced by valid plans
+
+
+def test_pooling_fuses_with_its_element_wise_producers_and_same_size_consumers(tmp_path):
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]),
+         helper.make_node("Sigmoid", ["p"], ["s"], name="sig"),
+         helper.make_node("MaxPool", ["s"], ["q"], name="down", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Tanh", ["q"], ["y"], name="tanh")],
+        "pools", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 56, 56])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 28, 28])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    ag = atoms(load_graph(model), an.supported_ops())
+    groups = {tuple(ag.atoms[i].node.name for i in grp) for grp in fusion_space(ag).groups}
+    assert {("relu", "pool"), ("pool", "sig"), ("relu", "pool", "sig"), ("sig", "down")} <= groups
+    assert not any("down" in grp and "tanh" in grp for grp in groups)  # stride 2: no epilogue of another size
+    x = [[1, 64, 56, 56]]
+    pool = dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    assert _best("MaxPool", x, prologue=["Relu"], **pool) < _best("Relu", x) + _best("MaxPool", x, **pool)
+    with pytest.raises(ValueError, match="epilogue needs an output the size of the input"):
+        _best("MaxPool", x, epilogue=["Relu"], kernel_shape=[2, 2], strides=[2, 2])
+    r = an.tune_subgraphs(model, SOC, bank=tmp_path, **FAST)
+    assert r.result_ms <= r.baseline_ms

@@ -69,8 +69,10 @@ const std::vector<OpEntry>& op_table() {
       op("Softmax", {"SoftmaxV2"}, F::Rows, {"axis", "prologue", "epilogue"}),
       op("LayerNormalization", {"LayerNorm"}, F::Rows, {"axis", "epsilon", "stash_type", "prologue", "epilogue"}),
       op("Transpose", {"TransposeD"}, F::Transpose, {"perm"}),
-      op("MaxPool", {"MaxPoolV3"}, F::Pool, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order"}),
-      op("AveragePool", {"AvgPoolV2"}, F::Pool, {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"}),
+      op("MaxPool", {"MaxPoolV3"}, F::Pool,
+         {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order", "prologue", "epilogue"}),
+      op("AveragePool", {"AvgPoolV2"}, F::Pool,
+         {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad", "prologue", "epilogue"}),
       // Data movement on the vector cores (vector.cpp, make_movement_model).
       movement("Concat", {"ConcatD", "ConcatV2"}, {}),
       movement("Split", {"SplitD", "SplitV"}, {"split", "num_outputs"}),

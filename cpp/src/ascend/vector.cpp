@@ -526,6 +526,24 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
   k.in_streams = 1;
   k.ub_buffers = 2 + int(std::ceil(ratio));  // output, accumulator, input rows
   k.unique_bytes = double(numel(x)) * k.ds + double(out) * k.ds;
+  // Fused element-wise ops, as for row ops: the prologue runs on every input
+  // element (`ratio` per output element) and streams its operands at the
+  // input's size; the epilogue (only when the output has the input's size,
+  // e.g. a stride-1 pool) at the output's.
+  double pro_extra = 0, epi_extra = 0;
+  const auto pro = fused_program(op, "prologue", cd, pro_extra, false, k.ds);
+  const auto epi = fused_program(op, "epilogue", cd, epi_extra, false, k.ds);
+  if (!epi.empty() && out != numel(x))
+    fail(op.kind + ": an epilogue needs an output the size of the input (a stride-1 pool); this one has " +
+         std::to_string(out) + " outputs for " + std::to_string(numel(x)) + " inputs");
+  for (int64_t r = 0; r < std::max<int64_t>(1, std::llround(ratio)); ++r)
+    k.elem_prog.insert(k.elem_prog.begin(), pro.begin(), pro.end());
+  k.elem_prog.insert(k.elem_prog.end(), epi.begin(), epi.end());
+  const int pro_streams = int(pro_extra / k.ds), epi_streams = int(epi_extra / k.ds);
+  k.in_bytes += pro_extra * ratio + epi_extra;
+  k.in_streams += pro_streams + epi_streams;
+  k.ub_buffers += pro_streams * int(std::ceil(ratio)) + epi_streams;
+  k.unique_bytes += pro_extra * double(numel(x)) + epi_extra * double(out);
   k.flops = double(out) * ks[0] * ks[1];
   return std::make_shared<VecModel>(k, p);
 }

@@ -5,9 +5,9 @@ emits as one kernel:
 
 - a cube atom (Conv, MatMul, Gemm, BatchMatMul) and a chain of element-wise atoms after it
   (its epilogue);
-- a row atom (Softmax, LayerNormalization, Reduce*) with a chain of element-wise atoms before it
-  that ends in its input (prologue: residual Adds, scales, masks) and, when its output has its
-  input's size (Softmax, LayerNorm), a chain after it (epilogue);
+- a row atom (Softmax, LayerNormalization, Reduce*) or a pooling atom with element-wise atoms
+  before it that end in its input (prologue: residual Adds, scales, masks, activations) and, when
+  its output has its input's size (Softmax, LayerNorm, a stride-1 pool), after it (epilogue);
 - a chain of element-wise atoms of one size;
 - any other atom alone.
 
@@ -49,7 +49,8 @@ SPACE_VERSION = 1
 
 @functools.lru_cache(maxsize=None)
 def _row_ops() -> frozenset[str]:
-    return frozenset(e["name"] for e in op_table() if e["family"] == "rows")
+    """Ops that take fused element-wise work around them on the vector unit: row ops and pooling."""
+    return frozenset(e["name"] for e in op_table() if e["family"] in ("rows", "pool"))
 
 
 def _is_rows(a: Atom) -> bool:
