@@ -9,10 +9,15 @@
 // hands over to the genetic algorithm, whose population starts as the best
 // results so far (it observed every one); a share `mix` of later proposals
 // still comes from the forest, which keeps learning every result, so that its
-// model can still point at a region the population never reached.  On the
-// shared spaces of bench/bench_strategies.py (budgets up to 1,444, and 4x
-// those) the forest has converged by the hand-over and the scores are the
-// forest's.
+// model can still point at a region the population never reached.
+//
+// The hand-over comes late, at 2,000 evaluations: bench/bench_strategies.py
+// (20 seeds) shows the cost of handing over before the forest has converged:
+// at 500, the held-out convolution space without tile_size_x=1 (budget 1,508)
+// fell from the forest's 0.696 to 0.539 (one space of 21 gained, gemm without
+// NDIMB=32, +0.019).  Every space of the benchmark has a budget of at most
+// 2,219, so there auto scores as the forest; the gain at budgets of thousands
+// rests on the measurement above and is not checked by the benchmark.
 //
 // The rule depends only on how many evaluations the run has made, not on the
 // budget (which a strategy is not told): a run of a few hundred evaluations is
@@ -27,8 +32,8 @@ StrategyEntry genetic_entry();
 namespace {
 
 struct AutoOptions {
-  size_t handover = 500;  // evaluations of the forest alone
-  double mix = 0.2;       // afterwards, share of proposals still from the forest
+  size_t handover = 2000;  // evaluations of the forest alone
+  double mix = 0.2;        // afterwards, share of proposals still from the forest
 };
 
 class Auto : public StrategyBase {
@@ -89,7 +94,7 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
 }  // namespace
 
 StrategyEntry auto_entry() {
-  return {"auto", "The default: forest for 500 evaluations, then genetic seeded with the best results (a fifth still forest)",
+  return {"auto", "The default: forest for 2,000 evaluations, then genetic seeded with the best results (a fifth still forest)",
           &make};
 }
 
