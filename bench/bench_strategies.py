@@ -37,7 +37,10 @@ counting as an evaluation, as Kernel Tuner's trace counts unique valid configura
 Every score is the mean over seeds, with the 10th percentile of the per-seed scores
 (``p10``: the bad runs a user gets one time in ten) beside it.
 
-Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--no-kt] [--optuna ...] [--held-out]
+``--policy`` adds tune_op's choice of strategy per budget (ops.choose_strategy): the
+gap to the optimum and the seconds per run of each candidate on the Ascend tiling spaces.
+
+Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--no-kt] [--optuna ...] [--held-out] [--policy]
 Prints tables (strategy x space) and saves bench/results/strategies.png,
 strategies.json and strategies_curves.npz.
 """
@@ -357,6 +360,48 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
     return curves, summary
 
 
+# ---- tune_op's per-budget choice ----------------------------------------------------
+
+POLICY_BUDGETS = [200, 2_000, 20_000]
+
+
+def policy_table(repeats: int) -> dict[str, Any]:
+    """tune_op's policy (ops.choose_strategy) against its alternatives on the Ascend tiling spaces.
+
+    For each budget, every candidate strategy runs tune_op (the cost model as the
+    objective); the table gives the mean gap of the tiling found to the space's
+    optimum (estimated over every tiling) and the mean seconds per run, so that the
+    choice per budget can be read off: the best quality, and at equal quality the
+    cheaper strategy."""
+    from aoe_native.ascend import ops
+
+    print(f"\n== tune_op's strategy per budget (choose_strategy), Ascend tiling spaces, {repeats} seeds")
+    print("gap to the optimum (tiling time / optimum - 1, mean over spaces and seeds) and seconds per run")
+    candidates = ["auto", "genetic", "bandit"]
+    optimum = {}
+    for op, inputs, attrs, soc in ASCEND_SPACES:
+        sp = aoe_native.tiling_space(op, inputs, "float16", soc, attrs=attrs)
+        optimum[(op, soc, str(inputs))] = float(np.nanmin(aoe_native.estimate_batch(op, inputs, "float16", soc,
+                                                                                   sp.configs(), attrs=attrs)))
+    out: dict[str, Any] = {}
+    print(f"{'budget':>8s}" + "".join(f"{c:>18s}" for c in candidates) + "   policy picks")
+    for b in POLICY_BUDGETS:
+        cells = []
+        for c in candidates:
+            gaps, secs = [], []
+            for op, inputs, attrs, soc in ASCEND_SPACES:
+                for seed in range(repeats):
+                    t0 = time.perf_counter()
+                    r = ops.tune_op(op, inputs, "float16", soc, attrs=attrs, strategy=c, max_evals=b, seed=seed)
+                    secs.append(time.perf_counter() - t0)
+                    gaps.append(r.time_us / optimum[(op, soc, str(inputs))] - 1)
+            out.setdefault(str(b), {})[c] = {"gap": float(np.mean(gaps)), "seconds": float(np.mean(secs))}
+            cells.append(f"{np.mean(gaps):.4f} {np.mean(secs):6.3f}s")
+        picked = ops.choose_strategy(10**9, b, None)[0]
+        print(f"{b:>8d}" + "".join(f"{c:>18s}" for c in cells) + f"   {picked}")
+    return out
+
+
 # ---- report ---------------------------------------------------------------------------
 
 def plot(spaces: list[Space], curves: dict[str, dict[str, np.ndarray]], path: Path) -> None:
@@ -390,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-kt", action="store_true", help="skip Kernel Tuner")
     ap.add_argument("--optuna", nargs="*", default=None, help="Optuna samplers (tpe, cmaes; none: skip)")
     ap.add_argument("--held-out", action="store_true", help="also score the held-out spaces (see above)")
+    ap.add_argument("--policy", action="store_true", help="also measure tune_op's strategy per budget")
     ap.add_argument("--reuse-kt", type=Path, default=None,
                     help="take Kernel Tuner's curves from a previous run's strategies_curves.npz where present")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
@@ -438,6 +484,8 @@ def main(argv: list[str] | None = None) -> int:
             hcurves, summary["held_out"] = score_spaces("held-out spaces", held, args.ours, kt, args.repeats,
                                                         Path(tmp), reused, samplers)
             all_curves.update({f"{lab}|{n}": c for lab, per in hcurves.items() for n, c in per.items()})
+    if args.policy:
+        summary["tune_op_policy"] = policy_table(min(args.repeats, 5))
     (args.out / "strategies.json").write_text(json.dumps(summary, indent=1))
     np.savez_compressed(args.out / "strategies_curves.npz", **all_curves)
     print(f"\nplot: {png}")

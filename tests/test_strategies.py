@@ -165,6 +165,19 @@ def test_time_limit_stops_the_search(space, strategy):
     assert res.elapsed_s < 1.0
 
 
+def test_auto_is_the_forest_then_hands_over_to_genetic(space):
+    objective = SyntheticObjective(seed=5, noise=0.2)
+    forest = tune(space, objective, strategy="forest", max_evals=150, seed=4)
+    auto = tune(space, objective, strategy="auto", max_evals=150, seed=4, strategy_options={"handover": 60})
+    # the forest's own run up to the hand-over, its own proposals no longer after it
+    assert auto.history_ids[:60].tolist() == forest.history_ids[:60].tolist()
+    assert auto.history_ids[60:].tolist() != forest.history_ids[60:].tolist()
+    # the default hand-over comes after the budgets of the shorter tests above
+    assert aoe_native.strategy_options("auto")["handover"] >= 150
+    assert tune(space, objective, strategy="auto", max_evals=150, seed=4).history_ids.tolist() == \
+        forest.history_ids.tolist()
+
+
 def test_strategy_options_are_listed_and_checked(space):
     for name in ALL:
         defaults = aoe_native.strategy_options(name)
@@ -173,7 +186,8 @@ def test_strategy_options_are_listed_and_checked(space):
         tune(space, landscape, strategy=name, max_evals=5, strategy_options=defaults)
     assert aoe_native.strategy_options("exhaustive") == {}
     assert aoe_native.strategy_options("genetic")["population"] == 30
-    assert aoe_native.strategy_options("auto") == aoe_native.strategy_options("forest")
+    # auto takes the forest's options (forwarded to it) and its own hand-over
+    assert set(aoe_native.strategy_options("auto")) == set(aoe_native.strategy_options("forest")) | {"handover", "mix"}
     bad = [
         ("genetic", {"populaton": 10}, r"no option 'populaton' \(options: .*population"),
         ("genetic", {"population": 1}, r"population = 1 is out of range \[2, "),

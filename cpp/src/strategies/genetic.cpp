@@ -47,6 +47,8 @@ class Genetic : public StrategyBase {
     // Children are bred from the population as it is now; keep batches
     // small so that later children profit from earlier results.
     size_t want = std::max<size_t>(1, std::min(max_n, opt_.batch ? opt_.batch : opt_.population / 2));
+    // Observed results (warm start, other techniques) fill the population too.
+    fill_ = std::min(fill_, opt_.population - std::min(pop_.size(), opt_.population));
     while (out.size() < want) {
       ConfigId c;
       bool ok;

@@ -64,18 +64,9 @@ StrategyEntry annealing_entry();
 StrategyEntry local_entry();
 StrategyEntry forest_entry();
 StrategyEntry bandit_entry();
+StrategyEntry auto_entry();
 
 namespace {
-
-// The default: surrogate-guided search.  Measured with
-// bench/bench_strategies.py (Willemsen et al.'s score, seeds 0-29) and on
-// held-out spaces (subspaces of the brute-forced ones, Ascend cost-model tiling
-// spaces; other seeds): ahead of genetic and of the bandit on every space
-// family but one within noise.  Its model costs ~0.1-0.3 ms per evaluation,
-// worth it whenever an evaluation is a measurement.
-StrategyEntry auto_entry() {
-  return {"auto", "The default, currently forest", forest_entry().make};
-}
 
 // Every strategy, in the order strategy_names() gives: one line each.  An
 // explicit list, not registration by static initializers in the strategies'
