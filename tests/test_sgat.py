@@ -392,3 +392,21 @@ def test_pooling_fuses_with_its_element_wise_producers_and_same_size_consumers(t
         _best("MaxPool", x, epilogue=["Relu"], kernel_shape=[2, 2], strides=[2, 2])
     r = an.tune_subgraphs(model, SOC, bank=tmp_path, **FAST)
     assert r.result_ms <= r.baseline_ms
+
+
+def test_a_plan_no_faster_than_the_fixed_rules_is_retuned(tmp_path):
+    # A plan tuned under another model version can re-estimate no faster than the fixed rules: not served.
+    bank = tmp_path / "bank"
+    r = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
+    default = {k.task_key: an.baseline_tiling(k.op_type, k.inputs, "float16", SOC, attrs=k.attrs or None)
+               for k in r.kernels}
+    path = bank / SOC / "Subgraph.json"
+    doc = json.loads(path.read_text())
+    for e in doc["entries"].values():
+        for k in e["kernels"]:
+            if k["task_key"] in default:
+                k["tiling"] = default[k["task_key"]]
+    path.write_text(json.dumps(doc))
+    again = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
+    assert again.evaluations > 0 and again.result_ms == pytest.approx(r.result_ms)
+    assert not any(s.bank_hit for s in again.subgraphs if not s.fusion_changed)  # same kernels, default tilings

@@ -248,3 +248,20 @@ def test_neighbour_tilings_are_mapped_into_the_new_space():
     assert space.index(mapped[0]) is not None  # a valid tiling of the new shape
     valid_b = space.config(0)
     assert nearest_valid_tilings(space, [valid_b]) == [valid_b]  # valid ones stay as they are
+
+
+def test_a_bank_entry_no_better_than_the_default_is_retuned_and_replaced(tmp_path):
+    # An entry tuned for another model version (or device) can be no better than the default tiling under
+    # the current evaluator: it is not served, the task is tuned from it, and the new result replaces it
+    # even though the old entry claims a faster time.
+    first = aoe_native.tune_model(mlp(), soc_version=SOC, bank=tmp_path, input_shape="x:1,64,256", **FAST)
+    path = sorted((tmp_path / SOC).glob("*.json"))[0]
+    doc = json.loads(path.read_text())
+    key = next(iter(doc["entries"]))
+    t = next(t for t in first.tasks if t.key == key)
+    doc["entries"][key].update(tiling=t.baseline_tiling, time_after_us=1e-3)
+    path.write_text(json.dumps(doc))
+    r = aoe_native.tune_model(mlp(), soc_version=SOC, bank=tmp_path, input_shape="x:1,64,256", **FAST)
+    task = next(t for t in r.tasks if t.key == key)
+    assert not task.bank_hit and task.evaluations > 0 and task.update_mode == "add"
+    assert json.loads(path.read_text())["entries"][key]["tiling"] != t.baseline_tiling

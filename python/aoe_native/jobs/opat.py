@@ -130,28 +130,36 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
         return False
 
     states: list[TaskState] = []
+    stale: set[str] = set()  # bank keys whose entry no longer helps: re-tuned, and replaced
+    failed: dict[int, Exception] = {}
     for task in part.tasks:
+        st = TaskState(task, [])
+        try:  # cheap (one estimate); tells the scheduler where the model's time is
+            st.baseline_tiling, st.baseline_us = evaluator.baseline(task)
+        except Exception as e:
+            st.error = f"{type(e).__name__}: {e}"
+            failed[task.index] = e
         entry = the_bank.get(task.key)  # also for tasks not selected: a compiler would use it
-        bank_us = None
         if entry is not None:
             try:
-                bank_us = evaluator.estimate(task, entry["tiling"])
+                st.bank_us = evaluator.estimate(task, entry["tiling"])
+                st.bank_entry = entry
             except Exception:
-                entry = None  # a tiling the evaluator no longer accepts counts as a miss
-        warm = [entry["tiling"]] if entry is not None else [e["tiling"] for e in the_bank.nearest(
+                pass  # a tiling the evaluator no longer accepts counts as a miss
+            if st.bank_entry is None or (st.baseline_tiling is not None and st.bank_us >= st.baseline_us):
+                # Tuned for another model version or device: no better than the default here.
+                st.bank_entry, st.bank_us = None, None
+                stale.add(task.key)
+        st.warm = [entry["tiling"]] if entry is not None else [e["tiling"] for e in the_bank.nearest(
             task.op_type, task.inputs, task.dtype, task.attrs, exclude=task.key)]
-        states.append(TaskState(task, warm, entry, bank_us))
+        states.append(st)
 
     to_tune = [st for st in states if is_selected(st.task) and (st.bank_entry is None or repeat_tune)]
     for st in states:
         if st not in to_tune:
             st.done = True
-        try:  # cheap (one estimate); tells the scheduler where the model's time is
-            st.baseline_tiling, st.baseline_us = evaluator.baseline(st.task)
-        except Exception as e:
-            if st not in to_tune:
-                raise
-            st.error = f"{type(e).__name__}: {e}"
+            if st.task.index in failed:  # a task nobody tunes must at least be costed
+                raise failed[st.task.index]
 
     def notify(running: list[TaskState], stage: str = "tuning") -> None:
         if progress is None:
@@ -174,7 +182,9 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
         if beats_bank(st.best_us if st.best_tiling else None, st.baseline_us, st.bank_us):
             t = st.task
             the_bank.store([(t.key, make_entry(t.op_type, t.inputs, t.dtype, t.formats, t.attrs, st.best_tiling,
-                                               st.baseline_us, st.best_us, evaluations=st.evaluations))])
+                                               st.baseline_us, st.best_us, evaluations=st.evaluations))],
+                           replace=stale & {t.key})
+            stale.discard(t.key)
 
     deadline = None if tuning_time_limit is None else time.monotonic() + tuning_time_limit
     schedule(to_tune, evaluator, WorkerPool(min(parallel, max(len(to_tune), 1))), seed,

@@ -227,7 +227,8 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
         if entry is None:
             continue
         plan = _check_plan(entry, occ[0], space, costs, evaluator)
-        if plan is None:
+        if plan is None or plan.total_us >= _piece_before(occ[0], fixed, fixed_first, fixed_us, overhead):
+            # no longer fits the piece, or (tuned for another model version) no faster than the fixed rules
             stale.add(_bank_key(key, dtype))
         else:
             hits[key] = (entry, plan.total_us)
