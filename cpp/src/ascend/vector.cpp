@@ -228,6 +228,31 @@ int64_t norm_axis(int64_t a, size_t rank, const std::string& kind) {
   return a < 0 ? a + r : a;
 }
 
+// Element-wise ops fused around a vector kernel (attrs "prologue", "epilogue") run on its UB
+// tiles: each binary one streams one more operand through its own UB queue, which shrinks
+// the tile (the UB room fusion costs), and saves the launch and the GM round trip of the
+// intermediate tensor.  The prologue runs on every input element, `ratio` of them per
+// element of the kernel's work (a pool's window), the epilogue on every output element;
+// both repeat on each GM sweep of a row that does not fit a tile.  An epilogue needs an
+// output the size of the input (`epilogue_ok`); `which` names the ops that have one.
+void fuse_elementwise(VecKernel& k, const OpDesc& op, const std::string& cd, double ratio, double in_elems,
+                      double out_elems, bool epilogue_ok, const std::string& which) {
+  double pro_extra = 0, epi_extra = 0;
+  const auto pro = fused_program(op, "prologue", cd, pro_extra, false, k.ds);
+  const auto epi = fused_program(op, "epilogue", cd, epi_extra, false, k.ds);
+  if (!epi.empty() && !epilogue_ok)
+    fail(op.kind + ": an epilogue needs an output the size of the input (" + which + "); this one has " +
+         std::to_string(int64_t(out_elems)) + " outputs for " + std::to_string(int64_t(in_elems)) + " inputs");
+  for (int64_t r = 0; r < std::max<int64_t>(1, std::llround(ratio)); ++r)
+    k.elem_prog.insert(k.elem_prog.begin(), pro.begin(), pro.end());
+  k.elem_prog.insert(k.elem_prog.end(), epi.begin(), epi.end());
+  const int pro_streams = int(pro_extra / k.ds), epi_streams = int(epi_extra / k.ds);
+  k.in_bytes += pro_extra * ratio + epi_extra;
+  k.in_streams += pro_streams + epi_streams;
+  k.ub_buffers += pro_streams * int(std::ceil(ratio)) + epi_streams;
+  k.unique_bytes += pro_extra * in_elems + epi_extra * out_elems;
+}
+
 }  // namespace
 
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p) {
@@ -416,25 +441,9 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   k.ub_buffers = 2;
   k.temp_fp32 = f32 && k.ds != 4 ? 2 : 1;
   const double n = double(numel(x));
-  // Elementwise ops fused before (prologue: residual Adds, scales, masks) and
-  // after (epilogue) the row operation run on the tiles in UB: each binary one
-  // streams one more input-sized operand through its own UB queue, which
-  // shrinks the tile (the UB room fusion costs).  Prologue work repeats on
-  // every GM sweep of a row that does not fit a tile.
-  double pro_extra = 0, epi_extra = 0;
-  const auto pro = fused_program(op, "prologue", cd, pro_extra, false, k.ds);
-  const auto epi = fused_program(op, "epilogue", cd, epi_extra, false, k.ds);
-  if (!epi.empty() && k.out_bytes <= 0)
-    fail(op.kind + ": an epilogue needs an output the size of the input (Softmax, LayerNormalization); "
-         "a reduction's consumers run as kernels of their own");
-  k.elem_prog.insert(k.elem_prog.begin(), pro.begin(), pro.end());
-  k.elem_prog.insert(k.elem_prog.end(), epi.begin(), epi.end());
-  const int extra_streams = int((pro_extra + epi_extra) / k.ds);
-  k.in_bytes += pro_extra + epi_extra;
-  k.in_streams += extra_streams;
-  k.ub_buffers += extra_streams;
-  k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes +
-                   n * (pro_extra + epi_extra);
+  k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes;
+  fuse_elementwise(k, op, cd, 1.0, n, k.out_bytes > 0 ? n : double(outer) * inner, k.out_bytes > 0,
+                   "Softmax, LayerNormalization");
   k.flops = n * (k.elem_prog.size() + k.row_prog.size());
   return std::make_shared<VecModel>(k, p);
 }
@@ -526,24 +535,7 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
   k.in_streams = 1;
   k.ub_buffers = 2 + int(std::ceil(ratio));  // output, accumulator, input rows
   k.unique_bytes = double(numel(x)) * k.ds + double(out) * k.ds;
-  // Fused element-wise ops, as for row ops: the prologue runs on every input
-  // element (`ratio` per output element) and streams its operands at the
-  // input's size; the epilogue (only when the output has the input's size,
-  // e.g. a stride-1 pool) at the output's.
-  double pro_extra = 0, epi_extra = 0;
-  const auto pro = fused_program(op, "prologue", cd, pro_extra, false, k.ds);
-  const auto epi = fused_program(op, "epilogue", cd, epi_extra, false, k.ds);
-  if (!epi.empty() && out != numel(x))
-    fail(op.kind + ": an epilogue needs an output the size of the input (a stride-1 pool); this one has " +
-         std::to_string(out) + " outputs for " + std::to_string(numel(x)) + " inputs");
-  for (int64_t r = 0; r < std::max<int64_t>(1, std::llround(ratio)); ++r)
-    k.elem_prog.insert(k.elem_prog.begin(), pro.begin(), pro.end());
-  k.elem_prog.insert(k.elem_prog.end(), epi.begin(), epi.end());
-  const int pro_streams = int(pro_extra / k.ds), epi_streams = int(epi_extra / k.ds);
-  k.in_bytes += pro_extra * ratio + epi_extra;
-  k.in_streams += pro_streams + epi_streams;
-  k.ub_buffers += pro_streams * int(std::ceil(ratio)) + epi_streams;
-  k.unique_bytes += pro_extra * double(numel(x)) + epi_extra * double(out);
+  fuse_elementwise(k, op, cd, ratio, double(numel(x)), double(out), out == numel(x), "a stride-1 pool");
   k.flops = double(out) * ks[0] * ks[1];
   return std::make_shared<VecModel>(k, p);
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["beats_bank", "update_mode", "repo_summary", "REPO_SUMMARY_KEYS"]
+__all__ = ["beats_bank", "serves", "update_mode", "repo_summary", "REPO_SUMMARY_KEYS"]
 
 # AOE's repo_summary fields (hiascend.com AOE docs, result file of OPAT/SGAT).
 REPO_SUMMARY_KEYS = ("repo_add_num", "repo_hit_num", "repo_reserved_num", "repo_unsatisfied_num",
@@ -17,6 +17,13 @@ _MODE_KEYS = {"add": "repo_add_num", "update": "repo_update_num", "reserved": "r
 def beats_bank(best_us: float | None, baseline_us: float, bank_us: float | None) -> bool:
     """A tuned result is stored only if it is faster than the default and than the bank's entry."""
     return best_us is not None and best_us < baseline_us and (bank_us is None or best_us < bank_us)
+
+
+def serves(bank_us: float, baseline_us: float) -> bool:
+    """A bank entry (its time re-estimated by the current evaluator) is served only while it beats
+    the default; one no better was tuned for another model version or device: it is stale, tuned
+    again from, and replaced."""
+    return bank_us < baseline_us
 
 
 def update_mode(hit: bool, tuned: bool, stored: bool) -> str:

@@ -77,18 +77,10 @@ class FusionSpace:
     groups: list[tuple[int, ...]]  # every candidate group, singletons first
     pieces: list[Piece] = field(default_factory=list)
 
-    def piece_of(self, atom: int) -> Piece:
-        for p in self.pieces:
-            if p.start <= atom < p.stop:
-                return p
-        raise IndexError(atom)
-
 
 def _size(a: Atom) -> int | None:
     """The element count a group anchored (or started) at `a` works on; None: `a` fuses with nothing."""
-    if a.kind == "elementwise":
-        return a.out_numel
-    if a.kind == "cube":
+    if a.kind in ("elementwise", "cube"):
         return a.out_numel
     if _is_rows(a):
         return numel(a.spec.inputs[0])
@@ -193,18 +185,14 @@ def fusion_space(ag: Atoms, dtype: str = "float16", tag: str = "") -> FusionSpac
     for i in range(n):
         open_ += spans[i]
         if open_ == 0:
-            space.pieces.append(Piece(len(space.pieces), start, i + 1, "", []))
+            space.pieces.append(Piece(len(space.pieces), start, i + 1, _piece_key(ag, start, i + 1, dtype, tag), []))
             start = i + 1
-    by_start = {p.start: p for p in space.pieces}
     piece_at = {}
     for p in space.pieces:
         for i in p.atoms:
             piece_at[i] = p
     for g in space.groups:
         piece_at[g[0]].groups.append(g)
-    for p in space.pieces:
-        p.key = _piece_key(ag, p.start, p.stop, dtype, tag)
-    assert len(by_start) == len(space.pieces)
     return space
 
 
@@ -235,8 +223,8 @@ def solve_piece(piece: Piece, ag: Atoms, cost: Callable[[tuple[int, ...]], float
                 if base <= p < piece.stop and p not in g:
                     preds |= 1 << (p - base)
         cands.append((mask, preds, c, g))
-    # Groups by their lowest member: a downset's next group must contain an atom all of whose
-    # predecessors are placed, i.e. one of the "ready" atoms.
+    # Groups under each of their members: a downset's next group must contain an atom all of
+    # whose predecessors are placed (a "ready" atom), so only the ready atoms' groups are tried.
     by_low: dict[int, list] = {}
     for cand in cands:
         for i in cand[3]:
@@ -256,8 +244,6 @@ def solve_piece(piece: Piece, ag: Atoms, cost: Callable[[tuple[int, ...]], float
             continue
         if len(best) > max_states:
             raise DPTooLarge(f"piece {piece.index} ({n} atoms) has more than {max_states} downsets")
-        # The lowest unplaced atom is ready; every partition places its group at some point, but
-        # the group placed next may be another ready atom's: consider the groups of all ready atoms.
         moves = []
         pending = []
         seen_groups = set()

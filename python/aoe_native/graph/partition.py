@@ -24,7 +24,8 @@ from .ir import Graph, Node, numel
 from .lowering import VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
 
 __all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "Coverage", "partition",
-           "max_fused_buffers", "task_key", "node_work", "Atom", "Atoms", "atoms", "kernel_of", "make_partition"]
+           "max_fused_buffers", "task_key", "node_work", "Atom", "Atoms", "atoms", "kernel_of", "kernel_formats",
+           "make_partition"]
 
 # Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
 # for near-peak GM bandwidth (docs/ascend_model.md §2.3, [A] DoubleBuffer.md and
@@ -193,7 +194,8 @@ class _Group:
 
 
 
-def _formats(op_type: str, inputs: list[list[int]]) -> list[str]:
+def kernel_formats(op_type: str, inputs: list[list[int]]) -> list[str]:
+    """The tensor formats of a kernel's inputs (part of its task key)."""
     return ["NCHW" if op_type == "Conv" and len(s) == 4 else "ND" for s in inputs]
 
 
@@ -366,7 +368,7 @@ def atoms(graph: Graph, supported_ops: Iterable[str]) -> Atoms:
     return Atoms(graph, folded, out, n_view, producer)
 
 
-def kernel_of(ag: Atoms, group: list[int], dtype: str, supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
+def kernel_of(ag: Atoms, group: list[int], supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
     """The cost-model operator of the kernel fusing the atoms `group` (topological order):
     a cube or vector anchor with the element-wise atoms before it (prologue) and after it
     (epilogue), or a chain of element-wise atoms."""
@@ -463,8 +465,9 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
             new_group("elementwise", atom, [node.op_type], ext, prods)
 
     unsup = sorted(unsupported.values(), key=lambda u: (-u.count, u.onnx_type))
-    return make_partition(ag, [(g.kind, g.nodes, g.onnx_types, _kernel_op(g, graph, supported) if g.kind != "unsupported"
-                                else None, g.out_shape) for g in groups], unsup, dtype)
+    kernels = [(g.kind, g.nodes, g.onnx_types, None if g.kind == "unsupported" else _kernel_op(g, graph, supported),
+                g.out_shape) for g in groups]
+    return make_partition(ag, kernels, unsup, dtype)
 
 
 def make_partition(ag: Atoms, groups: list[tuple[str, list[str], list[str], Any, list[int]]],
@@ -477,7 +480,7 @@ def make_partition(ag: Atoms, groups: list[tuple[str, list[str], list[str], Any,
         if kind == "unsupported":
             continue
         op_type, inputs, attrs = op
-        formats = _formats(op_type, inputs)
+        formats = kernel_formats(op_type, inputs)
         key = task_key(op_type, inputs, dtype, formats, attrs)
         k = Kernel(len(kernels), list(nodes), list(onnx_types), op_type, inputs, attrs, formats, list(out_shape))
         task = tasks.get(key)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..ascend.ops import supported_ops
 from ..ascend.platforms import Platform
-from ..bank.policy import beats_bank, repo_summary, update_mode
+from ..bank.policy import beats_bank, repo_summary, serves, update_mode
 from ..bank.store import Bank, bank_dir, make_entry
 from ..graph.ir import Graph
 from ..graph.onnx import load_graph
@@ -29,7 +29,8 @@ from .scheduler import TaskState, WorkerPool, schedule
 if TYPE_CHECKING:  # onnx is a dependency, but only a model file is needed to call this
     import onnx
 
-__all__ = ["tune_model", "tune_torch", "usable_cores", "warn_coverage", "check_device_memory", "CoverageWarning", "MIN_FLOPS_SHARE"]
+__all__ = ["tune_model", "tune_torch", "usable_cores", "warn_coverage", "check_device_memory", "CoverageWarning",
+           "MIN_FLOPS_SHARE"]
 
 # Below this share of the model's FLOPs in modelled kernels, the job warns.
 MIN_FLOPS_SHARE = 0.9
@@ -146,8 +147,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                 st.bank_entry = entry
             except Exception:
                 pass  # a tiling the evaluator no longer accepts counts as a miss
-            if st.bank_entry is None or (st.baseline_tiling is not None and st.bank_us >= st.baseline_us):
-                # Tuned for another model version or device: no better than the default here.
+            if st.bank_entry is None or (st.baseline_tiling is not None and not serves(st.bank_us, st.baseline_us)):
                 st.bank_entry, st.bank_us = None, None
                 stale.add(task.key)
         st.warm = [entry["tiling"]] if entry is not None else [e["tiling"] for e in the_bank.nearest(

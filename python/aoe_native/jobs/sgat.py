@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..ascend.ops import supported_ops
 from ..ascend.platforms import Platform
-from ..bank.policy import repo_summary, update_mode
+from ..bank.policy import beats_bank, repo_summary, serves, update_mode
 from ..bank.store import Bank, bank_dir, make_entry
-from ..graph.fusion import DPTooLarge, FusionSpace, Piece, fusion_space, solve_piece, solve_windowed
+from ..graph.fusion import DPTooLarge, Piece, fusion_space, solve_piece, solve_windowed
 from ..graph.ir import Graph
 from ..graph.onnx import load_graph
-from ..graph.partition import Atoms, Partition, TaskIdentity, atoms, kernel_of, make_partition, partition, task_key
+from ..graph.partition import (Atoms, Partition, TaskIdentity, atoms, kernel_formats, kernel_of, make_partition,
+                               partition, task_key)
 from ..outputs import write_sgat_outputs
 from ..tuning import improvement
 from .evaluator import CostModelEvaluator, TaskEvaluator
@@ -103,7 +104,6 @@ class _Costs:
         self.ops: dict[tuple[int, ...], tuple[str, list[list[int]], dict[str, Any]] | None] = {}
         self.tasks: dict[str, _Candidate] = {}
         self.states: dict[str, TaskState] = {}
-        self.errors: dict[str, str] = {}
         self.from_bank: dict[str, tuple[float, dict[str, int]]] = {}  # task key -> re-estimated bank tiling
 
     def op(self, group: tuple[int, ...]):
@@ -113,7 +113,7 @@ class _Costs:
                 self.ops[group] = None
             else:
                 try:
-                    self.ops[group] = kernel_of(self.ag, list(group), self.dtype, self.supported)
+                    self.ops[group] = kernel_of(self.ag, list(group), self.supported)
                 except (ValueError, KeyError, IndexError):
                     self.ops[group] = None
         return self.ops[group]
@@ -126,7 +126,7 @@ class _Costs:
         out = []
         for pol in split_policies(op_type, attrs, self.platform, self.level, self.nonhomo):
             a = {**attrs, **pol}
-            formats = ["NCHW" if op_type == "Conv" and len(s) == 4 else "ND" for s in inputs]
+            formats = kernel_formats(op_type, inputs)
             key = task_key(op_type, inputs, self.dtype, formats, a)
             if key not in self.tasks:
                 self.tasks[key] = _Candidate(len(self.tasks), key, op_type, inputs, self.dtype, formats, a)
@@ -219,6 +219,10 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
     by_key: dict[str, list[Piece]] = {}
     for p in space.pieces:
         by_key.setdefault(p.key, []).append(p)
+    # Each distinct piece's time under the fixed rules at default tilings (launches included).
+    before_of = {key: sum(fixed_us[k] + overhead for k, first in fixed_first.items()
+                          if occ[0].start <= first < occ[0].stop)
+                 for key, occ in by_key.items()}
     plans: dict[str, _Plan] = {}
     hits: dict[str, tuple[dict[str, Any], float]] = {}
     stale: set[str] = set()  # bank keys whose plan no longer fits its piece: re-tuned and overwritten
@@ -226,9 +230,8 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
         entry = the_bank.get(_bank_key(key, dtype))
         if entry is None:
             continue
-        plan = _check_plan(entry, occ[0], space, costs, evaluator)
-        if plan is None or plan.total_us >= _piece_before(occ[0], fixed, fixed_first, fixed_us, overhead):
-            # no longer fits the piece, or (tuned for another model version) no faster than the fixed rules
+        plan = _check_plan(entry, occ[0], costs, evaluator)
+        if plan is None or not serves(plan.total_us, before_of[key]):  # no longer fits, or no longer faster
             stale.add(_bank_key(key, dtype))
         else:
             hits[key] = (entry, plan.total_us)
@@ -257,7 +260,6 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
             st.baseline_tiling, st.baseline_us = evaluator.baseline(cand)
         except Exception as e:
             st.error, st.done = f"{type(e).__name__}: {e}", True
-            costs.errors[key] = st.error
         costs.states[key] = st
         if not st.done:
             states.append(st)
@@ -270,12 +272,11 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
         return _solve(by_key[key][0], ag, costs)
 
     def store(key: str, plan: _Plan) -> None:
-        rep = by_key[key][0]
-        before = _piece_before(rep, fixed, fixed_first, fixed_us, overhead)
-        hit = hits.get(key)
         bkey = _bank_key(key, dtype)
-        if bkey in stale or (plan.total_us < before and (hit is None or plan.total_us < hit[1])):
-            the_bank.store([(bkey, _make_entry(key, rep, ag, dtype, plan, costs, before))], replace=stale)
+        hit = hits.get(key)
+        if bkey in stale or beats_bank(plan.total_us, before_of[key], hit[1] if hit else None):
+            the_bank.store([(bkey, _make_entry(key, by_key[key][0], ag, dtype, plan, costs, before_of[key]))],
+                           replace=stale & {bkey})
             stale.discard(bkey)
 
     def on_result(st: TaskState) -> None:
@@ -286,8 +287,7 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
                 stored_first.add(key)
                 plan = solve(key)
                 store(key, plan)
-                before = _piece_before(by_key[key][0], fixed, fixed_first, fixed_us, overhead)
-                saved_us[key] = (before - plan.total_us) * len(by_key[key])
+                saved_us[key] = (before_of[key] - plan.total_us) * len(by_key[key])
 
     def notify(running: list[TaskState], stage: str = "tuning") -> None:
         if progress is not None:
@@ -310,8 +310,8 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
         stored_first.add(key)
     notify([], "done")
 
-    result = _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, plans, hits, costs, plat, dtype,
-                       optimization_level, nonhomo_split, overhead, the_bank, parallel, seed, evaluator.name,
+    result = _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, before_of, plans, hits, costs, plat,
+                       dtype, optimization_level, nonhomo_split, overhead, the_bank, parallel, seed, evaluator.name,
                        piece_tasks, time.monotonic() - t0)
     result.partition = result_partition(result, ag, fixed, dtype)
     write_sgat_outputs(result, output=output, result_dir=result_dir)  # kept even if operator tuning fails
@@ -339,11 +339,6 @@ def _fixed_defaults(fixed: Partition, evaluator: TaskEvaluator) -> dict[int, tup
         except Exception:
             per_task[t.index] = (None, 0.0)
     return {k.index: per_task[k.task] for k in fixed.kernels}
-
-
-def _piece_before(piece: Piece, fixed: Partition, fixed_first: dict[int, int], fixed_us: dict[int, float],
-                  overhead: float) -> float:
-    return sum(fixed_us[k] + overhead for k, first in fixed_first.items() if piece.start <= first < piece.stop)
 
 
 def _solve(piece: Piece, ag: Atoms, costs: _Costs) -> _Plan:
@@ -379,8 +374,7 @@ def _make_entry(key: str, piece: Piece, ag: Atoms, dtype: str, plan: _Plan, cost
                       kernels=kernels, atoms=len(piece.atoms))
 
 
-def _check_plan(entry: dict[str, Any], piece: Piece, space: FusionSpace, costs: _Costs,
-                evaluator: TaskEvaluator) -> _Plan | None:
+def _check_plan(entry: dict[str, Any], piece: Piece, costs: _Costs, evaluator: TaskEvaluator) -> _Plan | None:
     """The bank's plan for `piece` if it still fits it: its kernels cover the piece's atoms
     once each, each is a candidate group whose operator (with the policy) has the recorded
     task key, and each tiling is accepted; re-estimated, with launch overheads.  None: re-tune."""
@@ -419,11 +413,11 @@ def _check_plan(entry: dict[str, Any], piece: Piece, space: FusionSpace, costs: 
         return None
 
 
-def _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, plans, hits, costs, plat, dtype, level,
-              nonhomo, overhead, the_bank, parallel, seed, evaluator_name, piece_tasks, elapsed) -> SubgraphTuneResult:
+def _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, before_of, plans, hits, costs, plat, dtype,
+              level, nonhomo, overhead, the_bank, parallel, seed, evaluator_name, piece_tasks,
+              elapsed) -> SubgraphTuneResult:
     n_fixed = len(fixed.kernels)
-    fixed_us = {k: t for k, (_, t) in defaults.items()}
-    baseline_ms = (sum(fixed_us.values()) + n_fixed * overhead) / 1000.0
+    baseline_ms = (sum(t for _, t in defaults.values()) + n_fixed * overhead) / 1000.0
     result_us = 0.0
     kernels: list[FusedKernel] = []
     subgraphs = []
@@ -439,10 +433,10 @@ def _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, plans, hit
     for key, occ in by_key.items():
         rep = occ[0]
         plan = plans[key]
-        before = _piece_before(rep, fixed, fixed_first, fixed_us, overhead)
+        before = before_of[key]
         hit = key in hits
         tuned = key in piece_tasks
-        stored = plan.total_us < before and (not hit or plan.total_us < hits[key][1])
+        stored = beats_bank(plan.total_us, before, hits[key][1] if hit else None)
         mode = update_mode(hit, tuned, stored)
         outcomes.append((mode, hit))
         before_kernels = [k.nodes for k in fixed.kernels if rep.start <= fixed_first[k.index] < rep.stop]
