@@ -70,7 +70,16 @@ const std::vector<PlatformField>& platform_fields() {
       field<&P::cube_cores>("cube_cores", Int, "AI cores with a Cube unit (AIC on split SoCs)"),
       field<&P::vector_cores>("vector_cores", Int, "cores that run vector kernels (AIV on split SoCs)"),
       field<&P::freq_mhz>("freq_mhz", Float, "cube clock, MHz"),
-      field<&P::vec_freq_mhz>("vec_freq_mhz", Float, "vector clock, MHz"),
+      field<&P::vec_freq_mhz>("vec_freq_mhz", Float, "vector clock, MHz (of the standalone Vector Cores where there are some)"),
+      field<&P::standalone_vector_cores>(
+          "standalone_vector_cores", Int,
+          "standalone Vector Cores that a vector kernel can use beside the AI cores (310P), 0: none")
+          .optional()
+          .zero_ok(),
+      field<&P::standalone_ddr_rate>("standalone_ddr_rate", Float,
+                                     "GM rate of one standalone Vector Core, bytes/cycle (0: none)")
+          .optional()
+          .zero_ok(),
       field<&P::l0a>("l0a", Float, "L0A buffer per core, bytes"),
       field<&P::l0b>("l0b", Float, "L0B buffer per core, bytes"),
       field<&P::l0c>("l0c", Float, "L0C buffer per core, bytes"),

@@ -48,8 +48,10 @@ class VecModel : public OpModel {
     // Per vector core share of the AI core's GM rate ([R] ddr_rate is per
     // AI core; on split SoCs its AIVs share it).
     rate_ = p.split ? p.ddr_rate * p.cube_cores / p.vector_cores : p.ddr_rate;
+    vc_rate_ = p.standalone_ddr_rate;
     hbm_Bpus_ = p.hbm_gbps * 1e3;
-    const double chip_rate = std::min(hbm_Bpus_, p.vector_cores * rate_ * f);
+    const double chip_rate =
+        std::min(hbm_Bpus_, p.vector_cores * rate_ * f + p.standalone_vector_cores * vc_rate_ * p.vec_freq_mhz);
     roofline_us_ = k.unique_bytes / chip_rate;
     build_spec();
     finish_spec();
@@ -60,23 +62,83 @@ class VecModel : public OpModel {
     const VecKernel& k = k_;
     const int64_t bd = t[kBlockDim], tile = t[kTileLen], db = t[kBufferNum];
     const bool splitR = k.split_rows && t[kSplitR] == 1;
+    const int64_t vc = vc_index_ >= 0 ? t[vc_index_] : 0;
     // Every core takes whole rows, or (splitR) 1/bd of every row with the
     // partial results combined after a core sync.
     const int64_t row = splitR ? cdiv(k.unit_elems, bd) : k.unit_elems;
     const bool fits = row <= tile;  // a row (share) fits one UB tile: one GM sweep
     const int sweeps = fits ? 1 : k.sweeps_if_split;
-    const int64_t cores = splitR ? bd : std::min<int64_t>(bd, k.units);
-    const int64_t units_core = splitR ? k.units : cdiv(k.units, bd);
+    // With standalone Vector Cores (vcBlocks > 0, never with splitR) the rows are shared in
+    // proportion to each core's GM rate, the bound of these kernels: an even share would
+    // leave the AI cores waiting for the slower Vector Cores.
+    int64_t units_vc = 0;
+    if (vc > 0) {
+      const double w_ai = double(bd) * rate_ * p.freq_mhz, w_vc = double(vc) * vc_rate_ * p.vec_freq_mhz;
+      units_vc = std::min<int64_t>(k.units - bd, int64_t(std::floor(double(k.units) * w_vc / (w_ai + w_vc))));
+      units_vc = std::max<int64_t>(0, units_vc);
+    }
+    const int64_t units_ai = k.units - units_vc;
+    const int64_t cores = splitR ? bd : std::min<int64_t>(bd, units_ai);
+    const int64_t vcores = std::min<int64_t>(vc, units_vc);
+    const CoreRun ai = run_core(splitR ? k.units : cdiv(units_ai, bd), row, splitR, fits, sweeps, tile, db, rate_, cores);
+    const CoreRun vr = vcores > 0 ? run_core(cdiv(units_vc, vcores), row, false, fits, sweeps, tile, db, vc_rate_, vcores)
+                                  : CoreRun{};
+    double core_cycles = ai.cycles;
+    if (splitR) core_cycles += k.syncs * mte2_head(int(cores), false);  // SyncAll, then combine partials
+    const double f = p.freq_mhz;
+    const int64_t launched = cores + vcores;
+    const double head_us = (kOpHead + mte2_head(int(launched), ai.tile_bytes >= 25000) + kMte3Head + kVecHead) / f;
+    const double chip_bytes = (ai.read_ch + ai.write_ch) * cores + (vr.read_ch + vr.write_ch) * vcores;
+    const double hbm_us = chip_bytes / hbm_Bpus_;
+    const double ai_us = core_cycles / f, vc_us = vcores > 0 ? vr.cycles / p.vec_freq_mhz : 0.0;
+    const double core_us = std::max(ai_us, vc_us);
+    const double time = std::max(core_us, hbm_us) + head_us;
+    if (out) {
+      // Per-pipe times of the slowest core.
+      const CoreRun& w = vc_us > ai_us ? vr : ai;
+      const double wf = vc_us > ai_us ? p.vec_freq_mhz : f;
+      Breakdown& b = *out;
+      b.time_us = time;
+      b.mte2_us = std::max(w.mte2 / wf, hbm_us * w.read_ch / std::max(1.0, w.read_ch + w.write_ch));
+      b.vector_us = w.vec / wf;
+      b.mte3_us = w.mte3 / wf;
+      b.head_us = head_us;
+      b.gm_read_bytes = (ai.read + k.bcast_bytes) * cores + (vr.read + k.bcast_bytes) * vcores;
+      b.hbm_read_bytes = b.gm_read_bytes;
+      b.gm_write_bytes = ai.write * cores + vr.write * vcores;
+      b.ub_bytes = (ai.read + ai.write) * cores + (vr.read + vr.write) * vcores;
+      b.flops = k.flops;
+      b.cores_used = int(launched);
+      b.waves = 1;
+      b.roofline_us = roofline_us_;
+      if (head_us > 0.5 * time) b.bound = "latency";
+      else if (w.vec >= std::max({w.mte2, w.mte3, w.port})) b.bound = "compute";
+      else b.bound = "memory";
+    }
+    return time;
+  }
+
+ private:
+  // One core's pipes, in its own cycles, for `units_core` rows of `row` elements.
+  struct CoreRun {
+    double mte2 = 0, vec = 0, mte3 = 0, port = 0, cycles = 0;
+    double read = 0, write = 0, read_ch = 0, write_ch = 0, tile_bytes = 0;
+  };
+  CoreRun run_core(int64_t units_core, int64_t row, bool splitR, bool fits, int sweeps, int64_t tile, int64_t db,
+                   double rate, int64_t cores) const {
+    const Platform& p = p_;
+    const VecKernel& k = k_;
+    CoreRun c;
     const int64_t rows_per_tile = fits ? tile / row : 1;
     const int64_t tiles = fits ? cdiv(units_core, rows_per_tile) : units_core * cdiv(row, tile);
     const double row_elems = double(row);
     const double elems_core = double(units_core) * row;
     const double tile_elems = std::min(double(tile), elems_core);
     // GM bytes per core, charged by burst.
-    const double read = elems_core * k.in_bytes * sweeps;
+    c.read = elems_core * k.in_bytes * sweeps;
     // Split rows also write their partial results (and read them back).
-    const double write = elems_core * k.out_bytes + units_core * k.out_bytes_per_unit * (splitR ? 2 : 1) +
-                         (splitR ? double(units_core) * 8 * k.syncs : 0);
+    c.write = elems_core * k.out_bytes + units_core * k.out_bytes_per_unit * (splitR ? 2 : 1) +
+              (splitR ? double(units_core) * 8 * k.syncs : 0);
     double rin = k.run_in, rout = k.run_out;
     if (k.transpose_side) {
       double side = 16;
@@ -84,25 +146,25 @@ class VecModel : public OpModel {
       rin = std::min(rin, side * k.ds);
       rout = std::min(rout, side * k.ds);
     }
-    const double tile_bytes = tile_elems * k.ds;
+    c.tile_bytes = tile_elems * k.ds;
     // Charged bytes per byte moved, for contiguous runs of `run` bytes (0:
     // the whole tile).  Transposed runs start every other run (pitch 2x).
     auto rcharge = [&](double run_bytes) {
-      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));
+      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? c.tile_bytes : run_bytes));
       return read_charge(run, k.transpose_side ? run * 2 : run, run, p.gm_sector) / double(run);
     };
     auto wcharge = [&](double run_bytes) {
-      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? tile_bytes : run_bytes));
+      const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? c.tile_bytes : run_bytes));
       return write_charge(run, k.transpose_side ? run * 2 : run) / double(run);
     };
-    const double read_ch = read * rcharge(rin) + k.bcast_bytes;
-    const double write_ch = write * wcharge(rout);
-    const double eff = small_transfer_eff(tile_bytes, int(cores));
-    const double mte2 = read_ch / (rate_ * eff) + double(tiles) * k.in_streams * sweeps * kLoadCall;
-    const double mte3 = write_ch / (rate_ * eff) + double(tiles) * kStoreCall;
-    const double port = (read_ch + write_ch) / (rate_ * eff);  // MTE2 and MTE3 share the core's GM port
+    c.read_ch = c.read * rcharge(rin) + k.bcast_bytes;
+    c.write_ch = c.write * wcharge(rout);
+    const double eff = small_transfer_eff(c.tile_bytes, int(cores));
+    c.mte2 = c.read_ch / (rate * eff) + double(tiles) * k.in_streams * sweeps * kLoadCall;
+    c.mte3 = c.write_ch / (rate * eff) + double(tiles) * kStoreCall;
+    c.port = (c.read_ch + c.write_ch) / (rate * eff);  // MTE2 and MTE3 share the core's GM port
     // Vector: elementwise APIs over each tile; reduce APIs per row.
-    double vec = double(tiles) * sweeps * vec_cycles(k.elem_prog, tile_elems);
+    c.vec = double(tiles) * sweeps * vec_cycles(k.elem_prog, tile_elems);
     if (!k.row_prog.empty()) {
       const double rows_in_tile = fits ? double(std::min(rows_per_tile, units_core)) : 1.0;
       const double elems_in_call = fits ? row_elems : double(tile);
@@ -110,45 +172,17 @@ class VecModel : public OpModel {
         const double epr = s.fp32 ? 64.0 : 128.0;
         double reps = rows_in_tile * std::ceil(elems_in_call / epr);
         if (elems_in_call > epr) reps += rows_in_tile * std::ceil(std::ceil(elems_in_call / epr) / epr);
-        vec += double(tiles) * (reps * s.cost.per_repeat + s.cost.per_call);
+        c.vec += double(tiles) * (reps * s.cost.per_repeat + s.cost.per_call);
       }
     }
-    const double per_tile_mte2 = mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = mte3 / std::max<int64_t>(1, tiles);
-    double core_cycles;
+    const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (db == 2)
-      core_cycles = std::max({mte2, vec, mte3, port}) + per_tile_mte2 + per_tile_mte3;
+      c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + per_tile_mte2 + per_tile_mte3;
     else
-      core_cycles = std::max(mte2 + vec + mte3, port);
-    if (splitR) core_cycles += k.syncs * mte2_head(int(cores), false);  // SyncAll, then combine partials
-    const double f = p.freq_mhz;
-    const double head_us = (kOpHead + mte2_head(int(cores), tile_bytes >= 25000) + kMte3Head + kVecHead) / f;
-    const double chip_bytes = (read_ch + write_ch) * cores;
-    const double hbm_us = chip_bytes / hbm_Bpus_;
-    const double core_us = core_cycles / f;
-    const double time = std::max(core_us, hbm_us) + head_us;
-    if (out) {
-      Breakdown& b = *out;
-      b.time_us = time;
-      b.mte2_us = std::max(mte2 / f, hbm_us * read_ch / std::max(1.0, read_ch + write_ch));
-      b.vector_us = vec / f;
-      b.mte3_us = mte3 / f;
-      b.head_us = head_us;
-      b.gm_read_bytes = read * cores + k.bcast_bytes * cores;
-      b.hbm_read_bytes = b.gm_read_bytes;
-      b.gm_write_bytes = write * cores;
-      b.ub_bytes = (read + write) * cores;
-      b.flops = k.flops;
-      b.cores_used = int(cores);
-      b.waves = 1;
-      b.roofline_us = roofline_us_;
-      if (head_us > 0.5 * time) b.bound = "latency";
-      else if (vec >= std::max({mte2, mte3, port})) b.bound = "compute";
-      else b.bound = "memory";
-    }
-    return time;
+      c.cycles = std::max(c.mte2 + c.vec + c.mte3, c.port);
+    return c;
   }
 
- private:
   void build_spec() {
     const Platform& p = p_;
     const VecKernel& k = k_;
@@ -185,6 +219,21 @@ class VecModel : public OpModel {
     } else {
       s.pruning.push_back("blockDim <= " + std::to_string(std::max<int64_t>(1, k.units)));
     }
+    // Standalone Vector Cores (310P): vcBlocks of them join the AI cores (a
+    // KERNEL_TYPE_MIX_VECTOR_CORE launch), worth it only once every AI core has work.
+    if (p.standalone_vector_cores > 0 && p.standalone_ddr_rate > 0) {
+      vc_index_ = int(s.names.size());
+      const std::string nvc = std::to_string(p.standalone_vector_cores);
+      s.names.push_back("vcBlocks");
+      std::vector<int64_t> vcs{0};
+      if (k.units > p.vector_cores)
+        for (int64_t v = 1; v <= std::min<int64_t>(p.standalone_vector_cores, k.units - p.vector_cores); ++v)
+          vcs.push_back(v);
+      s.values.push_back(vcs);
+      r.push_back("vcBlocks >= 0 and vcBlocks <= " + nvc);
+      if (k.split_rows) r.push_back("splitR == 0 or vcBlocks == 0");
+      s.pruning.push_back("vcBlocks == 0 or blockDim == " + std::to_string(p.vector_cores));
+    }
     // Baseline: the Ascend C sample pattern - all cores (no more than rows),
     // BUFFER_NUM = 2, TILE_NUM = 8, i.e. tileLength = blockLength / 16,
     // capped by UB; reductions keep whole rows on a core.
@@ -197,11 +246,13 @@ class VecModel : public OpModel {
       if (v * (per_tile_bytes_db * 2 + fixed) <= ub && (v <= std::max<int64_t>(block / 16, 1) || v <= k.unit_elems)) tile = v;
     s.baseline = {bd_val, tile, 2};
     if (k.split_rows) s.baseline.push_back(0);
+    if (vc_index_ >= 0) s.baseline.push_back(0);  // the sample launches AI cores only
   }
 
   VecKernel k_;
   Platform p_;
-  double rate_, hbm_Bpus_;
+  double rate_, vc_rate_, hbm_Bpus_;
+  int vc_index_ = -1;  // position of vcBlocks in a tiling, -1: no standalone Vector Cores
 };
 
 // A kernel named `kind` streaming op.dtype data, once the vector unit of `p`

@@ -30,6 +30,8 @@ class Platform:
     vector_cores: int
     freq_mhz: float
     vec_freq_mhz: float
+    standalone_vector_cores: int
+    standalone_ddr_rate: float
     l0a: float
     l0b: float
     l0c: float

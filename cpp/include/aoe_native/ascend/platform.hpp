@@ -22,6 +22,11 @@ struct Platform {
   int vector_cores = 1;    // cores (AIV on split SoCs) that run vector kernels
   double freq_mhz = 1000;  // cube_freq
   double vec_freq_mhz = 1000;
+  // Standalone Vector Cores beside the AI cores (310P: core_type_list=AICore,VectorCore).  A
+  // vector kernel launched as KERNEL_TYPE_MIX_VECTOR_CORE runs on both; they clock at
+  // vec_freq_mhz and read GM at their own rate.  0: none.
+  int standalone_vector_cores = 0;
+  double standalone_ddr_rate = 0;  // GM rate of one standalone Vector Core, bytes/cycle
   // Buffer sizes in bytes.
   double l0a = 65536, l0b = 65536, l0c = 131072, l1 = 524288, ub = 196608, l2 = 0, bt = 1024;
   double hbm_bytes = 0;    // device memory; 0 = unknown
