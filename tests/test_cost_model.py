@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import aoe_native as an
+from aoe_native.ascend.platforms import native_platform
 
 B3 = "Ascend910B3"
 
@@ -93,6 +94,20 @@ def test_large_elementwise_reaches_a_realistic_share_of_hbm_bandwidth():
     hbm = an.platform(B3)["hbm_gbps"]  # 1.6 TB/s ([A] L2-Cache切分.md)
     assert 0.5 * hbm <= gbps <= 0.95 * hbm
     assert r.breakdown["bound"] == "memory"
+
+
+def test_kernel_head_grows_with_cores_as_published_empty_launches():
+    """ascend_measured_cases.md §6 (950, SIMT): launching 1 -> 1024 empty blocks costs 3.9 -> 13.7 us,
+    i.e. 9.58 ns = 15.8 cycles at 1650 MHz per block.  The model's head grows 15.89 cycles per core
+    ([G] GE's MTE2 head fit), and its one-core head plus the assumed launch_overhead_us gives the 3.9 us."""
+    soc = "Ascend950PR_9579"
+    f = an.platform(soc)["freq_mhz"]
+    n = 56 * 4096
+    head = {bd: an.estimate("Add", [[n], [n]], "float16", soc, dict(blockDim=bd, tileLen=2048, bufferNum=2))
+            .breakdown["head_us"] for bd in (1, 56)}
+    per_block_cycles = (head[56] - head[1]) / 55 * f
+    assert per_block_cycles == pytest.approx((13.7 - 3.9) / 1023 * f, rel=0.02)
+    assert head[1] + native_platform(soc).launch_overhead_us == pytest.approx(3.9, rel=0.05)
 
 
 def test_310p_vector_kernels_use_the_standalone_vector_cores():
