@@ -165,7 +165,7 @@ void OpModel::finish_spec() {
   checks_.clear();
   for (const auto& r : spec_.restrictions) checks_.emplace_back(r, spec_.names);
   min_value_.clear();
-  for (const auto& n : spec_.names) min_value_.push_back(n == "iterateOrder" || n == "splitR" ? 0 : 1);
+  for (const auto& n : spec_.names) min_value_.push_back(n == "iterateOrder" || n == "splitR" || n == "unitFlag" ? 0 : 1);
   if (!spec_.baseline.empty() && !violation(spec_.baseline.data()).empty())
     throw std::logic_error("internal: baseline tiling of " + kind_ + " violates " + violation(spec_.baseline.data()));
 }
