@@ -122,6 +122,22 @@ def test_unit_flag_overlaps_fixpipe_with_one_l0c_buffer():
     assert an.estimate(**case9, tiling={**t2, "unitFlag": 1}).time_us <= an.estimate(**case9, tiling=t2).time_us
 
 
+def test_unaligned_rows_pay_nd2nz_block_by_block():
+    """ND2NZ in MTE2 from rows whose GM pitch is not 32 B aligned moves one C0 block per request
+    (constant from §5.8: half [12288, 12287] to L1, 1.9x the aligned time).  §1 case 13, N = 4095
+    (held out): AIC MTE2 130.77 us."""
+    case13 = dict(singleCoreM=128, singleCoreN=1408, baseM=128, baseN=256, baseK=64, stepM=1, stepN=1, stepKa=4,
+                  stepKb=4, depthA1=8, depthB1=8, dbL0A=2, dbL0B=2, dbL0C=1, iterateOrder=0)
+    odd = an.estimate("MatMul", [[1024, 1024], [1024, 4095]], "float16", B1, case13).breakdown
+    even = an.estimate("MatMul", [[1024, 1024], [1024, 4096]], "float16", B1, case13).breakdown
+    assert within(odd["mte2_us"], 130.77) and odd["mte2_us"] > 2.5 * even["mte2_us"]
+    # One row has no pitch to be misaligned by: A = [1, 1000] pays nothing for it.
+    t = an.baseline_tiling("MatMul", [[1, 1000], [1000, 1024]], "float16", B1)
+    one = an.estimate("MatMul", [[1, 1000], [1000, 1024]], "float16", B1, t).breakdown["mte2_us"]
+    assert one == pytest.approx(an.estimate("MatMul", [[1, 1008], [1008, 1024]], "float16", B1, t)
+                                .breakdown["mte2_us"], rel=0.05)
+
+
 # ---- grounding: peaks and bandwidth -------------------------------------------------------
 PEAK_FP16_TFLOPS = {  # docs/ascend_model.md §1; 910A is the published 256 TFLOPS (Hot Chips 2019 / Huawei)
     "Ascend910A": 256, "Ascend910ProB": 283, "Ascend910B1": 364, "Ascend910B2": 354, "Ascend910B3": 295,

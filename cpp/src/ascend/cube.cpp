@@ -30,6 +30,12 @@ constexpr double kFixStart = 26;     // per L0C block written out (same issue co
 // §5.5 MatMul+GELU fused 4241.9 vs 4236.9 (+0.1%, from its per-pipe times), §2
 // GroupedMatmul 4 slots 133.2 vs 131.8 (+1.1%, from its 1:1 and 1:2 steps).
 constexpr double kCvExposure = 1.5006;
+// ND2NZ inside MTE2 from ND rows whose GM pitch is not a multiple of 32 B
+// moves one 32 B C0 block per request: cycles per block, from
+// ascend_measured_cases.md §5.8 (A2, half [12288, 12287] GM->L1 on 24 cores:
+// task 438.76 us against 230.24 with N = 12288, whose MTE2 is 214.52; so
+// about 423 us of MTE2 for the 393,216 blocks of a core, at 1.85 GHz).
+constexpr double kNd2nzBlockCycles = 2.0;
 
 // splitK and unitFlag came later: their defaults (1, 0; TilingSpec::added_defaults)
 // give the model without them, so tilings stored before still read the same.
@@ -227,6 +233,16 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
       mte2_a *= latency / bw;
       mte2_b *= latency / bw;
     }
+  }
+  // Rows not 32 B aligned in GM: ND2NZ copies C0 block by block (§1 case 13,
+  // N = 4095: AIC MTE2 130.77 us; kNd2nzBlockCycles is fitted on §5.8 instead).
+  if (!q.conv) {
+    const int64_t pitch_a = (q.trans_a ? q.M : q.K) * q.in_size, rows_a = q.trans_a ? Kc : tm;
+    const int64_t pitch_b = (q.trans_b ? q.K : q.N) * q.in_size, rows_b = q.trans_b ? tn : Kc;
+    if (pitch_a % 32 && rows_a > 1)
+      mte2_a = std::max(mte2_a, double(a_loads) * double(tm) * Kc * ds / 32 * kNd2nzBlockCycles);
+    if (pitch_b % 32 && rows_b > 1)
+      mte2_b = std::max(mte2_b, double(b_loads) * double(tn) * Kc * ds / 32 * kNd2nzBlockCycles);
   }
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
