@@ -220,14 +220,14 @@ def test_plans_stored_before_the_cube_knobs_are_still_served(tmp_path):
     stripped = 0
     for e in doc["entries"].values():
         for k in e["kernels"]:
-            if k["tiling"].get("splitK") == 1 and k["tiling"].get("unitFlag") == 0:  # what an old plan could hold
+            if k["tiling"].get("splitK") == 1:  # what an old plan could hold: no K split, no UnitFlag
                 del k["tiling"]["splitK"], k["tiling"]["unitFlag"]
                 stripped += 1
     assert stripped > 0
     path.write_text(json.dumps(doc))
     again = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
     assert again.evaluations == 0 and again.repo_summary["repo_hit_num"] == first.repo_summary["repo_add_num"]
-    assert again.result_ms == pytest.approx(first.result_ms)
+    assert again.result_ms >= first.result_ms  # read without UnitFlag: as fast as tuned, or a little slower
 
 
 def test_a_stale_bank_plan_is_detected_retuned_and_replaced(tmp_path):

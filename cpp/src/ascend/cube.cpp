@@ -529,6 +529,8 @@ void CubeModel::build_spec() {
   // L0A/L0B and the two L1 operands are double-buffered alike (Ascend C's
   // recommended setting has both on; the model treats the sides alike).
   pr.push_back("dbL0A == dbL0B");
+  // UnitFlag only overlaps (never slower in the model): the search keeps it on.
+  pr.push_back("unitFlag == 1");
   pr.push_back("depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
 
   // Baseline ([A] TCubeTiling recommended values; [M] heuristics): all cores
