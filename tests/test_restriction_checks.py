@@ -20,6 +20,7 @@ INT32_MAX = 2**31 - 1
 CASES = [
     ("MatMul", [[4096, 4096], [4096, 4096]], "float16", "Ascend910B3", None),
     ("MatMul", [[1, 4096], [4096, 4096]], "float16", "Ascend910B3", None),
+    ("MatMul", [[64, 8192], [8192, 128]], "float16", "Ascend910B3", None),  # K split searched (splitK up to 16)
     ("MatMul", [[512, 768], [768, 3072], [3072]], "float16", "Ascend910B3", None),  # bias table
     ("MatMul", [[777, 1000], [1000, 333]], "int8", "Ascend910B3", None),
     ("MatMul", [[2048, 512], [512, 1024]], "float32", "Ascend910_9392", {"bias": [1]}),

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "common.hpp"
 
@@ -165,7 +166,9 @@ void OpModel::finish_spec() {
   checks_.clear();
   for (const auto& r : spec_.restrictions) checks_.emplace_back(r, spec_.names);
   min_value_.clear();
-  for (const auto& n : spec_.names) min_value_.push_back(n == "iterateOrder" || n == "splitR" || n == "vcBlocks" ? 0 : 1);
+  // Knobs whose "off" is 0 (TCubeTiling's iterateOrder and the switches this model adds).
+  static const std::set<std::string> zero_ok = {"iterateOrder", "splitR", "unitFlag", "vcBlocks"};
+  for (const auto& n : spec_.names) min_value_.push_back(zero_ok.count(n) ? 0 : 1);
   if (!spec_.baseline.empty() && !violation(spec_.baseline.data()).empty())
     throw std::logic_error("internal: baseline tiling of " + kind_ + " violates " + violation(spec_.baseline.data()));
 }

@@ -30,11 +30,20 @@ constexpr double kFixStart = 26;     // per L0C block written out (same issue co
 // §5.5 MatMul+GELU fused 4241.9 vs 4236.9 (+0.1%, from its per-pipe times), §2
 // GroupedMatmul 4 slots 133.2 vs 131.8 (+1.1%, from its 1:1 and 1:2 steps).
 constexpr double kCvExposure = 1.5006;
+// ND2NZ inside MTE2 from ND rows whose GM pitch is not a multiple of 32 B
+// moves one 32 B C0 block per request: cycles per block, from
+// ascend_measured_cases.md §5.8 (A2, half [12288, 12287] GM->L1 on 24 cores:
+// task 438.76 us against 230.24 with N = 12288, whose MTE2 is 214.52; so
+// about 423 us of MTE2 for the 393,216 blocks of a core, at 1.85 GHz).
+constexpr double kNd2nzBlockCycles = 2.0;
 
-enum P { kSM, kSN, kBM, kBN, kBK, kStepM, kStepN, kStepKa, kStepKb, kDepthA1, kDepthB1, kDbA, kDbB, kDbC, kOrder, kNP };
+// splitK and unitFlag came later: their defaults (1, 0; TilingSpec::added_defaults)
+// give the model without them, so tilings stored before still read the same.
+enum P { kSM, kSN, kBM, kBN, kBK, kStepM, kStepN, kStepKa, kStepKb, kDepthA1, kDepthB1, kDbA, kDbB, kDbC, kOrder,
+         kSplitK, kUnitFlag, kNP };
 const char* const kNames[kNP] = {"singleCoreM", "singleCoreN", "baseM", "baseN", "baseK", "stepM", "stepN",
                                  "stepKa", "stepKb", "depthA1", "depthB1", "dbL0A", "dbL0B", "dbL0C",
-                                 "iterateOrder"};
+                                 "iterateOrder", "splitK", "unitFlag"};
 
 // A GEMM C[M,N] = A[M,K] B[K,N] repeated `batch` times, plus how its
 // operands sit in GM.
@@ -58,6 +67,8 @@ struct CubeProblem {
   // non-uniformly over all cores (AOE's --Fnonhomo_split).
   int mix_ratio = 0, slots = 2;
   bool nonuniform = false;
+  // Ops fused after the GEMM (ReLU on FixPipe included): a K split would apply them to partial sums.
+  bool fused_after = false;
 };
 
 class CubeModel : public OpModel {
@@ -86,10 +97,11 @@ class CubeModel : public OpModel {
   // their native check (holds_all).
   struct Limits {
     int64_t M, N, K, cores, ds, kq, l0a, l0b, l0c, l1, bt;
-    bool bias_table;
+    bool bias_table, k_split;  // k_split: splitK > 1 allowed (no Conv, no epilogue on partial sums)
   } lim_{};
-  double a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const;  // charged bytes of one full read of A's tm x K
-  double b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const;
+  // Charged bytes of one full read of A's tm x Kc (B's Kc x tn), Kc the K of one core.
+  double a_read_charge(int64_t tm, int64_t mL1, int64_t kA, int64_t Kc) const;
+  double b_read_charge(int64_t tn, int64_t nL1, int64_t kB, int64_t Kc) const;
 
   CubeProblem q_;
   Platform p_;
@@ -105,7 +117,7 @@ inline double chunked(int64_t len, int64_t chunk, int64_t ds, int64_t pitch, int
   return c;
 }
 
-double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
+double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA, int64_t Kc) const {
   const int64_t ds = q_.in_size;
   const int64_t sector = p_.gm_sector;
   if (q_.conv) {
@@ -123,14 +135,14 @@ double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA) const {
   }
   if (!q_.trans_a) {
     const int64_t pitch = q_.K * ds;
-    if (kA >= q_.K) return double(sector_count(tm * pitch, sector) * sector);  // whole rows: one contiguous run
-    return double(tm) * chunked(q_.K, kA, ds, pitch, sector);
+    if (kA >= q_.K && Kc >= q_.K) return double(sector_count(tm * pitch, sector) * sector);  // whole rows: one contiguous run
+    return double(tm) * chunked(Kc, std::min(kA, Kc), ds, pitch, sector);
   }
   const int64_t pitch = q_.M * ds;  // A stored K x M
-  return double(q_.K) * chunked(tm, mL1, ds, pitch, sector);
+  return double(Kc) * chunked(tm, mL1, ds, pitch, sector);
 }
 
-double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const {
+double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB, int64_t Kc) const {
   const int64_t ds = q_.in_size;
   const int64_t sector = p_.gm_sector;
   if (q_.conv) {  // weights in FRACTAL_Z: contiguous
@@ -138,12 +150,12 @@ double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB) const {
   }
   if (!q_.trans_b) {
     const int64_t pitch = q_.N * ds;  // B stored K x N
-    if (nL1 >= q_.N) return double(sector_count(q_.K * pitch, sector) * sector);  // whole rows per copy
-    return double(q_.K) * chunked(tn, nL1, ds, pitch, sector);
+    if (nL1 >= q_.N) return double(sector_count(Kc * pitch, sector) * sector);  // whole rows per copy
+    return double(Kc) * chunked(tn, nL1, ds, pitch, sector);
   }
   const int64_t pitch = q_.K * ds;  // B stored N x K
-  if (kB >= q_.K) return double(sector_count(tn * pitch, sector) * sector);
-  return double(tn) * chunked(q_.K, kB, ds, pitch, sector);
+  if (kB >= q_.K && Kc >= q_.K) return double(sector_count(tn * pitch, sector) * sector);
+  return double(tn) * chunked(Kc, std::min(kB, Kc), ds, pitch, sector);
 }
 
 double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
@@ -151,17 +163,24 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const CubeProblem& q = q_;
   const int64_t sM = t[kSM], sN = t[kSN], bM = t[kBM], bN = t[kBN], bK = t[kBK];
   const int64_t mB = cdiv(q.M, sM), nB = cdiv(q.N, sN);
-  const int64_t tasks = q.batch * mB * nB;
+  // K split into splitK slices (§1 case 11: 16x16x1024 on 1 core -> 2 cores,
+  // 19.60 -> 13.70 us): each task multiplies Kc of K and adds its partial C
+  // into zeroed GM with FixPipe's atomic add; the critical core has the full Kc.
+  // Slices beyond the idle cores run as waves (slice outer): K slabs whose
+  // operands fit L2 when those of the whole K do not.
+  const int64_t split = t[kSplitK];
+  const int64_t Kc = split == 1 ? q.K : std::min(q.K, align_up(cdiv(q.K, split), lim_.kq));
+  const int64_t tasks = q.batch * mB * nB * split;
   const int64_t cores = std::min<int64_t>(p.cube_cores, tasks);
   const int64_t waves = cdiv(tasks, p.cube_cores);
   // The critical core runs full sM x sN blocks; tail blocks finish earlier.
   const int64_t tm = std::min(sM, q.M), tn = std::min(sN, q.N);
   const int64_t Mt = align_up(tm, 16), Nt = align_up(tn, 16);
-  const int64_t mIter = cdiv(tm, bM), nIter = cdiv(tn, bN), kIter = cdiv(q.K, bK);
+  const int64_t mIter = cdiv(tm, bM), nIter = cdiv(tn, bN), kIter = cdiv(Kc, bK);
   const int64_t mL1 = bM * t[kStepM], nL1 = bN * t[kStepN];
   const int64_t kA = bK * t[kStepKa], kB = bK * t[kStepKb];
   const int64_t mOut = cdiv(tm, mL1), nOut = cdiv(tn, nL1);
-  const bool aFull = kA >= q.K, bFull = kB >= q.K;
+  const bool aFull = kA >= Kc, bFull = kB >= Kc;
   int64_t a_loads, b_loads;
   if (t[kOrder] == 0) {  // M moves first: N outer, M inner
     a_loads = (aFull && mOut == 1) ? 1 : nOut;
@@ -171,9 +190,9 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     a_loads = aFull ? 1 : nOut;
   }
   const double ds = q.in_size;
-  const double a_one = a_read_charge(tm, mL1, kA), b_one = b_read_charge(tn, nL1, kB);  // one load
+  const double a_one = a_read_charge(tm, mL1, kA, Kc), b_one = b_read_charge(tn, nL1, kB, Kc);  // one load
   const double a_ch = double(a_loads) * a_one, b_ch = double(b_loads) * b_one;
-  const double a_copies_per_load = double(mOut) * cdiv(q.K, kA), b_copies_per_load = double(nOut) * cdiv(q.K, kB);
+  const double a_copies_per_load = double(mOut) * cdiv(Kc, kA), b_copies_per_load = double(nOut) * cdiv(Kc, kB);
   const double a_copies = double(a_loads) * a_copies_per_load, b_copies = double(b_loads) * b_copies_per_load;
 
   // Where reads are served: first touch from HBM; a re-read hits L2 when
@@ -183,7 +202,7 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double chip_ch = core_ch * tasks;
   const double unique = q.a_bytes + q.b_bytes;
   const double act_m = double(std::min<int64_t>(mB * q.batch, cores)), act_n = double(std::min<int64_t>(nB * q.batch, cores));
-  const double kb = double(q.K) * ds;
+  const double kb = double(Kc) * ds;
   double fp_a, fp_b;  // footprints between re-reads of A and of B
   if (t[kOrder] == 0) {
     fp_a = act_m * tm * kb + act_n * nL1 * kb;
@@ -215,9 +234,19 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
       mte2_b *= latency / bw;
     }
   }
+  // Rows not 32 B aligned in GM: ND2NZ copies C0 block by block (§1 case 13,
+  // N = 4095: AIC MTE2 130.77 us; kNd2nzBlockCycles is fitted on §5.8 instead).
+  if (!q.conv) {
+    const int64_t pitch_a = (q.trans_a ? q.M : q.K) * q.in_size, rows_a = q.trans_a ? Kc : tm;
+    const int64_t pitch_b = (q.trans_b ? q.K : q.N) * q.in_size, rows_b = q.trans_b ? tn : Kc;
+    if (pitch_a % 32 && rows_a > 1)
+      mte2_a = std::max(mte2_a, double(a_loads) * double(tm) * Kc * ds / 32 * kNd2nzBlockCycles);
+    if (pitch_b % 32 && rows_b > 1)
+      mte2_b = std::max(mte2_b, double(b_loads) * double(tn) * Kc * ds / 32 * kNd2nzBlockCycles);
+  }
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
-  const double Kt = double(Kp_);
+  const double Kt = double(split == 1 ? Kp_ : align_up(Kc, q.k0));
   const double mte1_a = nIter * (Mt * Kt * ds / p.l1_to_l0a) + kMte1Start * mIter * nIter * kIter;
   const double mte1_b = mIter * (Kt * Nt * ds / p.l1_to_l0b) + kMte1Start * mIter * nIter * kIter;
   // Cube: 16 x k0 x 16 MACs per cycle on fractal-padded blocks (DtypeMKN).
@@ -251,12 +280,19 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const int64_t dbA1 = t[kDepthA1] / (t[kStepM] * t[kStepKa]);
   const int64_t dbB1 = t[kDepthB1] / (t[kStepN] * t[kStepKb]);
   const double inner = std::max(cube + (t[kDbA] == 1 ? mte1_a : 0) + (t[kDbB] == 1 ? mte1_b : 0), mte1_a + mte1_b);
-  const double mid = t[kDbC] == 2 ? std::max(inner, fix) : inner + fix;
+  // UnitFlag: FixPipe drains L0C in 512 B units as the last MMAD of a block
+  // writes them (ascend_measured_cases.md §0), so with one L0C buffer the
+  // write-out overlaps the next block's MMADs but for one unit, and the
+  // pipeline fill waits for one unit rather than the block (§1 case 9, 7.3%).
+  const double unit = t[kUnitFlag] == 1 ? std::min(1.0, 512.0 / (double(bM) * bN * 4)) : 1.0;
+  const double mid = t[kDbC] == 2 ? std::max(inner, fix)
+                     : t[kUnitFlag] == 1 ? std::max(inner, fix) + unit * std::min(inner, fix)
+                                        : inner + fix;
   const double exposed = (dbA1 == 1 ? mte2_a + a_copies * p.mte2_copy_cycles : 0) +
                          (dbB1 == 1 ? mte2_b + b_copies * p.mte2_copy_cycles : 0);
   const double blocks = double(mIter) * nIter * kIter;
   const double fill = p.mte2_copy_cycles + (mte2_a / std::max(1.0, a_copies) + mte2_b / std::max(1.0, b_copies)) +
-                      (mte1_a + mte1_b) / blocks + cube / blocks + fix / double(mIter * nIter);
+                      (mte1_a + mte1_b) / blocks + cube / blocks + unit * fix / double(mIter * nIter);
   // Scalar: issue and loop control of each base-block iteration runs beside
   // the pipes; the kernel's set-up runs before its first MTE2 (§1 cases 2, 5, 10).
   const double scalar = p.scalar_block_cycles * blocks;
@@ -268,10 +304,13 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
 
   const double f = p.freq_mhz;
   const double head_us = (kOpHead + mte2_head(int(cores), true) + p.scalar_start_cycles) / f;
-  const double chip_write = double(tasks) * (out_elems * dc);
+  // A K split also zeroes C first (one more write of it); each later partial
+  // sum's atomic add reads C back, from HBM for the part L2 cannot hold.
+  const double chip_write = double(tasks) * (out_elems * dc) + (split > 1 ? q.c_bytes : 0);
+  const double atomic_read = split > 1 ? double(split - 1) * q.c_bytes * std::max(0.0, 1 - p.l2 / q.c_bytes) : 0;
   const double chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
-  const double hbm_us = (hbm_read + chip_write + chip_extra) / hbm_Bpus_;
-  const double l2_us = (chip_ch + chip_extra) / l2_Bpus_;
+  const double hbm_us = (hbm_read + chip_write + chip_extra + atomic_read) / hbm_Bpus_;
+  const double l2_us = (chip_ch + chip_extra + (split > 1 ? chip_write : 0)) / l2_Bpus_;  // atomic adds run in L2
   // A last partial wave of `rem` tasks: uniform splits run it at full task
   // size; a non-uniform split cuts each of its tasks (along M, 16 rows at
   // least) over the idle cores, at the cost of one more pipeline fill.
@@ -313,7 +352,7 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
 
 // ---- native restriction check ------------------------------------------------------
 // build_spec()'s restrictions in C++: estimate_batch checks every row, and the
-// bytecode of twelve restrictions costs more than evaluate() itself.  Called
+// bytecode of fourteen restrictions costs more than evaluate() itself.  Called
 // after range_violation() (every value in [0, 2^31)), with the restriction
 // language's semantics: a product that leaves int64 makes its restriction
 // false (mul() below), floor division and modulo of positive numbers are C's.
@@ -331,6 +370,9 @@ bool CubeModel::holds_all(const int64_t* t) const {
   int64_t x, y;
   // ((M + singleCoreM - 1) / singleCoreM) * ((N + singleCoreN - 1) / singleCoreN) <= cores
   if (!add(l.M, sM, x) || !add(l.N, sN, y) || !mul((x - 1) / sM, (y - 1) / sN, x) || x > l.cores) return false;
+  // splitK == 1, or splitK * kq <= K where a K split is allowed; unitFlag <= 1
+  if (l.k_split ? (!mul(t[kSplitK], l.kq, x) || x > l.K) : t[kSplitK] != 1) return false;
+  if (t[kUnitFlag] > 1) return false;
   if (sM % 16 || sN % 16 || bM % 16 || bN % 16 || bK % l.kq) return false;
   if (!mul(bM, bK, l.ds, t[kDbA], x) || x > l.l0a) return false;
   if (!mul(bN, bK, l.ds, t[kDbB], x) || x > l.l0b) return false;
@@ -396,9 +438,23 @@ void CubeModel::build_spec() {
   s.values[kDbB] = {1, 2};
   s.values[kDbC] = {1, 2};
   s.values[kOrder] = {0, 1};
+  // A K split adds partial sums, so no op may be fused after it, and Conv's
+  // load3d is not modelled per K slice.  It adds C's traffic, so it is searched
+  // only where it can pay: where the 128 x 128 blocks of M x N leave cores idle
+  // (§1 case 11), or as slabs of at least 256 of K where A and B overflow L2.
+  const bool k_split = !q.conv && q.epilogue.empty() && !q.fused_after;
+  const int64_t Kq = align_up(Kp_, kq);
+  s.values[kSplitK] = {1};
+  const int64_t pieces = q.batch * cdiv(q.M, 128) * cdiv(q.N, 128);
+  const bool overflow = q.a_bytes + q.b_bytes > p.l2;
+  if (k_split)
+    for (int64_t v = 2; v * kq <= Kq && (v * pieces <= cores || (overflow && Kq / v >= 256)); v *= 2)
+      s.values[kSplitK].push_back(v);
+  s.values[kUnitFlag] = {0, 1};
+  s.added_defaults = {{kNames[kSplitK], 1}, {kNames[kUnitFlag], 0}};
 
-  lim_ = {q.M, q.N, align_up(Kp_, kq), cores, ds, kq, int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c),
-          int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0};
+  lim_ = {q.M, q.N, Kq, cores, ds, kq, int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c),
+          int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0, k_split};
   const Limits& l = lim_;  // holds_all() checks the same restrictions natively: keep the two in step
   const std::string M = num(q.M), N = num(q.N), K = num(l.K);
   const std::string mB = "((" + M + " + singleCoreM - 1) / singleCoreM)";
@@ -406,6 +462,8 @@ void CubeModel::build_spec() {
   auto& r = s.restrictions;
   // [A] TCubeTiling table 2.
   r.push_back(mB + " * " + nB + " <= " + num(cores));
+  r.push_back(l.k_split ? "splitK * " + num(kq) + " <= " + K : std::string("splitK == 1"));
+  r.push_back("unitFlag <= 1");
   r.push_back("singleCoreM % 16 == 0 and singleCoreN % 16 == 0");
   r.push_back("baseM % 16 == 0 and baseN % 16 == 0 and baseK % " + num(kq) + " == 0");
   r.push_back("baseM * baseK * " + num(ds) + " * dbL0A <= " + num(l.l0a));
@@ -423,7 +481,7 @@ void CubeModel::build_spec() {
               " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + K + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
               K + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
   // holds_all() checks exactly these restrictions natively: one added or removed here must be there too.
-  if (r.size() != 12 + size_t(l.bias_table))
+  if (r.size() != 14 + size_t(l.bias_table))
     throw std::logic_error("internal: CubeModel::holds_all does not cover the restrictions of build_spec");
   // Pruning: no block or L1 extent beyond twice what it covers; use at least
   // half of the cores the shape can occupy.
@@ -433,28 +491,46 @@ void CubeModel::build_spec() {
   pr.push_back("baseK * stepKa < 2 * " + K + " and baseK * stepKb < 2 * " + K);
   // Maximal multi-core splits only: no other split uses at least as many
   // pieces along both M and N (and more along one) within the cores.
+  // With a K split, maximal within the cores left to each K slice (one wave)
+  // or within all of them (the slices run as waves).
   {
-    std::vector<std::pair<int64_t, int64_t>> pieces;  // (mB, nB) of each value pair
-    std::vector<std::pair<int64_t, int64_t>> vals;
-    for (int64_t sm : s.values[kSM])
-      for (int64_t sn : s.values[kSN]) {
-        const int64_t a = cdiv(q.M, sm), b = cdiv(q.N, sn);
-        if (a * b <= cores) pieces.push_back({a, b}), vals.push_back({sm, sn});
+    auto maximal_within = [&](int64_t cap) {
+      std::vector<std::pair<int64_t, int64_t>> pieces;  // (mB, nB) of each value pair
+      std::vector<std::pair<int64_t, int64_t>> vals;
+      for (int64_t sm : s.values[kSM])
+        for (int64_t sn : s.values[kSN]) {
+          const int64_t a = cdiv(q.M, sm), b = cdiv(q.N, sn);
+          if (a * b <= cap) pieces.push_back({a, b}), vals.push_back({sm, sn});
+        }
+      std::string any;
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        bool maximal = true;
+        for (const auto& o : pieces)
+          if (o.first >= pieces[i].first && o.second >= pieces[i].second && o != pieces[i]) maximal = false;
+        if (maximal)
+          any += (any.empty() ? "" : " or ") + std::string("(singleCoreM == ") + num(vals[i].first) +
+                 " and singleCoreN == " + num(vals[i].second) + ")";
       }
-    std::string any;
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      bool maximal = true;
-      for (const auto& o : pieces)
-        if (o.first >= pieces[i].first && o.second >= pieces[i].second && o != pieces[i]) maximal = false;
-      if (maximal)
-        any += (any.empty() ? "" : " or ") + std::string("(singleCoreM == ") + num(vals[i].first) +
-               " and singleCoreN == " + num(vals[i].second) + ")";
+      return any;
+    };
+    std::string by_split;
+    for (int64_t ks : s.values[kSplitK]) {
+      std::string any = maximal_within(cores);
+      if (ks > 1 && ks <= cores) {
+        const std::string one_wave = maximal_within(cores / ks);
+        if (!one_wave.empty()) any = any.empty() ? one_wave : one_wave + " or " + any;
+      }
+      if (s.values[kSplitK].size() == 1) by_split = any;
+      else if (!any.empty())
+        by_split += (by_split.empty() ? "" : " or ") + std::string("(splitK == ") + num(ks) + " and (" + any + "))";
     }
-    if (!any.empty()) pr.push_back(any);
+    if (!by_split.empty()) pr.push_back(by_split);
   }
   // L0A/L0B and the two L1 operands are double-buffered alike (Ascend C's
   // recommended setting has both on; the model treats the sides alike).
   pr.push_back("dbL0A == dbL0B");
+  // UnitFlag only overlaps (never slower in the model): the search keeps it on.
+  pr.push_back("unitFlag == 1");
   pr.push_back("depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
 
   // Baseline ([A] TCubeTiling recommended values; [M] heuristics): all cores
@@ -483,7 +559,7 @@ void CubeModel::build_spec() {
   if (bm * bn * 4 * 2 > p.l0c) dbc = 1;
   int64_t depth = 2;
   if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias && p.bt > 0 ? bn * 4 : 0) > p.l1) depth = 1;
-  s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0};
+  s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0, 1, 0};
 }
 
 // Without a bias table (before C220) the bias is added on the vector unit.
@@ -594,6 +670,7 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
   q.epi_extra_per_elem += extra;
   q.extra_bytes += extra * double(batch) * M * N;
   if (!p.fixpipe && attr_int(op, "relu", 0)) vec_program("Relu", dtype, q.epilogue);
+  q.fused_after = !attr_strs(op, "epilogue").empty() || attr_int(op, "relu", 0) != 0;
   finish_bias(q, p, dtype);
   read_split_policy(op, p, q);
   return std::make_shared<CubeModel>(q, p);

@@ -246,7 +246,10 @@ class VecModel : public OpModel {
       if (v * (per_tile_bytes_db * 2 + fixed) <= ub && (v <= std::max<int64_t>(block / 16, 1) || v <= k.unit_elems)) tile = v;
     s.baseline = {bd_val, tile, 2};
     if (k.split_rows) s.baseline.push_back(0);
-    if (vc_index_ >= 0) s.baseline.push_back(0);  // the sample launches AI cores only
+    if (vc_index_ >= 0) {
+      s.baseline.push_back(0);  // the sample launches AI cores only
+      s.added_defaults = {{"vcBlocks", 0}};  // tilings stored before the knob used the AI cores only
+    }
   }
 
   VecKernel k_;

@@ -183,13 +183,15 @@ def uncalibrated(soc_version: PlatformLike) -> Platform:
 def published_cases() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The published Ascend measurements the model can express, as records for
     :func:`calibrate`, split into the records of the cases to fit on (at most half of
-    the cases) and the held-out ones.  Each record names its ``case`` (numbers of
+    the cases) and the held-out ones (the other cases, and the ``held_out_records`` of
+    fitted cases: a knob's "after" predicted from the fit on its "before").  Each record names its ``case`` (numbers of
     shared/reference/ascend_measured_cases.md), its ``source`` document and a ``note``
     on how the case is expressed."""
     text = resources.files("aoe_native").joinpath("data/ascend_measured_cases.json").read_text(encoding="utf-8")
     doc = json.loads(text)
-    fit = set(doc["fit_cases"])
-    return ([r for r in doc["records"] if r["case"] in fit], [r for r in doc["records"] if r["case"] not in fit])
+    fit, kept_out = set(doc["fit_cases"]), set(doc.get("held_out_records", ()))
+    fitted = [r for r in doc["records"] if r["case"] in fit and r["name"] not in kept_out]
+    return fitted, [r for r in doc["records"] if r not in fitted]
 
 
 # ---- checking and evaluating records ------------------------------------------------------

@@ -23,7 +23,7 @@ from ..tuning import improvement, tune
 from .platforms import Platform, native_platform
 
 
-__all__ = ["Estimate", "OpTuneResult", "baseline_tiling", "estimate", "estimate_batch", "supported_ops",
+__all__ = ["Estimate", "OpTuneResult", "baseline_tiling", "complete_tiling", "estimate", "estimate_batch", "supported_ops",
            "op_table", "op_model", "build_op_model", "clear_caches", "tiling_space", "tune_op", "choose_strategy", "auto_pads", "TUNE_OP_POLICY"]
 
 Shape = Sequence[int]
@@ -283,9 +283,16 @@ def _space_of(model: Any, key: Any) -> SearchSpace:
     return s
 
 
+def _completed(model: Any, tiling: Mapping[str, Any]) -> dict[str, Any]:
+    """`tiling` with each knob the model gained after it was stored (``added_defaults``) filled
+    with the value that reproduces the model without that knob."""
+    return {**{k: v for k, v in model.added_defaults.items() if k not in tiling}, **tiling}
+
+
 def _tiling_row(model: Any, tiling: Mapping[str, int] | Sequence[int]) -> list[int]:
     names = list(model.param_names)
     if isinstance(tiling, Mapping):
+        tiling = _completed(model, tiling)
         unknown = [k for k in tiling if k not in names]
         missing = [k for k in names if k not in tiling]
         if unknown or missing:
@@ -341,11 +348,21 @@ def baseline_tiling(op_type: str, inputs: Sequence[Shape], dtype: str = "float16
     return dict(zip(model.param_names, model.baseline))
 
 
+def complete_tiling(op_type: str, inputs: Sequence[Shape], dtype: str, soc_version: PlatformLike,
+                    tiling: Mapping[str, int], attrs: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """A stored tiling (bank entry, plan) as the current model reads it: a knob added to the
+    operator since it was stored gets its default, which gives the time it had without the knob.
+    Other parameters are left as they are (:func:`estimate` still names unknown or missing ones)."""
+    model, _ = _model(op_type, inputs, dtype, soc_version, attrs)
+    return _completed(model, tiling)
+
+
 def estimate(op_type: str, inputs: Sequence[Shape], dtype: str, soc_version: PlatformLike,
              tiling: Mapping[str, int] | Sequence[int], attrs: Mapping[str, Any] | None = None) -> Estimate:
     """Model time of one tiling.  The tiling must meet the hardware restrictions
     (it need not be in the pruned search space); otherwise ValueError names the
-    violated restriction."""
+    violated restriction.  A mapping that lacks a knob added since it was stored
+    is read with that knob's default (:func:`complete_tiling`)."""
     model, _ = _model(op_type, inputs, dtype, soc_version, attrs)
     row = _tiling_row(model, tiling)
     bad = model.violation(row)

@@ -67,6 +67,13 @@ class TaskEvaluator(ABC):
         t = ops.baseline_tiling(task.op_type, task.inputs, task.dtype, self.platform, attrs=task.attrs or None)
         return {k: int(v) for k, v in t.items()}
 
+    def complete_tiling(self, task: TaskLike, tiling: Mapping[str, int]) -> Tiling:
+        """A stored tiling (bank entry, plan) as the task's model reads it now: knobs the
+        model gained since it was stored get their defaults, so an old entry is still served."""
+        t = ops.complete_tiling(task.op_type, task.inputs, task.dtype, self.platform, tiling,
+                                attrs=task.attrs or None)
+        return {k: int(v) for k, v in t.items()}
+
     def baseline(self, task: TaskLike) -> tuple[Tiling, float]:
         """The default tiling and its time."""
         tiling = self.baseline_tiling(task)

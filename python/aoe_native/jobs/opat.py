@@ -142,7 +142,8 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
             failed[task.index] = e
         entry = the_bank.get(task.key)  # also for tasks not selected: a compiler would use it
         if entry is not None:
-            try:
+            try:  # an entry stored before a knob was added reads it at its default
+                entry = {**entry, "tiling": evaluator.complete_tiling(task, entry["tiling"])}
                 st.bank_us = evaluator.estimate(task, entry["tiling"])
                 st.bank_entry = entry
             except Exception:
@@ -152,6 +153,8 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                 stale.add(task.key)
         st.warm = [entry["tiling"]] if entry is not None else [e["tiling"] for e in the_bank.nearest(
             task.op_type, task.inputs, task.dtype, task.attrs, exclude=task.key)]
+        if st.error is None:
+            st.warm = [evaluator.complete_tiling(task, t) for t in st.warm]
         states.append(st)
 
     to_tune = [st for st in states if is_selected(st.task) and (st.bank_entry is None or repeat_tune)]

@@ -399,7 +399,7 @@ def _check_plan(entry: dict[str, Any], piece: Piece, costs: _Costs, evaluator: T
             match = [c for p, c in costs.candidates(group) if p == pol and c.key == k["task_key"]]
             if not match:
                 return None
-            tiling = {str(a): int(v) for a, v in k["tiling"].items()}
+            tiling = evaluator.complete_tiling(match[0], {str(a): int(v) for a, v in k["tiling"].items()})
             t = evaluator.estimate(match[0], tiling)
             if not math.isfinite(t):
                 return None

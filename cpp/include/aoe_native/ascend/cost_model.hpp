@@ -61,6 +61,10 @@ struct TilingSpec {
   std::vector<std::string> restrictions;
   std::vector<std::string> pruning;
   std::vector<int64_t> baseline;  // what a compiler picks without tuning
+  // Knobs added after tilings were first stored (bank entries, plans), with the
+  // value that reproduces the model without them: a stored tiling lacking one
+  // is read with this value (aoe_native.ascend.ops.complete_tiling).
+  std::map<std::string, int64_t> added_defaults;
 };
 
 class OpModel {
@@ -84,8 +88,8 @@ class OpModel {
   // Empty when the tiling meets every hardware restriction; otherwise names
   // the first violated restriction.
   std::string violation(const int64_t* tiling, Check how = Check::Fast) const;
-  // The cheap part of violation(): every value positive (iterateOrder and
-  // splitR: non-negative) and within int32, as TCubeTiling's fields.  A tiling
+  // The cheap part of violation(): every value positive (iterateOrder,
+  // splitR, unitFlag and vcBlocks: non-negative) and within int32, as TCubeTiling's fields.  A tiling
   // that passes cannot make evaluate() divide by zero.
   std::string range_violation(const int64_t* tiling) const;
   // True when every restriction holds for a tiling that passed
