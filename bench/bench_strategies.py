@@ -335,7 +335,8 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
     # One row per space, one column per strategy: mean ± standard error.
     widths = {lab: max(len(lab), 12) + 2 for lab in scores}
     first = max(len(n) for n in names) + 8
-    print(f"\nscore over the budget window, mean ± s.e. over {repeats} seeds (1 = optimum at once, 0 = random)")
+    fewer = f"; Optuna over {optuna_repeats}" if optuna_samplers and optuna_repeats not in (None, repeats) else ""
+    print(f"\nscore over the budget window, mean ± s.e. over {repeats} seeds{fewer} (1 = optimum at once, 0 = random)")
     print(f"{'space (budget)':{first}s}" + "".join(f"{lab:>{widths[lab]}s}" for lab in scores))
     for sp in spaces:
         n = sp.name
