@@ -40,7 +40,12 @@ Every score is the mean over seeds, with the 10th percentile of the per-seed sco
 ``--policy`` adds tune_op's choice of strategy per budget (ops.choose_strategy): the
 gap to the optimum and the seconds per run of each candidate on the Ascend tiling spaces.
 
-Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--no-kt] [--optuna ...] [--held-out] [--policy]
+``--ours auto:initial_min=10 auto`` runs a strategy with options beside its default (before and after a
+change, same seeds, same run).  ``--optuna-max-budget N`` and ``--optuna-repeats N`` keep Optuna's samplers,
+which slow down as a study grows, to the spaces and seeds the machine can afford (the table says "-" elsewhere).
+
+Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--ours NAME[:k=v,...] ...] [--no-kt]
+        [--optuna ...] [--optuna-max-budget N] [--optuna-repeats N] [--held-out] [--policy]
 Prints tables (strategy x space) and saves bench/results/strategies.png,
 strategies.json and strategies_curves.npz.
 """
@@ -196,10 +201,24 @@ def ascend_spaces() -> list[Space]:
 
 # ---- running strategies -----------------------------------------------------------------
 
+def parse_ours(spec: str) -> tuple[str, dict[str, float]]:
+    """``name`` or ``name:key=value,key=value`` (strategy options, e.g. an earlier default to compare with)."""
+    name, _, opts = spec.partition(":")
+    options = {}
+    for item in filter(None, opts.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--ours {spec!r}: option {item!r} is not key=value")
+        options[key] = float(value)
+    return name, options
+
+
 def run_ours(space: Space, strategy: str, repeats: int) -> np.ndarray:
+    name, options = parse_ours(strategy)
     curves = []
     for seed in range(repeats):
-        res = aoe_native.tune(space.space, space.objective, strategy=strategy, max_evals=space.budget, seed=seed)
+        res = aoe_native.tune(space.space, space.objective, strategy=name, strategy_options=options or None,
+                              max_evals=space.budget, seed=seed)
         curves.append(space.curve(res.history_values))
     return np.array(curves)
 
@@ -273,7 +292,8 @@ def run_optuna(space: Space, sampler_name: str, repeats: int) -> np.ndarray:
 
 
 def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str], repeats: int, workdir: Path,
-                 reused: Any, optuna_samplers: list[str] = ()) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
+                 reused: Any, optuna_samplers: list[str] = (), optuna_max_budget: int | None = None,
+                 optuna_repeats: int | None = None) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
     """Runs every strategy on every space; prints the table and auto's verdict."""
     print(f"\n== {title}")
     for sp in spaces:
@@ -305,7 +325,8 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
     for s in optuna_samplers:
         label = f"optuna:{s}"
         t0 = time.perf_counter()
-        curves[label] = {sp.name: run_optuna(sp, s, repeats) for sp in spaces}
+        curves[label] = {sp.name: run_optuna(sp, s, optuna_repeats or repeats) for sp in spaces
+                         if optuna_max_budget is None or sp.budget <= optuna_max_budget}
         seconds[label] = time.perf_counter() - t0
         print(f"  {label} done in {seconds[label]:.0f} s", flush=True)
 
@@ -314,7 +335,8 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
     # One row per space, one column per strategy: mean ± standard error.
     widths = {lab: max(len(lab), 12) + 2 for lab in scores}
     first = max(len(n) for n in names) + 8
-    print(f"\nscore over the budget window, mean ± s.e. over {repeats} seeds (1 = optimum at once, 0 = random)")
+    fewer = f"; Optuna over {optuna_repeats}" if optuna_samplers and optuna_repeats not in (None, repeats) else ""
+    print(f"\nscore over the budget window, mean ± s.e. over {repeats} seeds{fewer} (1 = optimum at once, 0 = random)")
     print(f"{'space (budget)':{first}s}" + "".join(f"{lab:>{widths[lab]}s}" for lab in scores))
     for sp in spaces:
         n = sp.name
@@ -413,6 +435,8 @@ def plot(spaces: list[Space], curves: dict[str, dict[str, np.ndarray]], path: Pa
     for ax, sp in zip(axes[0], spaces):
         t = np.arange(1, sp.budget + 1)
         for label, per_space in curves.items():
+            if sp.name not in per_space:  # not run there (e.g. Optuna above --optuna-max-budget)
+                continue
             c = per_space[sp.name].mean(axis=0)
             style = "-" if label.startswith("aoe:") else "--"
             ax.plot(t, c, style, label=f"{label} ({c.mean():.3f})", linewidth=1.2)
@@ -430,10 +454,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", type=Path, default=Path(os.environ.get("AOE_DATASETS", DEFAULT_DATASETS)))
     ap.add_argument("--repeats", type=int, default=30)
-    ap.add_argument("--ours", nargs="*", default=OURS)
+    ap.add_argument("--ours", nargs="*", default=OURS,
+                    help="our strategies; name:key=value,... passes options (e.g. auto with an earlier default)")
     ap.add_argument("--kt", nargs="*", default=KERNEL_TUNER, help="Kernel Tuner strategies (none: skip)")
     ap.add_argument("--no-kt", action="store_true", help="skip Kernel Tuner")
     ap.add_argument("--optuna", nargs="*", default=None, help="Optuna samplers (tpe, cmaes; none: skip)")
+    ap.add_argument("--optuna-max-budget", type=int, default=None,
+                    help="run Optuna only on spaces with at most this budget (its samplers slow down as trials grow)")
+    ap.add_argument("--optuna-repeats", type=int, default=None, help="seeds for Optuna (default: --repeats)")
     ap.add_argument("--held-out", action="store_true", help="also score the held-out spaces (see above)")
     ap.add_argument("--policy", action="store_true", help="also measure tune_op's strategy per budget")
     ap.add_argument("--reuse-kt", type=Path, default=None,
@@ -475,14 +503,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skipped {f.name}: {e}")
         files = [sp.path for sp in spaces]
         curves, summary["brute_forced"] = score_spaces("the brute-forced spaces", spaces, args.ours, kt, args.repeats,
-                                                       Path(tmp), reused, samplers)
+                                                       Path(tmp), reused, samplers,
+                                                       args.optuna_max_budget, args.optuna_repeats)
         all_curves.update({f"{lab}|{n}": c for lab, per in curves.items() for n, c in per.items()})
         png = args.out / "strategies.png"
         plot(spaces, curves, png)
         if args.held_out:
             held = [sp for f in files for sp in without_optimum_value(f, Path(tmp))] + ascend_spaces()
             hcurves, summary["held_out"] = score_spaces("held-out spaces", held, args.ours, kt, args.repeats,
-                                                        Path(tmp), reused, samplers)
+                                                        Path(tmp), reused, samplers,
+                                                       args.optuna_max_budget, args.optuna_repeats)
             all_curves.update({f"{lab}|{n}": c for lab, per in hcurves.items() for n, c in per.items()})
     if args.policy:
         summary["tune_op_policy"] = policy_table(min(args.repeats, 5))

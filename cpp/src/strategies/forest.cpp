@@ -12,9 +12,20 @@
 //   counting it as the worst value poisons good regions next to failing ones).
 // - Initial design: space-filling (the farthest of `spread` random candidates
 //   from everything known), which reaches the ends of the value lists, where
-//   optima often lie, sooner than uniform sampling.  After a warm start
-//   (results observed before the first ask), `warm_local` of the design goes
-//   to the best given configuration's neighbours instead.
+//   optima often lie, sooner than uniform sampling.  At least `initial_min`
+//   (20) points, P + 1 in wider spaces.  With 10, in the worst runs on pnpoly
+//   (10th percentile -0.28, seeds 200-259) the first model missed a narrow
+//   basin: the optimum needs two parameters changed at once from the wide
+//   basin the model found, and those runs stayed there for 100+ evaluations
+//   (worse than random late in the budget, which the score punishes most).  Seeds
+//   200-259 on pnpoly and its four held-out subspaces, mean score: 0.702 with
+//   10, 0.778 with 20 (15-18: ~0.73, 30: 0.767, 40: 0.736; no better: more
+//   uniform exploration, space-filling exploration, or space-filling after a
+//   stall).  All 24 benchmark spaces, seeds 200-219: 0.787 with 10, 0.789
+//   with 20 (GEMM +0.008, pnpoly +0.05, convolution -0.015, the Ascend tilings
+//   with budgets of 26-183 evaluations -0.04).  After a warm start (results
+//   observed before the first ask), `warm_local` of the design goes to the
+//   best given configuration's neighbours instead.
 // - Proposals mix expected improvement (explore and exploit), ranking by the
 //   predicted value alone (`greedy`, per fit), the incumbent's unvisited
 //   Hamming neighbours (`local`: the model can be wrong where it has few
@@ -52,7 +63,8 @@ namespace aoe {
 namespace {
 
 struct ForestSearchOptions {
-  size_t initial = 0;           // space-filling configurations before the first model; 0 = max(10, P + 1)
+  size_t initial = 0;           // space-filling configurations before the first model; 0 = max(initial_min, P + 1)
+  size_t initial_min = 20;      // the design's size at least, when `initial` is 0
   size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
   double warm_local = 0.5;      // after a warm start, share of the design spent on the best given one's neighbours
   double explore = 0.1;         // share of uniform random proposals afterwards
@@ -124,7 +136,7 @@ class ForestSearch : public StrategyBase {
         for (size_t k = 0; k < v; ++k) zobrist_.push_back(z.next());
       }
     }
-    initial_ = opt_.initial ? opt_.initial : std::max<size_t>(10, space_->num_params() + 1);
+    initial_ = opt_.initial ? opt_.initial : std::max<size_t>(opt_.initial_min, space_->num_params() + 1);
     fitted_at_ = 0;
     value_model_.clear();
     fail_model_.clear();
@@ -426,6 +438,7 @@ class ForestSearch : public StrategyBase {
 std::unique_ptr<Strategy> make(OptionBinder& b) {
   ForestSearchOptions o;
   b("initial", o.initial, 0, kMany);
+  b("initial_min", o.initial_min, 1, kMany);
   b("spread", o.spread, 0, kMany);
   b("warm_local", o.warm_local, 0, 1);
   b("explore", o.explore, 0, 1);
