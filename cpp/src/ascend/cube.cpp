@@ -513,9 +513,10 @@ void CubeModel::build_spec() {
       }
       return any;
     };
+    const std::string within_all = maximal_within(cores);
     std::string by_split;
     for (int64_t ks : s.values[kSplitK]) {
-      std::string any = maximal_within(cores);
+      std::string any = within_all;
       if (ks > 1 && ks <= cores) {
         const std::string one_wave = maximal_within(cores / ks);
         if (!one_wave.empty()) any = any.empty() ? one_wave : one_wave + " or " + any;

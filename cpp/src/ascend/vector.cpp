@@ -48,10 +48,9 @@ class VecModel : public OpModel {
     // Per vector core share of the AI core's GM rate ([R] ddr_rate is per
     // AI core; on split SoCs its AIVs share it).
     rate_ = p.split ? p.ddr_rate * p.cube_cores / p.vector_cores : p.ddr_rate;
-    vc_rate_ = p.standalone_ddr_rate;
     hbm_Bpus_ = p.hbm_gbps * 1e3;
     const double chip_rate =
-        std::min(hbm_Bpus_, p.vector_cores * rate_ * f + p.standalone_vector_cores * vc_rate_ * p.vec_freq_mhz);
+        std::min(hbm_Bpus_, p.vector_cores * rate_ * f + p.standalone_vector_cores * p.standalone_ddr_rate * p.vec_freq_mhz);
     roofline_us_ = k.unique_bytes / chip_rate;
     build_spec();
     finish_spec();
@@ -73,7 +72,7 @@ class VecModel : public OpModel {
     // leave the AI cores waiting for the slower Vector Cores.
     int64_t units_vc = 0;
     if (vc > 0) {
-      const double w_ai = double(bd) * rate_ * p.freq_mhz, w_vc = double(vc) * vc_rate_ * p.vec_freq_mhz;
+      const double w_ai = double(bd) * rate_ * p.freq_mhz, w_vc = double(vc) * p.standalone_ddr_rate * p.vec_freq_mhz;
       units_vc = std::min<int64_t>(k.units - bd, int64_t(std::floor(double(k.units) * w_vc / (w_ai + w_vc))));
       units_vc = std::max<int64_t>(0, units_vc);
     }
@@ -81,7 +80,7 @@ class VecModel : public OpModel {
     const int64_t cores = splitR ? bd : std::min<int64_t>(bd, units_ai);
     const int64_t vcores = std::min<int64_t>(vc, units_vc);
     const CoreRun ai = run_core(splitR ? k.units : cdiv(units_ai, bd), row, splitR, fits, sweeps, tile, db, rate_, cores);
-    const CoreRun vr = vcores > 0 ? run_core(cdiv(units_vc, vcores), row, false, fits, sweeps, tile, db, vc_rate_, vcores)
+    const CoreRun vr = vcores > 0 ? run_core(cdiv(units_vc, vcores), row, false, fits, sweeps, tile, db, p.standalone_ddr_rate, vcores)
                                   : CoreRun{};
     double core_cycles = ai.cycles;
     if (splitR) core_cycles += k.syncs * mte2_head(int(cores), false);  // SyncAll, then combine partials
@@ -254,7 +253,7 @@ class VecModel : public OpModel {
 
   VecKernel k_;
   Platform p_;
-  double rate_, vc_rate_, hbm_Bpus_;
+  double rate_, hbm_Bpus_;
   int vc_index_ = -1;  // position of vcBlocks in a tiling, -1: no standalone Vector Cores
 };
 

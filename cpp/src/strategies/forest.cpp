@@ -24,7 +24,7 @@
 //   stall).  All 24 benchmark spaces, seeds 200-219: 0.787 with 10, 0.789
 //   with 20 (GEMM +0.008, pnpoly +0.05, convolution -0.015, the Ascend tilings
 //   with budgets of 26-183 evaluations -0.04).  After a warm start (results
-//   observed before the first ask) the design stays at max(10, P + 1), and
+//   observed before the first ask) the design is max(warm_initial_min = 10, P + 1), and
 //   `warm_local` of it goes to the best given configuration's neighbours.
 // - Proposals mix expected improvement (explore and exploit), ranking by the
 //   predicted value alone (`greedy`, per fit), the incumbent's unvisited
@@ -65,6 +65,7 @@ namespace {
 struct ForestSearchOptions {
   size_t initial = 0;           // space-filling configurations before the first model; 0 = max(initial_min, P + 1)
   size_t initial_min = 20;      // the design's size at least, when `initial` is 0
+  size_t warm_initial_min = 10;  // the same after a warm start
   size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
   double warm_local = 0.5;      // after a warm start, share of the design spent on the best given one's neighbours
   double explore = 0.1;         // share of uniform random proposals afterwards
@@ -136,7 +137,6 @@ class ForestSearch : public StrategyBase {
         for (size_t k = 0; k < v; ++k) zobrist_.push_back(z.next());
       }
     }
-    initial_ = opt_.initial ? opt_.initial : std::max<size_t>(opt_.initial_min, space_->num_params() + 1);
     fitted_at_ = 0;
     value_model_.clear();
     fail_model_.clear();
@@ -155,18 +155,21 @@ class ForestSearch : public StrategyBase {
   }
 
   // One new configuration, not yet evaluated nor in `batch`.
+  // Space-filling configurations before the first model.  A warm run (tune_op
+  // always seeds the default tiling) keeps the smaller design: the wider one is
+  // for runs that start blind.  On the 36 BERT tasks of bench_opat's warm-start
+  // check (budget 192), a design of 20 took a median 24 (default seeded) and 12
+  // (nearest-shape seeded) evaluations to come within 1% of the best, a design
+  // of 10 took 15.5 and 10.
+  size_t design_size() const {
+    if (opt_.initial) return opt_.initial;
+    return std::max<size_t>(warm_ ? opt_.warm_initial_min : opt_.initial_min, space_->num_params() + 1);
+  }
+
   bool propose(const std::vector<ConfigId>& batch, ConfigId& out) {
     // (A batch larger than the design fills up with design points too: there
     // is no result to learn from before it comes back.)
-    // A warm run (tune_op always seeds the default tiling) keeps a design of 10:
-    // the wider design is for runs that start blind.  On the 36 BERT tasks of
-    // bench_opat's warm-start check (budget 192), a design of 20 took a median
-    // 24 (default seeded) and 12 (nearest-shape seeded) evaluations to come
-    // within 1% of the best, a design of 10 took 15.5 and 10.
-    const size_t design =
-        warm_ && !opt_.initial ? std::max<size_t>(std::min<size_t>(10, opt_.initial_min), space_->num_params() + 1)
-                               : initial_;
-    if (ids_.size() + batch.size() < design || ids_.empty()) {
+    if (ids_.size() + batch.size() < design_size() || ids_.empty()) {
       // After a warm start, part of the design goes to the best given
       // configuration's neighbours: the caller said where to look.
       if (warm_ && rng_.uniform() < opt_.warm_local && best_neighbour(batch, out)) return true;
@@ -429,7 +432,7 @@ class ForestSearch : public StrategyBase {
   std::vector<std::unordered_map<uint64_t, uint32_t>> lines_;
   std::vector<uint64_t> zobrist_;       // a random key per parameter value
   std::vector<size_t> zobrist_offset_;  // where each parameter's keys start
-  size_t initial_ = 0, fitted_at_ = 0;
+  size_t fitted_at_ = 0;
   // Models: the value of successes, and the probability of failure.
   RandomForest value_model_, fail_model_;
   std::vector<uint16_t> X_;
@@ -447,6 +450,7 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   ForestSearchOptions o;
   b("initial", o.initial, 0, kMany);
   b("initial_min", o.initial_min, 1, kMany);
+  b("warm_initial_min", o.warm_initial_min, 1, kMany);
   b("spread", o.spread, 0, kMany);
   b("warm_local", o.warm_local, 0, 1);
   b("explore", o.explore, 0, 1);
