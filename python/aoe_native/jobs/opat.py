@@ -151,10 +151,13 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
             if st.bank_entry is None or (st.baseline_tiling is not None and not serves(st.bank_us, st.baseline_us)):
                 st.bank_entry, st.bank_us = None, None
                 stale.add(task.key)
-        st.warm = [entry["tiling"]] if entry is not None else [e["tiling"] for e in the_bank.nearest(
-            task.op_type, task.inputs, task.dtype, task.attrs, exclude=task.key)]
-        if st.error is None:
-            st.warm = [evaluator.complete_tiling(task, t) for t in st.warm]
+        if entry is not None:  # its tiling is completed above (when the task's model builds)
+            st.warm = [entry["tiling"]]
+        else:
+            st.warm = [e["tiling"] for e in the_bank.nearest(task.op_type, task.inputs, task.dtype, task.attrs,
+                                                             exclude=task.key)]
+            if st.error is None:
+                st.warm = [evaluator.complete_tiling(task, t) for t in st.warm]
         states.append(st)
 
     to_tune = [st for st in states if is_selected(st.task) and (st.bank_entry is None or repeat_tune)]
