@@ -98,6 +98,18 @@ def calibration_report() -> None:
           f"'before' = the hand-fitted model (field defaults), 'model' = fitted (the A2 entries of socs.json ship it)")
     print(res.table())
     print(f"held-out error (mean |model/published - 1|): {res.held_out_error * 100:.1f}%")
+    # Records that contradict another: no model whose time grows at most with the work fits both within 20%.
+    found = calibration.contradictions(fit + held, tolerance=0.2)
+    print("published pairs no model fits within 20% together (the slow run does at most 'work' times the fast "
+          "one's work in every pipe, copy count, block count and GM byte count, yet takes 'time' times as long):")
+    for c in found:
+        print(f"  {c.slow:10s} vs {c.fast:10s}  work <= {c.work_ratio:.2f}x  time {c.time_ratio:.2f}x "
+              f"(> {c.work_ratio * 1.2 / 0.8:.2f}x)")
+    slow = {c.slow for c in found}
+    rows = [r for r in res.held_out_rows if r.name not in slow]
+    print(f"held-out quantities apart from the contradicted records ({', '.join(sorted(slow))}): "
+          f"{sum(abs(r.ratio - 1) <= 0.2 for r in rows)}/{len(rows)} within 20%, "
+          f"mean |ratio-1| {sum(abs(r.ratio - 1) for r in rows) / max(1, len(rows)) * 100:.1f}%")
 
 
 def throughput(reps: int) -> None:

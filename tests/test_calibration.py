@@ -166,3 +166,23 @@ def test_bad_records_name_the_record(change, message):
     assert "measurement 1 (the bad one)" in str(e.value)
     with pytest.raises(ValueError, match="held-out measurement 0 \\(the bad one\\)"):
         an.calibrate(B3, good[:1], held_out=[bad])
+
+
+def test_contradictions_name_the_published_pairs_no_model_fits_together():
+    fit, held = calibration.published_cases()
+    found = calibration.contradictions(fit + held, tolerance=0.2)
+    # Cases 8 and 9 take over 3x as long as cases 5 and 10 with at most 1.23x their work
+    # per core in every pipe, copy and block count, and fewer GM bytes over the chip.
+    assert {(c.slow, c.fast) for c in found} == {(s, f) for s in ("8-before", "9-before", "9-after")
+                                                 for f in ("5-before", "10-after")}
+    for c in found:
+        assert 1.0 <= c.work_ratio <= 1.25 and c.time_ratio > 3.0
+    # A record does not contradict itself at a time within the tolerance's reach, and
+    # does at a time beyond it; records of another operator kind are not compared.
+    five = next(r for r in fit if r["name"] == "5-before")
+    near = dict(five, name="near", time_us=five["time_us"] * 1.45)
+    far = dict(five, name="far", time_us=five["time_us"] * 1.55)
+    assert calibration.contradictions([five, near]) == []
+    assert [(c.slow, c.fast) for c in calibration.contradictions([five, far])] == [("far", "5-before")]
+    add = {"op": "Add", "inputs": [[4096], [4096]], "dtype": "float16", "tiling": None, "time_us": 100.0}
+    assert calibration.contradictions([five, add]) == []

@@ -31,6 +31,8 @@ py::dict breakdown_dict(const Breakdown& b) {
   d["l0_bytes"] = b.l0_bytes;
   d["ub_bytes"] = b.ub_bytes;
   d["flops"] = b.flops;
+  d["gm_copies"] = b.gm_copies;
+  d["base_blocks"] = b.base_blocks;
   d["cores_used"] = b.cores_used;
   d["waves"] = b.waves;
   d["bound"] = b.bound;

@@ -339,6 +339,8 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     b.l0_bytes = double(tasks) * (nIter * Mt * Kt + mIter * Kt * Nt) * ds;
     b.ub_bytes = q.epilogue.empty() ? 0 : double(tasks) * out_elems * (dc * 2 + q.epi_extra_per_elem);
     b.flops = q.flops;
+    b.gm_copies = waves * (a_copies + b_copies);
+    b.base_blocks = waves * blocks;
     b.cores_used = int(cores);
     b.waves = int(waves);
     b.roofline_us = roofline_us_;

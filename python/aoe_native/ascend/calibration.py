@@ -31,8 +31,8 @@ from . import ops
 from .platforms import Platform, native_platform
 from .platforms import platform_fields as _native_fields
 
-__all__ = ["Measurement", "RecordFit", "Calibration", "calibrate", "published_cases", "uncalibrated", "FITTED",
-           "BOUNDS", "SECTORS", "FITTABLE", "PIPES"]
+__all__ = ["Measurement", "RecordFit", "Calibration", "Contradiction", "calibrate", "contradictions",
+           "published_cases", "uncalibrated", "FITTED", "BOUNDS", "SECTORS", "FITTABLE", "PIPES"]
 
 # The constants calibrate() fits by default, and their bounds (continuous ones).
 # scalar_block_cycles is fittable but not fitted by default: the published cases do not
@@ -253,6 +253,71 @@ def _records(measurements: Iterable[Measurement | Mapping[str, Any]], base: Plat
             m = Measurement.from_dict(m, where)
         out.append(_Record(m, base, where))
     return out
+
+
+# ---- records no model can fit together ---------------------------------------------------
+
+# Per-core work of a run, from the model's breakdown: each pipe's busy time on the
+# critical core, the GM -> L1 copies and base-block iterations it pays per unit, and
+# its GM bytes (over its clock, so that parts with the same per-cycle rates compare).
+_WORK = ("cube_us", "mte1_us", "fixpipe_us", "vector_us", "mte3_us", "gm_copies", "base_blocks")
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """Two measured times that no model within ``tolerance`` of both can reproduce, if
+    a run's time grows at most in proportion to its work: ``slow`` does at most
+    ``work_ratio`` times the work of ``fast`` in every respect :func:`contradictions`
+    counts, yet measured ``time_ratio`` times as long, more than
+    ``work_ratio * (1 + tolerance) / (1 - tolerance)``."""
+
+    slow: str
+    fast: str
+    work_ratio: float
+    time_ratio: float
+
+
+def _per_core_work(r: _Record) -> tuple[str, dict[str, float]]:
+    """The operator kind of ``r`` and its per-core work."""
+    model = ops.build_op_model(r.m.op, r.m.inputs, r.m.dtype, r.base, r.m.attrs)
+    b = model.estimate(r.row)
+    w = {k: float(b[k]) for k in _WORK}
+    # GM bytes per core and over the chip (contention), over the clock: the time they
+    # take at a given rate in bytes per cycle.
+    w["gm_read_core"] = float(b["gm_read_bytes"]) / max(1, int(b["cores_used"])) / r.base.freq_mhz
+    w["gm_read_chip"] = float(b["gm_read_bytes"]) / r.base.freq_mhz
+    return model.kind, w
+
+
+def contradictions(measurements: Iterable[Measurement | Mapping[str, Any]], tolerance: float = 0.2,
+                   soc_version: PlatformLike = "Ascend910B1") -> list[Contradiction]:
+    """Pairs of ``measurements`` (records as for :func:`calibrate`, with ``time_us``) that
+    contradict each other for any cost model: one run (of the same operator kind) does
+    no more work than ``work_ratio`` times the other's in every respect, as the cube
+    model counts it with the record's tiling (busy time of the cube, MTE1, FixPipe,
+    vector and MTE3 pipes on the critical core; its GM -> L1 copies and base-block
+    iterations; GM bytes read per core and over the chip), yet its measured time is more
+    than ``work_ratio * (1 + tolerance) / (1 - tolerance)`` times the other's.  A model whose time grows at most in proportion
+    to per-core work then misses one of the two by more than ``tolerance``: the
+    difference lies in something the records do not state (another kernel, another
+    build, the measuring set-up).  Records without ``time_us`` are skipped;
+    ``soc_version`` is the platform of records that name none."""
+    base = native_platform(soc_version)
+    recs = [r for r in _records(measurements, base, "measurement") if r.m.time_us is not None]
+    kind, work = zip(*(_per_core_work(r) for r in recs)) if recs else ((), ())
+    limit = (1 + tolerance) / (1 - tolerance)
+    out = []
+    for i, slow in enumerate(recs):
+        for j, fast in enumerate(recs):
+            if i == j or kind[i] != kind[j]:
+                continue
+            if any(work[j][k] <= 0 < work[i][k] for k in work[i]):
+                continue  # slow does work of a kind fast does not
+            w = max([1.0, *(work[i][k] / work[j][k] for k in work[i] if work[i][k] > 0)])
+            t = float(slow.m.time_us) / float(fast.m.time_us)
+            if t > w * limit:
+                out.append(Contradiction(slow.name, fast.name, w, t))
+    return sorted(out, key=lambda c: c.work_ratio * limit / c.time_ratio)
 
 
 # ---- fitting ----------------------------------------------------------------------------------

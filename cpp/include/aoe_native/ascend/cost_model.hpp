@@ -45,6 +45,9 @@ struct Breakdown {
   // which served by HBM; written to GM; L1 -> L0A/L0B; through UB.
   double gm_read_bytes = 0, hbm_read_bytes = 0, gm_write_bytes = 0, l0_bytes = 0, ub_bytes = 0;
   double flops = 0;
+  // Units of work paid per unit on the critical core (cube operators): GM -> L1
+  // copies (each waits for L2 or HBM) and base-block iterations (scalar issue).
+  double gm_copies = 0, base_blocks = 0;
   int cores_used = 0;
   int waves = 0;
   std::string bound;         // "compute", "memory" or "latency"
