@@ -215,6 +215,9 @@ std::optional<ConfigId> SearchSpace::find_indices(const uint16_t* idx) const {
 std::optional<ConfigId> SearchSpace::find_rank_near(ConfigId c, uint64_t rank) const {
   const uint64_t base = ranks_[c];
   if (rank == base) return c;
+  // Every rank valid (no restriction removed any): a rank is its own id.
+  if (ranks_.back() + 1 == ranks_.size())
+    return rank < ranks_.size() ? std::optional<ConfigId>(ConfigId(rank)) : std::nullopt;
   auto first = ranks_.begin(), last = ranks_.end();
   if (rank > base) {
     first += ptrdiff_t(c) + 1;

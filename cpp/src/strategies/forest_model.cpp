@@ -18,7 +18,7 @@ void RandomForest::fit(const std::vector<uint16_t>& X, const std::vector<double>
     for (size_t p = 0; p < P_; ++p) cols_[p * n + i] = X[i * P_ + p];
   n_ = n;
   y_ = &y;
-  nvalues_ = &nvalues;
+  nvalues_ = nvalues;
   opt_ = options;
   size_t max_values = 1;
   for (size_t v : nvalues) max_values = std::max(max_values, v);
@@ -58,7 +58,7 @@ int32_t RandomForest::build(uint32_t* first, uint32_t* last, size_t depth, Rng& 
   for (size_t k = 0; k < m; ++k) {
     std::swap(features_[k], features_[k + rng.below(P_ - k)]);
     const size_t f = features_[k];
-    const size_t nv = (*nvalues_)[f];
+    const size_t nv = nvalues_[f];
     if (nv < 2) continue;
     std::fill(bin_sum_.begin(), bin_sum_.begin() + nv, 0.0);
     std::fill(bin_count_.begin(), bin_count_.begin() + nv, 0u);
@@ -121,6 +121,43 @@ void RandomForest::predict(const uint16_t* x, double& mean, double& variance) co
   const double t = double(roots_.size());
   mean = s / t;
   variance = std::max(0.0, s2 / t - mean * mean);
+}
+
+void RandomForest::descend_line(int32_t id, const uint16_t* x, size_t p, size_t lo, size_t hi, std::vector<double>& s,
+                                std::vector<double>& s2) const {
+  while (nodes_[id].left >= 0) {
+    const Node& node = nodes_[id];
+    if (node.feature != p) {
+      id = x[node.feature] <= node.threshold ? node.left : node.right;
+    } else if (hi <= node.threshold) {
+      id = node.left;
+    } else if (lo > node.threshold) {
+      id = node.right;
+    } else {
+      descend_line(node.left, x, p, lo, node.threshold, s, s2);
+      lo = size_t(node.threshold) + 1;
+      id = node.right;
+    }
+  }
+  const double value = nodes_[id].value;
+  for (size_t v = lo; v <= hi; ++v) {
+    s[v] += value;
+    s2[v] += value * value;
+  }
+}
+
+void RandomForest::predict_line(const uint16_t* x, size_t p, std::vector<double>& mean,
+                                std::vector<double>& variance) const {
+  const size_t nv = nvalues_[p];
+  mean.assign(nv, 0.0);  // sums first, in tree order as in predict()
+  variance.assign(nv, 0.0);
+  for (int32_t root : roots_) descend_line(root, x, p, 0, nv - 1, mean, variance);
+  const double t = double(roots_.size());
+  for (size_t v = 0; v < nv; ++v) {
+    const double s2 = variance[v];
+    mean[v] /= t;
+    variance[v] = std::max(0.0, s2 / t - mean[v] * mean[v]);
+  }
 }
 
 }  // namespace aoe

@@ -33,6 +33,11 @@ class RandomForest {
            const ForestOptions& options, Rng& rng);
   // Mean and variance over the trees of the prediction for one row.
   void predict(const uint16_t* x, double& mean, double& variance) const;
+  // predict() for each row equal to x but in parameter p, which takes each of
+  // its values v (mean[v], variance[v]; the same results bit for bit).  Each
+  // tree is descended once, branching only where it tests p, so a greedy
+  // walk's step scores a line of neighbours for little more than one of them.
+  void predict_line(const uint16_t* x, size_t p, std::vector<double>& mean, std::vector<double>& variance) const;
   bool fitted() const { return !roots_.empty(); }
   void clear() {
     nodes_.clear();
@@ -48,6 +53,9 @@ class RandomForest {
     double value = 0;        // leaf mean
   };
   int32_t build(uint32_t* first, uint32_t* last, size_t depth, Rng& rng);
+  // Adds the leaf values of the tree below `id` for values lo..hi of parameter p.
+  void descend_line(int32_t id, const uint16_t* x, size_t p, size_t lo, size_t hi, std::vector<double>& s,
+                    std::vector<double>& s2) const;
 
   std::vector<Node> nodes_;
   std::vector<int32_t> roots_;
@@ -55,7 +63,7 @@ class RandomForest {
   std::vector<uint16_t> cols_;  // samples' features, column-major
   size_t n_ = 0;
   const std::vector<double>* y_ = nullptr;
-  const std::vector<size_t>* nvalues_ = nullptr;
+  std::vector<size_t> nvalues_;
   ForestOptions opt_;
   size_t P_ = 0;
   std::vector<uint32_t> features_;
