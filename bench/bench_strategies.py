@@ -267,13 +267,18 @@ def run_optuna(space: Space, sampler_name: str, repeats: int) -> np.ndarray:
     names = list(space.space.param_names)
     values = [list(v) for v in space.space.param_values]
     curves = []
-    for seed in range(repeats):
+
+    def new_study(seed: int) -> Any:
         # CMA-ES with margin: the variant for integer parameters, which keeps the
         # distribution from collapsing onto one value of a parameter (plain CMA-ES then
         # proposes the same configuration for ever).
         sampler = (optuna.samplers.TPESampler(seed=seed) if sampler_name == "tpe"
                    else optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False, with_margin=True))
-        study = optuna.create_study(sampler=sampler, direction="minimize")
+        return optuna.create_study(sampler=sampler, direction="minimize")
+
+    for seed in range(repeats):
+        study = new_study(seed)
+        restarts = 0
         seen: dict[int, float] = {}
         trace: list[float] = []
         worst = space.worst
@@ -286,11 +291,14 @@ def run_optuna(space: Space, sampler_name: str, repeats: int) -> np.ndarray:
             try:
                 config = {n: vals[trial.suggest_int(n, 0, len(vals) - 1)] for n, vals in zip(names, values)}
             except (AssertionError, ValueError, FloatingPointError) as e:
-                # cmaes' CMA-ES with margin can diverge (its mean overflows): the run ends
-                # there with its best so far, and the table says how many runs did.
-                print(f"  optuna:{sampler_name} seed {seed} on {space.name}: the sampler failed after "
-                      f"{len(trace)} evaluations ({type(e).__name__}: {str(e)[:80]}); run ends there", flush=True)
-                break
+                # cmaes' CMA-ES with margin can diverge (its mean overflows, seen on
+                # convolution after ~180 evaluations).  It restarts, as CMA-ES runs do,
+                # with a fresh distribution; the evaluations so far count.
+                restarts += 1
+                print(f"  optuna:{sampler_name} seed {seed} on {space.name}: restart {restarts} after "
+                      f"{len(trace)} evaluations ({type(e).__name__}: {str(e)[:60]})", flush=True)
+                study = new_study(seed + 1000 * restarts)
+                continue
             i = space.space.index(config)
             if i is None:
                 study.tell(trial, worst)  # a restriction breaks: as bad as the worst configuration
