@@ -262,6 +262,40 @@ def test_forest_learns_where_configurations_fail(space):
     assert fails["forest"] < 0.85 * fails["random"], fails
 
 
+def switch_landscape(cfg: dict) -> float:
+    """A 3-way switch (``mode``) that pays only where the other parameters are right and
+    costs everywhere else, beside a parameter with many values: the shape of pnpoly's
+    ``between_method`` next to its 31 block sizes."""
+    base = 1.0 + ((cfg["wide"] - 27) / 10.0) ** 2 + 0.3 * abs(math.log2(cfg["tile"]) - 2)
+    if cfg["mode"] == 0:
+        return base - 0.8 if abs(cfg["wide"] - 27) <= 1 and cfg["tile"] == 4 else base + 1.5
+    return base + 0.1 * cfg["mode"]
+
+
+def test_forest_tries_every_parameter_next_to_the_best_result():
+    # Local proposals go along one parameter drawn at random (local_line), so the
+    # switch's line through the incumbent is tried soon; choosing the best neighbour over
+    # all lines mostly moves the 60-valued parameter.  Measured: the optimum in 16 of 16
+    # runs (median 45.5 evaluations) against 12 of 16 (median 72) with local_line = 0.
+    sp = SearchSpace({"wide": list(range(60)), "tile": [1, 2, 4, 8], "mode": [0, 1, 2]})
+    optimum = min(switch_landscape(c) for c in sp)
+    assert aoe_native.strategy_options("forest")["local_line"] == 1.0
+
+    def evaluations_to_optimum(options: dict) -> list[int]:
+        out = []
+        for seed in range(16):
+            values = tune(sp, switch_landscape, strategy="forest", max_evals=100, seed=seed,
+                          strategy_options=options).history_values
+            hits = np.flatnonzero(values <= optimum + 1e-12)
+            out.append(int(hits[0]) + 1 if hits.size else 10**6)
+        return out
+
+    line, anywhere = evaluations_to_optimum({}), evaluations_to_optimum({"local_line": 0.0})
+    assert sum(t <= 100 for t in line) >= 15
+    assert sum(t <= 100 for t in anywhere) <= 14
+    assert np.median(line) < 0.8 * np.median(anywhere)
+
+
 def test_forest_batches_for_batch_objectives(space):
     sizes = []
 
