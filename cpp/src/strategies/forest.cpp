@@ -247,9 +247,9 @@ class ForestSearch : public StrategyBase {
     // Along one parameter, drawn uniformly among those with an untried value:
     // a parameter with few values (a method switch) is otherwise a small share of
     // the neighbours, and the model, having seen few of its values, rarely ranks them first.
+    const uint16_t* x = space_->indices(ids_[best_]);
     size_t line = kNone;
     if (opt_.local_line > 0 && rng_.uniform() < opt_.local_line) {
-      const uint16_t* x = space_->indices(ids_[best_]);
       line_open_.assign(space_->num_params(), false);
       for (ConfigId nb : nbrs_)
         if (fresh(batch, nb)) line_open_[differing_param(x, space_->indices(nb))] = true;
@@ -265,7 +265,7 @@ class ForestSearch : public StrategyBase {
     bool any = false;
     for (ConfigId nb : nbrs_) {
       if (!fresh(batch, nb)) continue;
-      if (line != kNone && differing_param(space_->indices(ids_[best_]), space_->indices(nb)) != line) continue;
+      if (line != kNone && differing_param(x, space_->indices(nb)) != line) continue;
       const double a = acquisition(nb);
       if (!any || a > best_a) {
         best_a = a;
