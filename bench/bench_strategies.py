@@ -260,7 +260,7 @@ def run_kernel_tuner(space: Space, strategy: str, repeats: int, workdir: Path) -
     return np.array(curves)
 
 
-def run_optuna(space: Space, sampler_name: str, repeats: int) -> np.ndarray:
+def run_optuna(space: Space, sampler_name: str, repeats: int, first_seed: int = 0) -> np.ndarray:
     import optuna  # bench-only dependency
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -276,7 +276,7 @@ def run_optuna(space: Space, sampler_name: str, repeats: int) -> np.ndarray:
                    else optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False, with_margin=True))
         return optuna.create_study(sampler=sampler, direction="minimize")
 
-    for seed in range(repeats):
+    for seed in range(first_seed, first_seed + repeats):
         study = new_study(seed)
         restarts = 0
         seen: dict[int, float] = {}
