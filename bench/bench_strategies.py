@@ -42,10 +42,11 @@ gap to the optimum and the seconds per run of each candidate on the Ascend tilin
 
 ``--ours auto:initial_min=10 auto`` runs a strategy with options beside its default (before and after a
 change, same seeds, same run).  ``--optuna-max-budget N`` and ``--optuna-repeats N`` keep Optuna's samplers,
-which slow down as a study grows, to the spaces and seeds the machine can afford (the table says "-" elsewhere).
+which slow down as a study grows, to the spaces and seeds the machine can afford (the table says "-" elsewhere);
+``--reuse DIR/strategies_curves.npz`` takes the peers' curves from an earlier run instead of running them again.
 
 Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--ours NAME[:k=v,...] ...] [--no-kt]
-        [--optuna ...] [--optuna-max-budget N] [--optuna-repeats N] [--held-out] [--policy]
+        [--optuna ...] [--optuna-max-budget N] [--optuna-repeats N] [--reuse NPZ] [--held-out] [--policy]
 Prints tables (strategy x space) and saves bench/results/strategies.png,
 strategies.json and strategies_curves.npz.
 """
@@ -345,9 +346,16 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
     for s in optuna_samplers:
         label = f"optuna:{s}"
         t0 = time.perf_counter()
-        curves[label] = {sp.name: run_optuna(sp, s, optuna_repeats or repeats) for sp in spaces
-                         if optuna_max_budget is None or sp.budget <= optuna_max_budget}
-        seconds[label] = time.perf_counter() - t0
+        curves[label] = {}
+        ran = False
+        for sp in spaces:
+            key = f"{label}|{sp.name}"
+            if reused is not None and key in reused.files:
+                curves[label][sp.name] = reused[key]
+            elif optuna_max_budget is None or sp.budget <= optuna_max_budget:
+                curves[label][sp.name] = run_optuna(sp, s, optuna_repeats or repeats)
+                ran = True
+        seconds[label] = time.perf_counter() - t0 if ran else math.nan
         print(f"  {label} done in {seconds[label]:.0f} s", flush=True)
 
     scores = {lab: {n: c.mean(axis=1) for n, c in per.items()} for lab, per in curves.items()}
@@ -484,8 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--optuna-repeats", type=int, default=None, help="seeds for Optuna (default: --repeats)")
     ap.add_argument("--held-out", action="store_true", help="also score the held-out spaces (see above)")
     ap.add_argument("--policy", action="store_true", help="also measure tune_op's strategy per budget")
-    ap.add_argument("--reuse-kt", type=Path, default=None,
-                    help="take Kernel Tuner's curves from a previous run's strategies_curves.npz where present")
+    ap.add_argument("--reuse", "--reuse-kt", dest="reuse", type=Path, default=None,
+                    help="take peers' curves (Kernel Tuner, Optuna) from a previous run's strategies_curves.npz "
+                         "where present (with the seeds that run had)")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = ap.parse_args(argv)
     if args.repeats < 30:
@@ -502,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             print("Kernel Tuner not installed (pip install .[bench]); running ours only")
             kt = []
-    reused = np.load(args.reuse_kt) if args.reuse_kt else None
+    reused = np.load(args.reuse) if args.reuse else None
     samplers = list(OPTUNA if args.optuna is None else args.optuna)
     if samplers:
         try:
