@@ -261,13 +261,11 @@ class ForestSearch : public StrategyBase {
     space_->neighbours(ids_[best_], Neighbourhood::Hamming, nbrs_);
     anchor = best_;
     if (open() || !opt_.basins) return true;
-    if (by_value_.size() != ids_.size()) {
-      by_value_.resize(ids_.size());
-      for (size_t i = 0; i < by_value_.size(); ++i) by_value_[i] = i;
-      std::sort(by_value_.begin(), by_value_.end(),
-                [&](size_t a, size_t b) { return values_[a] < values_[b] || (values_[a] == values_[b] && a < b); });
-      spent_.resize(ids_.size(), false);
-    }
+    // Results since the last call go into the order one by one (a few per call).
+    auto before = [&](size_t a, size_t b) { return values_[a] < values_[b] || (values_[a] == values_[b] && a < b); };
+    for (size_t i = by_value_.size(); i < ids_.size(); ++i)
+      by_value_.insert(std::upper_bound(by_value_.begin(), by_value_.end(), i, before), i);
+    spent_.resize(ids_.size(), false);
     spent_[best_] = true;
     for (size_t r : by_value_) {
       if (spent_[r]) continue;
