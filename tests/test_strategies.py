@@ -275,24 +275,26 @@ def switch_landscape(cfg: dict) -> float:
 def test_forest_tries_every_parameter_next_to_the_best_result():
     # Local proposals go along one parameter drawn at random (local_line), so the
     # switch's line through the incumbent is tried soon; choosing the best neighbour over
-    # all lines mostly moves the 60-valued parameter.  Measured: the optimum in 16 of 16
-    # runs (median 45.5 evaluations) against 12 of 16 (median 72) with local_line = 0.
+    # all lines mostly moves the 60-valued parameter.  Measured over these 32 seeds: the
+    # optimum in 32 runs (28 within 60 evaluations, median 47) against 26 (14, median 66)
+    # with local_line = 0.
     sp = SearchSpace({"wide": list(range(60)), "tile": [1, 2, 4, 8], "mode": [0, 1, 2]})
     optimum = min(switch_landscape(c) for c in sp)
     assert aoe_native.strategy_options("forest")["local_line"] == 1.0
 
-    def evaluations_to_optimum(options: dict) -> list[int]:
+    def evaluations_to_optimum(options: dict) -> np.ndarray:
         out = []
-        for seed in range(16):
+        for seed in range(32):
             values = tune(sp, switch_landscape, strategy="forest", max_evals=100, seed=seed,
                           strategy_options=options).history_values
             hits = np.flatnonzero(values <= optimum + 1e-12)
             out.append(int(hits[0]) + 1 if hits.size else 10**6)
-        return out
+        return np.array(out)
 
     line, anywhere = evaluations_to_optimum({}), evaluations_to_optimum({"local_line": 0.0})
-    assert sum(t <= 100 for t in line) >= 15
-    assert sum(t <= 100 for t in anywhere) <= 14
+    assert np.sum(line <= 100) >= 30
+    assert np.sum(anywhere <= 100) <= 29
+    assert np.sum(line <= 60) >= np.sum(anywhere <= 60) + 8
     assert np.median(line) < 0.8 * np.median(anywhere)
 
 
