@@ -64,7 +64,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -312,6 +312,25 @@ def run_optuna(space: Space, sampler_name: str, repeats: int, first_seed: int = 
     return np.array(curves)
 
 
+def peer_curves(label: str, spaces: list[Space], reused: Any, run: Callable[[Space], np.ndarray],
+                affordable: Callable[[Space], bool] = lambda sp: True) -> tuple[dict[str, np.ndarray], float]:
+    """A peer strategy's curves per space: from `reused` (an earlier run's npz) where it has them, else
+    run where `affordable`; and the seconds spent running (nan: all reused)."""
+    t0 = time.perf_counter()
+    out: dict[str, np.ndarray] = {}
+    ran = False
+    for sp in spaces:
+        key = f"{label}|{sp.name}"
+        if reused is not None and key in reused.files:
+            out[sp.name] = reused[key]
+        elif affordable(sp):
+            out[sp.name] = run(sp)
+            ran = True
+    seconds = time.perf_counter() - t0 if ran else math.nan
+    print(f"  {label} done in {seconds:.0f} s", flush=True)
+    return out, seconds
+
+
 def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str], repeats: int, workdir: Path,
                  reused: Any, optuna_samplers: list[str] = (), optuna_max_budget: int | None = None,
                  optuna_repeats: int | None = None) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
@@ -330,33 +349,13 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
     replayable = [sp for sp in spaces if sp.path is not None]
     for s in kt if replayable else []:
         label = f"kt:{s}"
-        t0 = time.perf_counter()
-        curves[label] = {}
-        ran = False
-        for sp in replayable:
-            key = f"{label}|{sp.name}"
-            if reused is not None and key in reused.files:
-                curves[label][sp.name] = reused[key]
-            else:
-                curves[label][sp.name] = run_kernel_tuner(sp, s, repeats, workdir)
-                ran = True
-        seconds[label] = time.perf_counter() - t0 if ran else math.nan  # nan: curves reused
-        print(f"  {label} done in {seconds[label]:.0f} s", flush=True)
-
+        curves[label], seconds[label] = peer_curves(label, replayable, reused,
+                                                    lambda sp: run_kernel_tuner(sp, s, repeats, workdir))
     for s in optuna_samplers:
         label = f"optuna:{s}"
-        t0 = time.perf_counter()
-        curves[label] = {}
-        ran = False
-        for sp in spaces:
-            key = f"{label}|{sp.name}"
-            if reused is not None and key in reused.files:
-                curves[label][sp.name] = reused[key]
-            elif optuna_max_budget is None or sp.budget <= optuna_max_budget:
-                curves[label][sp.name] = run_optuna(sp, s, optuna_repeats or repeats)
-                ran = True
-        seconds[label] = time.perf_counter() - t0 if ran else math.nan
-        print(f"  {label} done in {seconds[label]:.0f} s", flush=True)
+        curves[label], seconds[label] = peer_curves(
+            label, spaces, reused, lambda sp: run_optuna(sp, s, optuna_repeats or repeats),
+            lambda sp: optuna_max_budget is None or sp.budget <= optuna_max_budget)
 
     scores = {lab: {n: c.mean(axis=1) for n, c in per.items()} for lab, per in curves.items()}
     names = [sp.name for sp in spaces]

@@ -271,9 +271,8 @@ class ForestSearch : public StrategyBase {
     anchor = best_;
     if (open() || !opt_.basins) return true;
     // Results since the last call go into the order one by one (a few per call).
-    auto before = [&](size_t a, size_t b) { return values_[a] < values_[b] || (values_[a] == values_[b] && a < b); };
     for (size_t i = by_value_.size(); i < ids_.size(); ++i)
-      by_value_.insert(std::upper_bound(by_value_.begin(), by_value_.end(), i, before), i);
+      by_value_.insert(std::upper_bound(by_value_.begin(), by_value_.end(), i, by_rank()), i);
     spent_.resize(ids_.size(), false);
     spent_[best_] = true;
     for (size_t r : by_value_) {
@@ -342,6 +341,14 @@ class ForestSearch : public StrategyBase {
     return any;
   }
 
+  // Orders result positions best first (ties: earlier first), as a functor for
+  // the standard algorithms.
+  struct ByRank {
+    const std::vector<double>& values;
+    bool operator()(size_t a, size_t b) const { return values[a] < values[b] || (values[a] == values[b] && a < b); }
+  };
+  ByRank by_rank() const { return {values_}; }
+
   // The parameter in which Hamming neighbours x and y differ.
   size_t differing_param(const uint16_t* x, const uint16_t* y) const {
     size_t p = 0;
@@ -372,8 +379,7 @@ class ForestSearch : public StrategyBase {
     for (size_t i = 0; i < n; ++i) train_[i] = i;
     if (n <= opt_.max_train) return;
     const size_t keep_best = opt_.max_train / 2;
-    std::nth_element(train_.begin(), train_.begin() + keep_best, train_.end(),
-                     [&](size_t a, size_t b) { return values_[a] < values_[b] || (values_[a] == values_[b] && a < b); });
+    std::nth_element(train_.begin(), train_.begin() + keep_best, train_.end(), by_rank());
     // nth_element's order is not portable; training order feeds the bootstrap.
     std::sort(train_.begin(), train_.begin() + keep_best);
     std::sort(train_.begin() + keep_best, train_.end());
@@ -490,8 +496,7 @@ class ForestSearch : public StrategyBase {
     for (size_t i = 0; i < ids_.size(); ++i)
       if (std::isfinite(values_[i])) order_.push_back(i);
     k = std::min(k, order_.size());
-    std::partial_sort(order_.begin(), order_.begin() + k, order_.end(),
-                      [&](size_t a, size_t b) { return values_[a] < values_[b] || (values_[a] == values_[b] && a < b); });
+    std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), by_rank());
     order_.resize(k);
     return order_;
   }
