@@ -185,10 +185,10 @@ def test_a_bank_written_by_the_previous_layout_still_serves_its_entries(tmp_path
     r = aoe_native.tune_model(mlp(), soc_version=plat, input_shape="x:1,64,256", bank=tmp_path / "bank", parallel=1,
                               evals_per_task=200, round_evals=100)
     assert r.repo_summary["repo_hit_num"] == r.repo_summary["total_num"] == 3
-    # Written before the cube knobs splitK and unitFlag: served with their defaults (no K split, no
-    # UnitFlag), which reproduce the time the entries had, so they are still hits.
+    # Written before the cube knobs splitK, unitFlag and kReorderLoad: served with their defaults (no K
+    # split, no UnitFlag, no staggered K loads), which reproduce the time the entries had, so they are still hits.
     assert all("splitK" not in e["tiling"] and "unitFlag" not in e["tiling"] for e in old.entries.values())
-    added = {"splitK": 1, "unitFlag": 0}
+    added = {"splitK": 1, "unitFlag": 0, "kReorderLoad": 0}
     assert all(t.update_mode == "reserved" and t.tiling == {**old.entries[t.key]["tiling"],
                                                             **(added if t.key.startswith("MatMul") else {})}
                for t in r.tasks)

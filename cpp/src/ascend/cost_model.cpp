@@ -167,7 +167,7 @@ void OpModel::finish_spec() {
   for (const auto& r : spec_.restrictions) checks_.emplace_back(r, spec_.names);
   min_value_.clear();
   // Knobs whose "off" is 0 (TCubeTiling's iterateOrder and the switches this model adds).
-  static const std::set<std::string> zero_ok = {"iterateOrder", "splitR", "unitFlag", "vcBlocks"};
+  static const std::set<std::string> zero_ok = {"iterateOrder", "splitR", "unitFlag", "kReorderLoad", "vcBlocks"};
   for (const auto& n : spec_.names) min_value_.push_back(zero_ok.count(n) ? 0 : 1);
   if (!spec_.baseline.empty() && !violation(spec_.baseline.data()).empty())
     throw std::logic_error("internal: baseline tiling of " + kind_ + " violates " + violation(spec_.baseline.data()));

@@ -40,10 +40,10 @@ constexpr double kNd2nzBlockCycles = 2.0;
 // splitK and unitFlag came later: their defaults (1, 0; TilingSpec::added_defaults)
 // give the model without them, so tilings stored before still read the same.
 enum P { kSM, kSN, kBM, kBN, kBK, kStepM, kStepN, kStepKa, kStepKb, kDepthA1, kDepthB1, kDbA, kDbB, kDbC, kOrder,
-         kSplitK, kUnitFlag, kNP };
+         kSplitK, kUnitFlag, kReorder, kNP };
 const char* const kNames[kNP] = {"singleCoreM", "singleCoreN", "baseM", "baseN", "baseK", "stepM", "stepN",
                                  "stepKa", "stepKb", "depthA1", "depthB1", "dbL0A", "dbL0B", "dbL0C",
-                                 "iterateOrder", "splitK", "unitFlag"};
+                                 "iterateOrder", "splitK", "unitFlag", "kReorderLoad"};
 
 // A GEMM C[M,N] = A[M,K] B[K,N] repeated `batch` times, plus how its
 // operands sit in GM.
@@ -245,6 +245,19 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
       mte2_b = std::max(mte2_b, double(b_loads) * double(tn) * Kc * ds / 32 * kNd2nzBlockCycles);
   }
 
+  // Same-address conflicts: cores of one wave that share an operand block
+  // start their K loops together, so they request the same GM lines at the
+  // same moment (ascend_measured_cases.md §0; enableKdimReorderLoad staggers
+  // each core's K start to avoid it, §1 case 12).  Charged on the first pass
+  // over the block only, the one that misses L2: concurrent misses of a line
+  // are serialised, hits are not.  §5.8 (all cores reading one matrix that
+  // misses L2, GM->L1) gives the factor; §1 case 1, whose shared reads are
+  // mostly L2 re-reads, shows no such penalty.
+  if (!q.conv && t[kReorder] == 0 && p.same_address > 1) {
+    if (nB > 1) mte2_a *= 1 + (p.same_address - 1) / double(a_loads);
+    if (mB > 1) mte2_b *= 1 + (p.same_address - 1) / double(b_loads);
+  }
+
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
   const double Kt = double(split == 1 ? Kp_ : align_up(Kc, q.k0));
   const double mte1_a = nIter * (Mt * Kt * ds / p.l1_to_l0a) + kMte1Start * mIter * nIter * kIter;
@@ -375,6 +388,10 @@ bool CubeModel::holds_all(const int64_t* t) const {
   // splitK == 1, or splitK * kq <= K where a K split is allowed; unitFlag <= 1
   if (l.k_split ? (!mul(t[kSplitK], l.kq, x) || x > l.K) : t[kSplitK] != 1) return false;
   if (t[kUnitFlag] > 1) return false;
+  // kReorderLoad <= 1, and 1 only where K is not fully loaded into L1
+  if (t[kReorder] > 1 || (t[kReorder] == 1 && !(mul(t[kBK], t[kStepKa], x) && x < l.K) &&
+                          !(mul(t[kBK], t[kStepKb], x) && x < l.K)))
+    return false;
   if (sM % 16 || sN % 16 || bM % 16 || bN % 16 || bK % l.kq) return false;
   if (!mul(bM, bK, l.ds, t[kDbA], x) || x > l.l0a) return false;
   if (!mul(bN, bK, l.ds, t[kDbB], x) || x > l.l0b) return false;
@@ -453,7 +470,8 @@ void CubeModel::build_spec() {
     for (int64_t v = 2; v * kq <= Kq && (v * pieces <= cores || (overflow && Kq / v >= 256)); v *= 2)
       s.values[kSplitK].push_back(v);
   s.values[kUnitFlag] = {0, 1};
-  s.added_defaults = {{kNames[kSplitK], 1}, {kNames[kUnitFlag], 0}};
+  s.values[kReorder] = {0, 1};
+  s.added_defaults = {{kNames[kSplitK], 1}, {kNames[kUnitFlag], 0}, {kNames[kReorder], 0}};
 
   lim_ = {q.M, q.N, Kq, cores, ds, kq, int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c),
           int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0, k_split};
@@ -466,6 +484,8 @@ void CubeModel::build_spec() {
   r.push_back(mB + " * " + nB + " <= " + num(cores));
   r.push_back(l.k_split ? "splitK * " + num(kq) + " <= " + K : std::string("splitK == 1"));
   r.push_back("unitFlag <= 1");
+  // Staggered K loading needs K loaded in several steps ([A] MatmulConfig enableKdimReorderLoad).
+  r.push_back("kReorderLoad == 0 or (kReorderLoad == 1 and (baseK * stepKa < " + K + " or baseK * stepKb < " + K + "))");
   r.push_back("singleCoreM % 16 == 0 and singleCoreN % 16 == 0");
   r.push_back("baseM % 16 == 0 and baseN % 16 == 0 and baseK % " + num(kq) + " == 0");
   r.push_back("baseM * baseK * " + num(ds) + " * dbL0A <= " + num(l.l0a));
@@ -483,7 +503,7 @@ void CubeModel::build_spec() {
               " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + K + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
               K + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
   // holds_all() checks exactly these restrictions natively: one added or removed here must be there too.
-  if (r.size() != 14 + size_t(l.bias_table))
+  if (r.size() != 15 + size_t(l.bias_table))
     throw std::logic_error("internal: CubeModel::holds_all does not cover the restrictions of build_spec");
   // Pruning: no block or L1 extent beyond twice what it covers; use at least
   // half of the cores the shape can occupy.
@@ -534,6 +554,8 @@ void CubeModel::build_spec() {
   pr.push_back("dbL0A == dbL0B");
   // UnitFlag only overlaps (never slower in the model): the search keeps it on.
   pr.push_back("unitFlag == 1");
+  // So does staggered K loading, where it is allowed.
+  pr.push_back("kReorderLoad == 1 or (baseK * stepKa >= " + K + " and baseK * stepKb >= " + K + ")");
   pr.push_back("depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
 
   // Baseline ([A] TCubeTiling recommended values; [M] heuristics): all cores
@@ -562,7 +584,7 @@ void CubeModel::build_spec() {
   if (bm * bn * 4 * 2 > p.l0c) dbc = 1;
   int64_t depth = 2;
   if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias && p.bt > 0 ? bn * 4 : 0) > p.l1) depth = 1;
-  s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0, 1, 0};
+  s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0, 1, 0, 0};
 }
 
 // Without a bias table (before C220) the bias is added on the vector unit.

@@ -136,6 +136,10 @@ const std::vector<PlatformField>& platform_fields() {
                                      "cycles (fitted: aoe_native.calibrate; 0: not modelled)")
           .optional()
           .zero_ok(),
+      field<&P::same_address>("same_address", Float,
+                              "MTE2 time factor of a cube operand's first pass when the cores sharing it read the "
+                              "same GM lines at once (kReorderLoad = 0); 1: not modelled")
+          .optional(),
   };
   return t;
 }

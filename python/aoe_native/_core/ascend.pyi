@@ -60,6 +60,7 @@ class Platform:
     mte2_miss_cycles: float
     scalar_start_cycles: float
     scalar_block_cycles: float
+    same_address: float
     def __init__(self) -> None: ...
     @staticmethod
     def from_dict(d: dict[str, Any], where: str = "platform") -> Platform: ...

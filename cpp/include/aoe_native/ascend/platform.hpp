@@ -50,6 +50,7 @@ struct Platform {
   double mte2_miss_cycles = 0;     // MTE2 wait per GM->L1 copy that misses L2 (HBM latency), cycles
   double scalar_start_cycles = 0;  // scalar work before the first MTE2 (Matmul init, tiling), cycles
   double scalar_block_cycles = 0;  // scalar issue and loop control per base-block iteration, cycles
+  double same_address = 1;         // MTE2 slow-down of cores missing L2 on the same lines at once (1: none)
 
   double cycles_per_us() const { return freq_mhz; }
   bool operator==(const Platform& o) const;  // every field of platform_fields()
