@@ -167,6 +167,10 @@ def test_staggered_k_loads_remove_the_same_address_conflict():
     full_k = dict(mm_tiling(128, 1280, (128, 256, 64), step_k=1), depthA1=2, depthB1=2)
     with pytest.raises(ValueError, match="kReorderLoad"):
         an.estimate("MatMul", [[128, 64], [64, 30720]], "float16", B1, {**full_k, "kReorderLoad": 1})
+    # It is the Matmul API's: Conv (load3d) has no such knob.
+    conv = ([[1, 64, 8, 8], [64, 64, 3, 3]], "float16", B1)
+    with pytest.raises(ValueError, match="kReorderLoad == 0"):
+        an.estimate("Conv", *conv, {**an.baseline_tiling("Conv", *conv), "kReorderLoad": 1})
     # The tuner turns it on where it pays.
     assert an.tune_op(**CASE12, max_evals=300).tiling["kReorderLoad"] == 1
 

@@ -98,6 +98,7 @@ class CubeModel : public OpModel {
   struct Limits {
     int64_t M, N, K, cores, ds, kq, l0a, l0b, l0c, l1, bt;
     bool bias_table, k_split;  // k_split: splitK > 1 allowed (no Conv, no epilogue on partial sums)
+    bool reorder;              // kReorderLoad allowed (the Matmul API's; not Conv's load3d)
   } lim_{};
   // Charged bytes of one full read of A's tm x Kc (B's Kc x tn), Kc the K of one core.
   double a_read_charge(int64_t tm, int64_t mL1, int64_t kA, int64_t Kc) const;
@@ -388,9 +389,9 @@ bool CubeModel::holds_all(const int64_t* t) const {
   // splitK == 1, or splitK * kq <= K where a K split is allowed; unitFlag <= 1
   if (l.k_split ? (!mul(t[kSplitK], l.kq, x) || x > l.K) : t[kSplitK] != 1) return false;
   if (t[kUnitFlag] > 1) return false;
-  // kReorderLoad <= 1, and 1 only where K is not fully loaded into L1
-  if (t[kReorder] > 1 || (t[kReorder] == 1 && !(mul(t[kBK], t[kStepKa], x) && x < l.K) &&
-                          !(mul(t[kBK], t[kStepKb], x) && x < l.K)))
+  // kReorderLoad == 0, or 1 where allowed and K is not fully loaded into L1
+  if (t[kReorder] != 0 && (t[kReorder] != 1 || !l.reorder ||
+                           (!(mul(t[kBK], t[kStepKa], x) && x < l.K) && !(mul(t[kBK], t[kStepKb], x) && x < l.K))))
     return false;
   if (sM % 16 || sN % 16 || bM % 16 || bN % 16 || bK % l.kq) return false;
   if (!mul(bM, bK, l.ds, t[kDbA], x) || x > l.l0a) return false;
@@ -470,11 +471,12 @@ void CubeModel::build_spec() {
     for (int64_t v = 2; v * kq <= Kq && (v * pieces <= cores || (overflow && Kq / v >= 256)); v *= 2)
       s.values[kSplitK].push_back(v);
   s.values[kUnitFlag] = {0, 1};
-  s.values[kReorder] = {0, 1};
+  // Staggered K loads are the Matmul API's (MDL); Conv's load3d is not modelled with them.
+  s.values[kReorder] = q.conv ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1};
   s.added_defaults = {{kNames[kSplitK], 1}, {kNames[kUnitFlag], 0}, {kNames[kReorder], 0}};
 
   lim_ = {q.M, q.N, Kq, cores, ds, kq, int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c),
-          int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0, k_split};
+          int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0, k_split, !q.conv};
   const Limits& l = lim_;  // holds_all() checks the same restrictions natively: keep the two in step
   const std::string M = num(q.M), N = num(q.N), K = num(l.K);
   const std::string mB = "((" + M + " + singleCoreM - 1) / singleCoreM)";
@@ -485,7 +487,8 @@ void CubeModel::build_spec() {
   r.push_back(l.k_split ? "splitK * " + num(kq) + " <= " + K : std::string("splitK == 1"));
   r.push_back("unitFlag <= 1");
   // Staggered K loading needs K loaded in several steps ([A] MatmulConfig enableKdimReorderLoad).
-  r.push_back("kReorderLoad == 0 or (kReorderLoad == 1 and (baseK * stepKa < " + K + " or baseK * stepKb < " + K + "))");
+  r.push_back(l.reorder ? "kReorderLoad == 0 or (kReorderLoad == 1 and (baseK * stepKa < " + K + " or baseK * stepKb < " + K + "))"
+                        : std::string("kReorderLoad == 0"));
   r.push_back("singleCoreM % 16 == 0 and singleCoreN % 16 == 0");
   r.push_back("baseM % 16 == 0 and baseN % 16 == 0 and baseK % " + num(kq) + " == 0");
   r.push_back("baseM * baseK * " + num(ds) + " * dbL0A <= " + num(l.l0a));
@@ -555,7 +558,7 @@ void CubeModel::build_spec() {
   // UnitFlag only overlaps (never slower in the model): the search keeps it on.
   pr.push_back("unitFlag == 1");
   // So does staggered K loading, where it is allowed.
-  pr.push_back("kReorderLoad == 1 or (baseK * stepKa >= " + K + " and baseK * stepKb >= " + K + ")");
+  if (l.reorder) pr.push_back("kReorderLoad == 1 or (baseK * stepKa >= " + K + " and baseK * stepKb >= " + K + ")");
   pr.push_back("depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
 
   // Baseline ([A] TCubeTiling recommended values; [M] heuristics): all cores
