@@ -161,8 +161,11 @@ def test_staggered_k_loads_remove_the_same_address_conflict():
     one = dict(mm_tiling(128, 2048, (128, 256, 64), step_k=4), depthA1=8, depthB1=8)
     small = dict(CASE12, inputs=[[128, 6144], [6144, 2048]])
     assert an.estimate(**small, tiling=one).time_us == an.estimate(**small, tiling={**one, "kReorderLoad": 1}).time_us
-    # A SoC without the measurement has no term (910A: same_address 1).
+    # A SoC without the measurement has no term, and so no knob (910A: same_address 1).
     assert native_platform("Ascend910A").same_address == 1 and native_platform(B1).same_address > 1
+    a1 = ([[768, 6144], [6144, 2048]], "float16", "Ascend910A")
+    with pytest.raises(ValueError, match="kReorderLoad"):
+        an.estimate("MatMul", *a1, {**an.baseline_tiling("MatMul", *a1), "kReorderLoad": 1})
     # Staggering needs K loaded in several steps.
     full_k = dict(mm_tiling(128, 1280, (128, 256, 64), step_k=1), depthA1=2, depthB1=2)
     with pytest.raises(ValueError, match="kReorderLoad"):

@@ -98,7 +98,7 @@ class CubeModel : public OpModel {
   struct Limits {
     int64_t M, N, K, cores, ds, kq, l0a, l0b, l0c, l1, bt;
     bool bias_table, k_split;  // k_split: splitK > 1 allowed (no Conv, no epilogue on partial sums)
-    bool reorder;              // kReorderLoad allowed (the Matmul API's; not Conv's load3d)
+    bool reorder;              // kReorderLoad allowed (Matmul, on a SoC with a same-address factor)
   } lim_{};
   // Charged bytes of one full read of A's tm x Kc (B's Kc x tn), Kc the K of one core.
   double a_read_charge(int64_t tm, int64_t mL1, int64_t kA, int64_t Kc) const;
@@ -471,12 +471,14 @@ void CubeModel::build_spec() {
     for (int64_t v = 2; v * kq <= Kq && (v * pieces <= cores || (overflow && Kq / v >= 256)); v *= 2)
       s.values[kSplitK].push_back(v);
   s.values[kUnitFlag] = {0, 1};
-  // Staggered K loads are the Matmul API's (MDL); Conv's load3d is not modelled with them.
-  s.values[kReorder] = q.conv ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1};
+  // Staggered K loads are the Matmul API's (MDL), searched where the SoC has a same-address
+  // factor to avoid (none measured: the knob would change nothing); Conv's load3d has no such knob.
+  const bool reorder = !q.conv && p.same_address > 1;
+  s.values[kReorder] = reorder ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
   s.added_defaults = {{kNames[kSplitK], 1}, {kNames[kUnitFlag], 0}, {kNames[kReorder], 0}};
 
   lim_ = {q.M, q.N, Kq, cores, ds, kq, int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c),
-          int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0, k_split, !q.conv};
+          int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0, k_split, reorder};
   const Limits& l = lim_;  // holds_all() checks the same restrictions natively: keep the two in step
   const std::string M = num(q.M), N = num(q.N), K = num(l.K);
   const std::string mB = "((" + M + " + singleCoreM - 1) / singleCoreM)";
