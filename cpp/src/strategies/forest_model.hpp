@@ -18,7 +18,14 @@
 namespace aoe {
 
 struct ForestOptions {
-  size_t trees = 16;
+  // 32 trees, not 16: a steadier ranking and spread.  Seeds 400-479 (convolution family), 400-429
+  // (pnpoly), 400-419 (GEMM), 200-259 (Ascend tilings), mean score change per space: convolution
+  // +0.001 / +0.010 / +0.016 / +0.066 (without tile_size_x=1) / -0.011, GEMM -0.008 to +0.102 (p10
+  // without MDIMC=16 0.27 -> 0.57), pnpoly -0.006 to +0.084, Ascend -0.049 to +0.039; tune_op's warm
+  // runs (5 tiling spaces, 300 evaluations, seeds 100-139) mean gap 1.59% -> 1.31%, p90 3.78% -> 2.72%.
+  // It doubles the model's cost (0.22 -> 0.45 ms per evaluation at 1,508 evaluations); 64 trees
+  // scored lower than 32 on convolution without tile_size_x=1 (0.685 against 0.712).
+  size_t trees = 32;
   size_t min_split = 3;        // a node with fewer samples is a leaf
   size_t min_leaf = 1;         // samples on each side of a split at least
   double features = 0.8;       // share of the parameters tried at each split
