@@ -37,8 +37,10 @@ constexpr double kCvExposure = 1.5006;
 // about 423 us of MTE2 for the 393,216 blocks of a core, at 1.85 GHz).
 constexpr double kNd2nzBlockCycles = 2.0;
 
-// splitK and unitFlag came later: their defaults (1, 0; TilingSpec::added_defaults)
-// give the model without them, so tilings stored before still read the same.
+// splitK, unitFlag and kReorderLoad came later: their defaults (1, 0, 0;
+// TilingSpec::added_defaults) give the model without them, so tilings stored
+// before still read the same (kReorderLoad = 0 pays the same-address term,
+// as the Matmul API's default does).
 enum P { kSM, kSN, kBM, kBN, kBK, kStepM, kStepN, kStepKa, kStepKb, kDepthA1, kDepthB1, kDbA, kDbB, kDbC, kOrder,
          kSplitK, kUnitFlag, kReorder, kNP };
 const char* const kNames[kNP] = {"singleCoreM", "singleCoreN", "baseM", "baseN", "baseK", "stepM", "stepN",
