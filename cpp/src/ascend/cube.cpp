@@ -256,7 +256,7 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // are serialised, hits are not.  §5.8 (all cores reading one matrix that
   // misses L2, GM->L1) gives the factor; §1 case 1, whose shared reads are
   // mostly L2 re-reads, shows no such penalty.
-  if (!q.conv && t[kReorder] == 0 && p.same_address > 1) {
+  if (lim_.reorder && t[kReorder] == 0) {  // (reorder: a Matmul on a SoC with the factor)
     if (nB > 1) mte2_a *= 1 + (p.same_address - 1) / double(a_loads);
     if (mB > 1) mte2_b *= 1 + (p.same_address - 1) / double(b_loads);
   }
@@ -370,7 +370,7 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
 
 // ---- native restriction check ------------------------------------------------------
 // build_spec()'s restrictions in C++: estimate_batch checks every row, and the
-// bytecode of fourteen restrictions costs more than evaluate() itself.  Called
+// bytecode of fifteen restrictions costs more than evaluate() itself.  Called
 // after range_violation() (every value in [0, 2^31)), with the restriction
 // language's semantics: a product that leaves int64 makes its restriction
 // false (mul() below), floor division and modulo of positive numbers are C's.
@@ -491,7 +491,8 @@ void CubeModel::build_spec() {
   r.push_back(l.k_split ? "splitK * " + num(kq) + " <= " + K : std::string("splitK == 1"));
   r.push_back("unitFlag <= 1");
   // Staggered K loading needs K loaded in several steps ([A] MatmulConfig enableKdimReorderLoad).
-  r.push_back(l.reorder ? "kReorderLoad == 0 or (kReorderLoad == 1 and (baseK * stepKa < " + K + " or baseK * stepKb < " + K + "))"
+  const std::string k_full = "baseK * stepKa >= " + K + " and baseK * stepKb >= " + K;
+  r.push_back(l.reorder ? "kReorderLoad == 0 or (kReorderLoad == 1 and not (" + k_full + "))"
                         : std::string("kReorderLoad == 0"));
   r.push_back("singleCoreM % 16 == 0 and singleCoreN % 16 == 0");
   r.push_back("baseM % 16 == 0 and baseN % 16 == 0 and baseK % " + num(kq) + " == 0");
@@ -562,7 +563,7 @@ void CubeModel::build_spec() {
   // UnitFlag only overlaps (never slower in the model): the search keeps it on.
   pr.push_back("unitFlag == 1");
   // So does staggered K loading, where it is allowed.
-  if (l.reorder) pr.push_back("kReorderLoad == 1 or (baseK * stepKa >= " + K + " and baseK * stepKb >= " + K + ")");
+  if (l.reorder) pr.push_back("kReorderLoad == 1 or (" + k_full + ")");
   pr.push_back("depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
 
   // Baseline ([A] TCubeTiling recommended values; [M] heuristics): all cores
