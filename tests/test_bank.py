@@ -192,3 +192,16 @@ def test_a_bank_written_by_the_previous_layout_still_serves_its_entries(tmp_path
     assert all(t.update_mode == "reserved" and t.tiling == {**old.entries[t.key]["tiling"],
                                                             **(added if t.key.startswith("MatMul") else {})}
                for t in r.tasks)
+
+
+def test_bank_commands_name_a_root_an_unknown_soc_and_a_soc_mismatch(tmp_path, capsys):
+    root = tmp_path / "root"
+    Bank(root / SOC, SOC).store([(_key(1), _entry(1, 50.0))])
+    assert bank_main(["stats", str(root)]) == 1
+    assert f"is a bank root (banks of {SOC}), not one SoC's bank" in capsys.readouterr().err
+    assert bank_main(["stats", "--soc_version", SOC, "--bank", str(root)]) == 0
+    assert "1 entries" in capsys.readouterr().out
+    assert bank_main(["stats", str(root / SOC), "--soc_version", "Ascend310P3"]) == 1
+    assert "expected 'Ascend310P3'" in capsys.readouterr().err
+    assert bank_main(["show", "--soc_version", "Ascend9999", "--bank", str(root)]) == 1
+    assert "unknown --soc_version 'Ascend9999'" in capsys.readouterr().err

@@ -186,3 +186,8 @@ def test_contradictions_name_the_published_pairs_no_model_fits_together():
     assert [(c.slow, c.fast) for c in calibration.contradictions([five, far])] == [("far", "5-before")]
     add = {"op": "Add", "inputs": [[4096], [4096]], "dtype": "float16", "tiling": None, "time_us": 100.0}
     assert calibration.contradictions([five, add]) == []
+
+
+def test_fit_given_as_a_string_is_a_type_error():
+    with pytest.raises(TypeError, match=r"fit must be a list of constant names, got the string 'mte2_eff'"):
+        an.calibrate(B3, synthetic_records({"mte2_eff": 0.65}), fit="mte2_eff")

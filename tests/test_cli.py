@@ -102,3 +102,149 @@ def test_low_coverage_warns_on_stderr_naming_the_top_operators(tmp_path, capsys,
                      r"Top unmodelled operators: MatMul \(\d+ nodes, 9\d\.\d% of FLOPs\)", err)
     assert "unmodelled)" in out and "of the modelled part" in out
     assert len(list(tmp_path.glob("aoe_result_opat_*.json"))) == 1
+
+
+# --------------------------------------------------------------------------- found by use (QA pass)
+def _mlp_file(tmp_path):
+    m = tmp_path / "m.onnx"
+    m.write_bytes(mlp().SerializeToString())
+    return m
+
+
+def test_bad_dtype_output_and_tune_ops_fail_before_tuning(tmp_path, capsys):
+    """Input mistakes are reported up front, with nothing tuned or stored."""
+    m = _mlp_file(tmp_path)
+    base = ["-f", "5", "-m", str(m), "-j", "2", f"--bank={tmp_path / 'bank'}", "--progress_bar=off",
+            "--input_shape", "x:1,64,256"]
+    assert cli.main(base + ["--dtype", "float64"]) == 1
+    assert "dtype 'float64' is not supported on Ascend910B3; valid: float16, bfloat16, float32, int8" \
+        in capsys.readouterr().err
+    (tmp_path / "afile").write_text("")
+    assert cli.main(base + [f"--output={tmp_path / 'afile'}"]) == 1
+    assert "output directory" in capsys.readouterr().err
+    for doc, message in ((["Gemm"], "expected a JSON object"),
+                         ({"tune_ops_type": "Gemm"}, "tune_ops_type must be a list of strings"),
+                         ({"tune_ops_name": None}, "tune_ops_name must be a list of strings"),
+                         ({"tune_ops_types": ["Gemm"]}, "unknown field(s) tune_ops_types"),
+                         ({"tune_ops_type": ["NoSuchOp"]}, "match no operator of the model")):
+        cfg = tmp_path / "ops.json"
+        cfg.write_text(json.dumps(doc))
+        assert cli.main(base + [f"--tune_ops_file={cfg}"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("aoe: error: ") and message in err, (doc, err)
+    assert not (tmp_path / "bank").exists()
+
+
+def test_tune_ops_naming_some_unknown_ops_warns_and_tunes_the_rest(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    m = _mlp_file(tmp_path)
+    cfg = tmp_path / "ops.txt"
+    cfg.write_text("Softmax\nNoSuchOp\n")
+    assert cli.main(["-f", "5", "-m", str(m), "-j", "2", f"--bank={tmp_path / 'bank'}", "--progress_bar=off",
+                     "--input_shape", "x:1,64,256", f"--tune_ops_file={cfg}"]) == 0
+    out, err = capsys.readouterr()
+    assert "aoe: warning: tune_ops: NoSuchOp match no operator of the model" in err
+    assert "total 1," in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-j", "2", "--timeline=t.json"], "--timeline applies to --job_type=4, not 2"),
+    (["-j", "2", "--servers=2"], "--servers applies to --job_type=4, not 2"),
+    (["-j", "2", "--tune_optimization_level=O1"], "--tune_optimization_level applies to --job_type=1, not 2"),
+    (["-j", "1", "--tune_ops_file=x.txt"], "--tune_ops_file applies to --job_type=2, not 1"),
+    (["-j", "4", "--timeline=t.json", "--bank=b"], "--bank applies to --job_type=1 or 2, not 4"),
+    (["-j", "4", "--timeline=t.json", "--dtype=float16"], "--dtype describes a model; with --timeline there is none"),
+    (["-j", "4", "-m", "m.onnx"], "--job_type=4 --model needs --framework=5"),
+])
+def test_options_of_other_job_types_are_usage_errors(args, message, capsys):
+    extra = [] if "-j" in args and args[args.index("-j") + 1] == "4" else ["-f", "5", "-m", "m.onnx"]
+    with pytest.raises(SystemExit) as e:
+        cli.main(args + extra)
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_ctrl_c_keeps_finished_tasks_and_writes_the_result(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during tuning (here raised from the progress callback after the first finished
+    task): exit 130, no traceback, the result file and the bank hold what was finished."""
+    from aoe_native.outputs import console
+
+    class Interrupting(console.ProgressBar):
+        def __call__(self, ev):
+            if ev["stage"] == "tuning" and ev["tasks_done"] >= 1:
+                raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "ProgressBar", Interrupting)
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "r.onnx"
+    zoo.save("resnet50", str(model))
+    rc = cli.main(["-f", "5", "-m", str(model), "-j", "2", f"--bank={tmp_path / 'bank'}", "--parallel=1"])
+    out, err = capsys.readouterr()
+    assert rc == 130 and "Traceback" not in err and "aoe: interrupted: the results above use" in err
+    [res] = tmp_path.glob("aoe_result_opat_*.json")
+    doc = json.loads(res.read_text())[1]["OPAT"]
+    assert doc["opat_tuning_result"].startswith("tuning interrupted")
+    added = doc["repo_summary"]["repo_add_num"]
+    assert 1 <= added < 26  # some tasks finished, not all
+    again = run_aoe(["-f", "5", "-m", str(model), "-j", "2", f"--bank={tmp_path / 'bank'}", "--progress_bar=off",
+                     "--tuning_time_limit=1"], cwd=tmp_path, timeout=120)
+    assert again.returncode == 0 and f"hit {added} " in again.stdout  # the rerun resumes from the bank
+
+
+def test_sigint_to_the_process_group_stops_cleanly(tmp_path):
+    """A real Ctrl-C (SIGINT to the whole process group, workers included) with worker
+    processes: exit 130, no traceback, and the result file says the run was interrupted."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    model = tmp_path / "r.onnx"
+    zoo.save("resnet50", str(model))
+    bank = tmp_path / "bank"
+    p = subprocess.Popen([sys.executable, "-m", "aoe_native.cli", "-f", "5", "-m", str(model), "-j", "1,2",
+                          f"--bank={bank}", "--parallel=2", "--progress_bar=off"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(bank.glob("*/*.json")) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the first subgraph is stored: tuning is under way
+    assert p.poll() is None, "the run ended before it could be interrupted"
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "aoe: interrupted" in err
+    [res] = tmp_path.glob("aoe_result_sgat_*.json")
+    assert json.loads(res.read_text())[1]["SGAT"]["sgat_tuning_result"].startswith("tuning interrupted")
+    assert not list(tmp_path.glob("aoe_result_opat_*.json"))  # operator tuning does not start
+
+
+def test_closed_stdout_ends_quietly(tmp_path):
+    """`aoe ... | head -1`: the reader goes away; no traceback, SIGPIPE's exit status."""
+    import os
+    import subprocess
+    import sys
+
+    tl = tmp_path / "t.json"
+    tl.write_text(json.dumps({"gradients": [{"name": f"g{i}", "bytes": 4000, "ready_us": float(i)}
+                                            for i in range(8)]}))
+    p = subprocess.Popen([sys.executable, "-m", "aoe_native.cli", "-j", "4", f"--timeline={tl}"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.wait(timeout=60)
+    assert "Traceback" not in err and "Broken pipe" not in err
+    assert p.returncode in (0, 141)  # 0 if everything was written before the pipe closed
+
+
+def test_progress_bar_keeps_counts_and_gain_in_a_narrow_terminal():
+    from rich.console import Console
+    from aoe_native.outputs.console import ProgressBar
+
+    console = Console(width=60, record=True, force_terminal=True)
+    bar = ProgressBar(console)
+    ev = {"stage": "tuning", "tasks_total": 26, "tasks_done": 12, "evaluations": 123456, "gain": 0.409,
+          "current": ["Conv 1x64x56x56", "MatMul 1x2048"]}
+    bar(ev)
+    bar({**ev, "stage": "done", "tasks_done": 26})
+    text = console.export_text()
+    assert "26/26" in text and "123,456" in text and "40.90%" in text

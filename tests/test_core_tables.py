@@ -141,7 +141,9 @@ def test_platform_fields_list_every_platform_field():
     for name, f in FIELDS.items():
         assert isinstance(getattr(Platform, name), property) and f["doc"], name
         assert (f["default"] is None) == f["required"]
-    assert list(Platform().to_dict()) == list(FIELDS)
+    assert list(Platform.from_dict(SOCS["Ascend910B3"]).to_dict()) == list(FIELDS)
+    with pytest.raises(TypeError):  # no empty Platform: it would model nothing (name '', 0 GB/s)
+        Platform()
     assert FIELDS["launch_overhead_us"]["default"] == 3.0 and "assumption" in FIELDS["launch_overhead_us"]["doc"]
     assert FIELDS["hbm_bytes"]["default"] == 0 and FIELDS["l2_gbps"]["default"] == 0
 

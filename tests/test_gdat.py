@@ -197,6 +197,7 @@ def test_mg_wfbp_merges_when_communication_would_queue():
     ([("a", 10, 0.0), ("b", 0, 1.0)], r"gradient 1 \('b'\): bytes must be an integer in 1\.\.2\^50"),
     ([("a", 10, 5.0), ("b", 10, 1.0)], r"gradient 1 \('b'\): ready_us 1.0 goes backwards"),
     ([("a", 10, float("nan"))], r"gradient 0 \('a'\): ready_us must be a finite number"),
+    ([("a", 10, -500.0)], r"gradient 0 \('a'\): ready_us -500.0 is negative"),
     ([("", 10, 0.0)], r"gradient 0: name must be"),
     ([], "no gradient"),
 ])

@@ -167,3 +167,15 @@ def test_model_file_is_read_without_its_large_embedded_weights():
             else:
                 assert not a.raw_data and not a.float_data and b.raw_data
         assert light.ByteSize() < full.ByteSize()
+
+
+def test_incompatible_static_shapes_are_named_not_blamed_on_runtime_values(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 32, 32])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    w = numpy_helper.from_array(np.zeros((16, 32), np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g", [x], [y], [w])
+    path = tmp_path / "bad.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    with pytest.raises(ValueError, match=r"node 'mm' \(MatMul\): its inputs' shapes do not fit together: "
+                                         r"Incompatible dimensions .*\(x \[1, 64, 32, 32\], w \[16, 32\]\)"):
+        load_graph(str(path))

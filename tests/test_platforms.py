@@ -1,6 +1,7 @@
 """The SoC table shipped with the package and user-loaded SoCs."""
 
 import json
+import math
 
 import pytest
 
@@ -79,3 +80,20 @@ def test_load_platform_bad_files(tmp_path):
     p.write_text(json.dumps({"base": "Ascend910B3", "name": "Z", "cube_dtypes": ["float64"]}))
     with pytest.raises(ValueError, match="cube_dtypes"):
         an.load_platform(str(p))
+
+
+def test_small_buffers_shrink_the_default_tiling_or_say_what_does_not_fit():
+    small = an.Platform.from_dict({**an.platform("Ascend910B3"), "name": "small-l0c", "l0c": 32768})
+    r = an.tune_op("MatMul", [[1024, 1024], [1024, 1024]], soc_version=small, max_evals=10)
+    assert r.tiling["baseM"] * r.tiling["baseN"] * 4 * r.tiling["dbL0C"] <= 32768 and math.isfinite(r.time_us)
+    tiny = an.Platform.from_dict({**an.platform("Ascend910B3"), "name": "tiny-l0c", "l0c": 512})
+    with pytest.raises(ValueError, match="even the smallest default tiling does not fit this platform's buffers"):
+        an.tune_op("MatMul", [[1024, 1024], [1024, 1024]], soc_version=tiny, max_evals=10)
+
+
+def test_a_misspelled_field_in_a_platform_file_is_named(tmp_path):
+    p = tmp_path / "soc.json"
+    p.write_text(json.dumps({"base": "Ascend910B3", "name": "mine", "hbm_gbs": 1}))
+    with pytest.raises(ValueError, match=r"unknown field 'hbm_gbs' \(did you mean 'hbm_gbps'\?\)"):
+        an.load_platform(str(p))
+    assert "mine" not in an.soc_versions()

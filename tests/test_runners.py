@@ -75,3 +75,16 @@ def test_measure_median_and_validation():
     assert len(calls) == 7
     with pytest.raises(ValueError):
         measure(lambda: None, repeats=0)
+
+
+def test_isolated_objective_without_time_limit():
+    import math
+    with IsolatedObjective(lambda c: float(c["a"]), timeout=math.inf) as obj:
+        assert obj({"a": 3}) == 3.0
+    with IsolatedObjective(lambda c: 1.0, timeout=None) as obj:
+        assert obj({"a": 1}) == 1.0
+
+
+def test_spawn_with_an_unpicklable_measurement_fails_at_once():
+    with pytest.raises(TypeError, match="with start_method 'spawn' the measurement is sent to the worker by pickle"):
+        IsolatedObjective(lambda c: 1.0, start_method="spawn")

@@ -265,3 +265,15 @@ def test_a_bank_entry_no_better_than_the_default_is_retuned_and_replaced(tmp_pat
     task = next(t for t in r.tasks if t.key == key)
     assert not task.bank_hit and task.evaluations > 0 and task.update_mode == "add"
     assert json.loads(path.read_text())["entries"][key]["tiling"] != t.baseline_tiling
+
+
+def test_evals_per_task_bounds_every_round(tmp_path):
+    """The budget holds from the first round: a measurement on a device is expensive, and
+    evals_per_task=3 must not become 25,000 measurements."""
+    m = tmp_path / "m.onnx"
+    m.write_bytes(mlp().SerializeToString())
+    for ept in (1, 7):
+        r = aoe_native.tune_model(str(m), input_shape="x:1,64,256", bank=tmp_path / f"b{ept}", parallel=1,
+                                  evals_per_task=ept)
+        tuned = [t for t in r.tasks if t.tuned]
+        assert tuned and sum(t.evaluations for t in tuned) <= ept * len(tuned)

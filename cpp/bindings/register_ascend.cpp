@@ -112,8 +112,8 @@ Per-SoC numbers used by the cost model: one socs.json entry.
 ``sources`` are ignored); ``to_dict()`` gives the fields back.  The fields are
 listed, with kind, default and unit, by ``platform_fields()``.
 )doc");
-  platform.def(py::init<>())
-      .def_static("from_dict", &platform_from_dict, py::arg("d"), py::arg("where") = "platform",
+  // No default constructor: an empty Platform (name '', 0 GB/s) would model nothing.
+  platform.def_static("from_dict", &platform_from_dict, py::arg("d"), py::arg("where") = "platform",
                   "Check a SoC description (ValueError naming the field) and build the Platform.")
       .def("to_dict", &platform_to_dict, "Every field, in platform_fields() order.")
       .def(py::self == py::self)
@@ -163,7 +163,8 @@ listed, with kind, default and unit, by ``platform_fields()``.
              Breakdown b;
              o.evaluate(t.data(), &b);
              return breakdown_dict(b);
-           })
+           },
+           py::arg("tiling"))
       .def("estimate_batch",
            [](const OpModel& o, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& rows,
               bool check, const std::string& how) {

@@ -256,7 +256,7 @@ class ExprParser {
         Level level(*this);
         int inner = parse_or();
         if (peek().kind != Tok::RParen)
-          throw ExprError(e_.text_, peek().pos, "expected ')' to close '(' at position " + std::to_string(t.pos));
+          throw ExprError(e_.text_, peek().pos, "expected ')' to close the '(' of position " + std::to_string(t.pos) + ",");
         ++i_;
         return inner;
       }

@@ -32,7 +32,7 @@ from .bank.store import BankError
 from .cluster import Cluster
 from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, RayEvaluator, TaskEvaluator
 from .jobs.gdat import GradientPlan, tune_gradients
-from .jobs.opat import CoverageWarning, tune_model, tune_torch
+from .jobs.opat import CoverageWarning, TuneOpsWarning, tune_model, tune_torch
 from .jobs.results import ModelTuneResult, SubgraphTuneResult
 from .jobs.sgat import tune_subgraphs
 from .tuning import BatchObjective, TuneResult, TuningInterrupted, improvement, tune
@@ -61,6 +61,7 @@ __all__ = [
     "Cluster",
     "CostModelEvaluator",
     "CoverageWarning",
+    "TuneOpsWarning",
     "Estimate",
     "GradientPlan",
     "Measurement",

@@ -42,11 +42,12 @@ from typing import Mapping
 
 from rich.console import Console
 
+from .ascend.platforms import soc_versions
 from .bank.store import Bank, BankError, bank_dir, merge_banks
 from .cluster import Cluster
 from .fileio import json_depth
 from .jobs.gdat import BACKEND_MAX_SEGMENTS, gdat_job
-from .jobs.opat import CoverageWarning, tune_model, usable_cores
+from .jobs.opat import CoverageWarning, TuneOpsWarning, tune_model, usable_cores
 from .jobs.sgat import LEVELS, tune_subgraphs
 from .outputs.console import ProgressBar, subgraph_table, summary_table
 from .tuning import improvement
@@ -103,16 +104,25 @@ def read_tune_ops_file(path: str) -> set[str]:
     except OSError as e:
         raise ValueError(f"--tune_ops_file {path}: cannot read ({e.strerror})") from None
     stripped = text.strip()
-    if stripped.startswith("{"):
+    if stripped.startswith(("{", "[")):
         if json_depth(stripped.encode()) > 8:  # the file nests 2 levels; json recurses per level
             raise ValueError(f"--tune_ops_file {path}: JSON nested deeper than 8 levels")
         try:
             doc = json.loads(stripped)
         except json.JSONDecodeError as e:
             raise ValueError(f"--tune_ops_file {path}: invalid JSON ({e})") from None
-        names = list(doc.get("tune_ops_name", [])) + list(doc.get("tune_ops_type", []))
-        if not isinstance(doc, dict) or not all(isinstance(n, str) for n in names):
-            raise ValueError(f"--tune_ops_file {path}: expected string lists tune_ops_name / tune_ops_type")
+        if not isinstance(doc, dict):
+            raise ValueError(f"--tune_ops_file {path}: expected a JSON object with tune_ops_name / tune_ops_type")
+        unknown = sorted(set(doc) - {"tune_ops_name", "tune_ops_type"})
+        if unknown:
+            raise ValueError(f"--tune_ops_file {path}: unknown field(s) {', '.join(unknown)} "
+                             "(expected tune_ops_name, tune_ops_type)")
+        names = []
+        for field in ("tune_ops_name", "tune_ops_type"):
+            value = doc.get(field, [])
+            if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+                raise ValueError(f"--tune_ops_file {path}: {field} must be a list of strings, got {value!r}")
+            names += value
     else:
         names = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
     out = {n for n in names if n}
@@ -154,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--job_type", "-j", type=_job_type, required=True, metavar="{1,2,4,1,2}",
                     help="1 = subgraph tuning (SGAT); 2 = operator tuning (OPAT); 1,2 = subgraph then operator "
                     "tuning; 4 = gradient-split tuning (GDAT)")
-    ap.add_argument("--soc_version", default="Ascend910B3", help="target SoC (default Ascend910B3)")
+    ap.add_argument("--soc_version", help="target SoC (default Ascend910B3)")
     ap.add_argument("--input_shape", help='fix input shapes, e.g. "input_ids:1,128;attention_mask:1,128"')
     ap.add_argument("--output", help="directory for the tuned plan JSON and the HTML report")
     ap.add_argument("--tuning_time_limit", type=float, help="seconds for the tuning phase")
@@ -165,14 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--bank", help="knowledge bank root (bank in PATH/<soc_version>); "
                     "overrides $TUNE_BANK_PATH and the default ~/.cache/aoe_native/bank")
     ap.add_argument("--parallel", type=int, help="worker processes (default $TE_PARALLEL_COMPILER, else the cores)")
-    ap.add_argument("--dtype", default="float16", help="compute data type of the kernels (default float16)")
-    ap.add_argument("--seed", type=int, default=0, help="random seed (results are deterministic per seed)")
+    ap.add_argument("--dtype", help="compute data type of the kernels (default float16)")
+    ap.add_argument("--seed", type=int, help="random seed (default 0; results are deterministic per seed)")
     ap.add_argument("--launch_overhead_us", type=float,
                     help="per-kernel launch cost added to model time (default: the SoC's, 3 us, an assumption)")
     s = ap.add_argument_group("subgraph tuning (--job_type=1)")
-    s.add_argument("--tune_optimization_level", choices=sorted(LEVELS), default="O2",
+    s.add_argument("--tune_optimization_level", choices=sorted(LEVELS),
                    help="O1: high performance (searches harder, also the cube:vector core ratio); O2: normal (default)")
-    s.add_argument("--Fnonhomo_split", type=_on_off, default=False, metavar="on|off",
+    s.add_argument("--Fnonhomo_split", type=_on_off, metavar="on|off",
                    help="allow non-uniform splits of a last partial wave over the cores (default off)")
     g = ap.add_argument_group("gradient-split tuning (--job_type=4)")
     g.add_argument("--timeline", help='gradient timeline JSON {"gradients": [{"name", "bytes", "ready_us"}, ...]} '
@@ -181,12 +191,42 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ranks", type=int, help="one-level ring of this many ranks (default 8)")
     g.add_argument("--alpha_us", type=float, help="one-level ring: start-up per step in us (default 20)")
     g.add_argument("--gbps", type=float, help="one-level ring: bandwidth in GB/s, 1 GB = 1e9 bytes (default 100)")
-    g.add_argument("--servers", type=int, default=1,
+    g.add_argument("--servers", type=int,
                    help="without --cluster/--ranks: Ascend 910B servers of 8 NPUs (default 1)")
     g.add_argument("--max_buckets", type=int, help="at most this many buckets")
     g.add_argument("--backend", choices=sorted(BACKEND_MAX_SEGMENTS),
                    help="the plan must fit this backend (hccl: at most 8 segments)")
     return ap
+
+
+# Options that apply to some job types only (dest: job types); given elsewhere, they are an error
+# rather than silently ignored.  --soc_version, --input_shape and --dtype describe a model, so
+# they do not go with --timeline either.
+_OPTION_JOBS = {
+    "tune_ops_file": {2}, "tune_optimization_level": {1}, "Fnonhomo_split": {1},
+    "tuning_time_limit": {1, 2}, "bank": {1, 2}, "parallel": {1, 2}, "seed": {1, 2}, "launch_overhead_us": {1, 2},
+    "timeline": {4}, "cluster": {4}, "ranks": {4}, "alpha_us": {4}, "gbps": {4}, "servers": {4},
+    "max_buckets": {4}, "backend": {4},
+}
+_DEFAULTS = {"soc_version": "Ascend910B3", "dtype": "float16", "seed": 0, "tune_optimization_level": "O2",
+             "Fnonhomo_split": False, "servers": 1}
+
+
+def _check_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject options the job type does not use, then fill in the defaults."""
+    flags = {dest: f"--{dest}" for dest in list(_OPTION_JOBS) + list(_DEFAULTS) + ["input_shape"]}  # flag = --dest
+    jobs = set(args.job_type)
+    for dest, where in _OPTION_JOBS.items():
+        if getattr(args, dest) is not None and not jobs & where:
+            ap.error(f"{flags[dest]} applies to --job_type={' or '.join(map(str, sorted(where)))}, "
+                     f"not {','.join(map(str, args.job_type))}")
+    if args.timeline is not None:
+        for dest in ("soc_version", "input_shape", "dtype"):
+            if getattr(args, dest) is not None:
+                ap.error(f"{flags[dest]} describes a model; with --timeline there is none")
+    for dest, value in _DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, value)
 
 
 def cluster_from_args(args: argparse.Namespace) -> Cluster:
@@ -210,6 +250,8 @@ def _gdat_main(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         ap.error("--job_type=4 needs --timeline FILE or --model (with --framework=5)")
     if args.timeline is not None and args.model is not None:
         ap.error("--job_type=4: give --timeline or --model, not both")
+    if args.model is not None and args.framework is None:
+        ap.error("--job_type=4 --model needs --framework=5 (ONNX)")
     if args.model is not None and args.framework != 5:
         print(f"aoe: error: --framework={args.framework} is not supported with --model; only 5 (ONNX) is",
               file=sys.stderr)
@@ -241,8 +283,30 @@ def _gdat_main(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``aoe``: exit status 0 on success, 1 on an error in the input, 2 on a usage error,
+    130 when Ctrl-C stopped the run (what was finished is kept and written)."""
+    try:
+        return _aoe(argv)
+    except KeyboardInterrupt:
+        print("aoe: interrupted; tilings tuned so far are kept in the knowledge bank (run again to resume)",
+              file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return _closed_stdout()
+
+
+def _closed_stdout() -> int:
+    """The reader of our output went away (``aoe ... | head``): stop quietly, as Unix tools do,
+    and keep Python from failing again when it flushes stdout at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
+
+
+def _aoe(argv: list[str] | None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
+    _check_options(ap, args)
     err = Console(stderr=True, highlight=False)
     if args.job_type == (4,):
         return _gdat_main(ap, args)
@@ -261,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CoverageWarning)
+            warnings.simplefilter("always", TuneOpsWarning)
             common = dict(soc_version=args.soc_version, input_shape=args.input_shape, dtype=args.dtype,
                           bank=bank_root(args.bank), parallel=parallel_from_env(args.parallel),
                           tuning_time_limit=args.tuning_time_limit, seed=args.seed,
@@ -283,12 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     shown = set()
     for w in caught:
-        if issubclass(w.category, CoverageWarning):
-            if str(w.message) not in shown:  # subgraph then operator tuning warn of the same model
-                print(f"aoe: warning: {w.message}", file=sys.stderr)
-            shown.add(str(w.message))
-        else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        if str(w.message) not in shown:  # subgraph then operator tuning warn of the same model
+            print(f"aoe: warning: {w.message}", file=sys.stderr)
+        shown.add(str(w.message))
     out = Console(highlight=False)
     if sg is not None:
         _print_sgat(out, sg)
@@ -298,6 +360,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{sg.model_name} SGAT + OPAT finished. Performance improved by "
               f"{improvement(sg.baseline_ms, r.tuned_ms) * 100:.2f}% over the fixed fusion rules with default "
               f"tilings ({sg.baseline_ms:.4f} ms -> {r.tuned_ms:.4f} ms)")
+    if (sg is not None and sg.interrupted) or (r is not None and r.interrupted):
+        print("aoe: interrupted: the results above use what was tuned before Ctrl-C (unfinished tasks keep "
+              "their default); run again to resume from the knowledge bank", file=sys.stderr)
+        return 130
     return 0
 
 
@@ -351,13 +417,29 @@ def _subgraph_plan_text(kernels: list) -> str:
 
 
 def _open_bank(args: argparse.Namespace) -> Bank:
+    """The bank a show/stats command names: BANK_DIR (whose files must be of --soc_version
+    when both are given), or --soc_version under the bank root."""
     if args.bank_dir:
         if not os.path.isdir(args.bank_dir):
             raise BankError(f"{args.bank_dir}: not a bank directory")
-        return Bank(args.bank_dir).load()
+        if args.bank:
+            raise ValueError("give a bank directory, or --soc_version with --bank ROOT; not both")
+        b = Bank(args.bank_dir, args.soc_version).load()  # a file of another SoC is an error
+        if not b.files():  # a bank root by mistake? Its SoC subdirectories hold the files
+            subdirs = (os.path.join(args.bank_dir, d) for d in os.listdir(args.bank_dir))
+            socs = sorted(os.path.basename(d) for d in subdirs if os.path.isdir(d) and Bank(d).files())
+            if socs:
+                raise BankError(f"{args.bank_dir} is a bank root (banks of {', '.join(socs)}), not one SoC's bank; "
+                                f"give {os.path.join(args.bank_dir, socs[0])} or --soc_version {socs[0]} "
+                                f"--bank {args.bank_dir}")
+        return b
     if not args.soc_version:
         raise ValueError("give a bank directory or --soc_version")
-    return Bank(bank_dir(args.soc_version, bank_root(args.bank)), args.soc_version).load()
+    directory = bank_dir(args.soc_version, bank_root(args.bank))
+    if args.soc_version not in soc_versions() and not os.path.isdir(directory):
+        raise ValueError(f"unknown --soc_version {args.soc_version!r} and no bank at {directory}; "
+                         f"known SoCs: {', '.join(soc_versions())}")
+    return Bank(directory, args.soc_version).load()
 
 
 def bank_main(argv: list[str] | None = None) -> int:
@@ -376,36 +458,44 @@ def bank_main(argv: list[str] | None = None) -> int:
             p.add_argument("--op", help="only entries of this op type")
     args = ap.parse_args(argv)
     try:
-        if args.command == "merge":
-            c = merge_banks(args.sources, args.output)
-            print(f"merged {c['source_entries']} entries from {c['sources']} bank(s) into {args.output}: "
-                  f"{c['stored']} stored, {c['new_keys']} new keys, {c['entries']} entries now")
-            return 0
-        b = _open_bank(args)
-        if args.command == "stats":
-            st = b.stats()
-            if args.json:
-                print(json.dumps(st, indent=1, sort_keys=True))
-            else:
-                print(f"bank {st['directory']} (SoC {st['soc_version']}): {st['entries']} entries")
-                for op, v in st["op_types"].items():
-                    print(f"  {op:<20} {v['entries']:>6} entries  mean improvement {v['mean_improvement'] * 100:.2f}%")
-            return 0
-        rows = sorted((k, e) for k, e in b.entries.items() if not args.op or e["op_type"] == args.op)
-        if args.json:
-            print(json.dumps(dict(rows), indent=1, sort_keys=True))
-        else:
-            print(f"bank {b.directory} (SoC {b.soc_version}): {len(rows)} entries")
-            for k, e in rows:
-                tiling = " ".join(f"{n}={v}" for n, v in sorted(e["tiling"].items()))
-                if isinstance(e.get("kernels"), list):  # a subgraph plan: its kernels and split policies
-                    tiling = _subgraph_plan_text(e["kernels"])
-                print(f"{k}\n    {e['time_before_us']:.3f} us -> {e['time_after_us']:.3f} us  [{tiling}]  "
-                      f"v{e['tool_version']} {e['date']}")
-        return 0
+        return _bank_command(args)
     except (BankError, ValueError, OSError) as e:
         print(f"aoe-bank: error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return _closed_stdout()
+
+
+def _bank_command(args: argparse.Namespace) -> int:
+    if args.command == "merge":
+        c = merge_banks(args.sources, args.output)
+        print(f"merged {c['source_entries']} entries from {c['sources']} bank(s) into {args.output}: "
+              f"{c['stored']} stored, {c['new_keys']} new keys, {c['entries']} entries now")
+        return 0
+    b = _open_bank(args)
+    if args.command == "stats":
+        st = b.stats()
+        if args.json:
+            print(json.dumps(st, indent=1, sort_keys=True))
+        else:
+            print(f"bank {st['directory']} (SoC {st['soc_version']}): {st['entries']} entries")
+            for op, v in st["op_types"].items():
+                print(f"  {op:<20} {v['entries']:>6} entries  mean improvement {v['mean_improvement'] * 100:.2f}%")
+        return 0
+    rows = sorted((k, e) for k, e in b.entries.items() if not args.op or e["op_type"] == args.op)
+    if args.json:
+        print(json.dumps(dict(rows), indent=1, sort_keys=True))
+    else:
+        print(f"bank {b.directory} (SoC {b.soc_version}): {len(rows)} entries")
+        for k, e in rows:
+            tiling = " ".join(f"{n}={v}" for n, v in sorted(e["tiling"].items()))
+            if isinstance(e.get("kernels"), list):  # a subgraph plan: its kernels and split policies
+                tiling = _subgraph_plan_text(e["kernels"])
+            print(f"{k}\n    {e['time_before_us']:.3f} us -> {e['time_after_us']:.3f} us  [{tiling}]  "
+                  f"v{e['tool_version']} {e['date']}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import math
 import multiprocessing as mp
+import pickle
 import statistics
 import time
 import traceback
@@ -76,6 +77,9 @@ class MeasurementError(RuntimeError):
     """A measurement failed in the worker: raised, timed out or crashed."""
 
 
+_NO_LIMIT_S = 1e9  # a timeout longer than this (~32 years) is no timeout
+
+
 class IsolatedObjective:
     """Wraps ``fn(config) -> float`` to run in a separate worker process.
 
@@ -84,32 +88,45 @@ class IsolatedObjective:
             any callable (closures and lambdas too); with ``"spawn"`` it must be
             importable (a module-level function).
         timeout: seconds one measurement may take before the worker is killed and
-            the configuration fails with "timed out".
+            the configuration fails with "timed out"; ``None`` or ``math.inf``: no limit.
         start_method: ``multiprocessing`` start method.
 
     Use as a context manager (or call :meth:`close`) to stop the worker.
     """
 
-    def __init__(self, fn: Callable[[dict[str, int]], float], timeout: float = 60.0,
+    def __init__(self, fn: Callable[[dict[str, int]], float], timeout: float | None = 60.0,
                  start_method: str | None = None) -> None:
         if not callable(fn):
             raise TypeError(f"IsolatedObjective needs a callable, got {fn!r}")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive (or None for no limit), got {timeout}")
         self.fn = fn
-        self.timeout = float(timeout)
+        # Pipe.poll cannot wait past ~292 years (a C timestamp): longer is no limit.
+        self.timeout = None if timeout is None or timeout > _NO_LIMIT_S else float(timeout)
         methods = mp.get_all_start_methods()
         self._ctx = mp.get_context(start_method or ("fork" if "fork" in methods else "spawn"))
+        if self._ctx.get_start_method() != "fork":  # the worker gets fn by pickle: fail now, not per configuration
+            try:
+                pickle.dumps(fn)
+            except Exception as e:
+                raise TypeError(f"with start_method {self._ctx.get_start_method()!r} the measurement is sent to the "
+                                f"worker by pickle, and {fn!r} cannot be ({type(e).__name__}: {e}); use a "
+                                "module-level function, or the 'fork' start method") from None
         self._proc: Any = None
         self._conn: Any = None
         self.restarts = 0
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_worker, args=(child, self.fn), daemon=True)
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        proc = self._ctx.Process(target=_worker, args=(child, self.fn), daemon=True)
+        try:
+            proc.start()
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            child.close()
+        self._proc, self._conn = proc, parent  # only a started worker is kept (and later joined)
 
     def _kill(self) -> int | None:
         proc, self._proc = self._proc, None

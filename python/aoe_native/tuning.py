@@ -136,6 +136,17 @@ def _strategy_options(options: Mapping[str, float] | None) -> dict[str, float]:
     return out
 
 
+def check_max_evals(max_evals: Any) -> None:
+    """TypeError / ValueError unless max_evals is None or an integer below 2**63 (the
+    native side's limit); a positive count is the strategy's check."""
+    if max_evals is None:
+        return
+    if isinstance(max_evals, bool) or not isinstance(max_evals, numbers.Real) or int(max_evals) != max_evals:
+        raise TypeError(f"max_evals must be an integer, got {max_evals!r}")
+    if int(max_evals) >= 2**63:
+        raise ValueError(f"max_evals must be below 2**63, got {max_evals!r}")
+
+
 def tune(
     space: SearchSpace,
     objective: ObjectiveLike,
@@ -178,10 +189,9 @@ def tune(
     fn: Any = objective
     if isinstance(objective, BatchObjective):
         batch, fn = objective.max_batch, objective.fn
-    if max_evals is not None and int(max_evals) != max_evals:
-        raise TypeError(f"max_evals must be an integer, got {max_evals!r}")
-    if max_evals is not None and int(max_evals) >= 2**63:
-        raise ValueError(f"max_evals must be below 2**63, got {max_evals!r}")
+    check_max_evals(max_evals)
+    if not isinstance(strategy, str):
+        raise TypeError(f"strategy must be a strategy name (aoe_native.strategies()), got {strategy!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an integer, got {seed!r}")
     if not 0 <= seed < 2**64:

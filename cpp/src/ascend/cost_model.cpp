@@ -169,8 +169,11 @@ void OpModel::finish_spec() {
   // Knobs whose "off" is 0 (TCubeTiling's iterateOrder and the switches this model adds).
   static const std::set<std::string> zero_ok = {"iterateOrder", "splitR", "unitFlag", "kReorderLoad", "vcBlocks"};
   for (const auto& n : spec_.names) min_value_.push_back(zero_ok.count(n) ? 0 : 1);
+  // The default tiling shrinks to the platform's buffers; if even the smallest does not fit,
+  // the platform (a user's, the built-in ones are tested) is too small for this operator.
   if (!spec_.baseline.empty() && !violation(spec_.baseline.data()).empty())
-    throw std::logic_error("internal: baseline tiling of " + kind_ + " violates " + violation(spec_.baseline.data()));
+    fail(kind_ + ": even the smallest default tiling does not fit this platform's buffers (it violates " +
+         violation(spec_.baseline.data()) + "); check the platform's L0/L1/UB sizes");
 }
 
 SearchSpace OpModel::space() const {

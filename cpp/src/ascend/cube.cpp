@@ -581,15 +581,25 @@ void CubeModel::build_spec() {
       if (score > best_score) best_score = score, best_sm = sm, best_sn = sn;
     }
   auto floor_pow2 = [](int64_t v) { int64_t r = 16; while (r * 2 <= v) r *= 2; return r; };
-  const int64_t bm = std::min<int64_t>(128, floor_pow2(best_sm));
-  const int64_t bn = std::min<int64_t>(256, floor_pow2(best_sn));
+  int64_t bm = std::min<int64_t>(128, floor_pow2(best_sm));
+  int64_t bn = std::min<int64_t>(256, floor_pow2(best_sn));
   int64_t bk = std::min<int64_t>(std::max<int64_t>(kq, 128 / ds), s.values[kBK].back());
   int64_t dba = 2, dbb = 2, dbc = 2;
+  // Shrink until the buffers fit: double buffering first, then K, then the base block
+  // itself (user platforms may have small L0 buffers; the built-in ones never get there).
   while (bm * bk * ds * dba > p.l0a || bn * bk * ds * dbb > p.l0b) {
-    if (dba == 2) dba = dbb = 1; else bk = std::max<int64_t>(kq, bk / 2);
-    if (bk == kq && dba == 1) break;
+    if (dba == 2) dba = dbb = 1;
+    else if (bk > kq) bk = std::max<int64_t>(kq, bk / 2);
+    else if (bn > 16 && bn * bk * ds > p.l0b) bn /= 2;
+    else if (bm > 16) bm /= 2;
+    else break;
   }
-  if (bm * bn * 4 * 2 > p.l0c) dbc = 1;
+  while (bm * bn * 4 * dbc > p.l0c) {
+    if (dbc == 2) dbc = 1;
+    else if (bn > 16) bn /= 2;
+    else if (bm > 16) bm /= 2;
+    else break;
+  }
   int64_t depth = 2;
   if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias && p.bt > 0 ? bn * 4 : 0) > p.l1) depth = 1;
   s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0, 1, 0, 0};

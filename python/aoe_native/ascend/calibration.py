@@ -340,6 +340,9 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
     except ImportError:  # pragma: no cover - the calibrate extra installs it
         raise ImportError("aoe_native.calibrate needs scipy: pip install 'aoe-native[calibrate]'") from None
     base = native_platform(soc_version)
+    if isinstance(fit, str):
+        raise TypeError(f"calibrate: fit must be a list of constant names, got the string {fit!r} "
+                        f"(write fit=[{fit!r}])")
     unknown = [k for k in fit if k not in FITTABLE]
     if unknown or not fit:
         raise ValueError(f"calibrate: cannot fit {', '.join(unknown) or 'nothing'}; fittable constants: "

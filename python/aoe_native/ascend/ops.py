@@ -19,7 +19,7 @@ import numpy as np
 
 from .._core import ascend as _native
 from .._core.space import SearchSpace
-from ..tuning import improvement, tune
+from ..tuning import check_max_evals, improvement, tune
 from .platforms import Platform, native_platform
 
 
@@ -430,6 +430,7 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
     for t in [dict(zip(names, baseline))] + list(initial_tilings or []):
         if isinstance(t, Mapping) and set(t) == set(names) and space.index(dict(t)) is not None and t not in init:
             init.append(dict(t))
+    check_max_evals(max_evals)
     strat = strategy
     if strategy == TUNE_OP_POLICY:
         strat, max_evals = choose_strategy(len(space), max_evals, time_limit)

@@ -11,6 +11,7 @@ built-in one (``"base": "Ascend910B3"``).
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import threading
 from importlib import resources
@@ -18,7 +19,8 @@ from typing import Any, Union
 
 from .._core import ascend as _native
 
-__all__ = ["Platform", "soc_versions", "platform", "platform_fields", "load_platform", "native_platform"]
+__all__ = ["Platform", "soc_versions", "platform", "platform_fields", "load_platform", "native_platform",
+           "COMPUTE_DTYPES", "check_compute_dtype"]
 
 Platform = _native.Platform
 
@@ -71,6 +73,10 @@ def platform(name: str) -> dict[str, Any]:
     return copy.deepcopy(table[name])
 
 
+# Keys of a SoC description that are not Platform fields: provenance and notes.
+_DESCRIPTIVE_KEYS = {"base", "sources", "arch", "aic_version", "notes"}
+
+
 def load_platform(path: str) -> str:
     """Register the SoC described in the JSON file ``path`` and return its name.
 
@@ -86,6 +92,13 @@ def load_platform(path: str) -> str:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(entry, dict):
         raise ValueError(f"{path}: expected a JSON object describing one SoC")
+    # A misspelled field would silently keep the base's value: name it instead.
+    known = {f["name"] for f in platform_fields()} | _DESCRIPTIVE_KEYS
+    for key in entry:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), sorted(known), n=1)
+            raise ValueError(f"{path}: unknown field {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "") +
+                             "; the fields are listed by aoe_native.platform_fields()")
     if "base" in entry:
         base = platform(entry["base"])
         base.pop("sources", None)
@@ -114,3 +127,17 @@ def native_platform(soc: Union[str, Platform]) -> Platform:
     with _lock:
         _native_cache[soc] = p
     return p
+
+
+# The kernels' compute data types the cost model knows (int32 only as an output type).
+COMPUTE_DTYPES = ("float16", "bfloat16", "float32", "int8")
+
+
+def check_compute_dtype(dtype: str, soc: Union[str, Platform]) -> str:
+    """``dtype`` if the kernels of a model can compute in it on ``soc`` (its cube or vector
+    unit takes it); else a ValueError that lists the dtypes that work there."""
+    p = native_platform(soc)
+    valid = [d for d in COMPUTE_DTYPES if d in p.cube_dtypes or d in p.vector_dtypes]
+    if dtype not in valid:
+        raise ValueError(f"dtype {dtype!r} is not supported on {p.name}; valid: {', '.join(valid)}")
+    return dtype

@@ -298,6 +298,11 @@ _VALUE_SHAPED = frozenset({"ConstantOfShape", "Expand", "Tile", "Range", "Pad", 
                            "Reshape", "Slice", "CenterCropPad", "NonZero"})
 
 
+def _default_opset(model: onnx.ModelProto) -> int:
+    """The model's version of the default (ai.onnx) operator set."""
+    return next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 17)
+
+
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """onnx's shape inference, with data propagation (which folds the Shape -> ... -> Reshape
     chains of exported models) only when the model's 1-D tensors stay within a budget: it
@@ -319,7 +324,7 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
     onnx's reference implementation and replaced by an initializer; then inference runs again.
     Weights are not touched (their values are neither needed nor loaded)."""
     from onnx.reference import ReferenceEvaluator
-    opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 17)
+    opset = _default_opset(model)
     for _ in range(8):
         inferred = _infer_shapes(model)
         shapes = {vi.name: _dims(vi.type) for vi in list(inferred.graph.input) + list(inferred.graph.value_info)}
@@ -372,9 +377,27 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 
-def _check_shapes(g: onnx.GraphProto, tensors: dict[str, Tensor], where: str) -> None:
+def _strict_node_error(g: onnx.GraphProto, n: onnx.NodeProto, opset: int) -> str | None:
+    """onnx's strict shape inference on node `n` alone (its inputs as the inferred graph has
+    them): the message if their shapes are incompatible (a MatMul of [.., 32] by [16, ..]),
+    else None.  Non-strict inference, which the import runs, only leaves the output unknown."""
+    infos = {vi.name: vi for vi in list(g.input) + list(g.value_info)}
+    for t in g.initializer:
+        infos.setdefault(t.name, helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    try:
+        m = helper.make_model(helper.make_graph([n], "node", [infos[x] for x in n.input if x in infos], []),
+                              opset_imports=[helper.make_opsetid("", opset)])
+        onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    except onnx.shape_inference.InferenceError as e:
+        return str(e).strip().splitlines()[-1].rsplit("] ", 1)[-1]  # onnx nests "[ShapeInferenceError] ..." twice
+    except Exception:
+        return None
+    return None
+
+
+def _check_shapes(g: onnx.GraphProto, tensors: dict[str, Tensor], where: str, opset: int) -> None:
     """Every node's outputs must have a static shape: name the first node that has none,
-    and the first of its inputs that lost its shape."""
+    and the first of its inputs that lost its shape (or why its inputs' shapes clash)."""
     used = {x for n in g.node for x in n.input} | {o.name for o in g.output}
     for i, n in enumerate(g.node):
         for j, o in enumerate(n.output):
@@ -384,6 +407,11 @@ def _check_shapes(g: onnx.GraphProto, tensors: dict[str, Tensor], where: str) ->
                 continue
             lost = next((x for x in n.input if x and (x not in tensors or tensors[x].shape is None)), None)
             name = n.name or f"{n.op_type}_{i}"
+            clash = None if lost is not None else _strict_node_error(g, n, opset)
+            if clash is not None:
+                shapes = ", ".join(f"{x} {list(tensors[x].shape)}" for x in n.input if x)
+                raise ValueError(f"{where}: node {name!r} ({n.op_type}): its inputs' shapes do not fit together: "
+                                 f"{clash} ({shapes})")
             why = (f"its input {lost!r} has no static shape" if lost is not None else
                    "its output shape depends on values known only at run time")
             raise ValueError(f"{where}: the shape of {o!r}, output of node {name!r} ({n.op_type}), cannot be "
@@ -482,7 +510,7 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
         dims = _dims(vi.type)
         shape = tuple(dims) if dims is not None and all(isinstance(d, int) for d in dims) else None
         tensors[vi.name] = Tensor(vi.name, shape, _dtype_name(vi.type.tensor_type.elem_type))
-    _check_shapes(g, tensors, where)
+    _check_shapes(g, tensors, where, _default_opset(inferred))
     inputs = {vi.name: tensors[vi.name].shape for vi in g.input if not tensors[vi.name].const}
 
     nodes: list[Node] = []

@@ -26,13 +26,13 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ..ascend.ops import tune_op
-from ..ascend.platforms import Platform, native_platform
+from ..ascend.platforms import Platform, check_compute_dtype, native_platform
 from ..cluster import Cluster
 from ..graph.ir import Graph, Node
 from ..graph.lowering import VIEW_OPS, UnsupportedNode, map_node
 from ..graph.onnx import load_graph
 from ..fileio import read_given_json
-from ..outputs import write_gdat_outputs
+from ..outputs import check_job_dirs, write_gdat_outputs
 from ..tuning import improvement
 
 __all__ = ["GradientPlan", "TimelineError", "tune_gradients", "simulate", "load_timeline", "predict_timeline",
@@ -89,6 +89,8 @@ def _check_timeline(gradients: Iterable[Any]) -> tuple[list[str], np.ndarray, np
             raise TimelineError(f"{where}: bytes must be an integer in 1..2^50, got {nbytes!r}")
         if isinstance(r, bool) or not isinstance(r, (int, float, np.number)) or not math.isfinite(r):
             raise TimelineError(f"{where}: ready_us must be a finite number, got {r!r}")
+        if r < 0:
+            raise TimelineError(f"{where}: ready_us {r} is negative (it counts from the start of backward)")
         if ready and r < ready[-1]:
             raise TimelineError(f"{where}: ready_us {r} goes backwards (previous gradient ready at {ready[-1]}); "
                                 "list gradients in the order they become ready")
@@ -525,6 +527,7 @@ def predict_timeline(model: Any, soc_version: str | Platform = "Ascend910B3", in
     overhead.  A parameter's gradient is ready when the backward of its first consumer
     (in forward order) is done.  ``bytes`` = elements × the parameter's own element size
     (float32 when unknown).  Time 0 is the start of backward."""
+    check_compute_dtype(dtype, soc_version)
     graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
     plat = native_platform(soc_version)
     produced = {o for n in graph.nodes for o in n.outputs if o}
@@ -569,6 +572,7 @@ def gdat_job(cluster: Cluster, timeline: str | os.PathLike | None = None, model:
     ``output``).  Every input is checked before anything is written."""
     if (timeline is None) == (model is None):
         raise ValueError("give a gradient timeline file or an ONNX model (one of them)")
+    check_job_dirs(output, result_dir)
     if timeline is not None:
         grads, name = load_timeline(timeline), os.path.splitext(os.path.basename(os.fspath(timeline)))[0]
     else:

@@ -13,14 +13,14 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..ascend.ops import supported_ops
-from ..ascend.platforms import Platform
+from ..ascend.platforms import Platform, check_compute_dtype
 from ..bank.policy import beats_bank, repo_summary, serves, update_mode
 from ..bank.store import Bank, bank_dir, make_entry
 from ..graph.ir import Graph
 from ..graph.onnx import load_graph
 from ..graph.partition import Partition, Task, partition
 from ..graph.torch_export import export_module
-from ..outputs import write_model_outputs
+from ..outputs import check_job_dirs, write_model_outputs
 from ..tuning import improvement
 from .evaluator import CostModelEvaluator, TaskEvaluator
 from .results import KernelResult, ModelTuneResult, TaskResult
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # onnx is a dependency, but only a model file is needed to ca
     import onnx
 
 __all__ = ["tune_model", "tune_torch", "usable_cores", "warn_coverage", "check_device_memory", "CoverageWarning",
-           "MIN_FLOPS_SHARE"]
+           "TuneOpsWarning", "MIN_FLOPS_SHARE"]
 
 # Below this share of the model's FLOPs in modelled kernels, the job warns.
 MIN_FLOPS_SHARE = 0.9
@@ -38,6 +38,10 @@ MIN_FLOPS_SHARE = 0.9
 
 class CoverageWarning(UserWarning):
     """The cost model sees less than MIN_FLOPS_SHARE of the model's FLOPs."""
+
+
+class TuneOpsWarning(UserWarning):
+    """Some names of tune_ops match no operator of the model (the others are tuned)."""
 
 
 def check_device_memory(graph: Graph, plat: Platform) -> None:
@@ -93,6 +97,9 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     (default: the cost model of `soc_version`; a given evaluator brings its own platform).
     kernels: the graph's kernels and tasks, e.g. ``tune_subgraphs(...).partition`` to tune the
     operators of a subgraph-tuned fusion (default: the fixed fusion rules of graph.partition).
+
+    Ctrl-C stops tuning without losing what is finished: the result (and its files) uses
+    each task's best tiling so far, the default for the rest, and ``interrupted`` is True.
     """
     if job_type == 1:
         raise ValueError("job_type 1 (subgraph tuning) is aoe_native.tune_subgraphs(); tune_model runs "
@@ -111,7 +118,13 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     parallel = usable_cores() if parallel is None else int(parallel)
     if parallel < 1:
         raise ValueError(f"parallel must be >= 1, got {parallel}")
+    if isinstance(tune_ops, str):
+        raise ValueError(f"tune_ops must be a list of op names or types, got the string {tune_ops!r}")
     selected = None if tune_ops is None else set(tune_ops)
+    if selected is not None and not all(isinstance(n, str) and n for n in selected):
+        raise ValueError(f"tune_ops must hold op names or types (non-empty strings), got {sorted(map(repr, selected))}")
+    check_compute_dtype(dtype, plat)
+    check_job_dirs(output, result_dir)
     t0 = time.monotonic()
 
     graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
@@ -129,6 +142,9 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
             if selected & (set(k.nodes) | set(k.onnx_types) | {k.op_type}):
                 return True
         return False
+
+    if selected is not None:
+        _check_tune_ops(selected, part)
 
     states: list[TaskState] = []
     stale: set[str] = set()  # bank keys whose entry no longer helps: re-tuned, and replaced
@@ -193,8 +209,8 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
             stale.discard(t.key)
 
     deadline = None if tuning_time_limit is None else time.monotonic() + tuning_time_limit
-    schedule(to_tune, evaluator, WorkerPool(min(parallel, max(len(to_tune), 1))), seed,
-             evals_per_task * len(to_tune), round_evals, deadline, store, notify)
+    interrupted = schedule(to_tune, evaluator, WorkerPool(min(parallel, max(len(to_tune), 1))), seed,
+                           evals_per_task * len(to_tune), round_evals, deadline, store, notify)
 
     for st in to_tune:  # tasks whose tuning failed keep the default tiling
         st.done = True
@@ -207,6 +223,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     notify([], "done")
     result = _assemble(graph, part, states, to_tune, plat.name, dtype, overhead, the_bank, parallel, seed,
                        time.monotonic() - t0, is_selected, evaluator.name)
+    result.interrupted = interrupted
     write_model_outputs(result, output=output, result_dir=result_dir)
     return result
 
@@ -222,6 +239,21 @@ def tune_torch(module: Any, example_inputs: Any, soc_version: str | Platform = "
     if "input_shape" in options:
         raise TypeError("tune_torch takes its input shapes from example_inputs; input_shape is not accepted")
     return tune_model(export_module(module, example_inputs, exporter, input_names), soc_version, **options)
+
+
+def _check_tune_ops(selected: set[str], part: Partition) -> None:
+    """tune_ops must name something in the model: none matching is an error (nothing would be
+    tuned), some not matching a warning (a list shared between models may name other ops)."""
+    known: set[str] = set()
+    for k in part.kernels:
+        known |= set(k.nodes) | set(k.onnx_types) | {k.op_type}
+    missing = sorted(selected - known)
+    if len(missing) == len(selected):
+        types = sorted({t for k in part.kernels for t in k.onnx_types})
+        raise ValueError(f"tune_ops {missing} match no operator of the model by node name or type "
+                         f"(its tunable op types: {', '.join(types) or 'none'})")
+    if missing:
+        warnings.warn(TuneOpsWarning(f"tune_ops: {', '.join(missing)} match no operator of the model"), stacklevel=3)
 
 
 def _final_time(st: TaskState) -> float:

@@ -74,6 +74,7 @@ class ModelTuneResult:
     seed: int
     evaluator: str = "cost model"
     coverage: dict[str, Any] = field(default_factory=dict)  # graph.partition.Coverage.to_dict()
+    interrupted: bool = False  # Ctrl-C stopped tuning: unfinished tasks keep their best so far (or the default)
     result_file: str | None = None
     plan_file: str | None = None
     report_file: str | None = None
@@ -176,6 +177,7 @@ class SubgraphTuneResult:
     evaluator: str = "cost model"
     coverage: dict[str, Any] = field(default_factory=dict)
     kept_baseline: bool = False    # the search found nothing faster than the fixed rules
+    interrupted: bool = False      # Ctrl-C stopped tuning; the plan uses what was finished
     opat: ModelTuneResult | None = None  # operator tuning run on the fused kernels afterwards
     # The plan as kernels and tasks (graph.partition.Partition): tune_model(graph, kernels=...)
     partition: Any = field(default=None, repr=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing as mp
+import signal
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -83,6 +84,12 @@ def _seed_for(seed: int, key: str, round_no: int) -> int:
     return (zlib.crc32(f"{seed}|{round_no}|{key}".encode()) & 0x7FFFFFFF)
 
 
+def _ignore_sigint() -> None:
+    # Workers leave Ctrl-C to the parent, which stops the run and keeps what is finished;
+    # a worker killed mid-round would only break the pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _round_job(args: tuple) -> tuple[int, RoundResult | None, str | None]:
     evaluator, index, task, max_evals, seed, initial, time_limit = args
     try:
@@ -106,7 +113,7 @@ class WorkerPool:
             return
         if self.pool is None:
             ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
-            self.pool = cf.ProcessPoolExecutor(max_workers=self.parallel, mp_context=ctx)
+            self.pool = cf.ProcessPoolExecutor(max_workers=self.parallel, mp_context=ctx, initializer=_ignore_sigint)
         futures = [self.pool.submit(_round_job, j) for j in jobs]
         try:
             for f in cf.as_completed(futures):
@@ -114,25 +121,32 @@ class WorkerPool:
         except cf.process.BrokenProcessPool as e:
             raise RuntimeError(f"a tuning worker process died ({e}); results stored so far are in the bank") from None
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Shut the workers down; queued rounds are cancelled.  wait=False (after Ctrl-C)
+        returns at once: running rounds finish in the background and are dropped."""
         if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool.shutdown(wait=wait, cancel_futures=True)
             self.pool = None
 
 
 def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPool, seed: int, budget: int,
              round_evals: int, deadline: float | None, on_result: Callable[[TaskState], None],
-             notify: Callable[[list[TaskState]], None]) -> None:
+             notify: Callable[[list[TaskState]], None]) -> bool:
     """Tune `to_tune` in rounds: every task once (heaviest first, so that a time limit cuts
     the light ones), then the tasks of largest priority (:meth:`TaskState.priority`),
     `pool.parallel` at a time, until the evaluation budget, the deadline or every task is
     spent.  `on_result(state)` runs after each finished round (the job stores winners at
-    once, so a kill loses only the tasks still running); `notify(running)` reports progress."""
+    once, so a kill loses only the tasks still running); `notify(running)` reports progress.
+
+    Ctrl-C stops the run: rounds still running are dropped, every finished one is kept, and
+    the return value is True (False when the run ended by itself)."""
+    interrupted = False
     try:
         round_no = 0
         first = sorted(to_tune, key=lambda s: (-s.task.occurrences * (s.baseline_us if s.baseline_tiling
                                                                        else 0.0), s.task.index))
         by_index = {s.task.index: s for s in to_tune}
+        first_share = budget // max(len(first), 1)
         pending = list(first)  # the first round; under a deadline, one wave of `parallel` tasks at a time
         while True:
             if pending:
@@ -151,7 +165,11 @@ def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPoo
             if remaining is not None:
                 waves = -(-(len(batch) + len(pending)) // pool.parallel)
                 per_job_time = max(remaining / waves, 0.05)
-            jobs = [(evaluator, s.task.index, s.task, round_evals, _seed_for(seed, s.task.key, round_no),
+            # A round never spends more than its share of the budget left: the first round
+            # shares it among every task, later rounds among the batch.
+            share = first_share if round_no == 0 else budget // len(batch)
+            evals = max(1, min(round_evals, share))
+            jobs = [(evaluator, s.task.index, s.task, evals, _seed_for(seed, s.task.key, round_no),
                      (s.warm if round_no == 0 else [s.best_tiling] if s.best_tiling else []), per_job_time)
                     for s in batch]
             running = list(batch)
@@ -165,5 +183,8 @@ def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPoo
                 notify(running)
             if not pending:  # the first round ends with its last wave
                 round_no += 1
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
-        pool.close()
+        pool.close(wait=not interrupted)
+    return interrupted

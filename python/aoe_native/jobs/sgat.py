@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..ascend.ops import supported_ops
-from ..ascend.platforms import Platform
+from ..ascend.platforms import Platform, check_compute_dtype
 from ..bank.policy import beats_bank, repo_summary, serves, update_mode
 from ..bank.store import Bank, bank_dir, make_entry
 from ..graph.fusion import DPTooLarge, Piece, fusion_space, solve_piece, solve_windowed
@@ -37,7 +37,7 @@ from ..graph.ir import Graph
 from ..graph.onnx import load_graph
 from ..graph.partition import (Atoms, Partition, TaskIdentity, atoms, kernel_formats, kernel_of, make_partition,
                                partition, task_key)
-from ..outputs import write_sgat_outputs
+from ..outputs import check_job_dirs, write_sgat_outputs
 from ..tuning import improvement
 from .evaluator import CostModelEvaluator, TaskEvaluator
 from .opat import check_device_memory, tune_model, usable_cores, warn_coverage
@@ -177,7 +177,9 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
     repeat_tune: re-tune subgraphs the bank already holds.  then_tune_ops: run operator tuning
     (:func:`aoe_native.tune_model`) on the fused kernels afterwards, the order Huawei
     recommends; its result is ``result.opat`` and `opat_options` go to it (evals_per_task...).
-    The other arguments are those of :func:`aoe_native.tune_model`."""
+    The other arguments are those of :func:`aoe_native.tune_model`.  Ctrl-C stops tuning: the
+    plan and its files use the subgraphs finished so far, ``interrupted`` is True, and operator
+    tuning does not start."""
     if optimization_level not in LEVELS:
         raise ValueError(f"optimization_level must be one of {', '.join(LEVELS)} (AOE's --tune_optimization_level), "
                          f"got {optimization_level!r}")
@@ -196,6 +198,8 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
     if evaluator is None:
         evaluator = CostModelEvaluator(soc_version)
     plat = evaluator.platform
+    check_compute_dtype(dtype, plat)
+    check_job_dirs(output, result_dir)
     t0 = time.monotonic()
     deadline = None if tuning_time_limit is None else t0 + tuning_time_limit
 
@@ -300,8 +304,8 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
                       "current": [f"{s.task.op_type} {'x'.join(map(str, s.task.inputs[0]))}" for s in running],
                       "elapsed_s": time.monotonic() - t0})
 
-    schedule(states, evaluator, WorkerPool(min(parallel, max(len(states), 1))), seed, budget * len(states),
-             budget, deadline, on_result, notify)
+    interrupted = schedule(states, evaluator, WorkerPool(min(parallel, max(len(states), 1))), seed,
+                           budget * len(states), budget, deadline, on_result, notify)
     for st in states:  # out of budget or time: what each candidate has is final
         st.done = True
     for key in to_solve:  # final times (later rounds may have improved a candidate)
@@ -314,8 +318,9 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
                        dtype, optimization_level, nonhomo_split, overhead, the_bank, parallel, seed, evaluator.name,
                        piece_tasks, time.monotonic() - t0)
     result.partition = result_partition(result, ag, fixed, dtype)
+    result.interrupted = interrupted
     write_sgat_outputs(result, output=output, result_dir=result_dir)  # kept even if operator tuning fails
-    if then_tune_ops:
+    if then_tune_ops and not interrupted:
         remaining = None if deadline is None else max(deadline - time.monotonic(), 1.0)
         result.opat = tune_model(graph, plat, dtype=dtype, bank=bank, parallel=parallel, seed=seed,
                                  tuning_time_limit=remaining, launch_overhead_us=launch_overhead_us,

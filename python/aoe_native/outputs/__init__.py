@@ -11,27 +11,51 @@ from .aoe_files import gdat_section, opat_section, sgat_section, timestamp, writ
 from .plan import fused_plan, tuned_plan
 from .report import render_gdat_report, render_report, render_sgat_report
 
-__all__ = ["write_model_outputs", "write_sgat_outputs", "write_gdat_outputs"]
+__all__ = ["write_model_outputs", "write_sgat_outputs", "write_gdat_outputs", "check_output_dir", "check_job_dirs"]
 
 
-def _output_dir(output: str | os.PathLike | None) -> str | None:
-    if output is None:
+def check_output_dir(path: str | os.PathLike | None, what: str = "output directory") -> str | None:
+    """ValueError unless job outputs can go to directory `path`: it is a writable directory,
+    or can be created (the nearest existing parent is one).  Jobs call it before tuning, so a
+    bad path fails at once rather than after the run; nothing is created here."""
+    if path is None:
         return None
-    out = os.fspath(output)
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"--output {out}: exists and is not a directory")
+    out = os.fspath(path)
+    probe = os.path.abspath(out)
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe):
+        raise ValueError(f"{what} {out}: {probe} exists and is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} {out}: {probe} is not writable")
     return out
+
+
+def check_job_dirs(output: str | os.PathLike | None, result_dir: str | os.PathLike | None) -> None:
+    """check_output_dir for a job's --output and its result-file directory."""
+    check_output_dir(output)
+    check_output_dir(result_dir, "result directory")
+
+
+def _make_dir(path: str, what: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{what} {path}: cannot create it ({e.strerror})") from None
 
 
 def _write_job_outputs(r: Any, mode: str, section: dict[str, Any], plan_name: str, plan: dict[str, Any],
                        report: Callable[[Any], str], output: str | os.PathLike | None,
                        result_dir: str | os.PathLike | None) -> None:
     stamp = timestamp()
-    out = _output_dir(output)
+    out = check_output_dir(output)
     if result_dir is not None:
         r.result_file = write_result_file(result_dir, mode, f"{r.model_name}_{stamp}", r.tuning_time_s, section, stamp)
     if out is not None:
-        os.makedirs(out, exist_ok=True)
+        _make_dir(out, "output directory")
         r.plan_file = os.path.join(out, f"{r.model_name}_{plan_name}.json")
         r.report_file = os.path.join(out, f"{r.model_name}_{mode}_report.html")
         atomic_write_text(r.plan_file, dump_json(plan))
@@ -59,13 +83,13 @@ def write_gdat_outputs(plan: Any, name: str, output: str | os.PathLike | None = 
     report into `output` (each skipped when None); returns their paths.  ``plan`` is a
     :class:`~aoe_native.jobs.gdat.GradientPlan`."""
     stamp = timestamp()
-    out = _output_dir(output)
+    out = check_output_dir(output)
     result_file = report_file = None
     if result_dir is not None:
         result_file = write_result_file(result_dir, "gdat", f"{name}_{stamp}", plan.tuning_time_s,
                                         gdat_section(plan), stamp)
     if out is not None:
-        os.makedirs(out, exist_ok=True)
+        _make_dir(out, "output directory")
         report_file = os.path.join(out, f"{name}_gdat_report.html")
         atomic_write_text(report_file, render_gdat_report(plan, name))
     return result_file, report_file

@@ -52,7 +52,9 @@ def opat_section(r: ModelTuneResult) -> dict[str, Any]:
         "model_baseline_performance(ms)": round(r.baseline_ms, 6),
         "model_performance_improvement": percent(r.improvement),
         "model_result_performance(ms)": round(r.tuned_ms, 6),
-        "opat_tuning_result": "tuning successful" if not failed else f"tuning incomplete: {len(failed)} task(s) failed",
+        "opat_tuning_result": ("tuning interrupted: unfinished tasks keep their best tiling so far" if r.interrupted
+                               else f"tuning incomplete: {len(failed)} task(s) failed" if failed
+                               else "tuning successful"),
         "repo_modified_operators": modified,
         "repo_summary": dict(r.repo_summary),
         # Added by aoe-native (not an AOE field): what the improvement above covers.
@@ -81,8 +83,9 @@ def sgat_section(r: SubgraphTuneResult) -> dict[str, Any]:
         "model_baseline_performance(ms)": round(r.baseline_ms, 6),
         "model_performance_improvement": percent(r.improvement),
         "model_result_performance(ms)": round(r.result_ms, 6),
-        "sgat_tuning_result": "tuning successful" if not r.kept_baseline else
-                              "tuning successful: no fusion faster than the fixed rules was found",
+        "sgat_tuning_result": ("tuning interrupted: the plan uses the subgraphs tuned so far" if r.interrupted
+                               else "tuning successful: no fusion faster than the fixed rules was found"
+                               if r.kept_baseline else "tuning successful"),
         "repo_modified_subgraphs": modified,
         "repo_summary": dict(r.repo_summary),
         # Added by aoe-native (not AOE fields): the options and what the improvement covers.

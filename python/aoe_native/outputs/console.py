@@ -33,10 +33,18 @@ class ProgressBar:
             return
 
         if self.progress is None:
-            self.progress = Progress(
-                TextColumn(ev.get("job", "tuning")), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
-                TextColumn("| {task.fields[evals]:,} evaluations | gain {task.fields[gain]}"), TimeElapsedColumn(),
-                TextColumn("{task.fields[now]}"), console=self.console, auto_refresh=False, transient=False)
+            # The counts and the gain must stay readable in a narrow terminal: below 100 columns
+            # the running tasks go, below 80 the bar too (rich would cut the numbers instead).
+            width = self.console.width
+            columns: list[Any] = [TextColumn(ev.get("job", "tuning"))]
+            if width >= 80:
+                columns.append(BarColumn(bar_width=None if width >= 120 else 20))
+            columns += [MofNCompleteColumn(), TextColumn("tasks"),
+                        TextColumn("| {task.fields[evals]:,} " + ("evaluations" if width >= 100 else "evals") +
+                                   " | gain {task.fields[gain]}"), TimeElapsedColumn()]
+            if width >= 100:
+                columns.append(TextColumn("{task.fields[now]}"))
+            self.progress = Progress(*columns, console=self.console, auto_refresh=False, transient=False)
             self.progress.start()
             self.bar = self.progress.add_task("tuning", total=ev["tasks_total"], evals=0, gain="", now="")
         running = ev["current"]
@@ -54,7 +62,9 @@ def summary_table(r: ModelTuneResult, rows: int = 10) -> Table:
     table = Table(title=f"{r.model_name}: top tasks by model time saved", title_justify="left")
     for name, justify in (("op", "left"), ("input shapes", "left"), ("x", "right"), ("default us", "right"),
                           ("tuned us", "right"), ("gain", "right"), ("mode", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # Shapes wrap in a narrow terminal rather than lose digits to an ellipsis.
+        table.add_column(name, justify=justify,  # type: ignore[arg-type]
+                         overflow="fold" if name == "input shapes" else "ellipsis")
     ranked = sorted(r.tasks, key=lambda t: -t.occurrences * (t.baseline_us - t.time_us))
     for t in ranked[:rows]:
         table.add_row(t.op_type, ", ".join("x".join(map(str, s)) for s in t.inputs), str(t.occurrences),
@@ -67,7 +77,8 @@ def subgraph_table(r: SubgraphTuneResult, rows: int = 10) -> Table:
     table = Table(title=f"{r.model_name}: top subgraphs by model time saved", title_justify="left")
     for name, justify in (("first .. last node", "left"), ("x", "right"), ("kernels", "right"),
                           ("before us", "right"), ("after us", "right"), ("gain", "right"), ("mode", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify,  # type: ignore[arg-type]
+                         overflow="fold" if name == "first .. last node" else "ellipsis")
     ranked = sorted(r.subgraphs, key=lambda g: -g.occurrences * (g.before_us - g.after_us))
     for g in ranked[:rows]:
         table.add_row(f"{g.nodes[0]} .. {g.nodes[-1]}", str(g.occurrences),
