@@ -28,6 +28,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1 (times are medians of the repeats)")
     cluster = aoe_native.Cluster.ascend910b()
     print(f"{'gradients':>9} {'max_buckets':>11} {'all, s':>8} {'DP only, s':>10} {'buckets':>7} {'gain vs DDP':>11}")
     for n in (161, 1000):

@@ -56,7 +56,7 @@ def main() -> None:
         ideal = args.evals * args.sleep / workers
         print(f"{workers} worker(s): median {walls[workers]:.2f} s for {args.evals} evaluations "
               f"({args.evals / walls[workers]:.1f}/s); overhead {(walls[workers] - ideal) / args.evals * 1e3:.2f} ms "
-              f"per evaluation over the ideal {ideal:.1f} s")
+              f"per evaluation over the ideal {ideal:.3g} s")
     print(f"throughput ratio 2 workers / 1 worker: {walls[1] / walls[2]:.2f}x")
     ray.shutdown()
 

@@ -499,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 30:
         print(f"note: {args.repeats} repeats (the methodology asks for at least 30)")
 
+    if args.datasets != DEFAULT_DATASETS and not args.datasets.is_dir():
+        ap.error(f"--datasets {args.datasets}: no such directory")  # the default may be absent: then skip
     files = sorted(args.datasets.glob("*.json")) if args.datasets.is_dir() else []
     if not files:
         print(f"skipped: no Kernel Tuner cache files in {args.datasets}")

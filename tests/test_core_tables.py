@@ -103,7 +103,7 @@ def _example(entry, name):
         return [x], {"perm": [1, 0]}, {}
     if fam == "movement":
         return [x] + ([[64, 4]] if entry["name"].startswith("Gather") else []), \
-            {"output_shape": [64, 128], "blocksize": [2]}, {}
+            {"output_shape": [64, 128], **({"blocksize": [2]} if "blocksize" in (entry["attrs"] or []) else {})}, {}
     return [x], ({"axes": [1]} if entry["name"].startswith("Reduce") else {"axis": [-1]}), {}
 
 

@@ -511,3 +511,17 @@ def test_data_movement_is_memory_bound_and_charged_by_bytes_and_runs():
         _move("Concat", [x, x], output_shape=[1, 500, 80, 80], axis=1)
     with pytest.raises(ValueError, match="output_shape"):
         _move("Slice", [x])
+
+
+def test_native_model_checks_attribute_names_flags_and_the_space_it_is_given():
+    """What the Python layer checks, the C++ core checks too (for embedders)."""
+    from aoe_native._core import ascend
+    from aoe_native.ascend.platforms import native_platform
+    p = native_platform("Ascend910B3")
+    with pytest.raises(ValueError, match=r"MatMul: unknown attribute\(s\) 'foo'; MatMul accepts"):
+        ascend.op_model(p, "MatMul", [[16, 16], [16, 16]], "float16", {"foo": [1]}, {})
+    with pytest.raises(ValueError, match="attribute 'transB' must be 0 or 1, got 7"):
+        an.tune_op("Gemm", [[64, 64], [64, 64]], attrs={"transB": 7}, max_evals=5)
+    model = an.ascend.ops.op_model("MatMul", [[64, 64], [64, 64]])
+    with pytest.raises(ValueError, match="CostObjective: the space has 1 parameters"):
+        an.tune(an.SearchSpace({"a": [1, 2]}), model.objective(), max_evals=2)

@@ -27,3 +27,41 @@ def test_cpp_example_builds_and_tunes(tmp_path):
     optimum = float(re.search(r"exhaustive optimum: ([\d.]+)", out).group(1))
     assert 0 < valid < 125 and int(evals) == 60
     assert float(best) >= optimum
+
+
+_BAD_PLATFORM = r"""
+#include <cstdio>
+#include <stdexcept>
+#include "aoe_native/ascend/cost_model.hpp"
+
+// A Platform filled in by hand and left incomplete must be refused, not divided by.
+int main() {
+  aoe::ascend::Platform p;
+  p.name = "hand-made";
+  p.cube_cores = 0;
+  try {
+    aoe::ascend::make_op_model({"MatMul", {{64, 64}, {64, 64}}}, p);
+    std::puts("accepted");
+  } catch (const std::invalid_argument& e) {
+    std::printf("refused: %s\n", e.what());
+  }
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_cpp_cost_model_refuses_a_hand_made_platform_it_cannot_use(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.cpp").write_text(_BAD_PLATFORM)
+    (tmp_path / "src" / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(bad_platform LANGUAGES CXX)\n"
+        "find_package(aoe_native 0.1 REQUIRED)\nadd_executable(bad main.cpp)\n"
+        "target_link_libraries(bad PRIVATE aoe_native::core)\n")
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    subprocess.run(["cmake", "-S", str(tmp_path / "src"), "-B", str(tmp_path / "b"), *generator,
+                    f"-Daoe_native_DIR={aoe_native.cmake_dir()}"], check=True, capture_output=True, text=True)
+    subprocess.run(["cmake", "--build", str(tmp_path / "b")], check=True, capture_output=True, text=True)
+    p = subprocess.run([str(tmp_path / "b" / "bad")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr  # no crash
+    assert p.stdout.startswith("refused: platform 'hand-made': '") and "must be" in p.stdout

@@ -125,3 +125,41 @@ def test_auto_gets_near_the_recorded_optimum_on_a_small_budget(datasets, name, b
                          / rep.optimum - 1 for seed in range(10)]) for s in ("auto", "random")}
     assert gap["auto"] < 0.01, gap  # measured: 0.0 (the optimum) on each file
     assert gap["random"] > 0.02, gap
+
+
+def _tiny_cache(tmp_path, records, **top):
+    doc = {"device_name": "x", "kernel_name": "k", "problem_size": [], "tune_params_keys": ["a"],
+           "tune_params": {}, "objective": "time", "cache": records}
+    doc.update(top)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_schema_problems_are_named_with_the_path(tmp_path):
+    from aoe_native import replay
+    rec = lambda a, t: {"a": a, "time": t}
+    p = _tiny_cache(tmp_path, {"1": rec(2.0, 1.0), "2": rec(2, 2.0), "3": rec(1.5, 3.0)})
+    r = replay.load(p)  # 2.0 and 2 are two recorded values; 1.5 makes the column coded
+    assert len(r.values) == 3 and r.optimum == 1.0
+    p = _tiny_cache(tmp_path, {"1": rec(2**70, 1.0), "2": rec(1, 2.0)})
+    assert replay.load(p).optimum == 1.0  # beyond int64: coded, not an overflow
+    for top, message in (({"tune_params_keys": 5}, "tune_params_keys must be a list of distinct parameter names"),
+                         ({"tune_params_keys": "a"}, "tune_params_keys must be a list"),
+                         ({"objective": "GFLOPS"}, "no record has the objective field 'GFLOPS'")):
+        p = _tiny_cache(tmp_path, {"1": rec(1, 1.0)}, **top)
+        with pytest.raises(ValueError, match=message):
+            replay.load(p)
+    p = _tiny_cache(tmp_path, {"1": rec(1, 1.0), "2": rec(1, 2.0)})
+    with pytest.raises(ValueError, match=r"c\.json: .*repeats"):
+        replay.load(p)
+
+
+def test_a_rate_objective_must_say_which_way_is_better(tmp_path):
+    from aoe_native import replay
+    recs = {"1": {"a": 1, "time": 2.0, "GFLOP/s": 100.0}, "2": {"a": 2, "time": 1.0, "GFLOP/s": 200.0}}
+    p = _tiny_cache(tmp_path, recs)
+    with pytest.raises(ValueError, match="looks like a rate"):
+        replay.load(p, objective="GFLOP/s")
+    r = replay.load(p, objective="GFLOP/s", higher_is_better=True)
+    assert r.optimum_config == {"a": 2} and r.optimum == -200.0

@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--model", "-m", help="ONNX model file (required except for --job_type=4 --timeline)")
     ap.add_argument("--framework", "-f", type=int,
                     help="model framework: 5 = ONNX (the only one supported; required with --model)")
-    ap.add_argument("--job_type", "-j", type=_job_type, required=True, metavar="{1,2,4,1,2}",
+    ap.add_argument("--job_type", "-j", type=_job_type, required=True, metavar="{1|2|1,2|4}",
                     help="1 = subgraph tuning (SGAT); 2 = operator tuning (OPAT); 1,2 = subgraph then operator "
                     "tuning; 4 = gradient-split tuning (GDAT)")
     ap.add_argument("--soc_version", help="target SoC (default Ascend910B3)")
@@ -361,8 +361,9 @@ def _aoe(argv: list[str] | None) -> int:
               f"{improvement(sg.baseline_ms, r.tuned_ms) * 100:.2f}% over the fixed fusion rules with default "
               f"tilings ({sg.baseline_ms:.4f} ms -> {r.tuned_ms:.4f} ms)")
     if (sg is not None and sg.interrupted) or (r is not None and r.interrupted):
-        print("aoe: interrupted: the results above use what was tuned before Ctrl-C (unfinished tasks keep "
-              "their default); run again to resume from the knowledge bank", file=sys.stderr)
+        print("aoe: interrupted: the results above use what was tuned before Ctrl-C (unfinished tasks keep the "
+              "best tiling of their finished rounds, else the default); run again to resume from the knowledge bank",
+              file=sys.stderr)
         return 130
     return 0
 

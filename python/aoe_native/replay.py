@@ -83,8 +83,9 @@ class Replay:
 
 
 def _is_int(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and value.is_integer())
+    # Within int64 (the space's values); larger integers are coded like any other value.
+    return ((isinstance(value, int) and not isinstance(value, bool)) or
+            (isinstance(value, float) and value.is_integer())) and -2**63 <= value < 2**63
 
 
 def _order(value: Any) -> tuple:
@@ -98,21 +99,25 @@ def _codes(column: list[Any]) -> tuple[list[int], list[Any] | None]:
     """Integer values as they are; any other column coded by the sorted order of its values."""
     if all(_is_int(v) for v in column):
         return [int(v) for v in column], None
-    try:
-        labels = sorted(set(column), key=_order)
-    except TypeError:  # unhashable (a list or dict value)
-        labels = sorted({json.dumps(v, sort_keys=True): v for v in column}.values(), key=_order)
+    # Distinct by JSON text, so 2 and 2.0, or 1 and true, stay two recorded values.
+    text = [json.dumps(v, sort_keys=True) for v in column]
+    labels = sorted(dict(zip(text, column)).values(), key=_order)
     code = {json.dumps(v, sort_keys=True): i for i, v in enumerate(labels)}
-    return [code[json.dumps(v, sort_keys=True)] for v in column], labels
+    return [code[t] for t in text], labels
 
 
-def load(path: str | os.PathLike[str], objective: str | None = None) -> Replay:
+def load(path: str | os.PathLike[str], objective: str | None = None,
+         higher_is_better: bool | None = None) -> Replay:
     """Read a Kernel Tuner cache file.
 
     Args:
         path: the ``.json`` cache file.
-        objective: the record field to minimise; defaults to the file's
+        objective: the record field to optimise; defaults to the file's
             ``objective`` entry, else ``"time"``.
+        higher_is_better: maximise the field (a rate such as ``"GFLOP/s"``): the
+            replay's values are then its negatives, so that smaller stays better.
+            Default False, except that a field named like a rate (``.../s``) must
+            say which way it goes.
 
     A record whose objective is not a finite number (e.g. ``"RuntimeFailedConfig"``)
     is a failed configuration.
@@ -126,17 +131,30 @@ def load(path: str | os.PathLike[str], objective: str | None = None) -> Replay:
         raise ValueError(f"{path}: {e}") from None
     if not isinstance(data, dict) or any(k not in data for k in _REQUIRED):
         raise ValueError(f"{path}: not a Kernel Tuner cache file (needs keys {', '.join(_REQUIRED)})")
-    names = list(data["tune_params_keys"])
+    names = data["tune_params_keys"]
+    if (not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names)
+            or len(set(names)) != len(names)):
+        raise ValueError(f"{path}: tune_params_keys must be a list of distinct parameter names, got {names!r}")
     cache = data["cache"]
     if not isinstance(cache, dict) or not cache:
         raise ValueError(f"{path}: the cache holds no records")
     objective_field = objective or data.get("objective") or "time"
+    if not isinstance(objective_field, str):
+        raise ValueError(f"{path}: the objective must be a record field name, got {objective_field!r}")
+    if higher_is_better is None:
+        if objective_field.endswith("/s"):
+            raise ValueError(f"{path}: objective {objective_field!r} looks like a rate; say whether to maximise it "
+                             "(higher_is_better=True) or minimise it (False)")
+        higher_is_better = False
+    sign = -1.0 if higher_is_better else 1.0
     for key, rec in cache.items():
         if not isinstance(rec, dict):
             raise ValueError(f"{path}: record {key!r} is not an object")
         for n in names:
             if n not in rec:
                 raise ValueError(f"{path}: record {key!r} has no value for parameter {n!r}")
+    if not any(objective_field in rec for rec in cache.values()):
+        raise ValueError(f"{path}: no record has the objective field {objective_field!r}")
     rows = np.empty((len(cache), len(names)), dtype=np.int64)
     labels: dict[str, list[Any]] = {}
     records = list(cache.values())
@@ -150,12 +168,15 @@ def load(path: str | os.PathLike[str], objective: str | None = None) -> Replay:
     for rec in records:
         v = rec.get(objective_field)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            raw.append(float(v))
+            raw.append(sign * float(v))
             reasons.append("")
         else:
             raw.append(math.nan)
             reasons.append(str(v) if v is not None else f"record has no {objective_field!r}")
-    space = SearchSpace.from_configs(names, rows)
+    try:
+        space = SearchSpace.from_configs(names, rows)
+    except ValueError as e:  # e.g. two records of one configuration
+        raise ValueError(f"{path}: {e}") from None
     ids = space.indices(rows)
     values = np.full(len(space), math.nan)
     ordered_reasons = [""] * len(space)

@@ -16,7 +16,9 @@ class Objective {
 
   // Evaluate configurations ids[0..n) of `space`, writing out[i].  For a
   // failure write a non-finite value and, optionally, errors[i] (errors has n
-  // entries, all empty on entry).
+  // entries, all empty on entry).  Report each configuration's failure that
+  // way: an exception thrown from here ends tune() and reaches its caller
+  // (StopTuning instead ends the run normally, with the result so far).
   virtual void evaluate(const SearchSpace& space, const ConfigId* ids, size_t n, double* out,
                         std::string* errors) = 0;
 

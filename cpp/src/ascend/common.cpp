@@ -219,6 +219,11 @@ int64_t attr_int(const OpDesc& op, const std::string& name, int64_t dflt) {
   if (it->second.size() != 1) fail(op.kind + ": attribute '" + name + "' must be a single integer, got " + shape_str(it->second));
   return it->second[0];
 }
+bool attr_flag(const OpDesc& op, const std::string& name) {
+  const int64_t v = attr_int(op, name, 0);
+  if (v != 0 && v != 1) fail(op.kind + ": attribute '" + name + "' must be 0 or 1, got " + std::to_string(v));
+  return v == 1;
+}
 std::vector<std::string> attr_strs(const OpDesc& op, const std::string& name) {
   auto it = op.str_attrs.find(name);
   return it == op.str_attrs.end() ? std::vector<std::string>{} : it->second;

@@ -151,6 +151,7 @@ int64_t mul_or_fail(int64_t a, int64_t b, const std::string& what);
 // Ints of an attribute or a default.
 std::vector<int64_t> attr_ints(const OpDesc& op, const std::string& name, std::vector<int64_t> dflt);
 int64_t attr_int(const OpDesc& op, const std::string& name, int64_t dflt);
+bool attr_flag(const OpDesc& op, const std::string& name);  // 0 (also when absent) or 1; else an error
 std::vector<std::string> attr_strs(const OpDesc& op, const std::string& name);
 
 // Candidate core counts: 1, 2, 4, ... and every multiple of `step` up to n, and n.

@@ -143,6 +143,22 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
     for (const auto& n : supported_ops()) v += (v.empty() ? "" : ", ") + n;
     fail("unknown op type '" + in.kind + "'; supported: " + v);
   }
+  check_platform(platform, "platform '" + platform.name + "'");  // a hand-filled one too: no division by 0 later
+  if (!entry->any_attrs) {
+    std::string unknown, accepted;
+    auto known = [&](const std::string& n) {
+      return std::find(entry->attrs.begin(), entry->attrs.end(), n) != entry->attrs.end();
+    };
+    std::set<std::string> names;
+    for (const auto& a : in.int_attrs) names.insert(a.first);
+    for (const auto& a : in.str_attrs) names.insert(a.first);
+    for (const auto& n : names)
+      if (!known(n)) unknown += (unknown.empty() ? "'" : ", '") + n + "'";
+    std::vector<std::string> sorted_attrs = entry->attrs;
+    std::sort(sorted_attrs.begin(), sorted_attrs.end());
+    for (const auto& n : sorted_attrs) accepted += (accepted.empty() ? "" : ", ") + n;
+    if (!unknown.empty()) fail(in.kind + ": unknown attribute(s) " + unknown + "; " + in.kind + " accepts " + accepted);
+  }
   OpDesc op = in;
   op.kind = entry->name;
   op.dtype = canonical_dtype(in.dtype);
@@ -216,6 +232,10 @@ void CostObjective::evaluate(const SearchSpace& space, const ConfigId* ids, size
                              std::string* /*errors*/) {
   const size_t np = space.num_params();
   int64_t buf[32];
+  if (np != model_->spec().names.size())
+    throw std::invalid_argument("CostObjective: the space has " + std::to_string(np) + " parameters, the " +
+                                model_->kind() + " model's tilings " + std::to_string(model_->spec().names.size()) +
+                                " (use the model's space())");
   if (np > 32) throw std::logic_error("CostObjective: too many parameters");
   for (size_t i = 0; i < n; ++i) {
     space.values(ids[i], buf);

@@ -661,8 +661,8 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
   std::vector<int64_t> a = op.inputs[0], b = op.inputs[1];
   check_shape(a, op.kind + " input A");
   check_shape(b, op.kind + " input B");
-  q.trans_a = attr_int(op, gemm ? "transA" : "transpose_a", 0) != 0;
-  q.trans_b = attr_int(op, gemm ? "transB" : "transpose_b", 0) != 0;
+  q.trans_a = attr_flag(op, gemm ? "transA" : "transpose_a");
+  q.trans_b = attr_flag(op, gemm ? "transB" : "transpose_b");
   if (a.empty() || b.empty())  // ONNX MatMul takes no scalars (found by fuzzing: indexed out of range)
     fail(op.kind + ": A and B must have at least one dimension, got A " + shape_str(a) + " and B " + shape_str(b));
   if (gemm && (a.size() != 2 || b.size() != 2))
@@ -697,7 +697,7 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
   q.a_bytes = double(numel(a)) * q.in_size;
   q.b_bytes = double(numel(b)) * q.in_size;
   q.c_bytes = double(batch) * M * N * q.out_size;
-  q.bias = attr_int(op, "bias", 0) != 0;
+  q.bias = attr_flag(op, "bias");
   if (op.inputs.size() == 3) {
     const auto& c = op.inputs[2];
     check_shape(c, op.kind + " input C");
@@ -712,8 +712,8 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
   q.epilogue.insert(q.epilogue.end(), epi.begin(), epi.end());
   q.epi_extra_per_elem += extra;
   q.extra_bytes += extra * double(batch) * M * N;
-  if (!p.fixpipe && attr_int(op, "relu", 0)) vec_program("Relu", dtype, q.epilogue);
-  q.fused_after = !attr_strs(op, "epilogue").empty() || attr_int(op, "relu", 0) != 0;
+  if (!p.fixpipe && attr_flag(op, "relu")) vec_program("Relu", dtype, q.epilogue);
+  q.fused_after = !attr_strs(op, "epilogue").empty() || attr_flag(op, "relu");
   finish_bias(q, p, dtype);
   read_split_policy(op, p, q);
   return std::make_shared<CubeModel>(q, p);
@@ -789,7 +789,7 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
   q.a_bytes = double(numel(x)) * q.in_size * double(rows) / double(h);
   q.b_bytes = double(numel(w)) * q.in_size;
   q.c_bytes = double(n) * m * ho * wo * q.out_size;
-  q.bias = op.inputs.size() == 3 || attr_int(op, "bias", 0) != 0;
+  q.bias = op.inputs.size() == 3 || attr_flag(op, "bias");
   double extra = 0;
   q.epilogue = fused_program(op, "epilogue", dtype == "int8" ? "float16" : dtype, extra, p.fixpipe, q.out_size);
   q.epi_extra_per_elem = extra;

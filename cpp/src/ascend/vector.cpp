@@ -566,7 +566,7 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
   if (ks[0] * ks[1] > kMaxPoolWindow)
     fail(op.kind + ": kernel_shape " + shape_str(ks) + " has " + std::to_string(ks[0] * ks[1]) +
          " elements, more than the limit of " + std::to_string(kMaxPoolWindow));
-  const bool ceil_mode = attr_int(op, "ceil_mode", 0) != 0;
+  const bool ceil_mode = attr_flag(op, "ceil_mode");
   int64_t out_hw[2];
   for (int i = 0; i < 2; ++i) {
     const int64_t span = x[2 + i] + pads[i] + pads[i + 2] - ((ks[i] - 1) * dil[i] + 1);

@@ -211,6 +211,8 @@ def auto_pads(mode: str, x: Sequence[int], w: Sequence[int], strides: Sequence[i
 
 
 def _check_attr_names(kind: str, op_type: str, attrs: Mapping[str, Any] | None, shapes: list[list[int]]) -> None:
+    # The native model rejects unknown names among those it receives; this also covers the
+    # ones it never sees (float attributes, auto_pad, the ignored ONNX ones).
     allowed = _allowed_attrs().get(kind)
     if allowed is None or not attrs:
         return

@@ -52,7 +52,8 @@ def opat_section(r: ModelTuneResult) -> dict[str, Any]:
         "model_baseline_performance(ms)": round(r.baseline_ms, 6),
         "model_performance_improvement": percent(r.improvement),
         "model_result_performance(ms)": round(r.tuned_ms, 6),
-        "opat_tuning_result": ("tuning interrupted: unfinished tasks keep their best tiling so far" if r.interrupted
+        "opat_tuning_result": ("tuning interrupted: unfinished tasks keep the best tiling of their finished rounds, "
+                               "else the default" if r.interrupted
                                else f"tuning incomplete: {len(failed)} task(s) failed" if failed
                                else "tuning successful"),
         "repo_modified_operators": modified,

@@ -103,6 +103,10 @@ FieldValue check_field(const PlatformField& f, const FieldInput& in, const std::
 // are not fields (sources, arch, notes, base, ...) are ignored.
 Platform platform_from_fields(const std::map<std::string, FieldInput>& fields, const std::string& where);
 
+// Throws std::invalid_argument "{where}: 'field' must be ..." unless every field of
+// `p` passes check_field (for Platforms filled in by hand; make_op_model calls it).
+void check_platform(const Platform& p, const std::string& where);
+
 // Every field's value, in platform_fields() order (platform_from_fields'
 // inverse for a valid platform).
 std::vector<std::pair<std::string, FieldValue>> platform_to_fields(const Platform& p);
