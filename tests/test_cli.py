@@ -248,3 +248,21 @@ def test_progress_bar_keeps_counts_and_gain_in_a_narrow_terminal():
     bar({**ev, "stage": "done", "tasks_done": 26})
     text = console.export_text()
     assert "26/26" in text and "123,456" in text and "40.90%" in text
+
+
+def test_summary_table_fits_a_narrow_terminal_without_cutting_shapes():
+    from rich.console import Console
+    from aoe_native import tune_model
+    from aoe_native.outputs.console import summary_table
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        m = f"{d}/m.onnx"
+        open(m, "wb").write(mlp().SerializeToString())
+        r = tune_model(m, input_shape="x:1,64,256", bank=d, parallel=1, evals_per_task=50)
+    console = Console(width=60, record=True)
+    console.print(summary_table(r, narrow=True))
+    lines = console.export_text().splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 60
+    shapes = {"x".join(map(str, s)) for t in r.tasks for s in t.inputs}
+    assert any(s in "\n".join(lines) for s in shapes)  # whole shapes, not digits split over lines

@@ -382,7 +382,7 @@ def _print_outcome(r, result_ms: float) -> None:
 
 def _print_sgat(out: Console, r) -> None:
     if any(g.changed for g in r.subgraphs):
-        out.print(subgraph_table(r))
+        out.print(subgraph_table(r, narrow=out.width < 80))
     print(f"model {r.model_name}: {r.baseline_kernels} kernels -> {len(r.kernels)} kernels, "
           f"{len(r.subgraphs)} distinct subgraphs, {r.candidate_kernels} candidate kernels tuned")
     _print_outcome(r, r.result_ms)
@@ -394,7 +394,7 @@ def _print_opat(out: Console, r) -> None:
         if t.update_mode == "failed":
             print(f"aoe: warning: task {t.key} kept its default tiling: {t.error}", file=sys.stderr)
     if any(t.update_mode in ("add", "update", "reserved") for t in r.tasks):
-        out.print(summary_table(r))
+        out.print(summary_table(r, narrow=out.width < 80))
     print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks; {r.coverage_text()}")
     _print_outcome(r, r.tuned_ms)
     cov = r.coverage

@@ -57,31 +57,40 @@ class ProgressBar:
             self.progress = None  # a next job (operator tuning after subgraph tuning) gets its own bar
 
 
-def summary_table(r: ModelTuneResult, rows: int = 10) -> Table:
-    """The tasks that gained most model time (occurrences x time saved), largest first."""
-    table = Table(title=f"{r.model_name}: top tasks by model time saved", title_justify="left")
-    for name, justify in (("op", "left"), ("input shapes", "left"), ("x", "right"), ("default us", "right"),
-                          ("tuned us", "right"), ("gain", "right"), ("mode", "left")):
-        # Shapes wrap in a narrow terminal rather than lose digits to an ellipsis.
+def _table(title: str, columns: list[tuple[str, str]], wrap: str, narrow: bool) -> Table:
+    """A summary table; `wrap` is the column that folds (names, shapes) rather than lose
+    characters to an ellipsis.  Narrow (a terminal under 80 columns): no outer border and no
+    update-mode column (the repo summary line below the table counts the modes)."""
+    table = Table(title=title, title_justify="left", show_edge=not narrow)
+    for name, justify in columns:
+        if narrow and name == "mode":
+            continue
         table.add_column(name, justify=justify,  # type: ignore[arg-type]
-                         overflow="fold" if name == "input shapes" else "ellipsis")
-    ranked = sorted(r.tasks, key=lambda t: -t.occurrences * (t.baseline_us - t.time_us))
-    for t in ranked[:rows]:
-        table.add_row(t.op_type, ", ".join("x".join(map(str, s)) for s in t.inputs), str(t.occurrences),
-                      f"{t.baseline_us:.2f}", f"{t.time_us:.2f}", percent(t.improvement), t.update_mode)
+                         overflow="fold" if name == wrap else "ellipsis", min_width=12 if name == wrap else None)
     return table
 
 
-def subgraph_table(r: SubgraphTuneResult, rows: int = 10) -> Table:
+def summary_table(r: ModelTuneResult, rows: int = 10, narrow: bool = False) -> Table:
+    """The tasks that gained most model time (occurrences x time saved), largest first."""
+    table = _table(f"{r.model_name}: top tasks by model time saved",
+                   [("op", "left"), ("input shapes", "left"), ("x", "right"), ("default us", "right"),
+                    ("tuned us", "right"), ("gain", "right"), ("mode", "left")], "input shapes", narrow)
+    ranked = sorted(r.tasks, key=lambda t: -t.occurrences * (t.baseline_us - t.time_us))
+    for t in ranked[:rows]:
+        table.add_row(t.op_type, "\n".join("x".join(map(str, s)) for s in t.inputs), str(t.occurrences),
+                      f"{t.baseline_us:.2f}", f"{t.time_us:.2f}", percent(t.improvement),
+                      *([] if narrow else [t.update_mode]))
+    return table
+
+
+def subgraph_table(r: SubgraphTuneResult, rows: int = 10, narrow: bool = False) -> Table:
     """The subgraphs whose tuning saved most model time (occurrences x time saved)."""
-    table = Table(title=f"{r.model_name}: top subgraphs by model time saved", title_justify="left")
-    for name, justify in (("first .. last node", "left"), ("x", "right"), ("kernels", "right"),
-                          ("before us", "right"), ("after us", "right"), ("gain", "right"), ("mode", "left")):
-        table.add_column(name, justify=justify,  # type: ignore[arg-type]
-                         overflow="fold" if name == "first .. last node" else "ellipsis")
+    table = _table(f"{r.model_name}: top subgraphs by model time saved",
+                   [("first .. last node", "left"), ("x", "right"), ("kernels", "right"), ("before us", "right"),
+                    ("after us", "right"), ("gain", "right"), ("mode", "left")], "first .. last node", narrow)
     ranked = sorted(r.subgraphs, key=lambda g: -g.occurrences * (g.before_us - g.after_us))
     for g in ranked[:rows]:
-        table.add_row(f"{g.nodes[0]} .. {g.nodes[-1]}", str(g.occurrences),
+        table.add_row(f"{g.nodes[0]} ..\n{g.nodes[-1]}", str(g.occurrences),
                       f"{len(g.before_kernels)} -> {len(g.after_kernels)}", f"{g.before_us:.2f}",
-                      f"{g.after_us:.2f}", percent(g.improvement), g.update_mode)
+                      f"{g.after_us:.2f}", percent(g.improvement), *([] if narrow else [g.update_mode]))
     return table
