@@ -78,3 +78,44 @@ def test_missing_torch_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ImportError, match=r"aoe_native.torch_ddp needs PyTorch.*aoe-native\[torch\]"):
         torch_ddp.measure_timeline(object(), lambda: None)
+
+
+def test_apply_plan_rejects_buckets_that_do_not_cover_the_gradients_once():
+    import dataclasses
+    m = _mlp()
+    grads = [(n, p.numel() * 4, float(i)) for i, (n, p) in enumerate(reversed(list(m.named_parameters())))]
+    plan = tune_gradients(grads, Cluster(ranks=2), max_buckets=2)
+    first = plan.buckets[0]
+    for buckets, message in ((plan.buckets[:-1], "leave out"),
+                             ([first, first] + plan.buckets[1:], "in buckets 0 and 1")):
+        edited = dataclasses.replace(plan, buckets=buckets)
+        for method in ("hooks", "ddp"):
+            with pytest.raises(ValueError, match=message):
+                torch_ddp.apply_plan(m, edited, method=method)
+
+
+def test_hooks_refuse_accumulation_and_recover_from_an_unused_parameter(tmp_path):
+    """One process group of one rank: a second backward before finish() is an error (its
+    gradients would be overwritten), and a step with an unused parameter names it and
+    leaves the next step working."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        m = _mlp()
+        grads = [(n, p.numel() * 4, float(i)) for i, (n, p) in enumerate(reversed(list(m.named_parameters())))]
+        wrapped = torch_ddp.apply_plan(m, tune_gradients(grads, Cluster(ranks=2)), method="hooks")
+        x = torch.randn(8, 16)
+        wrapped(x).sum().backward()
+        with pytest.raises(RuntimeError, match="ready again before finish"):
+            wrapped(x).sum().backward()
+        wrapped._reset()
+        m.zero_grad(set_to_none=True)
+        with pytest.raises(RuntimeError, match=r"no gradient for \['2.bias', '2.weight'\]"):
+            m[1](m[0](x)).sum().backward()  # the last layer unused
+            wrapped.finish()
+        m.zero_grad(set_to_none=True)
+        wrapped(x).sum().backward()
+        wrapped.finish()  # a normal step works again
+        assert all(p.grad is not None for p in m.parameters())
+    finally:
+        dist.destroy_process_group()

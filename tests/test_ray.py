@@ -69,6 +69,7 @@ def test_a_crash_a_hang_and_an_error_fail_only_their_configurations():
         reasons = sorted(obj.errors.values())
         assert any("kernel failed to compile" in e for e in reasons)
         assert any("crashed" in e for e in reasons) and any("timed out" in e for e in reasons)
+        assert sorted(r.errors.values()) == reasons  # the run's failures carry the workers' reasons
         # the workers are still there for the next batch
         again = an.tune(sp, obj, strategy="random", max_evals=4, initial_configs=good, seed=1)
         assert again.best_value == smooth(good[0])
@@ -78,7 +79,7 @@ def test_a_function_the_workers_cannot_load_is_a_clear_error():
     def local(config):  # pickled by value: loads fine
         return 1.0
     with RayObjective(local, ["a"], workers=1) as obj:
-        assert obj.fn(__import__("numpy").array([[1]])) == [1.0]
+        assert obj.fn(__import__("numpy").array([[1]])).values == [1.0]
 
     class Unpicklable:
         def __reduce__(self):
@@ -103,3 +104,10 @@ def test_opat_job_measures_on_ray(tmp_path):
         ev.close()
     assert r.evaluator == "measured on Ray" and r.improvement > 0
     assert all(t.evaluations > 0 for t in r.tasks)
+
+
+def test_workers_the_cluster_cannot_place_are_an_error_not_a_hang():
+    with pytest.raises(ValueError, match=r"need more than the Ray cluster has \(NPU: 0\)"):
+        RayObjective(smooth, ["a", "b", "c"], resources={"NPU": 1})
+    with pytest.raises(ValueError, match="need more than the Ray cluster has"):
+        RayObjective(smooth, ["a", "b", "c"], workers=64)

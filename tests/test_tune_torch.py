@@ -55,3 +55,16 @@ def test_without_torch_the_error_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
     with pytest.raises(ImportError, match=r"aoe-native\[torch\]"):
         aoe_native.tune_torch(object(), (), bank=tmp_path)
+
+
+def test_tracing_that_depends_on_input_values_is_an_error(tmp_path):
+    class Branchy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            return self.fc(x) if x.sum() > 0 else x
+
+    with pytest.raises(ValueError, match="tracing depends on values of the example inputs.*use exporter='dynamo'"):
+        aoe_native.tune_torch(Branchy(), torch.randn(4, 16), exporter="torchscript", bank=tmp_path)

@@ -80,12 +80,29 @@ class PythonObjective : public aoe::Objective {
     for (size_t i = 0; i < n; ++i) s.values(ids[i], d + i * s.num_params());
     std::string error;
     try {
-      auto values = py::array_t<double, py::array::c_style | py::array::forcecast>(fn_(rows));
+      py::object r = fn_(rows);
+      py::object reasons = py::none();  // a BatchResult: values plus a message per failed row
+      if (py::hasattr(r, "values") && py::hasattr(r, "errors")) {
+        reasons = r.attr("errors");
+        r = r.attr("values");
+      }
+      auto values = py::array_t<double, py::array::c_style | py::array::forcecast>(r);
       if (values.ndim() != 1 || size_t(values.shape(0)) != n)
         error = "batch objective returned shape " + std::string(py::str(py::tuple(values.attr("shape")))) +
                 " for " + std::to_string(n) + " configurations";
+      else if (!reasons.is_none() && py::len(reasons) != n)
+        error = "batch objective returned " + std::to_string(py::len(reasons)) + " errors for " +
+                std::to_string(n) + " configurations";
       else
-        for (size_t i = 0; i < n; ++i) out[i] = values.data()[i];
+        for (size_t i = 0; i < n; ++i) {
+          out[i] = values.data()[i];
+          if (reasons.is_none()) continue;
+          py::object why = reasons[py::int_(i)];
+          if (!why.is_none() && py::len(py::str(why)) > 0) {
+            errors[i] = py::str(why);
+            out[i] = NAN;
+          }
+        }
     } catch (py::error_already_set& e) {
       if (is_fatal(e)) throw;
       error = describe(e);

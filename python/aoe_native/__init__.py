@@ -35,7 +35,7 @@ from .jobs.gdat import GradientPlan, tune_gradients
 from .jobs.opat import CoverageWarning, TuneOpsWarning, tune_model, tune_torch
 from .jobs.results import ModelTuneResult, SubgraphTuneResult
 from .jobs.sgat import tune_subgraphs
-from .tuning import BatchObjective, TuneResult, TuningInterrupted, improvement, tune
+from .tuning import BatchObjective, BatchResult, TuneResult, TuningInterrupted, improvement, tune
 
 
 def strategies() -> list[str]:
@@ -57,6 +57,7 @@ def cmake_dir() -> str:
 __all__ = [
     "BankError",
     "BatchObjective",
+    "BatchResult",
     "Calibration",
     "Cluster",
     "CostModelEvaluator",

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .tuning import BatchObjective
+from .tuning import BatchObjective, BatchResult
 
 __all__ = ["measure", "IsolatedObjective", "MeasurementError", "RayObjective"]
 
@@ -196,7 +196,7 @@ class _RayWorker:
     """One Ray actor: holds a device (its resources) and an isolated measurement process,
     restarted only when the measured context (e.g. the task) changes."""
 
-    def __init__(self, fn: Callable[..., float], timeout: float) -> None:
+    def __init__(self, fn: Callable[..., float], timeout: float | None) -> None:
         self.fn, self.timeout = fn, timeout
         self.objective: IsolatedObjective | None = None
         self.context: Any = None
@@ -229,10 +229,14 @@ class RayObjective(BatchObjective):
             `resources` (e.g. every ``"NPU"`` of every host), at least one.
         resources: what one worker holds, e.g. ``{"NPU": 1}`` for one device
             (default ``{"CPU": 1}``).
-        timeout: seconds one measurement may take (see :class:`IsolatedObjective`).
+        timeout: seconds one measurement may take (see :class:`IsolatedObjective`;
+            ``None``: no limit).
         batch: configurations per batch the strategy proposes.  Kept independent of
             the number of workers, so that the same seed gives the same run on any
             cluster (results are returned in proposal order, never arrival order).
+        start_timeout: seconds the workers may take to start (a cluster that cannot
+            place them, e.g. an autoscaler that never adds the resource, is an error
+            after this long rather than a hang).
 
     Each worker runs `fn` in its own isolated process: a measurement that raises,
     hangs or crashes fails only its configuration (NaN; the reason is kept in
@@ -244,7 +248,8 @@ class RayObjective(BatchObjective):
     """
 
     def __init__(self, fn: Callable[..., float], param_names: Sequence[str], workers: int | None = None,
-                 resources: Mapping[str, float] | None = None, timeout: float = 60.0, batch: int = 8) -> None:
+                 resources: Mapping[str, float] | None = None, timeout: float | None = 60.0, batch: int = 8,
+                 start_timeout: float = 300.0) -> None:
         try:
             import ray
             from ray.util import ActorPool
@@ -252,26 +257,38 @@ class RayObjective(BatchObjective):
             raise ImportError("RayObjective needs Ray: pip install 'aoe-native[ray]'") from None
         if not callable(fn):
             raise TypeError(f"RayObjective needs a callable, got {fn!r}")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive (or None for no limit), got {timeout}")
+        if not start_timeout > 0:
+            raise ValueError(f"start_timeout must be positive, got {start_timeout}")
         resources = dict(resources or {"CPU": 1})
         if any(not v > 0 for v in resources.values()):
             raise ValueError(f"resources must be positive amounts, got {resources}")
         if not ray.is_initialized():
             ray.init()
+        have = ray.cluster_resources()
         if workers is None:
-            have = ray.cluster_resources()
             workers = max(1, int(min(have.get(k, 0.0) // v for k, v in resources.items())))
         if int(workers) < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
-        cpus = resources.pop("CPU", 0)
-        actor = ray.remote(_RayWorker).options(num_cpus=cpus, resources=resources or None, max_restarts=-1,
-                                              max_task_retries=0)
+        short = {k: have.get(k, 0.0) for k, v in resources.items() if have.get(k, 0.0) < v * int(workers)}
+        if short:  # Ray would queue the workers for ever
+            raise ValueError(f"RayObjective: {int(workers)} worker(s) of {resources} need more than the Ray cluster "
+                             f"has ({', '.join(f'{k}: {n:g}' for k, n in short.items())}); start Ray with those "
+                             "resources (ray start --resources / ray.init(resources=...)) or ask for fewer workers")
+        # Ray takes CPUs and GPUs as keywords, every other resource by name.
+        cpus, gpus = resources.pop("CPU", 0), resources.pop("GPU", 0)
+        actor = ray.remote(_RayWorker).options(num_cpus=cpus, num_gpus=gpus, resources=resources or None,
+                                              max_restarts=-1, max_task_retries=0)
         self.names = list(param_names)
         self.context: Any = None
-        self.workers = [actor.remote(fn, float(timeout)) for _ in range(int(workers))]
+        self.workers = [actor.remote(fn, None if timeout is None else float(timeout)) for _ in range(int(workers))]
         try:  # fail here, clearly, if the workers cannot load `fn`, not batch after batch later
-            ray.get([w.ready.remote() for w in self.workers])
+            ray.get([w.ready.remote() for w in self.workers], timeout=start_timeout)
+        except ray.exceptions.GetTimeoutError:
+            self.close()
+            raise RuntimeError(f"RayObjective: the {int(workers)} worker(s) did not start within {start_timeout:g} s "
+                               "(can the cluster place them? see `ray status`)") from None
         except ray.exceptions.RayError as e:
             self.close()
             raise RuntimeError(f"RayObjective: the Ray workers could not start with {fn!r} (is it importable on "
@@ -289,18 +306,20 @@ class RayObjective(BatchObjective):
         bound.fn = bound._measure_rows
         return bound
 
-    def _measure_rows(self, rows: np.ndarray) -> list[float]:
+    def _measure_rows(self, rows: np.ndarray) -> BatchResult:
         configs = [{n: int(v) for n, v in zip(self.names, row)} for row in rows]
         ctx = self.context
-        out = []
+        out, why = [], []
         # ActorPool.map yields in submission order: the run does not depend on arrival order.
         for config, (status, value) in zip(configs, self._pool.map(lambda a, c: a.measure.remote(c, ctx), configs)):
             if status == "ok":
                 out.append(value)
-            else:
+                why.append("")
+            else:  # the reason goes to the run's failures (and to `errors`)
                 self.errors[tuple(config.values())] = value
                 out.append(math.nan)
-        return out
+                why.append(value)
+        return BatchResult(out, why)
 
     def close(self) -> None:
         """Stop the workers (the Ray runtime itself is left running)."""

@@ -78,6 +78,21 @@ def _check_module(module: Any, plan: GradientPlan) -> list[tuple[str, Any]]:
         p = params[n]
         if p.numel() * p.element_size() != nbytes:
             raise ValueError(f"parameter {n}: {p.numel() * p.element_size()} bytes in the model, {nbytes} in the plan")
+    # The buckets must hold every gradient once (an edited plan may not).
+    seen: dict[str, int] = {}
+    for k, bucket in enumerate(plan.buckets):
+        for n in bucket:
+            if n in seen:
+                raise ValueError(f"the plan puts parameter {n} in buckets {seen[n]} and {k}")
+            if n not in params:
+                raise ValueError(f"bucket {k} of the plan names {n}, which is not a gradient of the plan")
+            seen[n] = k
+    uncovered = [n for n in plan.names if n not in seen]
+    if uncovered:
+        raise ValueError(f"the plan's buckets leave out {len(uncovered)} gradient(s): {uncovered[:5]}")
+    sizes = [sum(params[n].numel() * params[n].element_size() for n in b) for b in plan.buckets]
+    if list(plan.bucket_bytes) != sizes:
+        raise ValueError(f"the plan's bucket_bytes {list(plan.bucket_bytes)} do not match its buckets ({sizes})")
     return [(n, params[n]) for n in plan.names]
 
 
@@ -123,7 +138,11 @@ class PlannedAllReduce:
         self._pending: list[tuple[Any, Any, list[tuple[str, Any]]]] = []
 
     def _ready(self, name: str) -> None:
-        self._left[self._bucket_of[name]] -= 1
+        k = self._bucket_of[name]
+        if self._left[k] == 0:  # a second backward before finish(): its gradients would be lost
+            raise RuntimeError(f"parameter {name}'s gradient is ready again before finish(): one backward per "
+                               "finish() with method='hooks' (gradient accumulation: method='ddp' with no_sync())")
+        self._left[k] -= 1
         while self._next < len(self._buckets) and self._left[self._next] == 0:
             bucket = self._buckets[self._next]
             flat = self._torch.cat([p.grad.reshape(-1) for _, p in bucket])
@@ -135,7 +154,10 @@ class PlannedAllReduce:
     def finish(self) -> None:
         """Wait for every bucket and write the rank-averaged gradients back."""
         if self._next != len(self._buckets):
-            raise RuntimeError(f"only {self._next} of {len(self._buckets)} buckets were ready after backward")
+            missing = [n for b in self._buckets for n, p in b if p.grad is None]
+            self._reset()  # the next step starts clean
+            raise RuntimeError(f"only {self._next} of {len(self._buckets)} buckets were ready after backward"
+                               + (f"; no gradient for {missing[:5]} (unused in this forward?)" if missing else ""))
         world = self._torch.distributed.get_world_size(self.group)
         for work, flat, bucket in self._pending:
             work.wait()

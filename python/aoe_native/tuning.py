@@ -13,7 +13,7 @@ from . import replay
 from ._core.space import Objective, SearchSpace
 from ._core.space import tune as _native_tune
 
-__all__ = ["BatchObjective", "TuneResult", "TuningInterrupted", "improvement", "tune"]
+__all__ = ["BatchObjective", "BatchResult", "TuneResult", "TuningInterrupted", "improvement", "tune"]
 
 Config = dict[str, int]
 
@@ -28,8 +28,9 @@ class BatchObjective:
     """Marks a callable that evaluates many configurations at once.
 
     ``fn`` receives an ``int64`` array with one row per configuration (columns in
-    ``space.param_names`` order) and returns one value per row.  An exception
-    marks the whole batch failed; a non-finite value marks one configuration.
+    ``space.param_names`` order) and returns one value per row, or a
+    :class:`BatchResult` to say why rows failed.  An exception marks the whole batch
+    failed; a non-finite value marks one configuration.
     """
 
     def __init__(self, fn: Callable[[np.ndarray], Sequence[float]], max_batch: int = 256) -> None:
@@ -42,6 +43,15 @@ class BatchObjective:
 
     def __call__(self, rows: np.ndarray) -> Sequence[float]:
         return self.fn(rows)
+
+
+@dataclass
+class BatchResult:
+    """What a batch objective may return instead of bare values: ``values[i]`` for row i
+    and ``errors[i]``, the reason row i failed ("" or None when it did not)."""
+
+    values: Sequence[float]
+    errors: Sequence[str | None]
 
 
 ObjectiveLike = Union[Callable[[Config], float], BatchObjective, Objective]

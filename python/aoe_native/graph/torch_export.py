@@ -27,6 +27,10 @@ def require_torch(what: str) -> Any:
     return torch
 
 
+class _TraceUnsafe(Exception):
+    """A trace that depends on the example inputs' values (its own message, not 'export failed')."""
+
+
 def export_module(module: Any, example_inputs: Any, exporter: str = "dynamo",
                   input_names: list[str] | None = None, opset: int | None = None) -> onnx.ModelProto:
     """Export `module` called on `example_inputs` (a tensor or a tuple of them) to an ONNX
@@ -58,11 +62,21 @@ def export_module(module: Any, example_inputs: Any, exporter: str = "dynamo",
                 model = program.model_proto
             else:
                 buf = io.BytesIO()
-                torch.onnx.export(module, args, buf, dynamo=False, input_names=input_names,
-                                  opset_version=opset or 17)
+                # Tracing records one branch of data-dependent control flow and only warns
+                # (TracerWarning): that is an error here, as control flow is for dynamo.
+                with warnings.catch_warnings(record=True) as traced:
+                    warnings.simplefilter("always", torch.jit.TracerWarning)
+                    torch.onnx.export(module, args, buf, dynamo=False, input_names=input_names,
+                                      opset_version=opset or 17)
+                unsafe = [w for w in traced if issubclass(w.category, torch.jit.TracerWarning)]
+                if unsafe:
+                    raise _TraceUnsafe(f"tracing depends on values of the example inputs ({unsafe[0].message}); "
+                                       "the export would hold one branch only: use exporter='dynamo'")
                 model = onnx.load_from_string(buf.getvalue())
     except ImportError:
         raise
+    except _TraceUnsafe as e:
+        raise ValueError(f"{name}: {e}") from None
     except Exception as e:
         raise ValueError(f"{name}: the {exporter} ONNX export failed ({type(e).__name__}: {e})") from None
     finally:
