@@ -119,3 +119,12 @@ def test_hooks_refuse_accumulation_and_recover_from_an_unused_parameter(tmp_path
         assert all(p.grad is not None for p in m.parameters())
     finally:
         dist.destroy_process_group()
+
+
+def test_a_parameter_frozen_after_planning_is_named_as_frozen():
+    m = _mlp()
+    grads = [(n, p.numel() * 4, float(i)) for i, (n, p) in enumerate(reversed(list(m.named_parameters())))]
+    plan = tune_gradients(grads, Cluster(ranks=2))
+    m[0].weight.requires_grad_(False)
+    with pytest.raises(ValueError, match=r"frozen since the plan was made \(requires_grad=False\) \['0.weight'\]"):
+        torch_ddp.apply_plan(m, plan, method="hooks")

@@ -68,3 +68,9 @@ def test_tracing_that_depends_on_input_values_is_an_error(tmp_path):
 
     with pytest.raises(ValueError, match="tracing depends on values of the example inputs.*use exporter='dynamo'"):
         aoe_native.tune_torch(Branchy(), torch.randn(4, 16), exporter="torchscript", bank=tmp_path)
+
+
+def test_example_inputs_the_module_cannot_run_are_named(tmp_path):
+    with pytest.raises(ValueError, match="Linear: the module fails on the example inputs .*dtype"):
+        aoe_native.tune_torch(torch.nn.Linear(8, 8), torch.ones(2, 8, dtype=torch.int64), exporter="torchscript",
+                              bank=tmp_path)

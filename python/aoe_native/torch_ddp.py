@@ -69,11 +69,16 @@ def measure_timeline(module: Any, loss_fn: Callable[[], Any], steps: int = 5, wa
 def _check_module(module: Any, plan: GradientPlan) -> list[tuple[str, Any]]:
     """The module's trainable parameters must be exactly the plan's gradients, with the same bytes."""
     params = dict(_trainable(module))
+    frozen = {n for n, p in module.named_parameters() if not p.requires_grad}
     missing = [n for n in plan.names if n not in params]
     extra = [n for n in params if n not in set(plan.names)]
     if missing or extra:
-        raise ValueError(f"the model's parameters do not match the plan: not in the model {missing[:5]}, "
-                         f"not in the plan {extra[:5]}")
+        gone = [n for n in missing if n not in frozen]
+        now_frozen = [n for n in missing if n in frozen]
+        raise ValueError("the model's parameters do not match the plan: "
+                         + (f"frozen since the plan was made (requires_grad=False) {now_frozen[:5]}, " if now_frozen
+                            else "")
+                         + f"not in the model {gone[:5]}, not in the plan {extra[:5]}")
     for n, nbytes in zip(plan.names, plan.gradient_bytes):
         p = params[n]
         if p.numel() * p.element_size() != nbytes:

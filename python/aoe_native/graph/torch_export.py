@@ -6,6 +6,7 @@ package imports without it.
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from typing import Any
 
@@ -25,6 +26,11 @@ def require_torch(what: str) -> Any:
         raise ImportError(f"{what} needs PyTorch, which is not installed ({e}); install the torch extra: "
                           f"{TORCH_EXTRA}") from None
     return torch
+
+
+def _plain(text: str) -> str:
+    """Without terminal colour codes (torch.export colours its errors)."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 class _TraceUnsafe(Exception):
@@ -48,6 +54,13 @@ def export_module(module: Any, example_inputs: Any, exporter: str = "dynamo",
     name = type(module).__name__
     was_training = module.training
     module.eval()
+    try:  # the example inputs must run eagerly: exporters can trace what eager mode refuses
+        with torch.no_grad():
+            module(*args)
+    except Exception as e:
+        module.train(was_training)
+        raise ValueError(f"{name}: the module fails on the example inputs ({type(e).__name__}: "
+                         f"{_plain(str(e)).strip().splitlines()[0] if str(e).strip() else ''})") from None
     try:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
@@ -78,7 +91,7 @@ def export_module(module: Any, example_inputs: Any, exporter: str = "dynamo",
     except _TraceUnsafe as e:
         raise ValueError(f"{name}: {e}") from None
     except Exception as e:
-        raise ValueError(f"{name}: the {exporter} ONNX export failed ({type(e).__name__}: {e})") from None
+        raise ValueError(f"{name}: the {exporter} ONNX export failed ({type(e).__name__}: {_plain(str(e))})") from None
     finally:
         module.train(was_training)
     model.graph.name = name
