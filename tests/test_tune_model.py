@@ -277,3 +277,16 @@ def test_evals_per_task_bounds_every_round(tmp_path):
                                   evals_per_task=ept)
         tuned = [t for t in r.tasks if t.tuned]
         assert tuned and sum(t.evaluations for t in tuned) <= ept * len(tuned)
+
+
+def test_a_model_with_no_kernel_warns_instead_of_reporting_100_percent(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])
+    g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "ident", [x], [y])
+    path = tmp_path / "ident.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    with pytest.warns(aoe_native.CoverageWarning, match="no kernel to tune"):
+        r = aoe_native.tune_model(str(path), bank=tmp_path / "bank", parallel=1)
+    assert r.tasks == [] and r.tuned_ms == 0

@@ -55,7 +55,12 @@ def check_device_memory(graph: Graph, plat: Platform) -> None:
 
 
 def warn_coverage(graph: Graph, part: Partition) -> None:
-    """Warn (:class:`CoverageWarning`) when the modelled kernels hold too little of the model's FLOPs."""
+    """Warn (:class:`CoverageWarning`) when the modelled kernels hold too little of the model's FLOPs,
+    or when there is no kernel at all (a model of views only: nothing to tune, 0 ms)."""
+    if not part.kernels:
+        warnings.warn(f"{graph.name}: no kernel to tune (its {part.n_nodes} node(s) are views or unsupported); "
+                      "the model time is 0", CoverageWarning, stacklevel=3)
+        return
     cov = part.coverage
     if cov is not None and cov.flops_share < MIN_FLOPS_SHARE:
         top = ", ".join(f"{u['op_type']} ({u['count']} nodes, {u['flops_share'] * 100:.1f}% of FLOPs)"
