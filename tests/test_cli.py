@@ -152,6 +152,7 @@ def test_tune_ops_naming_some_unknown_ops_warns_and_tunes_the_rest(tmp_path, cap
     (["-j", "2", "--servers=2"], "--servers applies to --job_type=4, not 2"),
     (["-j", "2", "--tune_optimization_level=O1"], "--tune_optimization_level applies to --job_type=1, not 2"),
     (["-j", "1", "--tune_ops_file=x.txt"], "--tune_ops_file applies to --job_type=2, not 1"),
+    (["-j", "1,2", "--tune_ops_file=x.txt"], "--tune_ops_file applies to operator tuning of the model's own kernels"),
     (["-j", "4", "--timeline=t.json", "--bank=b"], "--bank applies to --job_type=1 or 2, not 4"),
     (["-j", "4", "--timeline=t.json", "--dtype=float16"], "--dtype describes a model; with --timeline there is none"),
     (["-j", "4", "-m", "m.onnx"], "--job_type=4 --model needs --framework=5"),

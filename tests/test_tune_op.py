@@ -154,6 +154,8 @@ def test_random_operators_on_every_soc_are_valid_and_bounded():
 def test_wrong_argument_types_get_clear_errors():
     with pytest.raises(TypeError, match="max_evals must be an integer, got '10'"):
         an.tune_op("MatMul", [[64, 64], [64, 64]], max_evals="10")
+    with pytest.raises(TypeError, match="max_evals must be an integer, got inf"):
+        an.tune_op("MatMul", [[64, 64], [64, 64]], max_evals=float("inf"))
     with pytest.raises(TypeError, match="strategy must be a strategy name"):
         an.tune(an.SearchSpace({"a": [1, 2]}), lambda c: 1.0, strategy=None)
     model = an.ascend.ops.op_model("Relu", [[64, 64]])

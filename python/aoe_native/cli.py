@@ -213,17 +213,19 @@ _DEFAULTS = {"soc_version": "Ascend910B3", "dtype": "float16", "seed": 0, "tune_
 
 
 def _check_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Reject options the job type does not use, then fill in the defaults."""
-    flags = {dest: f"--{dest}" for dest in list(_OPTION_JOBS) + list(_DEFAULTS) + ["input_shape"]}  # flag = --dest
+    """Reject options the job type does not use, then fill in the defaults.  Every flag is
+    --<dest>."""
     jobs = set(args.job_type)
     for dest, where in _OPTION_JOBS.items():
         if getattr(args, dest) is not None and not jobs & where:
-            ap.error(f"{flags[dest]} applies to --job_type={' or '.join(map(str, sorted(where)))}, "
+            ap.error(f"--{dest} applies to --job_type={' or '.join(map(str, sorted(where)))}, "
                      f"not {','.join(map(str, args.job_type))}")
+    if args.tune_ops_file is not None and args.job_type != (2,):  # with 1,2 the kernels are the fused ones
+        ap.error("--tune_ops_file applies to operator tuning of the model's own kernels (--job_type=2) only")
     if args.timeline is not None:
         for dest in ("soc_version", "input_shape", "dtype"):
             if getattr(args, dest) is not None:
-                ap.error(f"{flags[dest]} describes a model; with --timeline there is none")
+                ap.error(f"--{dest} describes a model; with --timeline there is none")
     for dest, value in _DEFAULTS.items():
         if getattr(args, dest) is None:
             setattr(args, dest, value)
@@ -317,9 +319,6 @@ def _aoe(argv: list[str] | None) -> int:
         name = _FRAMEWORKS.get(args.framework, "unknown")
         print(f"aoe: error: --framework={args.framework} ({name}) is not supported; only 5 (ONNX) is",
               file=sys.stderr)
-        return 2
-    if args.job_type != (2,) and args.tune_ops_file:
-        print("aoe: error: --tune_ops_file applies to operator tuning (--job_type=2) only", file=sys.stderr)
         return 2
     sg = None
     try:

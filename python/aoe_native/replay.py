@@ -101,9 +101,10 @@ def _codes(column: list[Any]) -> tuple[list[int], list[Any] | None]:
         return [int(v) for v in column], None
     # Distinct by JSON text, so 2 and 2.0, or 1 and true, stay two recorded values.
     text = [json.dumps(v, sort_keys=True) for v in column]
-    labels = sorted(dict(zip(text, column)).values(), key=_order)
-    code = {json.dumps(v, sort_keys=True): i for i, v in enumerate(labels)}
-    return [code[t] for t in text], labels
+    value_of = dict(zip(text, column))
+    order = sorted(value_of, key=lambda t: _order(value_of[t]))
+    code = {t: i for i, t in enumerate(order)}
+    return [code[t] for t in text], [value_of[t] for t in order]
 
 
 def load(path: str | os.PathLike[str], objective: str | None = None,

@@ -234,9 +234,9 @@ class RayObjective(BatchObjective):
         batch: configurations per batch the strategy proposes.  Kept independent of
             the number of workers, so that the same seed gives the same run on any
             cluster (results are returned in proposal order, never arrival order).
-        start_timeout: seconds the workers may take to start (a cluster that cannot
-            place them, e.g. an autoscaler that never adds the resource, is an error
-            after this long rather than a hang).
+        start_timeout: seconds the workers may take to start: an error after this long
+            rather than a hang (a cluster that lacks the resources altogether is refused
+            at once, from ``ray.cluster_resources()``).
 
     Each worker runs `fn` in its own isolated process: a measurement that raises,
     hangs or crashes fails only its configuration (NaN; the reason is kept in

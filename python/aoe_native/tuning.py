@@ -151,7 +151,8 @@ def check_max_evals(max_evals: Any) -> None:
     native side's limit); a positive count is the strategy's check."""
     if max_evals is None:
         return
-    if isinstance(max_evals, bool) or not isinstance(max_evals, numbers.Real) or int(max_evals) != max_evals:
+    if (isinstance(max_evals, bool) or not isinstance(max_evals, numbers.Real) or not math.isfinite(max_evals)
+            or int(max_evals) != max_evals):
         raise TypeError(f"max_evals must be an integer, got {max_evals!r}")
     if int(max_evals) >= 2**63:
         raise ValueError(f"max_evals must be below 2**63, got {max_evals!r}")

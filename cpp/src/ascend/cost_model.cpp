@@ -145,19 +145,21 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
   }
   check_platform(platform, "platform '" + platform.name + "'");  // a hand-filled one too: no division by 0 later
   if (!entry->any_attrs) {
-    std::string unknown, accepted;
-    auto known = [&](const std::string& n) {
-      return std::find(entry->attrs.begin(), entry->attrs.end(), n) != entry->attrs.end();
+    std::set<std::string> unknown;
+    auto note = [&](const auto& attrs) {
+      for (const auto& a : attrs)
+        if (std::find(entry->attrs.begin(), entry->attrs.end(), a.first) == entry->attrs.end()) unknown.insert(a.first);
     };
-    std::set<std::string> names;
-    for (const auto& a : in.int_attrs) names.insert(a.first);
-    for (const auto& a : in.str_attrs) names.insert(a.first);
-    for (const auto& n : names)
-      if (!known(n)) unknown += (unknown.empty() ? "'" : ", '") + n + "'";
-    std::vector<std::string> sorted_attrs = entry->attrs;
-    std::sort(sorted_attrs.begin(), sorted_attrs.end());
-    for (const auto& n : sorted_attrs) accepted += (accepted.empty() ? "" : ", ") + n;
-    if (!unknown.empty()) fail(in.kind + ": unknown attribute(s) " + unknown + "; " + in.kind + " accepts " + accepted);
+    note(in.int_attrs);
+    note(in.str_attrs);
+    if (!unknown.empty()) {
+      std::string names, accepted;
+      for (const auto& n : unknown) names += (names.empty() ? "'" : ", '") + n + "'";
+      std::vector<std::string> sorted_attrs = entry->attrs;
+      std::sort(sorted_attrs.begin(), sorted_attrs.end());
+      for (const auto& n : sorted_attrs) accepted += (accepted.empty() ? "" : ", ") + n;
+      fail(in.kind + ": unknown attribute(s) " + names + "; " + in.kind + " accepts " + accepted);
+    }
   }
   OpDesc op = in;
   op.kind = entry->name;
