@@ -205,3 +205,37 @@ def test_bank_commands_name_a_root_an_unknown_soc_and_a_soc_mismatch(tmp_path, c
     assert "expected 'Ascend310P3'" in capsys.readouterr().err
     assert bank_main(["show", "--soc_version", "Ascend9999", "--bank", str(root)]) == 1
     assert "unknown --soc_version 'Ascend9999'" in capsys.readouterr().err
+
+
+def test_replace_overwrites_the_entry_the_caller_judged_unless_another_writer_changed_it(tmp_path):
+    b = Bank(tmp_path / SOC, SOC)
+    b.store([(_key(1), _entry(1, 5.0))])
+    judged = Bank(tmp_path / SOC, SOC).load().get(_key(1))
+    # The caller re-estimated the entry as slower than its new one (recorded 20 > 5): replaced.
+    assert b.store([(_key(1), _entry(1, 20.0))], replace={_key(1): judged})[0].stored
+    # A replace judged against an entry another writer has since changed: recorded times decide.
+    assert not b.store([(_key(1), _entry(1, 30.0))], replace={_key(1): judged})[0].stored
+    assert Bank(tmp_path / SOC, SOC).load().get(_key(1))["time_after_us"] == 20.0
+
+
+def test_merge_refuses_a_bank_root_as_source_or_destination(tmp_path):
+    root = tmp_path / "root"
+    Bank(root / SOC, SOC).store([(_key(1), _entry(1, 5.0))])
+    with pytest.raises(BankError, match="is a bank root"):
+        merge_banks([root], tmp_path / "dst")
+    with pytest.raises(BankError, match="is a bank root"):
+        merge_banks([root / SOC], root)
+    assert sorted(os.listdir(root)) == [SOC]  # nothing written into the root
+
+
+def test_a_writer_waiting_for_the_lock_says_so(tmp_path, caplog, monkeypatch):
+    from filelock import FileLock
+    from aoe_native.bank import store
+    monkeypatch.setattr(store, "LOCK_NOTICE_S", 0.2)
+    monkeypatch.setattr(store, "LOCK_TIMEOUT_S", 0.6)
+    (tmp_path / SOC).mkdir()
+    with FileLock(str(tmp_path / SOC / ".lock")):  # another writer (a thread's lock is per object)
+        with pytest.raises(BankError, match="lock was held"):
+            Bank(tmp_path / SOC, SOC).store([(_key(1), _entry(1, 5.0))])
+    assert "waiting for the knowledge bank's lock" in caplog.text
+    assert Bank(tmp_path / SOC, SOC).store([(_key(1), _entry(1, 5.0))])[0].stored

@@ -1,9 +1,12 @@
 """The `aoe` command: AOE's flags, clear errors, final line, files written."""
 import json
+import os
 import re
+import sys
 
 import pytest
 
+import aoe_native
 from aoe_native import cli, zoo
 from aoe_native.ascend.ops import supported_ops
 
@@ -55,8 +58,9 @@ def test_end_to_end_run_prints_aoe_final_line_and_writes_files(tmp_path):
     assert doc[1]["OPAT"]["model_performance_improvement"] in last
     cov = doc[1]["OPAT"]["model_coverage"]  # an added field
     assert (cov["nodes"], cov["modelled_nodes"], cov["flops_share"]) == (175, 174, 1.0)
-    assert (tmp_path / "out" / "resnet50_opat_report.html").exists()
-    assert (tmp_path / "out" / "resnet50_tuned_plan.json").exists()
+    # named after the model file (r.onnx), not its graph (resnet50): graph names repeat across exports
+    assert (tmp_path / "out" / "r_opat_report.html").exists()
+    assert (tmp_path / "out" / "r_tuned_plan.json").exists()
     again = run_aoe(["-f", "5", "-m", str(model), "-j", "2", f"--bank={tmp_path / 'bank'}",
                      "--progress_bar", "off"], cwd=work, timeout=120)
     assert again.returncode == 0 and again.stderr == ""
@@ -267,3 +271,86 @@ def test_summary_table_fits_a_narrow_terminal_without_cutting_shapes():
     assert max(len(line.rstrip()) for line in lines) <= 60
     shapes = {"x".join(map(str, s)) for t in r.tasks for s in t.inputs}
     assert any(s in "\n".join(lines) for s in shapes)  # whole shapes, not digits split over lines
+
+
+def _children(pid: int) -> list[int]:
+    import glob
+    kids = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = open(stat).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.split("/")[2]))
+    return kids
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_killed_run_leaves_no_worker_behind_and_sigterm_stops_cleanly(tmp_path, sig):
+    """SIGTERM stops a run as Ctrl-C does (exit 143, the result file written); SIGKILL of the
+    aoe process takes its worker processes with it instead of leaving them to run on."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    model = tmp_path / "r.onnx"
+    zoo.save("resnet50", str(model))
+    bank = tmp_path / "bank"
+    p = subprocess.Popen([sys.executable, "-m", "aoe_native.cli", "-f", "5", "-m", str(model), "-j", "2",
+                          f"--bank={bank}", "--parallel=2", "--progress_bar=off"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(bank.glob("*/*.json")) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the first task is stored: the workers are running
+    assert p.poll() is None, "the run ended before it could be killed"
+    workers = _children(p.pid)
+    assert workers
+    p.send_signal(getattr(signal, sig))
+    out, err = p.communicate(timeout=120)
+    deadline = time.monotonic() + 10
+    while any(os.path.exists(f"/proc/{w}") and open(f"/proc/{w}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+              for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = [w for w in workers if os.path.exists(f"/proc/{w}")
+             and open(f"/proc/{w}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+    assert not alive, f"workers {alive} outlived the aoe process"
+    if sig == "SIGTERM":
+        assert p.returncode == 143 and "Traceback" not in err, err
+        [res] = tmp_path.glob("aoe_result_opat_*.json")
+        assert json.loads(res.read_text())[1]["OPAT"]["opat_tuning_result"].startswith("tuning interrupted")
+
+
+def test_servers_with_a_given_cluster_is_an_error(tmp_path):
+    tl = tmp_path / "t.json"
+    tl.write_text(json.dumps({"gradients": [{"name": "g", "bytes": 4000, "ready_us": 1.0}]}))
+    p = run_aoe(["-j", "4", f"--timeline={tl}", "--servers", "4", "--ranks", "8"], cwd=tmp_path)
+    assert p.returncode != 0 and "--servers sizes the shipped Ascend 910B cluster" in p.stderr
+
+
+def test_output_files_are_named_after_the_model_file_and_stay_in_the_output_directory(tmp_path):
+    from onnx import save
+    model = zoo.build("resnet50")
+    model.graph.name = "../../escaped/name:0"
+    path = tmp_path / "my model.onnx"
+    save(model, str(path))
+    out = tmp_path / "a" / "b"
+    r = aoe_native.tune_model(str(path), bank=tmp_path / "bank", output=out, evals_per_task=10, round_evals=10,
+                              parallel=1)
+    assert sorted(os.listdir(out)) == ["my model_opat_report.html", "my model_tuned_plan.json"]
+    assert not (tmp_path / "escaped").exists()
+    assert r.model_name == "../../escaped/name:0"  # the graph's own name is kept for what it says
+
+
+def test_aoe_bank_show_into_a_closed_pipe_is_quiet(tmp_path):
+    import subprocess
+    from aoe_native.bank.store import Bank, make_entry
+    Bank(tmp_path / "b", "Ascend910B3").store(
+        [(f"MatMul({i}x64,64x32)|float16|ND,ND|{{}}", make_entry("MatMul", [[i, 64], [64, 32]], "float16",
+                                                                ["ND", "ND"], {}, {"bm": 1}, 9.0, 1.0))
+         for i in range(1, 3000)])
+    show = f"import sys; from aoe_native.cli import bank_main; sys.exit(bank_main(['show', {str(tmp_path / 'b')!r}]))"
+    p = subprocess.run(f"{sys.executable} -c \"{show}\" | head -1", shell=True, capture_output=True, text=True)
+    assert "Broken pipe" not in p.stderr and "Traceback" not in p.stderr

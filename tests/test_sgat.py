@@ -4,6 +4,7 @@ import glob
 import hashlib
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -434,3 +435,50 @@ def test_a_plan_no_faster_than_the_fixed_rules_is_retuned(tmp_path):
     again = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
     assert again.evaluations > 0 and again.result_ms == pytest.approx(r.result_ms)
     assert not any(s.bank_hit for s in again.subgraphs if not s.fusion_changed)  # same kernels, default tilings
+
+
+def test_an_interrupted_run_stores_only_solved_subgraphs_and_the_rerun_tunes_the_rest(tmp_path):
+    bank = tmp_path / "bank"
+    model = zoo.build("bert_base")
+    calls = []
+
+    def stop_once(ev):  # Ctrl-C once the first subgraph is solved
+        if ev.get("subgraphs_done", 0) >= 1 and not calls:
+            calls.append(1)
+            raise KeyboardInterrupt
+    r = an.tune_subgraphs(model, SOC, bank=bank, progress=stop_once, **FAST)
+    assert r.interrupted
+    unreached = {s.key for s in r.subgraphs if s.update_mode == "not reached"}
+    stored = {k for k in Bank(bank / SOC, SOC).load().entries if k.startswith("Subgraph(")}
+    assert unreached and stored and stored.isdisjoint(unreached)
+    assert r.repo_summary["total_num"] == len(r.subgraphs) - len(unreached)
+    again = an.tune_subgraphs(model, SOC, bank=bank, **FAST)
+    modes = {s.key: (s.update_mode, s.bank_hit) for s in again.subgraphs}
+    assert all(not modes[k][1] and modes[k][0] in ("add", "unsatisfied") for k in unreached)  # tuned now
+    assert all(modes[k] == ("reserved", True) for k in stored)
+
+
+def test_o1_tunes_again_what_o2_stored_and_then_serves_it(tmp_path):
+    bank = tmp_path / "bank"
+    kw = dict(input_shape="x:1,64,256", bank=bank, **FAST)
+    o2 = an.tune_subgraphs(mlp(), SOC, optimization_level="O2", **kw)
+    o1 = an.tune_subgraphs(mlp(), SOC, optimization_level="O1", **kw)
+    assert o1.evaluations > 0 and o1.result_ms <= o2.result_ms * (1 + 1e-9)
+    entries = Bank(bank / SOC, SOC).load().entries
+    assert o2.repo_summary["repo_add_num"] >= 1
+    again = an.tune_subgraphs(mlp(), SOC, optimization_level="O1", **kw)
+    assert again.evaluations == 0 and again.result_ms == pytest.approx(o1.result_ms)
+    assert all(e.get("optimization_level") in ("O1", "O2") for k, e in entries.items() if k.startswith("Subgraph("))
+
+
+def test_operator_tuning_after_subgraph_tuning_starts_from_its_tilings(tmp_path):
+    """-j 1,2: operator tuning on a small budget (or none left of the time limit) must not give
+    back what subgraph tuning found: it starts from those tilings."""
+    unet = os.path.join(os.path.dirname(__file__), "data", "exports", "unet_ts.onnx")
+    r = an.tune_subgraphs(unet, SOC, bank=tmp_path / "a", then_tune_ops=True, evals_per_task=3, round_evals=3,
+                          **FAST)
+    assert r.opat.tuned_ms <= r.result_ms * (1 + 1e-9)
+    t = time.monotonic()
+    r = an.tune_subgraphs(unet, SOC, bank=tmp_path / "b", then_tune_ops=True, tuning_time_limit=0.3, **FAST)
+    assert time.monotonic() - t < 3.0
+    assert r.opat.tuned_ms <= r.result_ms * (1 + 1e-9)

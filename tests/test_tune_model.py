@@ -290,3 +290,69 @@ def test_a_model_with_no_kernel_warns_instead_of_reporting_100_percent(tmp_path)
     with pytest.warns(aoe_native.CoverageWarning, match="no kernel to tune"):
         r = aoe_native.tune_model(str(path), bank=tmp_path / "bank", parallel=1)
     assert r.tasks == [] and r.tuned_ms == 0
+
+
+def test_repeat_tune_update_reaches_the_bank_even_when_the_entry_claims_a_faster_time(tmp_path):
+    """REPEAT_TUNE judges a bank entry by its time re-estimated now, and so does the bank when it
+    stores: an entry whose recorded time is lower (an older cost model) is still replaced."""
+    kw = dict(soc_version=SOC, bank=tmp_path, input_shape="x:1,64,256", parallel=1)
+    first = aoe_native.tune_model(mlp(), evals_per_task=6, round_evals=6, **kw)  # a poor tiling
+    key = next(t.key for t in first.tasks if t.update_mode == "add")
+    path = next(p for p in (tmp_path / SOC).glob("*.json") if key in json.loads(p.read_text())["entries"])
+    doc = json.loads(path.read_text())
+    old = doc["entries"][key]
+    old["time_after_us"] = 1e-3  # claims to be faster than anything
+    path.write_text(json.dumps(doc))
+    r = aoe_native.tune_model(mlp(), evals_per_task=400, round_evals=200, repeat_tune=True, **kw)
+    task = next(t for t in r.tasks if t.key == key)
+    assert task.update_mode == "update"
+    now = json.loads(path.read_text())["entries"][key]
+    assert now["tiling"] == task.tiling and now["time_after_us"] == pytest.approx(task.time_us)
+    assert task.time_us < next(t for t in first.tasks if t.key == key).time_us
+
+
+def test_an_interrupted_run_marks_tasks_never_started_as_not_reached(tmp_path):
+    calls = []
+
+    def stop_once(ev):  # Ctrl-C after the first finished round
+        if ev.get("stage") == "tuning" and ev["tasks_started"] >= 1 and not calls:
+            calls.append(1)
+            raise KeyboardInterrupt
+    r = aoe_native.tune_model(zoo.build("resnet50"), soc_version=SOC, bank=tmp_path, progress=stop_once, **FAST)
+    assert r.interrupted
+    never = [t for t in r.tasks if t.update_mode == "not reached"]
+    assert never and all(t.evaluations == 0 and t.time_us == t.baseline_us for t in never)
+    s = r.repo_summary
+    assert s["total_num"] == len(r.tasks) - len(never)  # AOE's summary counts the tasks the run got to
+    assert Bank(tmp_path / SOC, SOC).load().entries.keys().isdisjoint(t.key for t in never)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), -1.0, "3"])
+def test_a_launch_overhead_that_is_not_a_finite_time_is_refused_before_tuning(tmp_path, value):
+    for job in (aoe_native.tune_model, aoe_native.tune_subgraphs):
+        with pytest.raises(ValueError, match="launch_overhead_us must be a finite number"):
+            job(mlp(), soc_version=SOC, input_shape="x:1,64,256", bank=tmp_path, launch_overhead_us=value)
+    assert not (tmp_path / SOC).exists()
+
+
+def test_a_bank_that_cannot_be_written_fails_before_tuning(tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    t = time.monotonic()
+    with pytest.raises(ValueError, match="knowledge bank directory"):
+        aoe_native.tune_model(zoo.build("resnet50"), soc_version=SOC, bank=not_a_dir, parallel=1)
+    assert time.monotonic() - t < 10  # no tuning happened (a cold resnet50 run takes longer)
+
+
+def test_the_report_of_an_interrupted_run_says_so(tmp_path):
+    calls = []
+
+    def stop_once(ev):
+        if ev.get("stage") == "tuning" and ev["tasks_started"] >= 1 and not calls:
+            calls.append(1)
+            raise KeyboardInterrupt
+    r = aoe_native.tune_model(zoo.build("resnet50"), soc_version=SOC, bank=tmp_path / "bank", progress=stop_once,
+                              output=tmp_path / "out", **FAST)
+    never = sum(t.update_mode == "not reached" for t in r.tasks)
+    html = open(r.report_file).read()
+    assert "Tuning was interrupted" in html and f"{never} of {len(r.tasks)} tasks were not reached" in html

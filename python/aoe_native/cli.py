@@ -36,14 +36,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
-from typing import Mapping
+from typing import Any, Mapping
 
 from rich.console import Console
 
 from .ascend.platforms import soc_versions
-from .bank.store import Bank, BankError, bank_dir, merge_banks
+from .bank.store import Bank, BankError, bank_dir, merge_banks, root_socs
 from .cluster import Cluster
 from .fileio import json_depth
 from .jobs.gdat import BACKEND_MAX_SEGMENTS, gdat_job
@@ -209,7 +211,7 @@ _OPTION_JOBS = {
     "max_buckets": {4}, "backend": {4},
 }
 _DEFAULTS = {"soc_version": "Ascend910B3", "dtype": "float16", "seed": 0, "tune_optimization_level": "O2",
-             "Fnonhomo_split": False, "servers": 1}
+             "Fnonhomo_split": False}
 
 
 def _check_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -235,6 +237,9 @@ def cluster_from_args(args: argparse.Namespace) -> Cluster:
     """--cluster FILE, else a one-level ring from --ranks/--alpha_us/--gbps (Cluster's defaults
     for the missing ones), else the shipped Ascend 910B cluster of --servers servers."""
     ring = (args.ranks, args.alpha_us, args.gbps)
+    if args.servers is not None and (args.cluster or any(v is not None for v in ring)):
+        raise ValueError("--servers sizes the shipped Ascend 910B cluster; with --cluster or --ranks/--alpha_us/"
+                         "--gbps the ranks are given there, not both")
     if args.cluster:
         if any(v is not None for v in ring):
             raise ValueError("give --cluster or --ranks/--alpha_us/--gbps, not both")
@@ -244,7 +249,7 @@ def cluster_from_args(args: argparse.Namespace) -> Cluster:
         return Cluster(ranks=d.ranks if args.ranks is None else args.ranks,
                        alpha_us=d.levels[0].alpha_us if args.alpha_us is None else args.alpha_us,
                        gbps=d.levels[0].gbps if args.gbps is None else args.gbps)
-    return Cluster.ascend910b(servers=args.servers)
+    return Cluster.ascend910b(servers=1 if args.servers is None else args.servers)
 
 
 def _gdat_main(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -284,17 +289,35 @@ def _gdat_main(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
+_sigterm = {"received": False}
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    # SIGTERM stops a run the way Ctrl-C does (what is finished is kept and written); only the
+    # exit status tells them apart.
+    _sigterm["received"] = True
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """``aoe``: exit status 0 on success, 1 on an error in the input, 2 on a usage error,
-    130 when Ctrl-C stopped the run (what was finished is kept and written)."""
+    130 when Ctrl-C stopped the run (what was finished is kept and written), 143 when SIGTERM did."""
+    _sigterm["received"] = False
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return _aoe(argv)
+        status = _aoe(argv)
     except KeyboardInterrupt:
         print("aoe: interrupted; tilings tuned so far are kept in the knowledge bank (run again to resume)",
               file=sys.stderr)
-        return 130
+        status = 130
     except BrokenPipeError:
         return _closed_stdout()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return 143 if status == 130 and _sigterm["received"] else status
 
 
 def _closed_stdout() -> int:
@@ -367,16 +390,23 @@ def _aoe(argv: list[str] | None) -> int:
     return 0
 
 
-def _print_outcome(r, result_ms: float) -> None:
+def _print_outcome(r, result_ms: float, units: list, what: str) -> None:
     """Model time, bank summary and files written: the same lines for every model-tuning job."""
     s = r.repo_summary
     print(f"model time {r.baseline_ms:.4f} ms -> {result_ms:.4f} ms")
     print(f"repo summary: total {s['total_num']}, hit {s['repo_hit_num']} (reserved {s['repo_reserved_num']}, "
           f"update {s['repo_update_num']}), add {s['repo_add_num']}, unsatisfied {s['repo_unsatisfied_num']}; "
           f"bank {r.bank_directory}")
+    unreached = sum(1 for u in units if u.update_mode == "not reached")
+    if unreached:
+        print(f"not reached: {unreached} {what} (the run stopped before they were tuned; not in the repo summary)")
     for path in (r.result_file, r.plan_file, r.report_file):
         if path:
             print(f"wrote {path}")
+
+
+def _ended(r) -> str:
+    return "interrupted" if r.interrupted else "finished"
 
 
 def _print_sgat(out: Console, r) -> None:
@@ -384,8 +414,8 @@ def _print_sgat(out: Console, r) -> None:
         out.print(subgraph_table(r, narrow=out.width < 80))
     print(f"model {r.model_name}: {r.baseline_kernels} kernels -> {len(r.kernels)} kernels, "
           f"{len(r.subgraphs)} distinct subgraphs, {r.candidate_kernels} candidate kernels tuned")
-    _print_outcome(r, r.result_ms)
-    print(f"{r.model_name} SGAT process finished. Performance improved by {r.improvement * 100:.2f}%")
+    _print_outcome(r, r.result_ms, r.subgraphs, "subgraphs")
+    print(f"{r.model_name} SGAT process {_ended(r)}. Performance improved by {r.improvement * 100:.2f}%")
 
 
 def _print_opat(out: Console, r) -> None:
@@ -395,9 +425,9 @@ def _print_opat(out: Console, r) -> None:
     if any(t.update_mode in ("add", "update", "reserved") for t in r.tasks):
         out.print(summary_table(r, narrow=out.width < 80))
     print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks; {r.coverage_text()}")
-    _print_outcome(r, r.tuned_ms)
+    _print_outcome(r, r.tuned_ms, r.tasks, "tasks")
     cov = r.coverage
-    print(f"{r.model_name} OPAT process finished. Performance improved by {r.improvement * 100:.2f}% "
+    print(f"{r.model_name} OPAT process {_ended(r)}. Performance improved by {r.improvement * 100:.2f}% "
           f"(of the modelled part: {cov.get('flops_share', 0) * 100:.1f}% of FLOPs, "
           f"{cov.get('bytes_share', 0) * 100:.1f}% of bytes)")
 
@@ -424,15 +454,12 @@ def _open_bank(args: argparse.Namespace) -> Bank:
             raise BankError(f"{args.bank_dir}: not a bank directory")
         if args.bank:
             raise ValueError("give a bank directory, or --soc_version with --bank ROOT; not both")
-        b = Bank(args.bank_dir, args.soc_version).load()  # a file of another SoC is an error
-        if not b.files():  # a bank root by mistake? Its SoC subdirectories hold the files
-            subdirs = (os.path.join(args.bank_dir, d) for d in os.listdir(args.bank_dir))
-            socs = sorted(os.path.basename(d) for d in subdirs if os.path.isdir(d) and Bank(d).files())
-            if socs:
-                raise BankError(f"{args.bank_dir} is a bank root (banks of {', '.join(socs)}), not one SoC's bank; "
-                                f"give {os.path.join(args.bank_dir, socs[0])} or --soc_version {socs[0]} "
-                                f"--bank {args.bank_dir}")
-        return b
+        socs = root_socs(args.bank_dir)
+        if socs:
+            raise BankError(f"{args.bank_dir} is a bank root (banks of {', '.join(socs)}), not one SoC's bank; "
+                            f"give {os.path.join(args.bank_dir, socs[0])} or --soc_version {socs[0]} "
+                            f"--bank {args.bank_dir}")
+        return Bank(args.bank_dir, args.soc_version).load()  # a file of another SoC is an error
     if not args.soc_version:
         raise ValueError("give a bank directory or --soc_version")
     directory = bank_dir(args.soc_version, bank_root(args.bank))
@@ -459,13 +486,13 @@ def bank_main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         return _bank_command(args)
+    except BrokenPipeError:  # before OSError, which it is
+        return _closed_stdout()
     except (BankError, ValueError, OSError) as e:
         print(f"aoe-bank: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return _closed_stdout()
 
 
 def _bank_command(args: argparse.Namespace) -> int:

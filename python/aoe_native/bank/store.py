@@ -23,20 +23,23 @@ is never overwritten.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
+import logging
 import math
 import os
+import tempfile
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from ..fileio import atomic_write_text, read_json
 from ..tuning import improvement
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "DEFAULT_ROOT", "BankError", "Bank", "bank_dir", "make_entry",
-           "merge_banks"]
+           "merge_banks", "root_socs"]
 
 DEFAULT_ROOT = os.path.join("~", ".cache", "aoe_native", "bank")
 
@@ -45,6 +48,33 @@ SCHEMA_VERSION = 1
 _ENTRY_FIELDS = ("op_type", "inputs", "dtype", "formats", "attrs", "tiling", "time_before_us", "time_after_us",
                  "tool_version", "date")
 _LOCK_NAME = ".lock"
+# A writer holds the lock for one file's read-merge-write; waiting longer than this means
+# another process is stuck, or locks do not work on this filesystem.
+LOCK_NOTICE_S = 5.0
+LOCK_TIMEOUT_S = 600.0
+_log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _bank_lock(directory: str):
+    """The bank directory's write lock; says so on stderr (logging) if another writer keeps it
+    waiting, and gives up with a BankError after LOCK_TIMEOUT_S."""
+    path = os.path.join(directory, _LOCK_NAME)
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=LOCK_NOTICE_S)
+    except Timeout:
+        _log.warning("waiting for the knowledge bank's lock %s: another process is writing to the bank", path)
+        try:
+            lock.acquire(timeout=LOCK_TIMEOUT_S - LOCK_NOTICE_S)
+        except Timeout:
+            raise BankError(f"{path}: the knowledge bank's lock was held for {LOCK_TIMEOUT_S:.0f} s; "
+                            "another process is stuck while writing, or this filesystem does not "
+                            "support file locks") from None
+    try:
+        yield
+    finally:
+        lock.release()
 # Limits on a bank file, checked before it is parsed (a bank may come from elsewhere:
 # aoe-bank merge): an entry is ~0.5 KB, so 256 MiB is ~500,000 entries of one op type; our
 # files nest 6 levels (attribute lists included).
@@ -194,6 +224,24 @@ class Bank:
         self.entries = entries
         return self
 
+    def check_writable(self) -> None:
+        """Create the bank directory if needed and check that results can be stored there:
+        a BankError naming it, before tuning rather than after."""
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as e:
+            raise BankError(f"{self.directory}: cannot create the knowledge bank directory: "
+                            f"{e.strerror or e}") from None
+        if not os.path.isdir(self.directory):
+            raise BankError(f"{self.directory}: knowledge bank path exists and is not a directory")
+        try:  # a trial file, not os.access: that says yes to root on a read-only mount's permissions
+            fd, probe = tempfile.mkstemp(prefix=".probe-", dir=self.directory)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            raise BankError(f"{self.directory}: the knowledge bank is not writable ({e.strerror or e}); tuned "
+                            "results could not be stored: give a writable bank") from None
+
     def get(self, key: str) -> dict[str, Any] | None:
         return self.entries.get(key)
 
@@ -213,12 +261,17 @@ class Bank:
         scored.sort(key=lambda x: (x[0], x[1]))
         return [e for _, _, e in scored[:k]]
 
-    def store(self, entries: Iterable[tuple[str, dict[str, Any]]], replace: Iterable[str] = ()) -> list[StoreOutcome]:
-        """Merge (key, entry) pairs into the bank files; the faster entry of a key wins, except
-        for the keys in `replace` (entries found stale), which are overwritten.
+    def store(self, entries: Iterable[tuple[str, dict[str, Any]]],
+              replace: Mapping[str, dict[str, Any]] | None = None) -> list[StoreOutcome]:
+        """Merge (key, entry) pairs into the bank files; the faster entry of a key wins by the
+        times recorded in the entries.
 
-        Each op-type file is re-read under the lock, so concurrent writers lose nothing."""
-        replace = set(replace)
+        replace: {key: the entry as the caller read it from this bank} for keys the caller judged
+        by its own measure (a stale entry, or one re-estimated as slower than the new result
+        under the current cost model): that entry is overwritten, unless another writer changed
+        it in the meantime, when the recorded times decide again.  Each op-type file is re-read
+        under the lock, so concurrent writers lose nothing."""
+        replace = dict(replace or {})
         by_file: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         for key, e in entries:
             if self.soc_version is None:
@@ -228,8 +281,8 @@ class Bank:
         outcomes: list[StoreOutcome] = []
         if not by_file:
             return outcomes
-        os.makedirs(self.directory, exist_ok=True)
-        with FileLock(os.path.join(self.directory, _LOCK_NAME)):
+        self.check_writable()
+        with _bank_lock(self.directory):
             # Bank files are only written under this lock, so a temp file seen now was left
             # by a writer killed mid-write: remove it.
             for n in os.listdir(self.directory):
@@ -248,7 +301,8 @@ class Bank:
                 changed = False
                 for key, e in items:
                     old = doc["entries"].get(key)
-                    if old is None or key in replace or e["time_after_us"] < old["time_after_us"]:
+                    if old is None or (key in replace and replace[key] == old) or \
+                            e["time_after_us"] < old["time_after_us"]:
                         doc["entries"][key] = e
                         changed = True
                         outcomes.append(StoreOutcome(key, True, e))
@@ -269,6 +323,23 @@ class Bank:
                              for op, v in sorted(per.items())}}
 
 
+def root_socs(directory: str | os.PathLike) -> list[str]:
+    """The SoCs whose banks `directory` holds as a bank root (no bank files of its own, SoC
+    subdirectories that have some); [] for anything else."""
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory) or Bank(directory).files():
+        return []
+    subdirs = (os.path.join(directory, d) for d in os.listdir(directory))
+    return sorted(os.path.basename(d) for d in subdirs if os.path.isdir(d) and Bank(d).files())
+
+
+def _check_not_root(directory: str) -> None:
+    socs = root_socs(directory)
+    if socs:  # its files would be ignored, or merged where no run reads them
+        raise BankError(f"{directory} is a bank root (banks of {', '.join(socs)}), not one SoC's bank; "
+                        f"give {os.path.join(directory, socs[0])}")
+
+
 def merge_banks(sources: list[str | os.PathLike], destination: str | os.PathLike) -> dict[str, int]:
     """Merge bank directories into `destination` (created if missing), keeping the faster
     entry of each key. All banks must be for the same SoC. Returns counts."""
@@ -279,11 +350,13 @@ def merge_banks(sources: list[str | os.PathLike], destination: str | os.PathLike
         src = os.fspath(src)
         if not os.path.isdir(src):
             raise BankError(f"{src}: not a bank directory")
+        _check_not_root(src)
         b = Bank(src).load()
         if b.soc_version is None:
             raise BankError(f"{src}: empty bank (no entries to merge)")
         banks.append(b)
     socs = {b.soc_version for b in banks}
+    _check_not_root(os.fspath(destination))
     dst = Bank(destination).load()
     if dst.soc_version is not None:
         socs.add(dst.soc_version)

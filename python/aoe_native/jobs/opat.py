@@ -7,10 +7,12 @@ is -> store each winner in the bank as it comes -> write the outputs.
 """
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import time
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ..ascend.ops import supported_ops
 from ..ascend.platforms import Platform, check_compute_dtype
@@ -22,7 +24,7 @@ from ..graph.partition import Partition, Task, partition
 from ..graph.torch_export import export_module
 from ..outputs import check_job_dirs, write_model_outputs
 from ..tuning import improvement
-from .evaluator import CostModelEvaluator, TaskEvaluator
+from .evaluator import CostModelEvaluator, TaskEvaluator, Tiling
 from .results import KernelResult, ModelTuneResult, TaskResult
 from .scheduler import TaskState, WorkerPool, schedule
 
@@ -70,6 +72,14 @@ def warn_coverage(graph: Graph, part: Partition) -> None:
                       CoverageWarning, stacklevel=3)
 
 
+def check_launch_overhead(launch_overhead_us: float | None) -> None:
+    """A launch overhead given by the user must be a finite number of microseconds >= 0 (an
+    infinite one would make every plan's time infinite, found only when storing results)."""
+    if launch_overhead_us is not None and not (isinstance(launch_overhead_us, numbers.Real)
+                                               and math.isfinite(launch_overhead_us) and launch_overhead_us >= 0):
+        raise ValueError(f"launch_overhead_us must be a finite number of microseconds >= 0, got {launch_overhead_us!r}")
+
+
 def usable_cores() -> int:
     """The cores this process may run on (the default number of worker processes)."""
     try:
@@ -86,7 +96,8 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                launch_overhead_us: float | None = None, repeat_tune: bool = False,
                output: str | os.PathLike | None = None, result_dir: str | os.PathLike | None = None,
                progress: Callable[[dict[str, Any]], None] | None = None,
-               evaluator: TaskEvaluator | None = None, kernels: Partition | None = None) -> ModelTuneResult:
+               evaluator: TaskEvaluator | None = None, kernels: Partition | None = None,
+               start_tilings: Mapping[str, Tiling] | None = None) -> ModelTuneResult:
     """Tune every operator of a model (AOE OPAT) and keep the results in the bank.
 
     model: ONNX file path, ModelProto, or an already imported :class:`~aoe_native.graph.ir.Graph`.
@@ -102,9 +113,13 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     (default: the cost model of `soc_version`; a given evaluator brings its own platform).
     kernels: the graph's kernels and tasks, e.g. ``tune_subgraphs(...).partition`` to tune the
     operators of a subgraph-tuned fusion (default: the fixed fusion rules of graph.partition).
+    start_tilings: {task key: tiling} found earlier (subgraph tuning's): tuning starts there, and
+    no task ends slower than its start tiling (one faster than the bank's entry re-tunes a hit).
 
     Ctrl-C stops tuning without losing what is finished: the result (and its files) uses
-    each task's best tiling so far, the default for the rest, and ``interrupted`` is True.
+    each task's best tiling so far, the default for the rest, and ``interrupted`` is True;
+    tasks that never started are marked "not reached" (not counted in the repo summary), as
+    under a time limit.
     """
     if job_type == 1:
         raise ValueError("job_type 1 (subgraph tuning) is aoe_native.tune_subgraphs(); tune_model runs "
@@ -116,8 +131,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     plat = evaluator.platform
     if tuning_time_limit is not None and not tuning_time_limit > 0:
         raise ValueError(f"tuning_time_limit must be > 0 seconds, got {tuning_time_limit}")
-    if launch_overhead_us is not None and not launch_overhead_us >= 0:
-        raise ValueError(f"launch_overhead_us must be >= 0, got {launch_overhead_us}")
+    check_launch_overhead(launch_overhead_us)
     if evals_per_task < 1 or round_evals < 1:
         raise ValueError("evals_per_task and round_evals must be >= 1")
     parallel = usable_cores() if parallel is None else int(parallel)
@@ -152,7 +166,9 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
         _check_tune_ops(selected, part)
 
     states: list[TaskState] = []
-    stale: set[str] = set()  # bank keys whose entry no longer helps: re-tuned, and replaced
+    # Bank entries as read, by key: a stored result replaces its entry when it beats the entry's
+    # time re-estimated now (or the entry no longer helps: stale), not only its recorded time.
+    judged: dict[str, dict[str, Any]] = {}
     failed: dict[int, Exception] = {}
     for task in part.tasks:
         st = TaskState(task, [])
@@ -163,6 +179,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
             failed[task.index] = e
         entry = the_bank.get(task.key)  # also for tasks not selected: a compiler would use it
         if entry is not None:
+            judged[task.key] = entry
             try:  # an entry stored before a knob was added reads it at its default
                 entry = {**entry, "tiling": evaluator.complete_tiling(task, entry["tiling"])}
                 st.bank_us = evaluator.estimate(task, entry["tiling"])
@@ -171,7 +188,6 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                 pass  # a tiling the evaluator no longer accepts counts as a miss
             if st.bank_entry is None or (st.baseline_tiling is not None and not serves(st.bank_us, st.baseline_us)):
                 st.bank_entry, st.bank_us = None, None
-                stale.add(task.key)
         if entry is not None:  # its tiling is completed above (when the task's model builds)
             st.warm = [entry["tiling"]]
         else:
@@ -179,9 +195,20 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                                                              exclude=task.key)]
             if st.error is None:
                 st.warm = [evaluator.complete_tiling(task, t) for t in st.warm]
+        start = (start_tilings or {}).get(task.key)
+        if start is not None and st.error is None:
+            start = evaluator.complete_tiling(task, start)
+            st.warm = [start, *st.warm]
+            st.best_tiling, st.best_us = start, evaluator.estimate(task, start)
         states.append(st)
 
-    to_tune = [st for st in states if is_selected(st.task) and (st.bank_entry is None or repeat_tune)]
+    def wanted(st: TaskState) -> bool:
+        if st.bank_entry is None or repeat_tune:
+            return True
+        return st.best_tiling is not None and st.best_us < st.bank_us  # a start tiling beats the bank's
+    to_tune = [st for st in states if is_selected(st.task) and wanted(st)]
+    if to_tune:  # results will be stored: a bank that cannot take them is an error now, not after tuning
+        the_bank.check_writable()
     for st in states:
         if st not in to_tune:
             st.done = True
@@ -204,14 +231,18 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                   "gain": improvement(before, after),
                   "elapsed_s": time.monotonic() - t0})
 
+    stored: set[str] = set()  # keys this run put into the bank
+
     def store(st: TaskState) -> None:
         """Keep a task's best tiling if it beats the default and the bank's entry."""
         if beats_bank(st.best_us if st.best_tiling else None, st.baseline_us, st.bank_us):
             t = st.task
-            the_bank.store([(t.key, make_entry(t.op_type, t.inputs, t.dtype, t.formats, t.attrs, st.best_tiling,
-                                               st.baseline_us, st.best_us, evaluations=st.evaluations))],
-                           replace=stale & {t.key})
-            stale.discard(t.key)
+            out = the_bank.store([(t.key, make_entry(t.op_type, t.inputs, t.dtype, t.formats, t.attrs,
+                                                     st.best_tiling, st.baseline_us, st.best_us,
+                                                     evaluations=st.evaluations))],
+                                 replace={t.key: judged[t.key]} if t.key in judged else None)
+            if out[0].stored:
+                stored.add(t.key)
 
     deadline = None if tuning_time_limit is None else time.monotonic() + tuning_time_limit
     interrupted = schedule(to_tune, evaluator, WorkerPool(min(parallel, max(len(to_tune), 1))), seed,
@@ -226,7 +257,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                 st.error = st.error or f"{type(e).__name__}: {e}"
                 st.baseline_tiling, st.baseline_us = None, 0.0
     notify([], "done")
-    result = _assemble(graph, part, states, to_tune, plat.name, dtype, overhead, the_bank, parallel, seed,
+    result = _assemble(graph, part, states, to_tune, stored, plat.name, dtype, overhead, the_bank, parallel, seed,
                        time.monotonic() - t0, is_selected, evaluator.name)
     result.interrupted = interrupted
     write_model_outputs(result, output=output, result_dir=result_dir)
@@ -271,8 +302,8 @@ def _final_time(st: TaskState) -> float:
     return min(times)
 
 
-def _assemble(graph: Graph, part: Partition, states: list[TaskState], to_tune: list[TaskState], soc: str,
-              dtype: str, overhead: float, the_bank: Bank, parallel: int, seed: int, elapsed: float,
+def _assemble(graph: Graph, part: Partition, states: list[TaskState], to_tune: list[TaskState], stored: set[str],
+              soc: str, dtype: str, overhead: float, the_bank: Bank, parallel: int, seed: int, elapsed: float,
               is_selected: Callable[[Task], bool], evaluator_name: str) -> ModelTuneResult:
     tuned_set = {id(s) for s in to_tune}
     tasks: list[TaskResult] = []
@@ -282,24 +313,22 @@ def _assemble(graph: Graph, part: Partition, states: list[TaskState], to_tune: l
         selected = is_selected(t)
         hit = st.bank_entry is not None
         tuned = id(st) in tuned_set
-        stored = beats_bank(st.best_us if st.best_tiling else None, st.baseline_us, st.bank_us)
-        final = _final_time(st)
+        # The plan runs the fastest tiling known: tuned (or started from), the bank's, the default.
+        known = [(st.baseline_us, 0, st.baseline_tiling)]
+        if hit:
+            known.append((st.bank_us, 1, st.bank_entry["tiling"]))
+        if st.best_tiling is not None and selected:
+            known.append((st.best_us, 2, st.best_tiling))
+        final, _, tiling = min(known, key=lambda k: k[:2])
         if not selected:  # not tuned; runs with the bank's tiling if it has a faster one
             mode = "skipped"
-            tiling = st.bank_entry["tiling"] if hit and st.bank_us < st.baseline_us else st.baseline_tiling
         elif st.error is not None and st.best_tiling is None and not hit:
-            mode, tiling = "failed", st.baseline_tiling
+            mode = "failed"
+        elif tuned and st.rounds == 0 and not hit:  # Ctrl-C or the time limit came before it started
+            mode = "not reached"
         else:
-            mode = update_mode(hit, tuned, stored)
-            if mode in ("add", "update"):
-                tiling = st.best_tiling
-            elif mode == "reserved" and st.bank_us <= st.baseline_us:
-                tiling = st.bank_entry["tiling"]
-            else:  # unsatisfied, or the evaluator now prefers the default tiling over the kept entry
-                tiling = st.baseline_tiling
-        if tiling == st.baseline_tiling:
-            final = st.baseline_us
-        if selected and mode != "failed":
+            mode = update_mode(hit, tuned, t.key in stored)
+        if selected and mode not in ("failed", "not reached"):
             outcomes.append((mode, hit))
         first = part.kernels[t.kernels[0]]
         tasks.append(TaskResult(t.index, t.key, t.op_type, t.inputs, t.dtype, t.formats, t.attrs, t.occurrences,

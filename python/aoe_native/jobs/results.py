@@ -20,7 +20,7 @@ class TaskResult(TaskIdentity):
     baseline_us: float
     tiling: dict[str, int] | None
     time_us: float                 # after tuning (never worse than the baseline)
-    update_mode: str               # add / update / reserved / unsatisfied / skipped / failed
+    update_mode: str               # add / update / reserved / unsatisfied / skipped / failed / not reached
     bank_hit: bool
     tuned: bool
     warm_started: bool
@@ -132,7 +132,7 @@ class SubgraphResult:
     before_us: float               # one occurrence, launch overheads included
     after_kernels: list[FusedKernel]
     after_us: float
-    update_mode: str               # add / update / reserved / unsatisfied (bank/policy.py)
+    update_mode: str               # add / update / reserved / unsatisfied (bank/policy.py) / not reached
     bank_hit: bool
     evaluations: int = 0
 

@@ -12,8 +12,11 @@ process or in a pool of worker processes (:class:`WorkerPool`).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import ctypes
 import multiprocessing as mp
+import os
 import signal
+import sys
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -84,10 +87,21 @@ def _seed_for(seed: int, key: str, round_no: int) -> int:
     return (zlib.crc32(f"{seed}|{round_no}|{key}".encode()) & 0x7FFFFFFF)
 
 
-def _ignore_sigint() -> None:
+def _worker_init(parent: int) -> None:
     # Workers leave Ctrl-C to the parent, which stops the run and keeps what is finished;
-    # a worker killed mid-round would only break the pool.
+    # a worker killed mid-round would only break the pool.  SIGTERM kills a worker outright
+    # (the parent's handler, which stops a run cleanly, is for the parent).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # A parent killed outright (SIGKILL, a crash) must not leave workers behind: on Linux the
+    # kernel kills them with it (prctl PR_SET_PDEATHSIG); a parent gone before that: exit now.
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _round_job(args: tuple) -> tuple[int, RoundResult | None, str | None]:
@@ -113,7 +127,7 @@ class WorkerPool:
             return
         if self.pool is None:
             ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
-            self.pool = cf.ProcessPoolExecutor(max_workers=self.parallel, mp_context=ctx, initializer=_ignore_sigint)
+            self.pool = cf.ProcessPoolExecutor(max_workers=self.parallel, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
         futures = [self.pool.submit(_round_job, j) for j in jobs]
         try:
             for f in cf.as_completed(futures):

@@ -40,7 +40,7 @@ from ..graph.partition import (Atoms, Partition, TaskIdentity, atoms, kernel_for
 from ..outputs import check_job_dirs, write_sgat_outputs
 from ..tuning import improvement
 from .evaluator import CostModelEvaluator, TaskEvaluator
-from .opat import check_device_memory, tune_model, usable_cores, warn_coverage
+from .opat import check_device_memory, check_launch_overhead, tune_model, usable_cores, warn_coverage
 from .results import FusedKernel, SubgraphResult, SubgraphTuneResult
 from .scheduler import TaskState, WorkerPool, schedule
 
@@ -134,13 +134,17 @@ class _Costs:
         return out
 
     def time(self, key: str) -> tuple[float, dict[str, int] | None]:
-        """Best known time and tiling of a candidate task (inf: not a valid kernel)."""
+        """Best known time and tiling of a candidate task (inf: not a valid kernel): tuned here,
+        the default, or a bank plan's (so a re-tuned piece is never planned slower than its entry)."""
+        banked = self.from_bank.get(key, (_INF, None))
         st = self.states.get(key)
         if st is None or st.baseline_tiling is None:
-            return self.from_bank.get(key, (_INF, None))
+            return banked
         if st.best_tiling is not None and st.best_us < st.baseline_us:
-            return st.best_us, st.best_tiling
-        return st.baseline_us, st.baseline_tiling
+            tuned = st.best_us, st.best_tiling
+        else:
+            tuned = st.baseline_us, st.baseline_tiling
+        return banked if banked[0] < tuned[0] else tuned
 
     def group_cost(self, group: tuple[int, ...]) -> tuple[float, dict[str, int], str]:
         """(time incl. launch, policy, task key) of a group's best policy; unsupported atoms
@@ -187,8 +191,7 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
         raise ValueError(f"nonhomo_split must be True or False, got {nonhomo_split!r}")
     if tuning_time_limit is not None and not tuning_time_limit > 0:
         raise ValueError(f"tuning_time_limit must be > 0 seconds, got {tuning_time_limit}")
-    if launch_overhead_us is not None and not launch_overhead_us >= 0:
-        raise ValueError(f"launch_overhead_us must be >= 0, got {launch_overhead_us}")
+    check_launch_overhead(launch_overhead_us)
     budget = LEVELS[optimization_level] if evals_per_kernel is None else int(evals_per_kernel)
     if budget < 1:
         raise ValueError(f"evals_per_kernel must be >= 1, got {evals_per_kernel}")
@@ -230,18 +233,28 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
     plans: dict[str, _Plan] = {}
     hits: dict[str, tuple[dict[str, Any], float]] = {}
     stale: set[str] = set()  # bank keys whose plan no longer fits its piece: re-tuned and overwritten
+    judged: dict[str, dict[str, Any]] = {}  # bank entries as read: replaced by plans that beat them now
+    searched_less: set[str] = set()  # O2 plans an O1 run tunes again: stored back as O1 even if no faster
+    warm: dict[str, dict[str, int]] = {}  # served plans' tilings: where re-tuning them starts (not stale ones)
     for key, occ in by_key.items():
         entry = the_bank.get(_bank_key(key, dtype))
         if entry is None:
             continue
+        judged[_bank_key(key, dtype)] = entry
         plan = _check_plan(entry, occ[0], costs, evaluator)
         if plan is None or not serves(plan.total_us, before_of[key]):  # no longer fits, or no longer faster
             stale.add(_bank_key(key, dtype))
         else:
             hits[key] = (entry, plan.total_us)
-            if not repeat_tune:
+            warm.update((tkey, costs.from_bank[tkey][1]) for _, _, tkey in plan.kernels if tkey in costs.from_bank)
+            # O1 searches more (the core ratio): a plan found at O2 is a start, not the answer.
+            if optimization_level == "O1" and entry.get("optimization_level", "O2") != "O1":
+                searched_less.add(key)
+            elif not repeat_tune:
                 plans[key] = plan
     to_solve = [k for k in by_key if k not in plans]
+    if to_solve:  # plans will be stored: a bank that cannot take them is an error now, not after tuning
+        the_bank.check_writable()
 
     # Every candidate kernel of the pieces to solve is a task.
     piece_tasks: dict[str, set[str]] = {}
@@ -259,7 +272,7 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
         if key not in weight:
             continue
         cand.occurrences = weight[key]
-        st = TaskState(cand, [])
+        st = TaskState(cand, [warm[key]] if key in warm else [])
         try:  # one estimate: the default tiling, and whether the fused kernel is valid at all
             st.baseline_tiling, st.baseline_us = evaluator.baseline(cand)
         except Exception as e:
@@ -268,7 +281,8 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
         if not st.done:
             states.append(st)
 
-    stored_first: set[str] = set()
+    stored_first: set[str] = set()  # pieces solved (each candidate tuned for a round at least)
+    stored: set[str] = set()  # pieces whose plan this run put into the bank
     saved_us: dict[str, float] = {}  # per solved piece: model time saved over the fixed rules
     baseline_us = sum(fixed_us.values()) + len(fixed.kernels) * overhead
 
@@ -278,16 +292,24 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
     def store(key: str, plan: _Plan) -> None:
         bkey = _bank_key(key, dtype)
         hit = hits.get(key)
-        if bkey in stale or beats_bank(plan.total_us, before_of[key], hit[1] if hit else None):
-            the_bank.store([(bkey, _make_entry(key, by_key[key][0], ag, dtype, plan, costs, before_of[key]))],
-                           replace=stale & {bkey})
+        # (A plan is never slower than its piece's entry: costs.time knows the entry's tilings.)
+        if bkey in stale or key in searched_less or \
+                beats_bank(plan.total_us, before_of[key], hit[1] if hit else None):
+            entry = _make_entry(key, by_key[key][0], ag, dtype, plan, costs, before_of[key], optimization_level)
+            out = the_bank.store([(bkey, entry)], replace={bkey: judged[bkey]} if bkey in judged else None)
             stale.discard(bkey)
+            if out[0].stored:
+                stored.add(key)
+
+    def solved(key: str) -> bool:
+        """Every candidate kernel of the piece tuned for a round at least (or found invalid)."""
+        return all(costs.states[k].rounds > 0 or costs.states[k].done for k in piece_tasks[key] if k in costs.states)
 
     def on_result(st: TaskState) -> None:
         for key, keys in piece_tasks.items():
             if key in stored_first or st.task.key not in keys:
                 continue
-            if all(costs.states[k].rounds > 0 or costs.states[k].done for k in keys if k in costs.states):
+            if solved(key):
                 stored_first.add(key)
                 plan = solve(key)
                 store(key, plan)
@@ -306,26 +328,34 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
 
     interrupted = schedule(states, evaluator, WorkerPool(min(parallel, max(len(states), 1))), seed,
                            budget * len(states), budget, deadline, on_result, notify)
+    # Pieces with a candidate never tuned (Ctrl-C, the time limit) are planned with what is known
+    # but not stored: the next run tunes them rather than reusing a half-searched plan.
+    unreached = {key for key in to_solve if not solved(key)}
     for st in states:  # out of budget or time: what each candidate has is final
         st.done = True
     for key in to_solve:  # final times (later rounds may have improved a candidate)
         plans[key] = solve(key)
-        store(key, plans[key])
-        stored_first.add(key)
+        if key not in unreached:
+            store(key, plans[key])
+            stored_first.add(key)
     notify([], "done")
 
-    result = _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, before_of, plans, hits, costs, plat,
-                       dtype, optimization_level, nonhomo_split, overhead, the_bank, parallel, seed, evaluator.name,
-                       piece_tasks, time.monotonic() - t0)
+    result = _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, before_of, plans, hits, stored,
+                       unreached, costs, plat, dtype, optimization_level, nonhomo_split, overhead, the_bank, parallel,
+                       seed, evaluator.name, piece_tasks, time.monotonic() - t0)
     result.partition = result_partition(result, ag, fixed, dtype)
     result.interrupted = interrupted
     write_sgat_outputs(result, output=output, result_dir=result_dir)  # kept even if operator tuning fails
     if then_tune_ops and not interrupted:
-        remaining = None if deadline is None else max(deadline - time.monotonic(), 1.0)
+        # Operator tuning goes on from subgraph tuning's tilings (never ending slower), within
+        # what is left of the time limit (none left: the result is those tilings).
+        remaining = None if deadline is None else max(deadline - time.monotonic(), 1e-9)
+        start = {} if result.kept_baseline else {k.task_key: k.tiling for k in result.kernels if k.tiling}
         result.opat = tune_model(graph, plat, dtype=dtype, bank=bank, parallel=parallel, seed=seed,
                                  tuning_time_limit=remaining, launch_overhead_us=launch_overhead_us,
                                  evaluator=evaluator, output=output, result_dir=result_dir, progress=progress,
-                                 repeat_tune=repeat_tune, kernels=result.partition, **opat_options)
+                                 repeat_tune=repeat_tune, kernels=result.partition, start_tilings=start,
+                                 **opat_options)
         write_sgat_outputs(result, output=output)  # the report again, with the operator-tuning row
     return result
 
@@ -362,7 +392,7 @@ def _solve(piece: Piece, ag: Atoms, costs: _Costs) -> _Plan:
 
 
 def _make_entry(key: str, piece: Piece, ag: Atoms, dtype: str, plan: _Plan, costs: _Costs,
-                before: float) -> dict[str, Any]:
+                before: float, level: str) -> dict[str, Any]:
     ext = []
     for i in piece.atoms:
         for t in ag.atoms[i].inputs:
@@ -376,7 +406,7 @@ def _make_entry(key: str, piece: Piece, ag: Atoms, dtype: str, plan: _Plan, cost
                         "time_us": t if math.isfinite(t) else 0.0})
     types = [t for i in piece.atoms for t in ag.atoms[i].onnx_types]
     return make_entry(SUBGRAPH_OP, ext, dtype, [], {"piece": key, "nodes": types}, {}, before, plan.total_us,
-                      kernels=kernels, atoms=len(piece.atoms))
+                      kernels=kernels, atoms=len(piece.atoms), optimization_level=level)
 
 
 def _check_plan(entry: dict[str, Any], piece: Piece, costs: _Costs, evaluator: TaskEvaluator) -> _Plan | None:
@@ -418,8 +448,8 @@ def _check_plan(entry: dict[str, Any], piece: Piece, costs: _Costs, evaluator: T
         return None
 
 
-def _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, before_of, plans, hits, costs, plat, dtype,
-              level, nonhomo, overhead, the_bank, parallel, seed, evaluator_name, piece_tasks,
+def _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, before_of, plans, hits, stored, unreached,
+              costs, plat, dtype, level, nonhomo, overhead, the_bank, parallel, seed, evaluator_name, piece_tasks,
               elapsed) -> SubgraphTuneResult:
     n_fixed = len(fixed.kernels)
     baseline_ms = (sum(t for _, t in defaults.values()) + n_fixed * overhead) / 1000.0
@@ -441,9 +471,11 @@ def _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, before_of,
         before = before_of[key]
         hit = key in hits
         tuned = key in piece_tasks
-        stored = beats_bank(plan.total_us, before, hits[key][1] if hit else None)
-        mode = update_mode(hit, tuned, stored)
-        outcomes.append((mode, hit))
+        if key in unreached and not hit:  # Ctrl-C or the time limit came first: not searched, not stored
+            mode = "not reached"
+        else:
+            mode = update_mode(hit, tuned, key in stored)
+            outcomes.append((mode, hit))
         before_kernels = [k.nodes for k in fixed.kernels if rep.start <= fixed_first[k.index] < rep.stop]
         after = [_fused_kernel(tuple(rep.start + i for i in rel), pol, tkey, ag, costs)
                  for rel, pol, tkey in plan.kernels if tkey]

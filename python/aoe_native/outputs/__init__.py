@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Callable
 
 from ..fileio import atomic_write_text, dump_json
@@ -11,7 +12,17 @@ from .aoe_files import gdat_section, opat_section, sgat_section, timestamp, writ
 from .plan import fused_plan, tuned_plan
 from .report import render_gdat_report, render_report, render_sgat_report
 
-__all__ = ["write_model_outputs", "write_sgat_outputs", "write_gdat_outputs", "check_output_dir", "check_job_dirs"]
+__all__ = ["write_model_outputs", "write_sgat_outputs", "write_gdat_outputs", "check_output_dir", "check_job_dirs",
+           "output_name"]
+
+
+def output_name(model_name: str, model_path: str | os.PathLike | None = None) -> str:
+    """The stem of a job's plan and report files: the model file's name when there is one (graph
+    names repeat: every torch export is "main_graph"), else the model's; separators, control
+    characters and a leading dot removed, so that no name writes outside the output directory."""
+    raw = os.path.splitext(os.path.basename(os.fspath(model_path)))[0] if model_path else model_name
+    safe = re.sub(r'[\x00-\x1f/\\:*?"<>|]+', "_", raw).lstrip(". ")
+    return safe or "model"
 
 
 def check_output_dir(path: str | os.PathLike | None, what: str = "output directory") -> str | None:
@@ -56,8 +67,9 @@ def _write_job_outputs(r: Any, mode: str, section: dict[str, Any], plan_name: st
         r.result_file = write_result_file(result_dir, mode, f"{r.model_name}_{stamp}", r.tuning_time_s, section, stamp)
     if out is not None:
         _make_dir(out, "output directory")
-        r.plan_file = os.path.join(out, f"{r.model_name}_{plan_name}.json")
-        r.report_file = os.path.join(out, f"{r.model_name}_{mode}_report.html")
+        stem = output_name(r.model_name, r.model_path)
+        r.plan_file = os.path.join(out, f"{stem}_{plan_name}.json")
+        r.report_file = os.path.join(out, f"{stem}_{mode}_report.html")
         atomic_write_text(r.plan_file, dump_json(plan))
         atomic_write_text(r.report_file, report(r))
 
@@ -90,6 +102,6 @@ def write_gdat_outputs(plan: Any, name: str, output: str | os.PathLike | None = 
                                         gdat_section(plan), stamp)
     if out is not None:
         _make_dir(out, "output directory")
-        report_file = os.path.join(out, f"{name}_gdat_report.html")
+        report_file = os.path.join(out, f"{output_name(name)}_gdat_report.html")
         atomic_write_text(report_file, render_gdat_report(plan, name))
     return result_file, report_file

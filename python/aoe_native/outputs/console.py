@@ -1,5 +1,9 @@
 """What the ``aoe`` command shows in a terminal: a live progress bar while tuning and a
-summary table after it (both drawn by ``rich``)."""
+summary table after it (both drawn by ``rich``).
+
+Names from the model (graph, node and op names) reach rich as Text objects, never as str:
+rich reads a str as markup, so ``net[/b]`` would raise and ``net[red]x`` lose its tag, and
+``:smile:`` would become an emoji."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from ..jobs.results import ModelTuneResult, SubgraphTuneResult
 from .aoe_files import percent
@@ -42,8 +47,8 @@ class ProgressBar:
             columns += [MofNCompleteColumn(), TextColumn("tasks"),
                         TextColumn("| {task.fields[evals]:,} " + ("evaluations" if width >= 100 else "evals") +
                                    " | gain {task.fields[gain]}"), TimeElapsedColumn()]
-            if width >= 100:
-                columns.append(TextColumn("{task.fields[now]}"))
+            if width >= 100:  # op types and shapes of the running tasks: shown as they are, not as markup
+                columns.append(TextColumn("{task.fields[now]}", markup=False))
             self.progress = Progress(*columns, console=self.console, auto_refresh=False, transient=False)
             self.progress.start()
             self.bar = self.progress.add_task("tuning", total=ev["tasks_total"], evals=0, gain="", now="")
@@ -61,7 +66,8 @@ def _table(title: str, columns: list[tuple[str, str]], wrap: str, narrow: bool) 
     """A summary table; `wrap` is the column that folds (names, shapes) rather than lose
     characters to an ellipsis.  Narrow (a terminal under 80 columns): no outer border and no
     update-mode column (the repo summary line below the table counts the modes)."""
-    table = Table(title=title, title_justify="left", show_edge=not narrow)
+    # The title holds the model's name: a Text, styled as rich styles a str title.
+    table = Table(title=Text(title, style="table.title"), title_justify="left", show_edge=not narrow)
     for name, justify in columns:
         if narrow and name == "mode":
             continue
@@ -77,7 +83,7 @@ def summary_table(r: ModelTuneResult, rows: int = 10, narrow: bool = False) -> T
                     ("tuned us", "right"), ("gain", "right"), ("mode", "left")], "input shapes", narrow)
     ranked = sorted(r.tasks, key=lambda t: -t.occurrences * (t.baseline_us - t.time_us))
     for t in ranked[:rows]:
-        table.add_row(t.op_type, "\n".join("x".join(map(str, s)) for s in t.inputs), str(t.occurrences),
+        table.add_row(Text(t.op_type), "\n".join("x".join(map(str, s)) for s in t.inputs), str(t.occurrences),
                       f"{t.baseline_us:.2f}", f"{t.time_us:.2f}", percent(t.improvement),
                       *([] if narrow else [t.update_mode]))
     return table
@@ -90,7 +96,7 @@ def subgraph_table(r: SubgraphTuneResult, rows: int = 10, narrow: bool = False) 
                     ("after us", "right"), ("gain", "right"), ("mode", "left")], "first .. last node", narrow)
     ranked = sorted(r.subgraphs, key=lambda g: -g.occurrences * (g.before_us - g.after_us))
     for g in ranked[:rows]:
-        table.add_row(f"{g.nodes[0]} ..\n{g.nodes[-1]}", str(g.occurrences),
+        table.add_row(Text(f"{g.nodes[0]} ..\n{g.nodes[-1]}"), str(g.occurrences),
                       f"{len(g.before_kernels)} -> {len(g.after_kernels)}", f"{g.before_us:.2f}",
                       f"{g.after_us:.2f}", percent(g.improvement), *([] if narrow else [g.update_mode]))
     return table

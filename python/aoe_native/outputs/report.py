@@ -21,6 +21,13 @@ def _e(x) -> str:
     return html.escape(str(x))
 
 
+def _literal(label: str) -> str:
+    """A name (graph node, op type) as matplotlib must get it to draw it as written: a pair
+    of `$` would render the text between as mathtext, and a lone `$\\frac{a` fails to parse
+    and loses the whole report.  An escaped `\\$` is drawn as `$`."""
+    return label.replace("$", r"\$")
+
+
 def _svg(width_in: float, height_in: float, draw: Callable[[Any], None]) -> str:
     """A plot as inline SVG: `draw(axes)` fills it.  matplotlib's object API, not pyplot,
     so a user's own figures and settings are untouched; fixed ids and no date, so the
@@ -66,7 +73,7 @@ def _hbars(rows: list[tuple[str, float, float]], unit: str,
         bars_a = ax.barh([v + h / 2 for v in y], after, height=h, color=_AFTER, label=labels[1])
         for bars in (bars_b, bars_a):
             ax.bar_label(bars, labels=[f"{v:.3g} {unit}" for v in bars.datavalues], padding=3, fontsize=8)
-        ax.set_yticks(y, [label for label, _, _ in rows])
+        ax.set_yticks(y, [_literal(label) for label, _, _ in rows])
         ax.invert_yaxis()
         ax.set_xlim(0, max(before + after + [1e-9]) * 1.18)
         ax.set_xlabel(f"time ({unit})")
@@ -74,15 +81,30 @@ def _hbars(rows: list[tuple[str, float, float]], unit: str,
 
 
 def _convergence(series: list[tuple[str, list[float], float]]) -> str:
-    """Best time so far / default time versus evaluations (log scale), one line per task."""
+    """Best time so far / default time versus evaluations (log scale), one line per task.
+
+    A search's first tilings are often many times slower than the default (31x on BERT), and
+    an axis reaching up to them squashes what matters, how far below the default (1) each
+    search gets, into a strip at the bottom.  So the axis spans the best values up to a little
+    above 1 (or above the final value of a task that never beat its default), and says when
+    it cuts the start of a curve."""
+    curves = []
+    for label, trace, base in series:
+        pts = [(j + 1, v / base) for j, v in enumerate(trace) if base > 0 and math.isfinite(v)]
+        if pts:
+            curves.append((label, [p[0] for p in pts], [p[1] for p in pts]))
+
     def draw(ax) -> None:
-        for label, trace, base in series:
-            pts = [(j + 1, v / base) for j, v in enumerate(trace) if base > 0 and math.isfinite(v)]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], linewidth=1.6, label=label)
+        top = max([1.1] + [1.05 * ys[-1] for _, _, ys in curves])
+        lowest = min((min(ys) for _, _, ys in curves), default=1.0)
+        for label, xs, ys in curves:
+            ax.plot(xs, ys, linewidth=1.6, label=_literal(label))
+        ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle="--")  # the default tiling
+        ax.set_ylim(max(lowest - 0.1 * (top - lowest), 0.0), top)
         ax.set_xscale("log")
         ax.set_xlabel("evaluations (log scale)")
-        ax.set_ylabel("best / default time")
+        cut = any(max(ys) > top for _, _, ys in curves)
+        ax.set_ylabel("best / default time\n(1 = default" + (f"; axis cut at {top:.3g})" if cut else ")"))
     return _svg(10, 3.0, draw)
 
 
@@ -94,6 +116,17 @@ def _table(header: list[str], rows: list[list]) -> str:
 
 def _shape_str(inputs: list[list[int]]) -> str:
     return ", ".join("x".join(map(str, s)) for s in inputs)
+
+
+def _stopped_note(interrupted: bool, units: list, what: str) -> str:
+    """A line saying the run did not finish: Ctrl-C, or the time limit before every part started."""
+    unreached = sum(1 for u in units if u.update_mode == "not reached")
+    if not interrupted and not unreached:
+        return ""
+    why = "Tuning was interrupted (Ctrl-C)" if interrupted else "The time limit ended tuning"
+    rest = (f": {unreached} of {len(units)} {what} were not reached and keep what was known before "
+            "(see the tables); run again to tune them" if unreached else "")
+    return f"<p><b>{why}</b>{rest}.</p>"
 
 
 def render_report(r: ModelTuneResult) -> str:
@@ -108,7 +141,10 @@ def render_report(r: ModelTuneResult) -> str:
         op_rows.append(("launch overhead", len(r.kernels) * r.launch_overhead_us,
                         len(r.kernels) * r.launch_overhead_us))
     largest = sorted((t for t in r.tasks if t.trace), key=lambda t: -t.occurrences * t.baseline_us)[:6]
-    series = [(f"{t.op_type} {_shape_str(t.inputs[:1])} x{t.occurrences}", t.trace, t.baseline_us) for t in largest]
+    # "#index": the task's row in the task table; every input shape, as tasks of one op type often
+    # share the first (the Q, K and V projections of a transformer layer).
+    series = [(f"#{t.index} {t.op_type} {_shape_str(t.inputs)} x{t.occurrences}", t.trace, t.baseline_us)
+              for t in largest]
     s = r.repo_summary
     summary = _table(["item", "value"], [
         ["model", r.model_path or r.model_name], ["SoC", r.soc_version], ["dtype", r.dtype],
@@ -135,18 +171,18 @@ def render_report(r: ModelTuneResult) -> str:
                      for u in r.unsupported])
              if r.unsupported else "<p>Every node is modelled.</p>")
     tasks = _table(["#", "op", "input shapes", "attrs", "occurs", "default (us)", "tuned (us)", "improvement",
-                    "mode", "evaluations / space"],
+                    "mode", "evaluations", "tiling space"],
                    [[t.index, t.op_type, _shape_str(t.inputs),
                      ", ".join(f"{k}={v}" for k, v in sorted(t.attrs.items())), t.occurrences,
                      f"{t.baseline_us:.3f}", f"{t.time_us:.3f}", percent(t.improvement),
                      t.update_mode + (" (warm start)" if t.warm_started else "") + (f" [{t.error}]" if t.error else ""),
-                     f"{t.evaluations} / {t.space_size}"]
+                     t.evaluations, t.space_size]
                     for t in sorted(r.tasks, key=lambda t: -t.occurrences * t.baseline_us)])
     style = _STYLE
     return "".join([
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>OPAT report: {_e(r.model_name)}</title><style>{style}</style></head><body>",
-        f"<h1>Operator tuning report: {_e(r.model_name)}</h1>",
+        f"<h1>Operator tuning report: {_e(r.model_name)}</h1>", _stopped_note(r.interrupted, r.tasks, "tasks"),
         f"<p><b>Performance improved by {percent(r.improvement)}</b> on the modelled part of the model: "
         f"{_e(r.coverage_text())} "
         f"({r.baseline_ms:.4f} ms &rarr; {r.tuned_ms:.4f} ms, model time as the sum of kernel times "
@@ -159,6 +195,9 @@ def render_report(r: ModelTuneResult) -> str:
         _convergence(series) if series else "<p>No task was tuned in this run (all served from the bank).</p>",
         "<h2>Unmodelled operators</h2>", unsup,
         "<h2>Tasks</h2>", tasks,
+        "<p>evaluations: tilings timed in all of the task's tuning rounds.  Each round is a new search "
+        "from the best tiling so far and may time tilings an earlier round timed, so the count can exceed "
+        "the tiling space (the number of valid tilings).</p>",
         "</body></html>\n"])
 
 
@@ -209,6 +248,7 @@ def render_sgat_report(r: SubgraphTuneResult) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>SGAT report: {_e(r.model_name)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>Subgraph tuning report: {_e(r.model_name)}</h1>",
+        _stopped_note(r.interrupted, r.subgraphs, "subgraphs"),
         f"<p><b>Performance improved by {percent(r.improvement)}</b> ({r.baseline_ms:.4f} ms &rarr; "
         f"{r.result_ms:.4f} ms, {r.baseline_kernels} &rarr; {len(r.kernels)} kernels; model time as the sum of "
         f"kernel times ({_e(r.evaluator)}) plus launch overhead, over the modelled part).</p>",
