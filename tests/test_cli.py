@@ -354,3 +354,13 @@ def test_aoe_bank_show_into_a_closed_pipe_is_quiet(tmp_path):
     show = f"import sys; from aoe_native.cli import bank_main; sys.exit(bank_main(['show', {str(tmp_path / 'b')!r}]))"
     p = subprocess.run(f"{sys.executable} -c \"{show}\" | head -1", shell=True, capture_output=True, text=True)
     assert "Broken pipe" not in p.stderr and "Traceback" not in p.stderr
+
+
+def test_gdat_on_a_torchscript_export_warns_of_names_it_cannot_recover(tmp_path):
+    gpt2 = os.path.join(os.path.dirname(__file__), "data", "exports", "gpt2_ts.onnx")
+    p = run_aoe(["-j", "4", "-f", "5", "-m", gpt2], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "aoe: warning: model" in p.stderr and "measure_timeline" in p.stderr and "Warning:" not in p.stderr
+    [res] = tmp_path.glob("aoe_result_gdat_*.json")
+    unmatched = json.loads(res.read_text())[1]["GDAT"]["unmatched_gradients"]
+    assert unmatched and all(isinstance(v, str) and v for v in unmatched.values())

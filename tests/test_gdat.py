@@ -2,6 +2,7 @@
 import itertools
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from aoe_native.jobs import gdat
 from aoe_native.jobs.gdat import TimelineError, optimal_partition, simulate
 
 MIB = 1 << 20
+EXPORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "exports")
 
 
 def _timeline(sizes, gaps):
@@ -146,6 +148,45 @@ def test_plan_beats_or_ties_every_baseline_and_reports_consistently():
     assert json.loads(json.dumps(plan.to_dict()))["time_us"] == plan.time_us
 
 
+def test_hccl_split_percent_reproduces_the_plan_under_hccls_rule():
+    # the first gradient holds 25.155% of the bytes: printed as 25.16, HCCL's rule would put
+    # the second gradient into the first segment too ([2, 9]); 25.15 gives the plan's [1, 9]
+    sizes = [2_688_757] + [1_000_000] * 8
+    assert 25.155 < sizes[0] / sum(sizes) * 100 < 25.156
+    grads = [("g0", sizes[0], 0.0)] + [(f"g{i}", n, 5000.0) for i, n in enumerate(sizes[1:], 1)]
+    plan = tune_gradients(grads, Cluster(ranks=16, alpha_us=30.0, gbps=12.0), backend="hccl")
+    assert plan.ends == [1, 9]
+    assert plan.hccl_split_percent == [25.15, 74.85]
+    assert gdat._split_by_percent(np.array(sizes), plan.hccl_split_percent) == [1, 9]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 10**9), min_size=2, max_size=40), st.data())
+def test_hccl_split_percent_property_any_cut_is_reproduced(sizes, data):
+    """Percentages -> HCCL's rule -> the same buckets, for any contiguous split; 2 decimals
+    whenever the cut's gradient holds more than 0.0101% of the bytes (an interval wider than 0.01)."""
+    sizes = np.array(sizes, dtype=np.int64)
+    L = len(sizes)
+    cuts = sorted(data.draw(st.sets(st.integers(1, L - 1), max_size=min(L - 1, 10))))
+    ends = cuts + [L]
+    pct = gdat._percents_for(sizes, ends)
+    assert gdat._split_by_percent(sizes, pct) == ends
+    assert len(pct) == len(ends) and all(p > 0 for p in pct) and sum(pct) == pytest.approx(100.0)
+    share = sizes / sizes.sum() * 100
+    for e, p in zip(cuts, pct):
+        if share[e - 1] > 0.0101:
+            assert round(p, 2) == p, (e, p)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 60))
+def test_hccl_split_percent_property_on_random_timelines(seed, n):
+    rng = np.random.default_rng(seed)
+    grads = _timeline(rng.integers(1, 64 * MIB, n), rng.uniform(0, 400, n))
+    plan = tune_gradients(grads, Cluster(ranks=16, alpha_us=30.0, gbps=12.0), backend="hccl")
+    assert gdat._split_by_percent(np.array(plan.gradient_bytes), plan.hccl_split_percent) == plan.ends
+
+
 def test_hccl_backend_limits_segments():
     # each all-reduce takes exactly the gap to the next gradient: any merge delays the step
     c = Cluster(ranks=8, alpha_us=5.0, gbps=50.0)
@@ -177,9 +218,29 @@ def test_horovod_fuses_what_is_ready_each_cycle_up_to_the_threshold():
     c = Cluster(ranks=2, alpha_us=1.0, gbps=1000.0)
     sizes = np.array([10, 10, 10, 10], dtype=np.int64)
     ready = np.array([100.0, 200.0, 1500.0, 1600.0])
-    assert gdat._horovod(sizes, ready, c, threshold=1 << 30, cycle_us=1000.0) == [2, 4]
-    assert gdat._horovod(sizes, ready, c, threshold=20, cycle_us=1000.0) == [2, 4]
-    assert gdat._horovod(sizes, ready, c, threshold=15, cycle_us=1000.0) == [1, 2, 3, 4]
+    assert gdat._horovod(sizes, ready, c, threshold=1 << 30, cycle_us=1000.0) == ([2, 4], [1000.0, 2000.0])
+    assert gdat._horovod(sizes, ready, c, threshold=20, cycle_us=1000.0)[0] == [2, 4]
+    assert gdat._horovod(sizes, ready, c, threshold=15, cycle_us=1000.0)[0] == [1, 2, 3, 4]
+
+
+def test_horovod_baselines_start_at_the_cycle_tick_and_the_plan_does_not_wait():
+    c = Cluster(ranks=8)
+    grads = [("a", 1000, 100.0), ("b", 1000, 200.0), ("c", 1000, 300.0)]
+    plan = tune_gradients(grads, c)
+    one = float(c.allreduce_us(3000.0))
+    # the tuned plan: one bucket as soon as the last gradient is ready (no cycle)
+    assert plan.time_us == pytest.approx(300.0 + one) and plan.bucket_start_us == [300.0]
+    # Horovod's thread first sees the gradients at its tick after 300 us: 5 ms / 1 ms cycles
+    assert plan.baseline_spans["horovod_64mb"] == [(5000.0, pytest.approx(5000.0 + one))]
+    assert plan.baselines["horovod_64mb"] == pytest.approx(5000.0 + one)
+    assert plan.baselines["horovod_128mb"] == pytest.approx(1000.0 + one)
+    assert plan.gain["horovod_64mb"] == pytest.approx((5000.0 + one) / (300.0 + one) - 1)
+    # a later cycle waits for the tick and for the previous cycle's all-reduce
+    c2 = Cluster(ranks=2, alpha_us=1.0, gbps=1000.0)
+    sizes, ready = np.array([10, 10, 10, 10], dtype=np.int64), np.array([100.0, 200.0, 1500.0, 1600.0])
+    ends, ticks = gdat._horovod(sizes, ready, c2, threshold=1 << 30, cycle_us=1000.0)
+    starts, _ = simulate(ends, sizes, ready, c2, ticks)
+    assert list(starts) == [1000.0, 2000.0]
 
 
 def test_mg_wfbp_merges_when_communication_would_queue():
@@ -254,10 +315,87 @@ def test_predict_timeline_counts_resnet50_parameters():
     from aoe_native import zoo
     from aoe_native.graph.onnx import load_graph
 
-    g = load_graph(zoo.build("resnet50", batch=1))
-    produced = {o for n in g.nodes for o in n.outputs}
-    params = {p for n in g.nodes for p in gdat._params_of(g, n, produced)}
-    assert len(params) == 161 and "fc.weight" in params and "conv1.bn.mean" not in params
+    params, _, unmatched = gdat._parameters(load_graph(zoo.build("resnet50", batch=1)))
+    assert len(params) == 161 and "fc.weight" in params and "conv1.bn.mean" not in params and not unmatched
+
+
+def test_predict_timeline_counts_embedding_tables():
+    """BERT-base: the word, position and token-type embeddings (Gather's data) are gradients
+    too: 438 MB of fp32 gradients, not the 343 MB of the GEMMs and norms alone."""
+    import onnx
+
+    from aoe_native import zoo
+
+    m = zoo.build("bert_base")
+    tl = gdat.predict_timeline(m)
+    data_inputs = {"input_ids", "token_type_ids", "attention_mask"}
+    weights = {i.name for i in m.graph.input if i.name not in data_inputs
+               and i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT}
+    assert {n for n, _, _ in tl} == weights and len(tl) == len(weights) == 199
+    got = dict((n, b) for n, b, _ in tl)
+    assert got["word_embeddings"] == 30522 * 768 * 4 and got["position_embeddings"] == 512 * 768 * 4
+    assert got["token_type_embeddings"] == 2 * 768 * 4 and sum(got.values()) == 437_928_960
+    assert tl[-1][0] == "word_embeddings"  # the first node: its gradient is ready last
+
+
+def _tied_lm(vocab, hidden, dedup_norm=False):
+    """Embedding W (Gather) -> LayerNorm -> MatMul by Transpose(W): the tied output projection
+    of GPT-2.  dedup_norm: a second LayerNorm whose weight TorchScript wrote as Identity(g)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((vocab, hidden)).astype(np.float32), "W"),
+             numpy_helper.from_array(np.ones(hidden, np.float32), "g"),
+             numpy_helper.from_array(np.zeros(hidden, np.float32), "b")]
+    nodes = [helper.make_node("Gather", ["W", "ids"], ["h"], name="wte"),
+             helper.make_node("LayerNormalization", ["h", "g", "b"], ["n"], name="ln", axis=-1)]
+    if dedup_norm:
+        nodes = [helper.make_node("Identity", ["g"], ["g2"], name="Identity_0")] + nodes + [
+            helper.make_node("LayerNormalization", ["n", "g2", "b"], ["n2"], name="ln2", axis=-1)]
+    nodes += [helper.make_node("Transpose", ["W"], ["Wt"], name="t", perm=[1, 0]),
+              helper.make_node("MatMul", ["n2" if dedup_norm else "n", "Wt"], ["logits"], name="lm_head")]
+    graph = helper.make_graph(nodes, "tied", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 8])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("vocab, hidden", [(100, 64), (50, 16)])  # 6400 elements: kept; 800: folded on import
+def test_a_tied_weight_counts_once_under_its_name(vocab, hidden):
+    tl = gdat.predict_timeline(_tied_lm(vocab, hidden))
+    assert [n for n, _, _ in tl] == ["g", "b", "W"]  # W's first use (Gather) is the first node
+    assert tl[-1][1] == vocab * hidden * 4 and not tl.unmatched
+
+
+def test_a_parameter_written_as_identity_of_an_equal_one_is_its_own():
+    # TorchScript writes a parameter whose values equal another's as Identity(other)
+    tl = gdat.predict_timeline(_tied_lm(100, 64, dedup_norm=True))
+    assert sorted(n for n, _, _ in tl) == ["W", "b", "g", "g2"]
+    assert dict((n, b) for n, b, _ in tl)["g2"] == 64 * 4
+
+
+def test_exported_models_name_parameters_as_the_framework_does():
+    """torch.export's graph signature and onnxscript's folded_from records give the framework
+    names (the transposed Linear weight val_13 is blocks.0.c_attn.weight); the tied wte.weight
+    (Gather, and Transpose into the output MatMul) counts once; what the file lost is named."""
+    with pytest.warns(gdat.GradientNameWarning, match=r"\['wpe\.weight'\]: the exporter folded it into the constant"):
+        tl = gdat.predict_timeline(os.path.join(EXPORTS, "gpt2_dynamo.onnx"))
+    names = [n for n, _, _ in tl]
+    assert "blocks.0.c_attn.weight" in names and "blocks.1.proj.weight" in names
+    assert not any(n.startswith("val_") for n in names)
+    assert names.count("wte.weight") == 1 and dict((n, b) for n, b, _ in tl)["wte.weight"] == 256 * 64 * 4
+    assert names[-1] == "wte.weight"
+    assert "folded it into the constant 'embedding_1'" in tl.unmatched["wpe.weight"]
+    assert "has no tensor for it" in tl.unmatched["ln_f.weight"]  # merged with blocks.0.ln1.weight (all ones)
+    plan = tune_gradients(tl, Cluster(ranks=2))
+    assert plan.unmatched == tl.unmatched and plan.to_dict()["unmatched"] == tl.unmatched
+
+
+def test_torchscript_made_names_are_flagged_not_guessed():
+    with pytest.warns(gdat.GradientNameWarning, match=r"measure_timeline\(module, loss_fn\)"):
+        tl = gdat.predict_timeline(os.path.join(EXPORTS, "gpt2_ts.onnx"))
+    made = [n for n, _, _ in tl if n.startswith("onnx::")]
+    assert made and sorted(made) == sorted(n for n in tl.unmatched if n.startswith("onnx::"))
+    assert all("TorchScript exporter computed" in tl.unmatched[n] for n in made)
 
 
 # --------------------------------------------------------------------------- aoe --job_type=4

@@ -128,3 +128,71 @@ def test_a_parameter_frozen_after_planning_is_named_as_frozen():
     m[0].weight.requires_grad_(False)
     with pytest.raises(ValueError, match=r"frozen since the plan was made \(requires_grad=False\) \['0.weight'\]"):
         torch_ddp.apply_plan(m, plan, method="hooks")
+
+
+class _TinyLM(torch.nn.Module):
+    """Embedding -> Linear -> LayerNorm -> output projection tied to the embedding."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb = torch.nn.Embedding(100, 16)
+        self.fc = torch.nn.Linear(16, 16)
+        self.ln = torch.nn.LayerNorm(16)
+        self.head = torch.nn.Linear(16, 100, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, x):
+        return self.head(self.ln(self.fc(self.emb(x))))
+
+
+def _exported(tmp_path, m, **kwargs):
+    import warnings
+    path = tmp_path / "m.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(m, (torch.randint(0, 100, (2, 8)),), str(path), **kwargs)
+    return str(path)
+
+
+def test_plan_from_a_dynamo_export_applies_to_the_module(tmp_path):
+    """The dynamo exporter folds fc.weight's transpose into 'val_N' and keeps one name of the
+    tied embedding: the timeline has every parameter under its framework name, once."""
+    from aoe_native.jobs.gdat import GradientNameWarning, predict_timeline
+
+    m = _TinyLM()
+    with pytest.warns(GradientNameWarning, match=r"\['emb\.weight'\]: the file has no tensor for it"):
+        tl = predict_timeline(_exported(tmp_path, m, dynamo=True))
+    assert sorted(n for n, _, _ in tl) == ["fc.bias", "fc.weight", "head.weight", "ln.bias", "ln.weight"]
+    assert dict((n, b) for n, b, _ in tl)["head.weight"] == 100 * 16 * 4
+    wrapped = torch_ddp.apply_plan(m, tune_gradients(tl, Cluster(ranks=2)), method="hooks")  # head.weight is emb.weight
+    wrapped.remove()
+
+
+def test_plan_from_a_torchscript_export_names_what_it_cannot_match(tmp_path):
+    from aoe_native.jobs.gdat import GradientNameWarning, predict_timeline
+
+    m = _TinyLM()
+    with pytest.warns(GradientNameWarning):
+        tl = predict_timeline(_exported(tmp_path, m, dynamo=False))
+    made = sorted(n for n, _, _ in tl if n.startswith("onnx::MatMul_"))
+    assert len(made) == 2 and "emb.weight" in [n for n, _, _ in tl]  # fc's and the tied head's transposes
+    with pytest.raises(ValueError, match=r"not in the model \['onnx::MatMul_\d+', 'onnx::MatMul_\d+'\], not in the "
+                                         r"plan \['fc.weight'\]; the plan's timeline could not name them: "
+                                         r"\['onnx::MatMul_\d+', 'onnx::MatMul_\d+'\] \(2\): a constant the "
+                                         r"TorchScript exporter computed .*measure_timeline\(module, loss_fn\)"):
+        torch_ddp.apply_plan(m, tune_gradients(tl, Cluster(ranks=2)), method="hooks")
+    # exported as the advice says, every parameter keeps its name (the tied head reads emb.weight)
+    tl = predict_timeline(_exported(tmp_path, m, dynamo=False, do_constant_folding=False,
+                                    training=torch.onnx.TrainingMode.TRAINING))
+    assert sorted(n for n, _, _ in tl) == sorted(n for n, _ in m.named_parameters()) and not tl.unmatched
+    torch_ddp.apply_plan(m, tune_gradients(tl, Cluster(ranks=2)), method="hooks").remove()
+
+
+def test_apply_plan_refuses_two_names_of_one_tied_parameter():
+    m = _TinyLM()
+    grads = [("head.weight", 6400, 1.0), ("emb.weight", 6400, 2.0)] + \
+        [(n, p.numel() * 4, 0.5) for n, p in m.named_parameters() if not n.startswith("emb")]
+    grads.sort(key=lambda g: g[2])
+    with pytest.raises(ValueError, match="head.weight and emb.weight are one tied parameter"):
+        torch_ddp.apply_plan(m, tune_gradients(grads, Cluster(ranks=2)), method="hooks")

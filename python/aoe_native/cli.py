@@ -48,7 +48,7 @@ from .ascend.platforms import soc_versions
 from .bank.store import Bank, BankError, bank_dir, merge_banks, root_socs
 from .cluster import Cluster
 from .fileio import json_depth
-from .jobs.gdat import BACKEND_MAX_SEGMENTS, gdat_job
+from .jobs.gdat import BACKEND_MAX_SEGMENTS, GradientNameWarning, gdat_job
 from .jobs.opat import CoverageWarning, TuneOpsWarning, tune_model, usable_cores
 from .jobs.sgat import LEVELS, tune_subgraphs
 from .outputs.console import ProgressBar, subgraph_table, summary_table
@@ -264,14 +264,18 @@ def _gdat_main(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        plan = gdat_job(cluster_from_args(args), timeline=args.timeline, model=args.model,
-                        max_buckets=args.max_buckets, backend=args.backend, soc_version=args.soc_version,
-                        input_shape=args.input_shape, dtype=args.dtype, output=args.output,
-                        result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", GradientNameWarning)
+            plan = gdat_job(cluster_from_args(args), timeline=args.timeline, model=args.model,
+                            max_buckets=args.max_buckets, backend=args.backend, soc_version=args.soc_version,
+                            input_shape=args.input_shape, dtype=args.dtype, output=args.output,
+                            result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd())
     except (ValueError, KeyError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"aoe: error: {msg}", file=sys.stderr)
         return 1
+    for w in caught:
+        print(f"aoe: warning: {w.message}", file=sys.stderr)
     ref = plan.reference_baseline
     print(f"{len(plan.names)} gradients, {sum(plan.gradient_bytes)} bytes; cluster: {plan.cluster['name']} "
           f"({plan.cluster['ranks']} ranks)")

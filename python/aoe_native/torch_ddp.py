@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable
 
 from .graph.torch_export import require_torch
-from .jobs.gdat import GradientPlan, TimelineError
+from .jobs.gdat import GradientPlan, TimelineError, describe_unmatched
 
 __all__ = ["measure_timeline", "apply_plan", "PlannedAllReduce", "watch_buckets", "ddp_has_bucket_cap_list"]
 
@@ -67,20 +67,33 @@ def measure_timeline(module: Any, loss_fn: Callable[[], Any], steps: int = 5, wa
 
 
 def _check_module(module: Any, plan: GradientPlan) -> list[tuple[str, Any]]:
-    """The module's trainable parameters must be exactly the plan's gradients, with the same bytes."""
-    params = dict(_trainable(module))
-    frozen = {n for n, p in module.named_parameters() if not p.requires_grad}
-    missing = [n for n in plan.names if n not in params]
-    extra = [n for n in params if n not in set(plan.names)]
+    """The module's trainable parameters must be exactly the plan's gradients, with the same
+    bytes.  A plan's name may be any of a tied parameter's names (an ONNX export keeps one of
+    them); two plan names of the same tensor are an error (its gradient would be reduced twice)."""
+    # every name of every trainable parameter, tied ones included (named_parameters() keeps the first)
+    by_name = {n: p for n, p in module.named_parameters(remove_duplicate=False) if p.requires_grad}
+    frozen = {n for n, p in module.named_parameters(remove_duplicate=False) if not p.requires_grad}
+    planned = set(plan.names)
+    missing = [n for n in plan.names if n not in by_name]
+    covered = {id(by_name[n]) for n in plan.names if n in by_name}
+    extra = [n for n, p in _trainable(module) if id(p) not in covered]
     if missing or extra:
         gone = [n for n in missing if n not in frozen]
         now_frozen = [n for n in missing if n in frozen]
+        why = describe_unmatched(plan.unmatched, gone + extra)
         raise ValueError("the model's parameters do not match the plan: "
                          + (f"frozen since the plan was made (requires_grad=False) {now_frozen[:5]}, " if now_frozen
                             else "")
-                         + f"not in the model {gone[:5]}, not in the plan {extra[:5]}")
+                         + f"not in the model {gone[:5]}, not in the plan {extra[:5]}"
+                         + (f"; the plan's timeline could not name them: {why}" if why else ""))
+    first_name: dict[int, str] = {}
+    for n in plan.names:
+        other = first_name.setdefault(id(by_name[n]), n)
+        if other != n:
+            raise ValueError(f"the plan's gradients {other} and {n} are one tied parameter of the model: "
+                             "its gradient would be all-reduced twice; keep one of the names in the timeline")
     for n, nbytes in zip(plan.names, plan.gradient_bytes):
-        p = params[n]
+        p = by_name[n]
         if p.numel() * p.element_size() != nbytes:
             raise ValueError(f"parameter {n}: {p.numel() * p.element_size()} bytes in the model, {nbytes} in the plan")
     # The buckets must hold every gradient once (an edited plan may not).
@@ -89,16 +102,16 @@ def _check_module(module: Any, plan: GradientPlan) -> list[tuple[str, Any]]:
         for n in bucket:
             if n in seen:
                 raise ValueError(f"the plan puts parameter {n} in buckets {seen[n]} and {k}")
-            if n not in params:
+            if n not in planned:
                 raise ValueError(f"bucket {k} of the plan names {n}, which is not a gradient of the plan")
             seen[n] = k
     uncovered = [n for n in plan.names if n not in seen]
     if uncovered:
         raise ValueError(f"the plan's buckets leave out {len(uncovered)} gradient(s): {uncovered[:5]}")
-    sizes = [sum(params[n].numel() * params[n].element_size() for n in b) for b in plan.buckets]
+    sizes = [sum(by_name[n].numel() * by_name[n].element_size() for n in b) for b in plan.buckets]
     if list(plan.bucket_bytes) != sizes:
         raise ValueError(f"the plan's bucket_bytes {list(plan.bucket_bytes)} do not match its buckets ({sizes})")
-    return [(n, params[n]) for n in plan.names]
+    return [(n, by_name[n]) for n in plan.names]
 
 
 def ddp_has_bucket_cap_list() -> bool:

@@ -13,7 +13,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Tensor", "Node", "Graph", "numel"]
+__all__ = ["Tensor", "Node", "Graph", "numel", "RELAYOUT_OPS"]
+
+# Operators whose output holds their first input's values, re-laid out or converted: a folded
+# Transpose of a Linear weight is that weight.  Not Identity: TorchScript writes a parameter
+# whose values equal another's as Identity(other), under its own name.
+RELAYOUT_OPS = frozenset({"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Cast"})
 
 
 def numel(shape: Any) -> int:
@@ -50,6 +55,13 @@ class Graph:
     inputs: dict[str, tuple[int, ...]]       # graph inputs that are not initializers
     outputs: list[str]
     const_values: dict[str, np.ndarray] = field(default_factory=dict)
+    # What the front-end knows of the framework's trainable parameters (gradient-split tuning
+    # names its gradients with it).  folded_from: a constant the exporter or the loader folded
+    # (a Linear weight's transpose, an embedding looked up at constant positions) -> the named
+    # tensors it was computed from.  declared_params: the parameters' framework names when the
+    # file lists them all (torch.export's graph signature), else None.
+    folded_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    declared_params: tuple[str, ...] | None = None
 
     def shape(self, tensor: str) -> tuple[int, ...] | None:
         t = self.tensors.get(tensor)

@@ -7,15 +7,17 @@ the time of the structure-only zoo graphs and in a fraction of their size in mem
 """
 from __future__ import annotations
 
+import ast
 import mmap
 import os
+import re
 from typing import Any, Mapping
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .ir import Graph, Node, Tensor, numel
+from .ir import RELAYOUT_OPS, Graph, Node, Tensor, numel
 
 __all__ = ["parse_input_shape", "load_graph"]
 
@@ -32,6 +34,13 @@ _MAX_DIM = 2**63 - 1
 # Elements of all 1-D tensors for ONNX's data propagation: ~600 MB at most; the zoo's BERT
 # and GPT-2 have ~120,000.
 _MAX_VECTOR_ELEMENTS = 2**22
+# Where exporters record parameters (torch 2.x dynamo exporter and its onnxscript optimizer).
+_FOLDED_FROM_KEY = "pkg.onnxscript.optimizer.folded_from"
+_SIGNATURE_KEY = "pkg.torch.export.ExportedProgram.graph_signature"
+_MAX_METADATA_CHARS = 1 << 20  # a longer entry is not an exporter's: ignored
+# Sources kept per folded constant: a chain of folds must not grow a list per node (hostile
+# input); a constant computed from more tensors than this is no parameter's re-layout anyway.
+_MAX_SOURCES = 64
 
 
 # --------------------------------------------------------------------------- input shapes
@@ -314,7 +323,32 @@ def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     return inferred
 
 
-def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
+def _exporter_provenance(model: onnx.ModelProto) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...] | None]:
+    """What the exporter left of the framework's parameters: constants it folded -> the names
+    they were computed from (``folded_from`` metadata of value infos and initializers), and the
+    parameters of torch.export's graph signature (None when the file has none).  onnx < 1.16
+    has no metadata_props on graphs, values and tensors: nothing is read then."""
+    folded: dict[str, tuple[str, ...]] = {}
+    g = model.graph
+    for item in list(g.value_info) + list(g.initializer) + list(g.input):
+        for p in getattr(item, "metadata_props", ()):
+            if p.key != _FOLDED_FROM_KEY or len(p.value) > _MAX_METADATA_CHARS:
+                continue
+            try:  # a Python list literal of names, e.g. "['fc.weight']"
+                names = ast.literal_eval(p.value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+                folded[item.name] = tuple(names)
+    declared = None
+    for p in getattr(g, "metadata_props", ()):
+        if p.key == _SIGNATURE_KEY and len(p.value) <= _MAX_METADATA_CHARS:
+            # one line per input: "p_fc_weight: PARAMETER target='fc.weight'"
+            declared = tuple(re.findall(r"^\s*\S+: PARAMETER target='([^'\n]*)'", p.value, flags=re.M))
+    return folded, declared
+
+
+def _fold_constants(model: onnx.ModelProto, folded_from: dict[str, tuple[str, ...]]) -> onnx.ModelProto:
     """Constant folding with data-propagating shape inference, until nothing changes.
 
     onnx's own inference (data_prop=True) propagates Shape values through a few ops only;
@@ -322,9 +356,12 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
     token-type buffer), which leaves dimensions symbolic downstream.  Every small node whose
     inputs are constants, or a Shape/Size of a tensor whose shape is now known, is evaluated by
     onnx's reference implementation and replaced by an initializer; then inference runs again.
-    Weights are not touched (their values are neither needed nor loaded)."""
+    Weights are not touched (their values are neither needed nor loaded); small ones are, and
+    each folded constant's sources are added to `folded_from` (the tensors it was computed
+    from; only the data input of a relayout) so that a parameter keeps its name."""
     from onnx.reference import ReferenceEvaluator
     opset = _default_opset(model)
+    weights = {t.name for t in model.graph.initializer}  # sources worth naming: the file's own initializers
     for _ in range(8):
         inferred = _infer_shapes(model)
         shapes = {vi.name: _dims(vi.type) for vi in list(inferred.graph.input) + list(inferred.graph.value_info)}
@@ -368,7 +405,15 @@ def _fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
             return inferred
         nodes = [n for i, n in enumerate(model.graph.node) if i not in folded]
         for i, outs in folded.items():
-            for name, v in zip(model.graph.node[i].output, outs):
+            n = model.graph.node[i]
+            if n.op_type != "Identity":  # an Identity output is a tensor of its own (RELAYOUT_OPS)
+                ins = n.input[:1] if n.op_type in RELAYOUT_OPS else n.input
+                sources = tuple(dict.fromkeys(s for x in ins if x for s in folded_from.get(x, (x,) if x in weights
+                                                                                             else ())))
+                for name in n.output:
+                    if name and sources:
+                        folded_from[name] = sources[:_MAX_SOURCES]
+            for name, v in zip(n.output, outs):
                 if name:
                     model.graph.initializer.append(numpy_helper.from_array(v, name))
         del model.graph.node[:]
@@ -489,8 +534,9 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
     _fix_inputs(model, shapes, where)
     _check_supported(model, where)  # first: control flow and custom domains get their own message
     _check_nodes(model.graph, where)
+    folded_from, declared = _exporter_provenance(model)
     try:
-        inferred = _fold_constants(model)
+        inferred = _fold_constants(model, folded_from)
     except Exception as e:
         raise ValueError(f"{where}: ONNX shape inference failed ({e})") from None
     g = inferred.graph
@@ -532,6 +578,6 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
             for o in n.output:
                 tensors[o].const = True
     return Graph(g.name or (os.path.splitext(os.path.basename(path))[0] if path else "model"), path, nodes,
-                 tensors, inputs, [o.name for o in g.output], const_values)
+                 tensors, inputs, [o.name for o in g.output], const_values, folded_from, declared)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -28,7 +29,7 @@ import numpy as np
 from ..ascend.ops import tune_op
 from ..ascend.platforms import Platform, check_compute_dtype, native_platform
 from ..cluster import Cluster
-from ..graph.ir import Graph, Node
+from ..graph.ir import RELAYOUT_OPS, Graph, Node
 from ..graph.lowering import VIEW_OPS, UnsupportedNode, map_node
 from ..graph.onnx import load_graph
 from ..fileio import read_given_json
@@ -36,7 +37,8 @@ from ..outputs import check_job_dirs, write_gdat_outputs
 from ..tuning import improvement
 
 __all__ = ["GradientPlan", "TimelineError", "tune_gradients", "simulate", "load_timeline", "predict_timeline",
-           "BACKEND_MAX_SEGMENTS", "gdat_job", "baseline_partitions", "optimal_partition"]
+           "PredictedTimeline", "GradientNameWarning", "describe_unmatched", "BACKEND_MAX_SEGMENTS", "gdat_job",
+           "baseline_partitions", "optimal_partition"]
 
 Gradient = tuple[str, int, float]
 
@@ -61,6 +63,22 @@ HOROVOD_SETTINGS = {"horovod_64mb": (64 * MIB, 5000.0), "horovod_128mb": (128 * 
 
 class TimelineError(ValueError):
     """A gradient timeline that cannot be used; the message names the item."""
+
+
+class GradientNameWarning(UserWarning):
+    """Gradients predicted from an ONNX file whose framework names the file does not hold, or
+    framework parameters the file lost (``PredictedTimeline.unmatched`` says which and why)."""
+
+
+class PredictedTimeline(list):
+    """What :func:`predict_timeline` returns: the ``(name, bytes, ready_us)`` list, plus
+    ``unmatched``: name -> why, for gradients whose framework name the ONNX file does not hold
+    and for framework parameters missing from the timeline (the plan keeps it, and
+    ``aoe_native.torch_ddp.apply_plan`` explains a mismatch with it)."""
+
+    def __init__(self, gradients: Iterable[Gradient] = (), unmatched: dict[str, str] | None = None) -> None:
+        super().__init__(gradients)
+        self.unmatched: dict[str, str] = dict(unmatched or {})
 
 
 # --------------------------------------------------------------------------- input
@@ -126,12 +144,14 @@ def load_timeline(path: str | os.PathLike) -> list[Gradient]:
 
 
 # --------------------------------------------------------------------------- the timeline
-def simulate(ends: Sequence[int], sizes: np.ndarray, ready: np.ndarray, cluster: Cluster
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end times of each bucket; ``ends`` are the buckets' exclusive end indices."""
+def simulate(ends: Sequence[int], sizes: np.ndarray, ready: np.ndarray, cluster: Cluster,
+             not_before: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end times of each bucket; ``ends`` are the buckets' exclusive end indices.
+    ``not_before``: the earliest start of each bucket besides its gradients and the previous
+    bucket (a Horovod cycle's tick); None for a plan applied as soon as it can be."""
     starts, finish, prev, lo = [], [], -math.inf, 0
-    for e in ends:
-        s = max(prev, ready[e - 1])
+    for k, e in enumerate(ends):
+        s = max(prev, ready[e - 1], -math.inf if not_before is None else not_before[k])
         prev = s + float(cluster.allreduce_us(float(sizes[lo:e].sum())))
         starts.append(s)
         finish.append(prev)
@@ -216,25 +236,91 @@ def _greedy_caps(sizes: np.ndarray, caps: Callable[[int], float]) -> list[int]:
     return ends
 
 
+# A cumulative percentage reaches a gradient's cumulative share within this (float sums of
+# percentages printed with 2 decimals miss an exact share by a few ulps).
+_PERCENT_TOL = 1e-9
+
+
+def _cumulative_percent(sizes: np.ndarray) -> np.ndarray:
+    """Each gradient's cumulative share of the bytes, in percent, in ready order."""
+    return np.cumsum(sizes) / float(sizes.sum()) * 100.0
+
+
+def _percent_cut(cum: np.ndarray, acc: float) -> int:
+    """HCCL's rule for one cut: the segment whose percentages add up to ``acc`` ends at the
+    first gradient whose cumulative share reaches ``acc`` (exclusive end index)."""
+    return int(np.searchsorted(cum, acc - _PERCENT_TOL)) + 1
+
+
 def _split_by_percent(sizes: np.ndarray, percents: Sequence[float]) -> list[int]:
     """Segments by cumulative share of the bytes (HCCL set_split_strategy_by_size): a segment
     ends at the first gradient where the cumulative share reaches its percentage."""
-    cum = np.cumsum(sizes) / float(sizes.sum()) * 100.0
+    cum = _cumulative_percent(sizes)
     ends, acc = [], 0.0
     for p in percents[:-1]:
         acc += p
-        e = int(np.searchsorted(cum, acc - 1e-9)) + 1
+        e = _percent_cut(cum, acc)
         if (not ends or e > ends[-1]) and e < len(sizes):
             ends.append(e)
     return ends + [len(sizes)]
 
 
-def _horovod(sizes: np.ndarray, ready: np.ndarray, cluster: Cluster, threshold: int, cycle_us: float) -> list[int]:
-    """Horovod's fusion: every cycle the background thread takes the tensors that are ready
-    and all-reduces them in fusion buffers of at most ``threshold`` bytes (a larger tensor
-    goes alone); the next cycle starts when this one's cycle time has passed and its
-    all-reduces are done.  Backward starts at time 0, so does the first cycle."""
-    L, i, tick, prev, ends = len(sizes), 0, 0.0, 0.0, []
+def _fits(cum: np.ndarray, acc: float, p: float, e: int) -> bool:
+    """Whether printing ``p`` after percentages summing to ``acc`` makes HCCL's rule cut at
+    ``e`` and leaves the segments after it a positive share."""
+    return p > 0 and acc + p < 100.0 and _percent_cut(cum, acc + p) == e
+
+
+def _percents_for(sizes: np.ndarray, ends: Sequence[int]) -> list[float]:
+    """Percentages that :func:`_split_by_percent` turns back into exactly ``ends``.
+
+    A cut at ``e`` needs the running sum of the printed percentages (as the rule adds them)
+    to reach gradient e−1's cumulative share but not gradient e−2's.  Per cut, the value with
+    the fewest decimals (2 at least) that does so, nearest the bucket's true share (else the
+    middle of the interval); more decimals only when no shorter value lies in the interval,
+    which is narrower than 0.01 when the cut's gradient holds less than 0.01% of the bytes.
+    The last segment takes the rest of 100.  Segments that together hold less than the rule's
+    tolerance (1e-9 percent) cannot be reproduced by any percentages."""
+    cum = _cumulative_percent(sizes)
+    out: list[float] = []
+    acc, most = 0.0, 2
+    for e in ends[:-1]:
+        below = float(cum[e - 2]) if e >= 2 else 0.0
+        share = float(cum[e - 1])
+        # the middle of the running sums that cut at e and stay below 100
+        middle = (below + _PERCENT_TOL + min(share + _PERCENT_TOL, 100.0)) / 2
+        for d in range(2, 18):
+            near = round(share - acc, d)
+            fit = next((p for p in (near, round(near - 10.0 ** -d, d), round(near + 10.0 ** -d, d),
+                                    round(middle - acc, d)) if _fits(cum, acc, p, e)), None)
+            if fit is not None:
+                chosen, most = fit, max(most, d)
+                break
+        else:
+            # Unrounded (a gradient of a few ulps of 100%).  Segments holding less than the
+            # rule's tolerance in all cannot be told apart by it: then the true share, and HCCL
+            # merges that segment with a neighbour.
+            chosen = next((p for p in (middle - acc, share + _PERCENT_TOL - acc) if _fits(cum, acc, p, e)),
+                          share - acc)
+        out.append(float(chosen))
+        acc += chosen
+    last = round(100.0 - acc, most)
+    while last <= 0 and most < 17:  # a last segment below 10^-most percent
+        most += 1
+        last = round(100.0 - acc, most)
+    return out + [last]
+
+
+def _horovod(sizes: np.ndarray, ready: np.ndarray, cluster: Cluster, threshold: int, cycle_us: float
+             ) -> tuple[list[int], list[float]]:
+    """Horovod's fusion, as its background thread runs it: the thread wakes every ``cycle_us``
+    (the first tick at time 0, when backward starts); at a tick it takes the tensors that are
+    ready and all-reduces them one fusion buffer after another, each of at most ``threshold``
+    bytes (a larger tensor goes alone); it sleeps again until the cycle time since that tick
+    has passed and its all-reduces are done, and an idle thread ticks every ``cycle_us``.
+    Returns the buckets' end indices and each bucket's tick (its earliest start: a bucket
+    waits for the tick after its gradients are ready, :func:`simulate`'s ``not_before``)."""
+    L, i, tick, prev, ends, ticks = len(sizes), 0, 0.0, 0.0, [], []
     while i < L:
         if ready[i] > tick:
             tick += cycle_us * math.ceil((ready[i] - tick) / cycle_us)
@@ -246,9 +332,10 @@ def _horovod(sizes: np.ndarray, ready: np.ndarray, cluster: Cluster, threshold: 
                 e += 1
             prev = max(prev, tick) + float(cluster.allreduce_us(float(acc)))
             ends.append(e)
+            ticks.append(tick)
             i = e
         tick = max(tick + cycle_us, prev)
-    return ends
+    return ends, ticks
 
 
 def _mg_wfbp(sizes: np.ndarray, ready: np.ndarray, cluster: Cluster) -> list[int]:
@@ -290,24 +377,30 @@ def _even_backward(ready: np.ndarray, k: int) -> list[int]:
     return ends + [L]
 
 
-def baseline_partitions(sizes: np.ndarray, ready: np.ndarray, cluster: Cluster, even_k: int
-                        ) -> dict[str, list[int]]:
-    """The fixed rules people run, as bucket end indices over the ready order."""
+def _baselines(sizes: np.ndarray, ready: np.ndarray, cluster: Cluster, even_k: int
+               ) -> dict[str, tuple[list[int], list[float] | None]]:
+    """Each fixed rule's bucket end indices and, for Horovod, each bucket's cycle tick."""
     L = len(sizes)
-    out = {
-        "no_fusion": list(range(1, L + 1)),
-        "one_bucket": [L],
-        "hccl_default": _split_by_percent(sizes, HCCL_DEFAULT_SPLIT),
+    out: dict[str, tuple[list[int], list[float] | None]] = {
+        "no_fusion": (list(range(1, L + 1)), None),
+        "one_bucket": ([L], None),
+        "hccl_default": (_split_by_percent(sizes, HCCL_DEFAULT_SPLIT), None),
         # DDP: buckets in reverse parameter registration order, which is the ready order for
         # a network whose layers run in registration order (and DDP rebuilds its buckets in
         # the observed ready order after the first iteration anyway).
-        "ddp_25mb": _greedy_caps(sizes, lambda b: DDP_FIRST_BUCKET if b == 0 else DDP_BUCKET_CAP),
-        "mindspore_even": _even_backward(ready, even_k),  # as many groups as the tuned plan has
-        "mg_wfbp": _mg_wfbp(sizes, ready, cluster),
+        "ddp_25mb": (_greedy_caps(sizes, lambda b: DDP_FIRST_BUCKET if b == 0 else DDP_BUCKET_CAP), None),
+        "mindspore_even": (_even_backward(ready, even_k), None),  # as many groups as the tuned plan has
+        "mg_wfbp": (_mg_wfbp(sizes, ready, cluster), None),
     }
     for name, (thr, cyc) in HOROVOD_SETTINGS.items():
         out[name] = _horovod(sizes, ready, cluster, thr, cyc)
     return out
+
+
+def baseline_partitions(sizes: np.ndarray, ready: np.ndarray, cluster: Cluster, even_k: int
+                        ) -> dict[str, list[int]]:
+    """The fixed rules people run, as bucket end indices over the ready order."""
+    return {k: ends for k, (ends, _) in _baselines(sizes, ready, cluster, even_k).items()}
 
 
 # --------------------------------------------------------------------------- the plan
@@ -346,6 +439,9 @@ class GradientPlan:
     reference_baseline: str = "ddp_25mb"
     result_file: str | None = None
     report_file: str | None = None
+    # gradient or framework parameter name -> why the framework name could not be matched
+    # (a timeline predicted from an ONNX file: PredictedTimeline.unmatched)
+    unmatched: dict[str, str] = field(default_factory=dict)
 
     @property
     def improvement(self) -> float:
@@ -365,13 +461,11 @@ class GradientPlan:
 
     @property
     def hccl_split_percent(self) -> list[float]:
-        """For HCCL ``set_split_strategy_by_size``: each segment's share of the bytes, in
-        percent, rounded to 2 decimals and summing to 100 (rounding can move a cut by a
-        gradient; the indices are exact)."""
-        total = float(sum(self.bucket_bytes))
-        pct = [round(b / total * 100.0, 2) for b in self.bucket_bytes]
-        pct[-1] = round(100.0 - sum(pct[:-1]), 2)
-        return pct
+        """For HCCL ``set_split_strategy_by_size``: each segment's share of the bytes in
+        percent, summing to 100, printed with 2 decimals chosen so that HCCL's rule (a segment
+        ends at the first gradient whose cumulative share reaches the running sum) gives
+        exactly the planned segments; with more decimals where no 2-decimal value does."""
+        return _percents_for(np.array(self.gradient_bytes, dtype=np.int64), self.ends)
 
     @property
     def mindspore_fusion_config(self) -> list[int]:
@@ -395,7 +489,7 @@ class GradientPlan:
             "backend": self.backend, "cluster": self.cluster,
             "hccl_split_idx": self.hccl_split_idx, "hccl_split_percent": self.hccl_split_percent,
             "mindspore_fusion_config": self.mindspore_fusion_config,
-            "ddp_bucket_cap_mb_list": self.ddp_bucket_cap_mb_list,
+            "ddp_bucket_cap_mb_list": self.ddp_bucket_cap_mb_list, "unmatched": self.unmatched,
         }
 
 
@@ -408,7 +502,8 @@ def tune_gradients(gradients: Iterable[Gradient] | str | os.PathLike, cluster: C
     model (``.onnx``: :func:`predict_timeline` on the default SoC).
     ``max_buckets``: at most this many buckets.  ``backend`` ("hccl", "mindspore", "ddp",
     "horovod"): the plan must fit that backend's split API (HCCL: at most 8 segments, the
-    default limit when none is given)."""
+    default limit when none is given).  A :class:`PredictedTimeline`'s ``unmatched`` names
+    are kept in the plan (``apply_plan`` explains a mismatch with them)."""
     t0 = time.perf_counter()
     if isinstance(gradients, (str, os.PathLike)):
         is_onnx = os.fspath(gradients).lower().endswith(".onnx")
@@ -425,12 +520,15 @@ def tune_gradients(gradients: Iterable[Gradient] | str | os.PathLike, cluster: C
         if max_buckets is not None and max_buckets > limit:
             raise ValueError(f"max_buckets={max_buckets}: {backend} allows at most {limit} segments")
         max_buckets = max_buckets or limit
+    unmatched = gradients.unmatched if isinstance(gradients, PredictedTimeline) else {}
     names, sizes, ready = _check_timeline(gradients)
     ends = optimal_partition(sizes, ready, cluster, max_buckets)
     starts, finish = simulate(ends, sizes, ready, cluster)
     time_us = float(finish[-1])
-    base = baseline_partitions(sizes, ready, cluster, even_k=len(ends))
-    spans = {k: list(zip(*(map(float, a) for a in simulate(e, sizes, ready, cluster)))) for k, e in base.items()}
+    rules = _baselines(sizes, ready, cluster, even_k=len(ends))
+    base = {k: e for k, (e, _) in rules.items()}
+    spans = {k: list(zip(*(map(float, a) for a in simulate(e, sizes, ready, cluster, ticks))))
+             for k, (e, ticks) in rules.items()}
     base_t = {k: v[-1][1] for k, v in spans.items()}
     buckets, lo = [], 0
     for e in ends:
@@ -444,38 +542,154 @@ def tune_gradients(gradients: Iterable[Gradient] | str | os.PathLike, cluster: C
         bucket_start_us=[float(x) for x in starts], bucket_end_us=[float(x) for x in finish],
         backward_us=float(ready[-1]), cluster=cluster.to_dict(), baseline_buckets=base, baseline_spans=spans,
         max_buckets=max_buckets, backend=backend, tuning_time_s=time.perf_counter() - t0,
-        reference_baseline=BACKEND_DEFAULT.get(backend or "ddp", "ddp_25mb"))
+        reference_baseline=BACKEND_DEFAULT.get(backend or "ddp", "ddp_25mb"), unmatched=dict(unmatched))
 
 
 
 # --------------------------------------------------------------------------- predicted timeline
-# Which inputs of a node are trainable parameters (tensors no node produces): weights and
+# Which inputs of a node are trainable parameters when the file does not list them: weights and
 # biases of convolutions and GEMMs, scale and shift of normalisations (not BN's running
-# statistics), and rank-1 (bias) or constant operands of element-wise Add / Mul.
+# statistics), embedding tables (Gather's data), and rank-1 (bias) or constant operands of
+# element-wise Add / Mul.
 _PARAM_SLOTS = {"Conv": (1, 2), "Gemm": (1, 2), "MatMul": (1,), "BatchNormalization": (1, 2),
-                "LayerNormalization": (1, 2), "Add": (0, 1), "Mul": (0, 1)}
+                "LayerNormalization": (1, 2), "Add": (0, 1), "Mul": (0, 1), "Gather": (0,)}
+# The TorchScript exporter names a constant it computes (a folded weight transpose, an embedding
+# looked up at constant positions) "onnx::<consumer op>_<n>": not a name the framework knows.
+_TORCHSCRIPT_MADE = "onnx::"
+_NAMES_ADVICE = ("To apply a plan to a PyTorch module, build the timeline from the module itself: "
+                 "aoe_native.torch_ddp.measure_timeline(module, loss_fn); or export the module in training mode "
+                 "so that the file keeps its parameters: torch.onnx.export(..., dynamo=True, optimize=False), or "
+                 "dynamo=False, do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING.")
 
 
-def _params_of(graph: Graph, node: Node, produced: set[str]) -> list[str]:
-    out = []
-    for slot in _PARAM_SLOTS.get(node.op_type, ()):
-        if slot >= len(node.inputs) or not node.inputs[slot] or node.inputs[slot] in produced:
-            continue
-        t = graph.tensors.get(node.inputs[slot])
-        if t is None or t.shape is None or math.prod(t.shape) < 2:
-            continue  # unknown, or a scalar hyper-parameter
-        if node.op_type in ("Add", "Mul") and not (t.const or len(t.shape) == 1):
-            continue  # a graph input such as a mask, not a parameter
-        out.append(t.name)
-    return out
+def describe_unmatched(unmatched: dict[str, str], names: Iterable[str] | None = None) -> str:
+    """``unmatched`` (name -> why, as in ``PredictedTimeline.unmatched``; only ``names`` when
+    given) as one message, names grouped by reason, then what to do instead; "" when none is
+    unmatched."""
+    by_why: dict[str, list[str]] = {}
+    for n in unmatched if names is None else names:
+        if n in unmatched:
+            by_why.setdefault(unmatched[n], []).append(n)
+    if not by_why:
+        return ""
+    return "; ".join(f"{ns[:5]}{f' ({len(ns)})' if len(ns) > 1 else ''}: {why}"
+                     for why, ns in by_why.items()) + f". {_NAMES_ADVICE}"
 
 
-def _backward_kernels(graph: Graph, node: Node, produced: set[str]) -> list[tuple[str, list[list[int]], dict]]:
+def _is_float(dtype: str) -> bool:
+    return not dtype or "float" in dtype  # unknown counts as float, as for the bytes
+
+
+def _tensor_bytes(graph: Graph, name: str) -> int | None:
+    t = graph.tensors.get(name)
+    if t is None or t.shape is None:
+        return None
+    return int(math.prod(t.shape)) * (np.dtype(t.dtype).itemsize if t.dtype else 4)
+
+
+def _weight_root(tensor: str, producer: dict[str, Node]) -> str | None:
+    """The tensor a node input holds the values of: back through RELAYOUT_OPS (an exported
+    Linear is MatMul(x, Transpose(weight)): the gradient is the weight's) to a tensor no node
+    produces, or an Identity of one (a parameter of its own, see RELAYOUT_OPS); None when it is
+    computed."""
+    while tensor in producer:
+        node = producer[tensor]
+        if node.op_type == "Identity" and node.inputs and node.inputs[0] not in producer:
+            return tensor
+        if node.op_type not in RELAYOUT_OPS or not node.inputs:
+            return None
+        tensor = node.inputs[0]
+    return tensor
+
+
+def _slot_holds_parameter(graph: Graph, node: Node, root: str) -> bool:
+    """Whether ``root`` (in one of the node's _PARAM_SLOTS) looks like a parameter when the
+    file does not list them."""
+    t = graph.tensors.get(root)
+    if t is None or t.shape is None or math.prod(t.shape) < 2 or not _is_float(t.dtype):
+        return False  # unknown, a scalar hyper-parameter, or integer data
+    if node.op_type in ("Add", "Mul"):
+        return t.const or len(t.shape) == 1  # not a graph input such as a mask
+    if node.op_type == "Gather":
+        return len(t.shape) == 2  # an embedding table, not a token picked from activations
+    return True
+
+
+def _parameters(graph: Graph) -> tuple[dict[str, tuple[int, int]], set[str], dict[str, str]]:
+    """The model's trainable parameters: name -> (bytes, index of its first consumer); the node
+    inputs that hold one (their backward has a weight gradient); and name -> why, for gradients
+    whose framework name the file does not hold and for framework parameters it lost.
+
+    A file that lists its parameters (``graph.declared_params``) is taken at its word: every
+    node input whose values are a declared parameter's, directly, re-laid out or folded by
+    the exporter, is a use of it.  Otherwise the inputs in _PARAM_SLOTS are.  A constant the
+    exporter or the loader folded from one tensor (a weight's transpose) is that tensor, under
+    its name; folded from several, each parameter among them is used there.  A parameter counts
+    once however many nodes use it (a tied embedding and output projection)."""
+    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    declared = None if graph.declared_params is None else set(graph.declared_params)
+    found: dict[str, tuple[int, int]] = {}
+    weight_inputs: set[str] = set()
+    unmatched: dict[str, str] = {}
+    lost: dict[str, str] = {}  # parameters seen only folded into a constant of unknown size
+
+    def loader_weight(name: str) -> bool:  # a source the loader folded from, that the file holds
+        t = graph.tensors.get(name)
+        return (t is not None and name not in producer and t.shape is not None and math.prod(t.shape) >= 2
+                and _is_float(t.dtype))
+
+    for node in graph.nodes:
+        slots = range(len(node.inputs)) if declared is not None else _PARAM_SLOTS.get(node.op_type, ())
+        for slot in slots:
+            x = node.inputs[slot] if slot < len(node.inputs) else ""
+            root = _weight_root(x, producer) if x else None
+            if root is None or (declared is None and not _slot_holds_parameter(graph, node, root)):
+                continue
+            sources = graph.folded_from.get(root)
+            if sources is None:
+                params = [root] if declared is None or root in declared else []
+            elif declared is not None:
+                params = [p for p in sources if p in declared]
+            elif len(sources) == 1:
+                params = list(sources)  # one tensor re-laid out: that tensor
+            else:
+                params = [p for p in sources if loader_weight(p)]
+                if not params:  # an exporter's fold of tensors the file does not hold
+                    params = [root]
+                    unmatched[root] = (f"a constant the exporter computed from {list(sources)[:5]}: the file "
+                                       "does not say which parameter it holds")
+            for p in params:
+                nbytes = _tensor_bytes(graph, p)
+                if nbytes is None and (sources is None or len(sources) == 1):
+                    nbytes = _tensor_bytes(graph, root)  # the same values as the root
+                if nbytes is None:
+                    lost[p] = (f"the exporter folded it into the constant {root!r}, computed from it and other "
+                               "values: the file holds neither the parameter nor its size")
+                    continue
+                weight_inputs.add(x)
+                found[p] = (nbytes, min(found[p][1], node.index) if p in found else node.index)
+                if p.startswith(_TORCHSCRIPT_MADE):
+                    unmatched[p] = ("a constant the TorchScript exporter computed from parameters (a Linear "
+                                    "weight's transpose, a convolution weight with its BatchNorm folded in, an "
+                                    "embedding looked up at constant positions): the file does not say which")
+    unmatched.update((p, why) for p, why in lost.items() if p not in found)
+    for p in graph.declared_params or ():
+        if p not in found and p not in unmatched:
+            unmatched[p] = ("no node of the file uses it" if p in graph.tensors else
+                            "the file has no tensor for it: the exporter dropped it (unused by the forward pass), "
+                            "folded it into another operator's weights (a BatchNorm into its convolution, in "
+                            "eval mode) or kept one of several parameters of equal values (tied weights; "
+                            "onnxscript's optimizer also merges e.g. freshly initialised LayerNorm weights)")
+    return found, weight_inputs, unmatched
+
+
+def _backward_kernels(graph: Graph, node: Node, produced: set[str], weights: set[str]
+                      ) -> list[tuple[str, list[list[int]], dict]]:
     """The backward pass of one node as cost-model operators (the rule, documented in
     docs/architecture.md / README): a convolution's data gradient is a stride-1
     convolution of dY by the transposed weights with the forward's multiply-adds, its weight
     gradient the im2col GEMM [O/g, N·Ho·Wo] x [N·Ho·Wo, C/g·kh·kw]; a GEMM Y = X·W has
-    dX = dY·Wᵀ and dW = Xᵀ·dY; a data gradient into a graph input is skipped (nothing asks
+    dX = dY·Wᵀ and dW = Xᵀ·dY when W is a parameter (in ``weights``); a data gradient into a graph input is skipped (nothing asks
     for it); every other node costs twice its forward kernel (it reads dY and its saved
     input and writes dX: about two passes of a memory-bound op), and an element-wise node
     (or one the cost model does not cover) two element-wise passes over its output; views
@@ -506,7 +720,7 @@ def _backward_kernels(graph: Graph, node: Node, produced: set[str]) -> list[tupl
         m, k = n * ho * wo, cg * kh * kw
         ks.append(("MatMul", [[o, m], [m, k]], {}) if g == 1 else ("BatchMatMul", [[g, o // g, m], [g, m, k]], {}))
         return ks
-    if op in ("Gemm", "MatMul") and spec.op_type in ("Gemm", "MatMul") and node.inputs[1] not in produced:
+    if op in ("Gemm", "MatMul") and spec.op_type in ("Gemm", "MatMul") and node.inputs[1] in weights:
         x, wt = spec.inputs[0], spec.inputs[1]
         m, k = (x[1], x[0]) if spec.attrs.get("transA") else (x[0], x[1])
         nn = wt[0] if spec.attrs.get("transB") else wt[1]
@@ -517,7 +731,7 @@ def _backward_kernels(graph: Graph, node: Node, produced: set[str]) -> list[tupl
 
 def predict_timeline(model: Any, soc_version: str | Platform = "Ascend910B3", input_shape: Any = None,
                      dtype: str = "float16", max_evals: int | None = None, seed: int = 0
-                     ) -> list[Gradient]:
+                     ) -> PredictedTimeline:
     """The gradients of an ONNX model (path, ModelProto or graph IR) and when each becomes
     ready, predicted with the Ascend cost model.
 
@@ -526,25 +740,33 @@ def predict_timeline(model: Any, soc_version: str | Platform = "Ascend910B3", in
     budget policy unless ``max_evals`` is given) and run one after another, each plus the SoC's launch
     overhead.  A parameter's gradient is ready when the backward of its first consumer
     (in forward order) is done.  ``bytes`` = elements × the parameter's own element size
-    (float32 when unknown).  Time 0 is the start of backward."""
+    (float32 when unknown).  Time 0 is the start of backward.
+
+    Parameters (:func:`_parameters`) carry their framework names where the file holds them
+    (initializer names, the dynamo exporter's graph signature and ``folded_from`` records, the
+    loader's own folds); a tied weight counts once.  Gradients whose framework name the file
+    does not hold (TorchScript's ``onnx::MatMul_N``) and framework parameters the file lost are
+    listed in the result's ``unmatched`` and in a :class:`GradientNameWarning`."""
     check_compute_dtype(dtype, soc_version)
     graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
     plat = native_platform(soc_version)
     produced = {o for n in graph.nodes for o in n.outputs if o}
-    first_use: dict[str, int] = {}
-    for node in graph.nodes:
-        for p in _params_of(graph, node, produced):
-            first_use.setdefault(p, node.index)
+    params, weights, unmatched = _parameters(graph)
+    if not params:
+        raise TimelineError(f"model {graph.name}: no trainable parameter found"
+                            + (f": {describe_unmatched(unmatched)}" if unmatched else ""))
+    if unmatched:
+        warnings.warn(f"model {graph.name}: the file does not hold the framework's name or size of "
+                      f"{len(unmatched)} parameter(s), so a plan cannot be applied to them by name: "
+                      f"{describe_unmatched(unmatched)}", GradientNameWarning, stacklevel=2)
     by_node: dict[int, list[str]] = {}
-    for p, idx in first_use.items():
+    for p, (_, idx) in params.items():
         by_node.setdefault(idx, []).append(p)
-    if not first_use:
-        raise TimelineError(f"model {graph.name}: no trainable parameter found")
     cache: dict[str, float] = {}
     t = 0.0
     out: list[Gradient] = []
     for node in reversed(graph.nodes):
-        for op, inputs, attrs in _backward_kernels(graph, node, produced):
+        for op, inputs, attrs in _backward_kernels(graph, node, produced, weights):
             key = repr((op, inputs, sorted(attrs.items())))
             if key not in cache:
                 try:
@@ -554,11 +776,8 @@ def predict_timeline(model: Any, soc_version: str | Platform = "Ascend910B3", in
                     raise TimelineError(f"model {graph.name}: node {node.name} ({node.op_type}): backward "
                                         f"kernel {op} {inputs}: {e}") from None
             t += cache[key] + float(plat.launch_overhead_us)
-        for p in by_node.get(node.index, ()):
-            tensor = graph.tensors[p]
-            size = np.dtype(tensor.dtype).itemsize if tensor.dtype else 4
-            out.append((p, int(math.prod(tensor.shape)) * size, t))
-    return out
+        out.extend((p, params[p][0], t) for p in by_node.get(node.index, ()))
+    return PredictedTimeline(out, unmatched)
 
 
 

@@ -124,4 +124,6 @@ def gdat_section(plan: Any) -> dict[str, Any]:
         "hccl_split_percent": plan.hccl_split_percent,
         "mindspore_fusion_config": plan.mindspore_fusion_config,
         "ddp_bucket_cap_mb_list": plan.ddp_bucket_cap_mb_list,
+        # gradients whose framework name the model file does not hold, and parameters it lost: why
+        "unmatched_gradients": dict(plan.unmatched),
     }
