@@ -176,3 +176,24 @@ def test_bad_objective_and_empty_space(space):
         an.tune(space, 42)
     with pytest.raises(ValueError, match="no valid configuration"):
         an.tune(an.SearchSpace({"a": [1]}, ["a > 1"]), quadratic)
+
+
+def test_known_results_are_learnt_and_never_evaluated_again():
+    space = an.SearchSpace({"a": list(range(20)), "b": list(range(20))}, restrictions=["a + b < 30"])
+    calls = []
+
+    def f(c):
+        calls.append((c["a"], c["b"]))
+        return (c["a"] - 13) ** 2 + (c["b"] - 4) ** 2 + 1.0
+    first = an.tune(space, f, max_evals=60, seed=1)
+    calls.clear()
+    second = an.tune(space, f, max_evals=60, seed=2, known=(first.history_ids, first.history_values))
+    assert second.evaluations == 60 and len(calls) == 60  # the budget is for new ones only
+    assert not set(first.history_ids.tolist()) & set(second.history_ids.tolist())
+    everything = np.arange(len(space))
+    done = an.tune(space, f, max_evals=10, known=(everything, np.ones(len(space))))
+    assert done.evaluations == 0 and done.stop_reason == "exhausted"
+    with pytest.raises(ValueError, match="2 configuration indices but 1 values"):
+        an.tune(space, f, max_evals=5, known=([0, 1], [1.0]))
+    with pytest.raises(IndexError, match="known configuration index out of range"):
+        an.tune(space, f, max_evals=5, known=([len(space)], [1.0]))

@@ -121,7 +121,8 @@ class PythonObjective : public aoe::Objective {
 py::tuple run_tune(const std::shared_ptr<SearchSpace>& space, const py::object& objective, size_t batch,
                    const std::string& strategy, const aoe::StrategyOptions& strategy_options,
                    std::optional<int64_t> max_evals, std::optional<double> time_limit,
-                   uint64_t seed, const std::vector<int64_t>& initial, const py::object& progress) {
+                   uint64_t seed, const std::vector<int64_t>& initial, const std::vector<int64_t>& known,
+                   const std::vector<double>& known_values, const py::object& progress) {
   aoe::TuneOptions opt;
   opt.strategy = strategy;
   opt.strategy_options = strategy_options;
@@ -135,6 +136,12 @@ py::tuple run_tune(const std::shared_ptr<SearchSpace>& space, const py::object& 
     if (i < 0 || size_t(i) >= space->size()) throw py::index_error("initial configuration index out of range");
     opt.initial.push_back(ConfigId(i));
   }
+  if (known.size() != known_values.size()) throw py::value_error("known: as many values as configuration indices");
+  for (int64_t i : known) {
+    if (i < 0 || size_t(i) >= space->size()) throw py::index_error("known configuration index out of range");
+    opt.known.push_back(ConfigId(i));
+  }
+  opt.known_values = known_values;
 
   std::shared_ptr<aoe::Objective> native;
   std::shared_ptr<PythonObjective> python;
@@ -228,7 +235,7 @@ void register_tune(py::module_& m) {
         "The options a strategy accepts (tune(strategy_options=...)), with their defaults.");
   m.def("tune", &run_tune, py::arg("space"), py::arg("objective"), py::arg("batch"), py::arg("strategy"),
         py::arg("strategy_options"), py::arg("max_evals"), py::arg("time_limit"), py::arg("seed"), py::arg("initial"),
-        py::arg("progress"),
+        py::arg("known"), py::arg("known_values"), py::arg("progress"),
         "The tuning loop (shaped into a result by aoe_native.tune): returns (ids, values, errors, best, best_value, "
         "failed, elapsed_s, stop_reason, pending exception or None).");
 }

@@ -35,6 +35,11 @@ class Run {
 
   TuneResult run() {
     start_ = std::chrono::steady_clock::now();
+    learn_known();
+    if (budget_exhausted()) {  // (every configuration known already)
+      res_.elapsed_s = seconds();
+      return std::move(res_);
+    }
     warm_start();
     std::vector<ConfigId> proposals;
     int stalls = 0;
@@ -74,6 +79,23 @@ class Run {
     else if (res_.history.size() >= limit_) res_.stop_reason = "max_evals";
     else if (opt_.time_limit_s && seconds() >= *opt_.time_limit_s) res_.stop_reason = "time_limit";
     return !res_.stop_reason.empty();
+  }
+
+  void learn_known() {
+    if (opt_.known.size() != opt_.known_values.size())
+      throw std::invalid_argument("known configurations and known values differ in number");
+    std::vector<ConfigId> ids;
+    std::vector<double> values;
+    for (size_t i = 0; i < opt_.known.size(); ++i) {
+      const ConfigId c = opt_.known[i];
+      if (c >= space_.size()) throw std::invalid_argument("known configuration id out of range");
+      if (record_.contains(c)) continue;
+      const double v = std::isfinite(opt_.known_values[i]) ? opt_.known_values[i] : kInf;
+      record_.add(c, v);
+      ids.push_back(c);
+      values.push_back(v);
+    }
+    if (!ids.empty()) strategy_->observe(ids.data(), values.data(), ids.size());
   }
 
   void warm_start() {

@@ -158,6 +158,21 @@ def check_max_evals(max_evals: Any) -> None:
         raise ValueError(f"max_evals must be below 2**63, got {max_evals!r}")
 
 
+def _known(known: tuple[Any, Any] | None) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, values) as int64 and float64 arrays of one length."""
+    if known is None:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    try:
+        ids, values = known
+    except (TypeError, ValueError):
+        raise TypeError("known must be a pair (configuration indices, values)") from None
+    ids = np.asarray(ids, dtype=np.int64).ravel()
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if len(ids) != len(values):
+        raise ValueError(f"known: {len(ids)} configuration indices but {len(values)} values")
+    return ids, values
+
+
 def tune(
     space: SearchSpace,
     objective: ObjectiveLike,
@@ -168,6 +183,7 @@ def tune(
     initial_configs: Iterable[Mapping[str, int] | Sequence[int]] | None = None,
     progress: Callable[[int, float], bool | None] | None = None,
     strategy_options: Mapping[str, float] | None = None,
+    known: tuple[Sequence[int] | np.ndarray, Sequence[float] | np.ndarray] | None = None,
 ) -> TuneResult:
     """Search ``space`` for the configuration that minimises ``objective``.
 
@@ -188,6 +204,11 @@ def tune(
         time_limit: stop after this many seconds (checked between evaluations).
         seed: same inputs and seed give the same result.
         initial_configs: configurations evaluated first (warm start).
+        known: ``(indices, values)`` of earlier evaluations on this same space, e.g. an
+            earlier result's ``history_ids`` and ``history_values``: the strategy learns
+            from them first and they are never evaluated again (a search resumed, a second
+            round); they are not in this run's history or best and do not count towards
+            ``max_evals``.  Non-finite values count as failed.
         progress: called as ``progress(evaluations, best_value)`` after each batch
             (at most ~10 times a second for native objectives); return False to stop.
 
@@ -210,7 +231,8 @@ def tune(
     options = _strategy_options(strategy_options)
     ids, values, errors, best, best_value, _failed, elapsed, reason, pending = _native_tune(
         space, fn, batch, strategy, options, None if max_evals is None else int(max_evals),
-        None if time_limit is None else float(time_limit), int(seed), _initial_ids(space, initial_configs), progress)
+        None if time_limit is None else float(time_limit), int(seed), _initial_ids(space, initial_configs),
+        *_known(known), progress)
     result = TuneResult(space=space, history_ids=ids, history_values=values, errors=dict(errors), best_id=best,
                         best_value=best_value, elapsed_s=elapsed, stop_reason=reason, strategy=strategy, seed=int(seed))
     if pending is not None:

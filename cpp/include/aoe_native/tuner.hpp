@@ -29,6 +29,12 @@ struct TuneOptions {
   uint64_t seed = 0;
   // Evaluated first, in order (warm start); duplicates are skipped.
   std::vector<ConfigId> initial;
+  // Results of earlier runs on the same space (an earlier round of the same
+  // task, a measurement session resumed): recorded and shown to the strategy
+  // (observe) before anything else, never evaluated again, and outside this
+  // run's history, budget and best.  A non-finite value counts as failed.
+  std::vector<ConfigId> known;
+  std::vector<double> known_values;
   // Called after every batch with (evaluations so far, best value so far);
   // returning false stops the run (reported as stop_reason "stopped").
   std::function<bool(size_t, double)> progress;

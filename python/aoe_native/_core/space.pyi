@@ -58,5 +58,7 @@ def tune(
     time_limit: float | None,
     seed: int,
     initial: Sequence[int],
+    known: Sequence[int],
+    known_values: Sequence[float],
     progress: Callable[[int, float], bool | None] | None,
 ) -> tuple[Any, ...]: ...

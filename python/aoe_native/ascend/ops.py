@@ -91,6 +91,9 @@ class OpTuneResult:
     strategy: str = ""
     elapsed_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    # this run's evaluations (indices into the tiling space, times in us): `known` of a later run
+    history_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    history_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def improvement(self) -> float:
@@ -412,7 +415,8 @@ def choose_strategy(space_size: int, max_evals: int | None, time_limit: float | 
 def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
             attrs: Mapping[str, Any] | None = None, strategy: str = TUNE_OP_POLICY, max_evals: int | None = None,
             time_limit: float | None = None, seed: int = 0,
-            initial_tilings: Sequence[Mapping[str, int]] | None = None) -> OpTuneResult:
+            initial_tilings: Sequence[Mapping[str, int]] | None = None,
+            known: tuple[Any, Any] | None = None) -> OpTuneResult:
     """Tune the tiling of one operator with the cost model.
 
     ``soc_version`` is a SoC name or a :class:`Platform`.  ``strategy`` is a name
@@ -421,7 +425,8 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
     from the space size and the budget (:func:`choose_strategy`).
     ``initial_tilings`` (tiling dicts, e.g. winners for similar shapes) are
     evaluated first; ones not in this space are skipped.  The baseline tiling is
-    always evaluated, so ``improvement >= 0``.
+    always evaluated, so ``improvement >= 0``.  ``known``: ``(history_ids, history_values)``
+    of an earlier run of the same operator, continued without evaluating them again.
     """
     model, key = _model(op_type, inputs, dtype, soc_version, attrs)
     space = _space_of(model, key)
@@ -439,7 +444,7 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
     if len(space) == 0:
         raise RuntimeError(f"internal: empty tiling space for {model.kind} {inputs}")
     res = tune(space, model.objective(), strategy=strat, max_evals=max_evals, time_limit=time_limit, seed=seed,
-               initial_configs=init)
+               initial_configs=init, known=known)
     best = res.best_config
     best_us = float(res.best_value) if best is not None else math.inf
     if best is None or base["time_us"] <= best_us:
@@ -450,4 +455,5 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
         roofline_us=model.roofline_us, breakdown=b,
         evaluations=int(res.evaluations), space_size=len(space), trace=np.asarray(res.trace, dtype=float),
         op_type=op_type, inputs=[list(s) for s in _shapes(inputs, op_type)], dtype=dtype,
-        soc_version=native_platform(soc_version).name, strategy=strat, elapsed_s=float(res.elapsed_s))
+        soc_version=native_platform(soc_version).name, strategy=strat, elapsed_s=float(res.elapsed_s),
+        history_ids=res.history_ids, history_values=res.history_values)

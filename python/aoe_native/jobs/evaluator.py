@@ -27,6 +27,7 @@ __all__ = ["TaskLike", "RoundResult", "TaskEvaluator", "CostModelEvaluator", "Me
            "nearest_valid_tilings"]
 
 Tiling = dict[str, int]
+Known = tuple[np.ndarray, np.ndarray]  # (indices into a task's tiling space, times in us)
 
 
 class TaskLike(Protocol):
@@ -48,6 +49,9 @@ class RoundResult:
     evaluations: int
     space_size: int
     trace: np.ndarray = field(default_factory=lambda: np.zeros(0))  # best so far per evaluation
+    # the round's evaluations: indices into the task's tiling space and their times (us)
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 class TaskEvaluator(ABC):
@@ -85,9 +89,11 @@ class TaskEvaluator(ABC):
 
     @abstractmethod
     def tune(self, task: TaskLike, max_evals: int, seed: int, initial: Sequence[Mapping[str, int]] = (),
-             time_limit: float | None = None) -> RoundResult:
+             time_limit: float | None = None, known: Known | None = None) -> RoundResult:
         """One search round: at most `max_evals` evaluations (and `time_limit` seconds),
-        starting from the `initial` tilings (found for this task or for similar shapes)."""
+        starting from the `initial` tilings (found for this task or for similar shapes).
+        `known`: (indices, times) of the task's earlier rounds, which the search learns from
+        and does not evaluate again; the result's ids/values are this round's own."""
 
 
 class CostModelEvaluator(TaskEvaluator):
@@ -104,15 +110,15 @@ class CostModelEvaluator(TaskEvaluator):
                                   attrs=task.attrs or None).time_us)
 
     def tune(self, task: TaskLike, max_evals: int, seed: int, initial: Sequence[Mapping[str, int]] = (),
-             time_limit: float | None = None) -> RoundResult:
+             time_limit: float | None = None, known: Known | None = None) -> RoundResult:
         warm = nearest_valid_tilings(self.space(task), initial) if initial else []
         r = ops.tune_op(task.op_type, task.inputs, dtype=task.dtype, soc_version=self.platform,
                         attrs=task.attrs or None, strategy=self.strategy, max_evals=max_evals,
-                        time_limit=time_limit, seed=seed, initial_tilings=warm or None)
+                        time_limit=time_limit, seed=seed, initial_tilings=warm or None, known=known)
         return RoundResult({k: int(v) for k, v in r.tiling.items()}, float(r.time_us),
                            {k: int(v) for k, v in r.baseline_tiling.items()}, float(r.baseline_us),
                            float(r.roofline_us), int(r.evaluations), int(r.space_size),
-                           np.asarray(r.trace, dtype=np.float64))
+                           np.asarray(r.trace, dtype=np.float64), r.history_ids, r.history_values)
 
 
 class _TaskMeasure:
@@ -152,11 +158,11 @@ class MeasuredEvaluator(TaskEvaluator):
             yield objective, {}
 
     def _run(self, task: TaskLike, space: SearchSpace, max_evals: int, seed: int, start: list[Tiling],
-             strategy: str, time_limit: float | None = None) -> Any:
+             strategy: str, time_limit: float | None = None, known: Known | None = None) -> Any:
         with self._objective(task, space) as (objective, options):
             return tune(space, objective, strategy=strategy, max_evals=max(max_evals, len(start)),
                         time_limit=time_limit, seed=seed, initial_configs=start,
-                        strategy_options=options if strategy == self.strategy else None)
+                        strategy_options=options if strategy == self.strategy else None, known=known)
 
     def estimate(self, task: TaskLike, tiling: Mapping[str, int]) -> float:
         # A space of exactly this tiling: it need not be in the pruned search space.
@@ -168,20 +174,27 @@ class MeasuredEvaluator(TaskEvaluator):
         return float(res.best_value)
 
     def tune(self, task: TaskLike, max_evals: int, seed: int, initial: Sequence[Mapping[str, int]] = (),
-             time_limit: float | None = None) -> RoundResult:
+             time_limit: float | None = None, known: Known | None = None) -> RoundResult:
         space = self.space(task)
         baseline = self.baseline_tiling(task)
-        in_space = space.index(baseline) is not None
-        start = ([baseline] if in_space else []) + [t for t in nearest_valid_tilings(space, initial) if t != baseline]
-        res = self._run(task, space, max_evals, seed, start, self.strategy, time_limit)
-        base_us = (float(res.history_values[0]) if res.evaluations else math.inf) if in_space else \
-            self.estimate(task, baseline)
+        base_id = space.index(baseline)
+        start = ([baseline] if base_id is not None else []) + \
+            [t for t in nearest_valid_tilings(space, initial) if t != baseline]
+        res = self._run(task, space, max_evals, seed, start, self.strategy, time_limit, known)
+        if base_id is None:
+            base_us = self.estimate(task, baseline)
+        else:  # measured in an earlier round, or first in this one
+            ids, values = res.history_ids, res.history_values
+            if known is not None:
+                ids, values = np.concatenate([known[0], ids]), np.concatenate([known[1], values])
+            hit = np.flatnonzero(ids == base_id)
+            base_us = float(values[hit[0]]) if len(hit) else math.inf
         if res.best_config is None or not base_us > res.best_value:
             best, best_us = baseline, base_us
         else:
             best, best_us = {k: int(v) for k, v in res.best_config.items()}, float(res.best_value)
         return RoundResult(best, best_us, baseline, base_us, 0.0, res.evaluations, len(space),
-                           np.asarray(res.trace, dtype=np.float64))
+                           np.asarray(res.trace, dtype=np.float64), res.history_ids, res.history_values)
 
 
 class RayEvaluator(MeasuredEvaluator):

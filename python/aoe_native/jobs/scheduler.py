@@ -52,6 +52,16 @@ class TaskState:
     rounds: int = 0
     done: bool = False
     error: str | None = None
+    # every tiling evaluated so far (indices into the task's space) and its time: later rounds
+    # continue from them rather than measuring them again
+    evaluated_ids: list[np.ndarray] = field(default_factory=list)
+    evaluated_us: list[np.ndarray] = field(default_factory=list)
+
+    def known(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """What earlier rounds evaluated, as ``(indices, times)`` (None before the first)."""
+        if not self.evaluated_ids:
+            return None
+        return np.concatenate(self.evaluated_ids), np.concatenate(self.evaluated_us)
 
     def priority(self) -> float:
         if self.done or self.rounds == 0:
@@ -75,11 +85,14 @@ class TaskState:
             self.best_us, self.best_tiling = res.time_us, res.tiling
         trace = np.minimum.accumulate(np.minimum(np.asarray(res.trace, dtype=np.float64), prev))
         self.trace.extend(trace.tolist())
+        self.evaluated_ids.append(np.asarray(res.ids, dtype=np.int64))
+        self.evaluated_us.append(np.asarray(res.values, dtype=np.float64))
         self.evaluations += res.evaluations
         self.last_evals = max(res.evaluations, 1)
         self.last_gain = max((prev if prev != float("inf") else self.baseline_us) - self.best_us, 0.0)
         self.stagnant = self.stagnant + 1 if self.last_gain <= 1e-9 * max(self.best_us, 1.0) else 0
-        if res.evaluations >= self.space_size or self.stagnant >= 2 or self.best_us <= self.roofline_us * 1.0001:
+        if sum(len(i) for i in self.evaluated_ids) >= self.space_size or self.stagnant >= 2 or \
+                self.best_us <= self.roofline_us * 1.0001:
             self.done = True
 
 
@@ -105,9 +118,9 @@ def _worker_init(parent: int) -> None:
 
 
 def _round_job(args: tuple) -> tuple[int, RoundResult | None, str | None]:
-    evaluator, index, task, max_evals, seed, initial, time_limit = args
+    evaluator, index, task, max_evals, seed, initial, time_limit, known = args
     try:
-        return index, evaluator.tune(task, max_evals, seed, initial, time_limit), None
+        return index, evaluator.tune(task, max_evals, seed, initial, time_limit, known), None
     except Exception as e:  # a task that cannot be tuned keeps its baseline; the run goes on
         return index, None, f"{type(e).__name__}: {e}"
 
@@ -184,8 +197,8 @@ def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPoo
             share = first_share if round_no == 0 else budget // len(batch)
             evals = max(1, min(round_evals, share))
             jobs = [(evaluator, s.task.index, s.task, evals, _seed_for(seed, s.task.key, round_no),
-                     (s.warm if round_no == 0 else [s.best_tiling] if s.best_tiling else []), per_job_time)
-                    for s in batch]
+                     (s.warm if round_no == 0 else [s.best_tiling] if s.best_tiling else []), per_job_time,
+                     s.known()) for s in batch]
             running = list(batch)
             notify(running)
             for index, res, err in pool.run(jobs):
