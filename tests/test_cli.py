@@ -206,9 +206,11 @@ def test_sigint_to_the_process_group_stops_cleanly(tmp_path):
     model = tmp_path / "r.onnx"
     zoo.save("resnet50", str(model))
     bank = tmp_path / "bank"
+    # (SIGINT restored in the child: a test run started in the background by a script inherits it ignored)
     p = subprocess.Popen([sys.executable, "-m", "aoe_native.cli", "-f", "5", "-m", str(model), "-j", "1,2",
                           f"--bank={bank}", "--parallel=2", "--progress_bar=off"], cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not list(bank.glob("*/*.json")) and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)  # until the first subgraph is stored: tuning is under way
