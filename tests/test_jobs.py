@@ -117,3 +117,28 @@ def test_sgat_runs_on_measurements_and_survives_failing_ones(tmp_path):
     for k in r.kernels:  # every kernel's time is a measurement of its tiling
         est = an.estimate(k.op_type, k.inputs, "float16", SOC, k.tiling, attrs=k.attrs or None).time_us
         assert est == pytest.approx(k.time_us)
+
+
+def logging_measure(task, tiling):
+    """The cost model's time, each call logged to $AOE_TEST_MEASURE_LOG (measurements run in
+    worker processes, which inherit the environment)."""
+    with open(os.environ["AOE_TEST_MEASURE_LOG"], "a") as f:
+        f.write(json.dumps([task.key, sorted(tiling.items())]) + "\n")
+    return an.estimate(task.op_type, task.inputs, task.dtype, SOC, tiling, attrs=task.attrs or None).time_us
+
+
+def test_measured_rounds_continue_the_search_and_never_measure_a_tiling_twice(tmp_path, monkeypatch):
+    """Rounds of 20 measurements: each round learns what the earlier ones measured, so a device
+    never times a tiling twice (the default tiling aside: the job times it once to rank the
+    tasks, and the first round starts from it), and small spaces are covered exactly."""
+    log = tmp_path / "measured.jsonl"
+    monkeypatch.setenv("AOE_TEST_MEASURE_LOG", str(log))
+    ev = MeasuredEvaluator(SOC, logging_measure, timeout=20)
+    r = an.tune_model(mlp(), input_shape="x:1,64,256", bank=tmp_path / "bank", parallel=1, evaluator=ev,
+                      evals_per_task=150, round_evals=20, seed=1)
+    lines = [tuple(map(json.dumps, json.loads(x))) for x in log.read_text().splitlines()]
+    defaults = {(t.key, json.dumps(sorted(t.baseline_tiling.items()))) for t in r.tasks}
+    repeated = {x for x in lines if lines.count(x) > 1} - {(json.dumps(k), d) for k, d in defaults}
+    assert not repeated
+    assert max(len([x for x in lines if x[0] == json.dumps(t.key)]) for t in r.tasks) > 20  # several rounds ran
+    assert all(t.evaluations <= t.space_size for t in r.tasks)

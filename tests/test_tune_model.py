@@ -356,13 +356,3 @@ def test_the_report_of_an_interrupted_run_says_so(tmp_path):
     never = sum(t.update_mode == "not reached" for t in r.tasks)
     html = open(r.report_file).read()
     assert "Tuning was interrupted" in html and f"{never} of {len(r.tasks)} tasks were not reached" in html
-
-
-def test_later_rounds_continue_the_search_without_evaluating_a_tiling_again(tmp_path):
-    """Rounds of 40 evaluations: each round learns what the earlier ones evaluated (on a device,
-    a tiling is never measured twice), so small spaces are covered exactly once."""
-    r = aoe_native.tune_model(mlp(), soc_version=SOC, bank=tmp_path, input_shape="x:1,64,256", parallel=1,
-                              evals_per_task=3000, round_evals=40)
-    assert all(t.evaluations <= t.space_size for t in r.tasks)
-    small = [t for t in r.tasks if t.space_size < 200]
-    assert small and all(t.evaluations == t.space_size for t in small)  # each rounds' tilings new

@@ -52,8 +52,8 @@ class TaskState:
     rounds: int = 0
     done: bool = False
     error: str | None = None
-    # every tiling evaluated so far (indices into the task's space) and its time: later rounds
-    # continue from them rather than measuring them again
+    # every tiling evaluated so far (indices into the task's space) and its time, per round: later
+    # rounds continue from them rather than measure them again (TaskEvaluator.remember_rounds)
     evaluated_ids: list[np.ndarray] = field(default_factory=list)
     evaluated_us: list[np.ndarray] = field(default_factory=list)
 
@@ -62,6 +62,11 @@ class TaskState:
         if not self.evaluated_ids:
             return None
         return np.concatenate(self.evaluated_ids), np.concatenate(self.evaluated_us)
+
+    def covered(self) -> bool:
+        """Every tiling of the task's space evaluated (by one round or over several)."""
+        total = sum(len(i) for i in self.evaluated_ids)
+        return total >= self.space_size and len(np.unique(np.concatenate(self.evaluated_ids))) >= self.space_size
 
     def priority(self) -> float:
         if self.done or self.rounds == 0:
@@ -91,7 +96,7 @@ class TaskState:
         self.last_evals = max(res.evaluations, 1)
         self.last_gain = max((prev if prev != float("inf") else self.baseline_us) - self.best_us, 0.0)
         self.stagnant = self.stagnant + 1 if self.last_gain <= 1e-9 * max(self.best_us, 1.0) else 0
-        if sum(len(i) for i in self.evaluated_ids) >= self.space_size or self.stagnant >= 2 or \
+        if res.evaluations >= self.space_size or self.covered() or self.stagnant >= 2 or \
                 self.best_us <= self.roofline_us * 1.0001:
             self.done = True
 
@@ -198,7 +203,7 @@ def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPoo
             evals = max(1, min(round_evals, share))
             jobs = [(evaluator, s.task.index, s.task, evals, _seed_for(seed, s.task.key, round_no),
                      (s.warm if round_no == 0 else [s.best_tiling] if s.best_tiling else []), per_job_time,
-                     s.known()) for s in batch]
+                     s.known() if evaluator.remember_rounds else None) for s in batch]
             running = list(batch)
             notify(running)
             for index, res, err in pool.run(jobs):
