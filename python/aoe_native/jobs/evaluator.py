@@ -158,6 +158,14 @@ class MeasuredEvaluator(TaskEvaluator):
         if not callable(measure):
             raise TypeError(f"measure must be a callable (task, tiling) -> us, got {measure!r}")
         self.measure, self.timeout, self.strategy = measure, float(timeout), strategy
+        # task key -> the measured time of its default tiling (the job measures it before tuning,
+        # to rank the tasks; the first round then knows it instead of measuring it again)
+        self._defaults: dict[str, float] = {}
+
+    def baseline(self, task: TaskLike) -> tuple[Tiling, float]:
+        tiling, us = super().baseline(task)
+        self._defaults[task.key] = us
+        return tiling, us
 
     @contextlib.contextmanager
     def _objective(self, task: TaskLike, space: SearchSpace) -> Iterator[tuple[Any, dict[str, float]]]:
@@ -188,9 +196,16 @@ class MeasuredEvaluator(TaskEvaluator):
         base_id = space.index(baseline)
         start = ([baseline] if base_id is not None else []) + \
             [t for t in nearest_valid_tilings(space, initial) if t != baseline]
+        key = getattr(task, "key", None)
+        measured = self._defaults.get(key) if key is not None else None  # the default's time, if measured
+        if base_id is not None and measured is not None:  # known, not measured again
+            ids, values = known if known is not None else (np.zeros(0, dtype=np.int64), np.zeros(0))
+            known = (np.append(ids, base_id), np.append(values, measured))
         res = self._run(task, space, max_evals, seed, start, self.strategy, time_limit, known)
-        if base_id is None:
-            base_us = self.estimate(task, baseline)
+        if base_id is None:  # a default outside the pruned space: measured apart, once
+            base_us = measured if measured is not None else self.estimate(task, baseline)
+            if key is not None:
+                self._defaults[key] = base_us
         else:  # measured in an earlier round, or first in this one
             ids, values = res.history_ids, res.history_values
             if known is not None:
