@@ -110,3 +110,12 @@ def test_each_tuning_mode_is_one_file_in_jobs():
         deps = _graph()[f"aoe_native.jobs.{mode}"]
         assert {"aoe_native.jobs.evaluator", "aoe_native.jobs.scheduler", "aoe_native.bank.store",
                 "aoe_native.bank.policy", "aoe_native.outputs"} <= deps, mode
+
+
+def test_importing_the_package_does_not_load_the_onnx_front_end():
+    """`import aoe_native` for tune() alone: onnx (about 0.1 s to import) loads with the first model."""
+    import subprocess
+    import sys
+    code = "import sys, aoe_native; print(sorted(m for m in ('onnx', 'torch', 'ray', 'matplotlib', 'rich') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -191,3 +191,10 @@ def test_contradictions_name_the_published_pairs_no_model_fits_together():
 def test_fit_given_as_a_string_is_a_type_error():
     with pytest.raises(TypeError, match=r"fit must be a list of constant names, got the string 'mte2_eff'"):
         an.calibrate(B3, synthetic_records({"mte2_eff": 0.65}), fit="mte2_eff")
+
+
+@pytest.mark.parametrize("tolerance", [1, 1.5, -0.1, float("nan"), "0.2"])
+def test_contradictions_refuses_a_tolerance_outside_0_1(tolerance):
+    from aoe_native.ascend.calibration import contradictions
+    with pytest.raises(ValueError, match="tolerance must be a relative error in"):
+        contradictions([], tolerance=tolerance)

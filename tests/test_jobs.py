@@ -140,3 +140,22 @@ def test_measured_rounds_continue_the_search_and_never_measure_a_tiling_twice(tm
     assert len(lines) == len(set(lines))
     assert max(len([x for x in lines if x[0] == json.dumps(t.key)]) for t in r.tasks) > 20  # several rounds ran
     assert all(t.evaluations <= t.space_size for t in r.tasks)
+
+
+def failing_measure(task, tiling):
+    raise RuntimeError("no device attached")
+
+
+def test_a_job_where_every_measurement_fails_is_an_error_not_a_0_percent_result(tmp_path):
+    ev = MeasuredEvaluator(SOC, failing_measure, timeout=20)
+    with pytest.raises(RuntimeError, match="no task could be evaluated .*no device attached"):
+        an.tune_model(mlp(), input_shape="x:1,64,256", bank=tmp_path, parallel=1, evaluator=ev, evals_per_task=5)
+
+
+def test_ray_evaluator_without_ray_says_which_extra(monkeypatch):
+    import importlib.util
+    from aoe_native.jobs.evaluator import RayEvaluator
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(ImportError, match=r"aoe-native\[ray\]"):
+        RayEvaluator(SOC, measure_on_model)

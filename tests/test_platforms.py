@@ -97,3 +97,16 @@ def test_a_misspelled_field_in_a_platform_file_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"unknown field 'hbm_gbs' \(did you mean 'hbm_gbps'\?\)"):
         an.load_platform(str(p))
     assert "mine" not in an.soc_versions()
+
+
+def test_loading_a_user_soc_again_replaces_its_numbers_everywhere(tmp_path):
+    X = [[4096, 4096], [4096, 4096]]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"base": "Ascend910B3", "name": "qa-reload-soc"}))
+    an.load_platform(str(path))
+    t = an.baseline_tiling("MatMul", X, soc_version="qa-reload-soc")
+    before = an.estimate("MatMul", X, "float16", "qa-reload-soc", t).time_us
+    path.write_text(json.dumps({"base": "Ascend910B3", "name": "qa-reload-soc", "hbm_gbps": 100, "cube_cores": 4}))
+    an.load_platform(str(path))
+    r = an.tune_op("MatMul", X, soc_version="qa-reload-soc", max_evals=20)
+    assert r.breakdown["cores_used"] <= 4 and r.time_us > before  # not the cached model of the first load

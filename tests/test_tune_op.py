@@ -88,13 +88,22 @@ def test_auto_picks_the_model_for_small_budgets_and_a_cheap_strategy_for_large_o
     assert an.tune_op("MatMul", shape, max_evals=MODEL_BUDGET_LIMIT + 1, strategy="auto").strategy == "auto"
 
 
-def test_initial_tilings_are_evaluated_first_and_bad_ones_skipped():
+def test_initial_tilings_are_evaluated_first_mapped_into_the_space_or_skipped():
+    from aoe_native.ascend.ops import nearest_valid_tilings
     shape = [[4096, 4096], [4096, 4096]]
-    best = an.tune_op("MatMul", shape).tiling
-    junk = [{"baseM": 1}, {**best, "baseM": 4096}, "not a tiling"]
-    r = an.tune_op("MatMul", shape, max_evals=2, initial_tilings=junk + [best])
-    assert r.evaluations == 2  # baseline, then the warm start
-    assert r.tiling == best
+    found = an.tune_op("MatMul", shape)
+    space = an.tiling_space("MatMul", shape)
+    # another parameterisation says nothing here (skipped); an invalid tiling of this one is
+    # moved to its nearest valid tiling (one knob away here)
+    junk = {**found.tiling, "baseM": 4096}
+    [moved] = nearest_valid_tilings(space, [junk])
+    assert sum(moved[k] != junk[k] for k in junk) == 1
+    starts = nearest_valid_tilings(space, [an.baseline_tiling("MatMul", shape), moved, found.tiling])
+    r = an.tune_op("MatMul", shape, max_evals=len(starts), initial_tilings=[{"baseM": 1}, junk, found.tiling])
+    assert [int(i) for i in r.history_ids] == [space.index(t) for t in starts]  # in order, each once
+    assert r.time_us <= found.time_us
+    with pytest.raises(TypeError, match="initial_tilings must be a list of tiling dicts"):
+        an.tune_op("MatMul", shape, max_evals=2, initial_tilings=[found.tiling, "not a tiling"])
 
 
 def test_vector_reduction_uses_split_when_rows_are_few():
@@ -160,3 +169,32 @@ def test_wrong_argument_types_get_clear_errors():
         an.tune(an.SearchSpace({"a": [1, 2]}), lambda c: 1.0, strategy=None)
     model = an.ascend.ops.op_model("Relu", [[64, 64]])
     assert model.estimate(tiling=list(model.baseline))["time_us"] > 0  # the stub's keyword works
+
+
+def test_tune_op_starts_from_the_default_tiling_even_where_the_space_prunes_it():
+    """The cube's default tiling has unitFlag 0, which the searched space never keeps: the run
+    starts from its nearest tiling in the space (one or two switches away), not blind."""
+    from aoe_native.ascend.ops import nearest_valid_tilings
+    X = [[2048, 2048], [2048, 2048]]
+    space, default = an.tiling_space("MatMul", X), an.baseline_tiling("MatMul", X)
+    assert space.index(default) is None
+    [start] = nearest_valid_tilings(space, [default])
+    assert sum(start[k] != default[k] for k in default) <= 2
+    r = an.tune_op("MatMul", X, max_evals=30, strategy="auto")
+    assert int(r.history_ids[0]) == space.index(start)
+    with pytest.raises(TypeError, match="initial_tilings must be a list of tiling dicts"):
+        an.tune_op("MatMul", X, max_evals=5, initial_tilings="abc")
+
+
+def test_switch_knobs_out_of_range_are_refused_by_estimate():
+    X = [[1024, 1024], [1024, 1024]]
+    t = {**an.baseline_tiling("MatMul", X), "baseM": 64, "baseN": 64}
+    for change in ({"dbL0A": 8, "dbL0B": 8}, {"dbL0C": 4}, {"iterateOrder": 7}):
+        with pytest.raises(ValueError, match="violates"):
+            an.estimate("MatMul", X, "float16", "Ascend910B3", {**t, **change})
+
+
+def test_auto_pad_with_explicit_pads_is_an_error():
+    with pytest.raises(ValueError, match="auto_pad 'VALID' and explicit pads"):
+        an.tune_op("Conv", [[1, 64, 56, 56], [64, 64, 3, 3]], attrs={"pads": [1, 1, 1, 1], "auto_pad": "VALID"},
+                           max_evals=5)

@@ -33,7 +33,7 @@ class BatchObjective:
     failed; a non-finite value marks one configuration.
     """
 
-    def __init__(self, fn: Callable[[np.ndarray], Sequence[float]], max_batch: int = 256) -> None:
+    def __init__(self, fn: Callable[[np.ndarray], BatchValues], max_batch: int = 256) -> None:
         if not callable(fn):
             raise TypeError(f"BatchObjective needs a callable, got {fn!r}")
         if int(max_batch) < 1:
@@ -41,7 +41,7 @@ class BatchObjective:
         self.fn = fn
         self.max_batch = int(max_batch)
 
-    def __call__(self, rows: np.ndarray) -> Sequence[float]:
+    def __call__(self, rows: np.ndarray) -> BatchValues:
         return self.fn(rows)
 
 
@@ -50,8 +50,12 @@ class BatchResult:
     """What a batch objective may return instead of bare values: ``values[i]`` for row i
     and ``errors[i]``, the reason row i failed ("" or None when it did not)."""
 
-    values: Sequence[float]
+    values: Sequence[float] | np.ndarray
     errors: Sequence[str | None]
+
+
+# What a batch objective returns: one value per row (a sequence or an array), or a BatchResult.
+BatchValues = Union[Sequence[float], np.ndarray, BatchResult]
 
 
 ObjectiveLike = Union[Callable[[Config], float], BatchObjective, Objective]

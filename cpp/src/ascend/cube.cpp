@@ -388,9 +388,9 @@ bool CubeModel::holds_all(const int64_t* t) const {
   int64_t x, y;
   // ((M + singleCoreM - 1) / singleCoreM) * ((N + singleCoreN - 1) / singleCoreN) <= cores
   if (!add(l.M, sM, x) || !add(l.N, sN, y) || !mul((x - 1) / sM, (y - 1) / sN, x) || x > l.cores) return false;
-  // splitK == 1, or splitK * kq <= K where a K split is allowed; unitFlag <= 1
+  // splitK == 1, or splitK * kq <= K where a K split is allowed; the switches' upper bounds
   if (l.k_split ? (!mul(t[kSplitK], l.kq, x) || x > l.K) : t[kSplitK] != 1) return false;
-  if (t[kUnitFlag] > 1) return false;
+  if (t[kUnitFlag] > 1 || t[kDbA] > 2 || t[kDbB] > 2 || t[kDbC] > 2 || t[kOrder] > 1) return false;
   // kReorderLoad == 0, or 1 where allowed and K is not fully loaded into L1
   if (t[kReorder] != 0 && (t[kReorder] != 1 || !l.reorder ||
                            (!(mul(t[kBK], t[kStepKa], x) && x < l.K) && !(mul(t[kBK], t[kStepKb], x) && x < l.K))))
@@ -489,7 +489,8 @@ void CubeModel::build_spec() {
   // [A] TCubeTiling table 2.
   r.push_back(mB + " * " + nB + " <= " + num(cores));
   r.push_back(l.k_split ? "splitK * " + num(kq) + " <= " + K : std::string("splitK == 1"));
-  r.push_back("unitFlag <= 1");
+  // Switches (double buffers, iteration order, UnitFlag) take their listed values only.
+  r.push_back("unitFlag <= 1 and dbL0A <= 2 and dbL0B <= 2 and dbL0C <= 2 and iterateOrder <= 1");
   // Staggered K loading needs K loaded in several steps ([A] MatmulConfig enableKdimReorderLoad).
   const std::string k_full = "baseK * stepKa >= " + K + " and baseK * stepKb >= " + K;
   r.push_back(l.reorder ? "kReorderLoad == 0 or (kReorderLoad == 1 and not (" + k_full + "))"

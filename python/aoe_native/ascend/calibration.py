@@ -302,6 +302,8 @@ def contradictions(measurements: Iterable[Measurement | Mapping[str, Any]], tole
     difference lies in something the records do not state (another kernel, another
     build, the measuring set-up).  Records without ``time_us`` are skipped;
     ``soc_version`` is the platform of records that name none."""
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be a relative error in [0, 1), got {tolerance!r}")
     base = native_platform(soc_version)
     recs = [r for r in _records(measurements, base, "measurement") if r.m.time_us is not None]
     kind, work = zip(*(_per_core_work(r) for r in recs)) if recs else ((), ())

@@ -20,11 +20,12 @@ import numpy as np
 from .._core import ascend as _native
 from .._core.space import SearchSpace
 from ..tuning import check_max_evals, improvement, tune
-from .platforms import Platform, native_platform
+from .platforms import Platform, is_builtin, native_platform
 
 
 __all__ = ["Estimate", "OpTuneResult", "baseline_tiling", "complete_tiling", "estimate", "estimate_batch", "supported_ops",
-           "op_table", "op_model", "build_op_model", "clear_caches", "tiling_space", "tune_op", "choose_strategy", "auto_pads", "TUNE_OP_POLICY"]
+           "op_table", "op_model", "build_op_model", "clear_caches", "tiling_space", "tune_op", "choose_strategy", "auto_pads", "TUNE_OP_POLICY",
+           "nearest_valid_tilings"]
 
 Shape = Sequence[int]
 PlatformLike = Union[str, Platform]
@@ -167,6 +168,9 @@ def _attrs(attrs: Mapping[str, Any] | None, op_type: str, inputs: list[list[int]
                 raise ValueError(f"{op_type}: Cast to ONNX type {v} is not supported (supported: {_ONNX_DTYPES})")
             strs[k] = [_ONNX_DTYPES[int(v)]]
         elif k == "auto_pad":
+            if str(v) != "NOTSET" and "pads" in attrs:  # ONNX forbids both; which wins would be a guess
+                raise ValueError(f"{op_type}: auto_pad {str(v)!r} and explicit pads {attrs['pads']!r} together; "
+                                 "give one (ONNX allows pads only with auto_pad NOTSET)")
             if str(v) != "NOTSET":
                 if len(inputs) < 2 or len(inputs[0]) != 4 or len(inputs[1]) != 4:
                     raise ValueError(f"{op_type}: auto_pad needs X (NCHW) and W (M, C/group, kH, kW)")
@@ -263,8 +267,9 @@ def _model(op_type: str, inputs: Any, dtype: str, soc: PlatformLike, attrs: Mapp
         raise TypeError(f"dtype must be a string, got {dtype!r}")
     plat = native_platform(soc)  # clear error for unknown SoCs
     shapes = _shapes(inputs, op_type)
-    # A Platform object is keyed by its numbers: two objects with one name may differ.
-    plat_key = soc if isinstance(soc, str) else _freeze(plat.to_dict())
+    # A Platform object, or a user SoC (loading its file again replaces it), is keyed by its
+    # numbers: two with one name may differ.
+    plat_key = soc if isinstance(soc, str) and is_builtin(soc) else _freeze(plat.to_dict())
     key = (op_type, _freeze(shapes), dtype, plat_key, _freeze(dict(attrs or {})))
     with _cache_lock:
         m = _models.get(key)
@@ -412,6 +417,61 @@ def choose_strategy(space_size: int, max_evals: int | None, time_limit: float | 
     return CHEAP_STRATEGY, max_evals
 
 
+def nearest_valid_tilings(space: SearchSpace, tilings: Sequence[Mapping[str, int]]) -> list[dict[str, int]]:
+    """Map tilings found for other shapes onto this space: each becomes the valid tiling
+    closest to it (L1 distance of log2(1 + value) over the parameters), since a
+    neighbour's block sizes often break this shape's limits by a step or two."""
+    names = list(space.param_names)
+    out: list[dict[str, int]] = []
+    logs = configs = None
+
+    def log_distance(rows: np.ndarray, want: np.ndarray) -> np.ndarray:
+        return np.abs(np.log2(1.0 + np.maximum(rows, 0).astype(np.float64)) - want).sum(axis=1)
+
+    for t in tilings:
+        if set(t) != set(names):
+            continue  # a tiling of another parameterisation says nothing here
+        if space.index(dict(t)) is not None:  # already valid: as is
+            if t not in out:
+                out.append(dict(t))
+            continue
+        want = np.log2(1.0 + np.maximum(np.array([t[n] for n in names], dtype=np.float64), 0))
+        # One or two knobs away first (a default tiling the pruning drops, e.g. the cube's
+        # unitFlag 0 and kReorderLoad 0): thousands of lookups, where the nearest over the whole
+        # space materialises it (0.4 s for a 2048^3 MatMul).
+        one = [(p, int(v)) for p, vals in enumerate(space.param_values) for v in vals if v != t[names[p]]]
+        found = None
+        for changes in (((c,) for c in one), ((a, b) for i, a in enumerate(one) for b in one[i + 1:] if a[0] < b[0])):
+            rows = []
+            for change in changes:
+                row = [int(t[n]) for n in names]
+                for p, v in change:
+                    row[p] = v
+                rows.append(row)
+            if not rows:
+                continue
+            rows_a = np.array(rows, dtype=np.int64)
+            ok = rows_a[space.indices(rows_a) >= 0]
+            if len(ok):
+                found = ok[int(np.argmin(log_distance(ok, want)))]
+                break
+        if found is not None:
+            cfg = {n: int(v) for n, v in zip(names, found)}
+            if cfg not in out:
+                out.append(cfg)
+            continue
+        if logs is None:  # materialise the space only when a tiling needs moving
+            configs = space.configs()
+            if len(configs) == 0:
+                break
+            logs = np.log2(1.0 + np.maximum(configs, 0).astype(np.float64))
+        row = configs[int(np.argmin(np.abs(logs - want).sum(axis=1)))]
+        cfg = {n: int(v) for n, v in zip(names, row)}
+        if cfg not in out:
+            out.append(cfg)
+    return out
+
+
 def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
             attrs: Mapping[str, Any] | None = None, strategy: str = TUNE_OP_POLICY, max_evals: int | None = None,
             time_limit: float | None = None, seed: int = 0,
@@ -424,8 +484,10 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
     everywhere) or the default policy ``"by_budget"``, which picks the strategy
     from the space size and the budget (:func:`choose_strategy`).
     ``initial_tilings`` (tiling dicts, e.g. winners for similar shapes) are
-    evaluated first; ones not in this space are skipped.  The baseline tiling is
-    always evaluated, so ``improvement >= 0``.  ``known``: ``(history_ids, history_values)``
+    evaluated first, after the default tiling; one the space does not hold is moved to
+    its nearest tiling there (:func:`nearest_valid_tilings`), one of another
+    parameterisation is skipped.  The baseline tiling is always evaluated, so
+    ``improvement >= 0``.  ``known``: ``(history_ids, history_values)``
     of an earlier run of the same operator, continued without evaluating them again.
     """
     model, key = _model(op_type, inputs, dtype, soc_version, attrs)
@@ -433,10 +495,12 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
     names = list(model.param_names)
     baseline = list(model.baseline)
     base = model.estimate(baseline)
-    init: list[dict[str, int]] = []
-    for t in [dict(zip(names, baseline))] + list(initial_tilings or []):
-        if isinstance(t, Mapping) and set(t) == set(names) and space.index(dict(t)) is not None and t not in init:
-            init.append(dict(t))
+    if initial_tilings is not None and (isinstance(initial_tilings, (str, Mapping)) or
+                                        not all(isinstance(t, Mapping) for t in initial_tilings)):
+        raise TypeError(f"initial_tilings must be a list of tiling dicts, got {initial_tilings!r}")
+    # The default tiling first; each start mapped to the nearest tiling of the searched space (the
+    # default itself may be pruned: the cube's has unitFlag 0, which the space never keeps).
+    init = nearest_valid_tilings(space, [dict(zip(names, baseline)), *(initial_tilings or [])])
     check_max_evals(max_evals)
     strat = strategy
     if strategy == TUNE_OP_POLICY:

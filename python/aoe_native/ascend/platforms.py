@@ -53,6 +53,12 @@ def _validate(entry: Any, where: str) -> dict[str, Any]:
     return entry
 
 
+def is_builtin(name: str) -> bool:
+    """Whether `name` is a shipped SoC (its numbers never change while the process runs; a user
+    SoC's change when its file is loaded again)."""
+    return name in _load_builtin()
+
+
 def soc_versions() -> list[str]:
     """Names of the SoCs the cost model knows (built-in and loaded), sorted."""
     return sorted(_all())

@@ -10,6 +10,7 @@ together with the task, so a worker never looks a SoC up again.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import numpy as np
 
 from .._core.space import SearchSpace
 from ..ascend import ops
+from ..ascend.ops import nearest_valid_tilings
 from ..ascend.platforms import Platform, native_platform
 from ..runners import IsolatedObjective, MeasurementError, RayObjective
 from ..tuning import tune
@@ -119,10 +121,9 @@ class CostModelEvaluator(TaskEvaluator):
 
     def tune(self, task: TaskLike, max_evals: int, seed: int, initial: Sequence[Mapping[str, int]] = (),
              time_limit: float | None = None, known: Known | None = None) -> RoundResult:
-        warm = nearest_valid_tilings(self.space(task), initial) if initial else []
         r = ops.tune_op(task.op_type, task.inputs, dtype=task.dtype, soc_version=self.platform,
                         attrs=task.attrs or None, strategy=self.strategy, max_evals=max_evals,
-                        time_limit=time_limit, seed=seed, initial_tilings=warm or None, known=known)
+                        time_limit=time_limit, seed=seed, initial_tilings=list(initial) or None, known=known)
         return RoundResult({k: int(v) for k, v in r.tiling.items()}, float(r.time_us),
                            {k: int(v) for k, v in r.baseline_tiling.items()}, float(r.baseline_us),
                            float(r.roofline_us), int(r.evaluations), int(r.space_size),
@@ -233,6 +234,8 @@ class RayEvaluator(MeasuredEvaluator):
     def __init__(self, platform: Platform | str, measure: Callable[[TaskLike, Tiling], float],
                  workers: int | None = None, resources: Mapping[str, float] | None = None,
                  timeout: float = 60.0, batch: int = 8) -> None:
+        if importlib.util.find_spec("ray") is None:  # said now, not as a failure of every task
+            raise ImportError("RayEvaluator needs Ray: pip install 'aoe-native[ray]'")
         super().__init__(platform, measure, timeout, strategy="forest")
         self.workers, self.resources, self.batch = workers, resources, int(batch)
         self._ray: RayObjective | None = None
@@ -251,30 +254,3 @@ class RayEvaluator(MeasuredEvaluator):
 
     def __getstate__(self) -> dict[str, Any]:  # workers stay with the process that started them
         return {**self.__dict__, "_ray": None}
-
-
-def nearest_valid_tilings(space: SearchSpace, tilings: Sequence[Mapping[str, int]]) -> list[Tiling]:
-    """Map tilings found for other shapes onto this space: each becomes the valid tiling
-    closest to it (L1 distance of log2(1 + value) over the parameters), since a
-    neighbour's block sizes often break this shape's limits by a step or two."""
-    names = list(space.param_names)
-    out: list[Tiling] = []
-    logs = configs = None
-    for t in tilings:
-        if set(t) != set(names):
-            continue  # a tiling of another parameterisation says nothing here
-        if space.index(dict(t)) is not None:  # already valid: as is
-            if t not in out:
-                out.append(dict(t))
-            continue
-        if logs is None:  # materialise the space only when a tiling needs moving
-            configs = space.configs()
-            if len(configs) == 0:
-                break
-            logs = np.log2(1.0 + np.maximum(configs, 0).astype(np.float64))
-        want = np.log2(1.0 + np.maximum(np.array([t[n] for n in names], dtype=np.float64), 0))
-        row = configs[int(np.argmin(np.abs(logs - want).sum(axis=1)))]
-        cfg = {n: int(v) for n, v in zip(names, row)}
-        if cfg not in out:
-            out.append(cfg)
-    return out

@@ -31,7 +31,7 @@ from ..ascend.platforms import Platform, check_compute_dtype, native_platform
 from ..cluster import Cluster
 from ..graph.ir import RELAYOUT_OPS, Graph, Node
 from ..graph.lowering import VIEW_OPS, UnsupportedNode, map_node
-from ..graph.onnx import load_graph
+from ..graph import load_graph
 from ..fileio import read_given_json
 from ..outputs import check_job_dirs, write_gdat_outputs
 from ..tuning import improvement

@@ -19,9 +19,8 @@ from ..ascend.platforms import Platform, check_compute_dtype
 from ..bank.policy import beats_bank, repo_summary, serves, update_mode
 from ..bank.store import Bank, bank_dir, make_entry
 from ..graph.ir import Graph
-from ..graph.onnx import load_graph
+from ..graph import load_graph
 from ..graph.partition import Partition, Task, partition
-from ..graph.torch_export import export_module
 from ..outputs import check_job_dirs, write_model_outputs
 from ..tuning import improvement
 from .evaluator import CostModelEvaluator, TaskEvaluator, Tiling
@@ -256,6 +255,13 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
             except Exception as e:
                 st.error = st.error or f"{type(e).__name__}: {e}"
                 st.baseline_tiling, st.baseline_us = None, 0.0
+    def evaluated(st: TaskState) -> bool:
+        return st.bank_entry is not None or math.isfinite(st.best_us) or \
+            (st.baseline_tiling is not None and math.isfinite(st.baseline_us))
+    if to_tune and not interrupted and not any(evaluated(st) for st in to_tune):
+        # Nothing was measured: a result of 0 ms (or inf) and 0% would look like one.
+        raise RuntimeError(f"no task could be evaluated ({evaluator.name}); the first failed with: "
+                           f"{to_tune[0].error or 'every evaluation failed'}")
     notify([], "done")
     result = _assemble(graph, part, states, to_tune, stored, plat.name, dtype, overhead, the_bank, parallel, seed,
                        time.monotonic() - t0, is_selected, evaluator.name)
@@ -274,6 +280,7 @@ def tune_torch(module: Any, example_inputs: Any, soc_version: str | Platform = "
     optional: without it this raises an ImportError that names the extra to install."""
     if "input_shape" in options:
         raise TypeError("tune_torch takes its input shapes from example_inputs; input_shape is not accepted")
+    from ..graph.torch_export import export_module  # imports onnx: only when a module is tuned
     return tune_model(export_module(module, example_inputs, exporter, input_names), soc_version, **options)
 
 

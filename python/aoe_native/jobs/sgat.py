@@ -34,7 +34,7 @@ from ..bank.policy import beats_bank, repo_summary, serves, update_mode
 from ..bank.store import Bank, bank_dir, make_entry
 from ..graph.fusion import DPTooLarge, Piece, fusion_space, solve_piece, solve_windowed
 from ..graph.ir import Graph
-from ..graph.onnx import load_graph
+from ..graph import load_graph
 from ..graph.partition import (Atoms, Partition, TaskIdentity, atoms, kernel_formats, kernel_of, make_partition,
                                partition, task_key)
 from ..outputs import check_job_dirs, write_sgat_outputs
