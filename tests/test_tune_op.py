@@ -198,3 +198,12 @@ def test_auto_pad_with_explicit_pads_is_an_error():
     with pytest.raises(ValueError, match="auto_pad 'VALID' and explicit pads"):
         an.tune_op("Conv", [[1, 64, 56, 56], [64, 64, 3, 3]], attrs={"pads": [1, 1, 1, 1], "auto_pad": "VALID"},
                            max_evals=5)
+
+
+@pytest.mark.parametrize("op, shape", [("Softmax", [[7, 512]]), ("LayerNormalization", [[15, 256], [256], [256]])])
+def test_row_kernels_with_fewer_rows_than_cores_may_take_one_core_per_row(op, shape):
+    rows = shape[0][0]
+    r = an.tune_op(op, shape)
+    one_per_row = {**r.tiling, "blockDim": rows, "splitR": 0}
+    assert r.time_us <= an.estimate(op, shape, "float16", "Ascend910B3", one_per_row).time_us
+    assert rows in an.tiling_space(op, shape).param_values[0]

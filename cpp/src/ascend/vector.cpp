@@ -196,7 +196,14 @@ class VecModel : public OpModel {
       fail(k.kind + ": the operands do not fit the " + std::to_string(int64_t(p.ub)) + "-byte UB of " + p.name);
     s.names = {"blockDim", "tileLen", "bufferNum"};
     const int64_t max_units = k.split_rows ? std::max<int64_t>(k.units, p.vector_cores) : k.units;
-    s.values.push_back(core_counts(p.vector_cores, max_units));
+    std::vector<int64_t> cores = core_counts(p.vector_cores, max_units);
+    // With rows that could be split, max_units is all the cores; one core per row is a
+    // candidate too (7 rows: blockDim 7 beats the 4 or 8 of the ladder; found by a QA check).
+    if (k.split_rows && k.units < p.vector_cores && std::find(cores.begin(), cores.end(), k.units) == cores.end()) {
+      cores.push_back(k.units);
+      std::sort(cores.begin(), cores.end());
+    }
+    s.values.push_back(cores);
     s.values.push_back(pow2_range(std::max<int64_t>(align, 256 / ds), ub / (per_tile_bytes_db + fixed)));
     s.values.push_back({1, 2});
     auto& r = s.restrictions;
