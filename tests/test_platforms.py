@@ -110,3 +110,16 @@ def test_loading_a_user_soc_again_replaces_its_numbers_everywhere(tmp_path):
     an.load_platform(str(path))
     r = an.tune_op("MatMul", X, soc_version="qa-reload-soc", max_evals=20)
     assert r.breakdown["cores_used"] <= 4 and r.time_us > before  # not the cached model of the first load
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("mte2_eff", 5, "mte2_eff 5.0 must be at most 1"),
+    ("gm_sector", 48, "gm_sector 48 must be a power of two"),
+    ("same_address", 0.5, "same_address 0.5 must be at least 1"),
+    ("vector_cores", 7, "vector_cores 7 must be a multiple of cube_cores 20"),
+])
+def test_a_platform_whose_fields_contradict_each_other_is_refused(tmp_path, field, value, message):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"base": "Ascend910B3", "name": "qa-relations", field: value}))
+    with pytest.raises(ValueError, match=message):
+        an.load_platform(str(path))

@@ -233,6 +233,24 @@ FieldValue check_field(const PlatformField& f, const FieldInput& in, const std::
   throw std::logic_error("internal: unhandled field kind");
 }
 
+namespace {
+
+// Relations between fields that each pass alone but describe no chip the model can stand for.
+void check_relations(const Platform& p, const std::string& where) {
+  auto bad = [&](const std::string& what) { throw std::invalid_argument(where + ": " + what); };
+  if (p.mte2_eff > 1)
+    bad("mte2_eff " + field_text(FieldValue{p.mte2_eff}) + " must be at most 1 (a fraction of l2_rate)");
+  if (p.gm_sector & (p.gm_sector - 1))
+    bad("gm_sector " + std::to_string(p.gm_sector) + " must be a power of two (bytes per GM read sector)");
+  if (p.same_address < 1)
+    bad("same_address " + field_text(FieldValue{p.same_address}) + " must be at least 1 (a slowdown factor; 1: none)");
+  if (p.split && p.vector_cores % p.cube_cores != 0)
+    bad("vector_cores " + std::to_string(p.vector_cores) + " must be a multiple of cube_cores " +
+        std::to_string(p.cube_cores) + " on a split SoC (AIVs per AIC)");
+}
+
+}  // namespace
+
 Platform platform_from_fields(const std::map<std::string, FieldInput>& fields, const std::string& where) {
   std::string missing;
   for (const auto& f : platform_fields())
@@ -244,13 +262,14 @@ Platform platform_from_fields(const std::map<std::string, FieldInput>& fields, c
     auto it = fields.find(f.name);
     f.set(p, check_field(f, it == fields.end() ? absent : it->second, where));
   }
+  check_relations(p, where);
   return p;
 }
 
 void check_platform(const Platform& p, const std::string& where) {
   for (const auto& f : platform_fields()) check_field(f, FieldInput{f.get(p), false, ""}, where);
+  check_relations(p, where);
 }
-
 std::vector<std::pair<std::string, FieldValue>> platform_to_fields(const Platform& p) {
   std::vector<std::pair<std::string, FieldValue>> out;
   for (const auto& f : platform_fields()) out.emplace_back(f.name, f.get(p));
