@@ -207,3 +207,12 @@ def test_row_kernels_with_fewer_rows_than_cores_may_take_one_core_per_row(op, sh
     one_per_row = {**r.tiling, "blockDim": rows, "splitR": 0}
     assert r.time_us <= an.estimate(op, shape, "float16", "Ascend910B3", one_per_row).time_us
     assert rows in an.tiling_space(op, shape).param_values[0]
+
+
+def test_choose_strategy_refuses_a_budget_that_is_not_a_positive_count():
+    from aoe_native.ascend.ops import choose_strategy
+    with pytest.raises(ValueError, match="at least 1"):
+        choose_strategy(100, 0, None)
+    with pytest.raises(TypeError, match="must be an integer"):
+        choose_strategy(100, "3", None)
+    assert choose_strategy(100, 5, None) == ("auto", 5)

@@ -408,6 +408,9 @@ def choose_strategy(space_size: int, max_evals: int | None, time_limit: float | 
     - larger or time-limited budgets: ``CHEAP_STRATEGY``, whose cost per evaluation
       is a few microseconds.
     """
+    check_max_evals(max_evals)
+    if max_evals is not None and max_evals < 1:
+        raise ValueError(f"max_evals must be at least 1, got {max_evals}")
     if max_evals is None and time_limit is None:
         if space_size <= EXHAUSTIVE_LIMIT:
             return "exhaustive", None
