@@ -35,3 +35,15 @@ def run_aoe(args, cwd, env_extra=None, **kw):
     env.update(env_extra or {})
     return subprocess.run([sys.executable, "-m", "aoe_native.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, **kw)
+
+
+def drive_progress_bar(width, event):
+    """What the aoe progress bar prints in a terminal `width` columns wide for one tuning
+    event and the end of the run (every task done)."""
+    from rich.console import Console
+    from aoe_native.outputs.console import ProgressBar
+    console = Console(width=width, record=True, force_terminal=True)
+    bar = ProgressBar(console)
+    bar(event)
+    bar({**event, "stage": "done", "tasks_done": event["tasks_total"]})
+    return console.export_text()

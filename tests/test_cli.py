@@ -10,7 +10,7 @@ import aoe_native
 from aoe_native import cli, zoo
 from aoe_native.ascend.ops import supported_ops
 
-from opat_models import mlp, run_aoe
+from opat_models import drive_progress_bar, mlp, run_aoe
 
 
 def test_unsupported_framework_and_job_type(tmp_path, capsys):
@@ -244,16 +244,9 @@ def test_closed_stdout_ends_quietly(tmp_path):
 
 
 def test_progress_bar_keeps_counts_and_gain_in_a_narrow_terminal():
-    from rich.console import Console
-    from aoe_native.outputs.console import ProgressBar
-
-    console = Console(width=60, record=True, force_terminal=True)
-    bar = ProgressBar(console)
     ev = {"stage": "tuning", "tasks_total": 26, "tasks_done": 12, "evaluations": 123456, "gain": 0.409,
           "current": ["Conv 1x64x56x56", "MatMul 1x2048"]}
-    bar(ev)
-    bar({**ev, "stage": "done", "tasks_done": 26})
-    text = console.export_text()
+    text = drive_progress_bar(60, ev)
     assert "26/26" in text and "123,456" in text and "40.90%" in text
 
 

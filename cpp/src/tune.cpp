@@ -35,11 +35,7 @@ class Run {
 
   TuneResult run() {
     start_ = std::chrono::steady_clock::now();
-    learn_known();
-    if (budget_exhausted()) {  // (every configuration known already)
-      res_.elapsed_s = seconds();
-      return std::move(res_);
-    }
+    learn_known();  // (every configuration known: warm_start and the loop find the budget exhausted)
     warm_start();
     std::vector<ConfigId> proposals;
     int stalls = 0;

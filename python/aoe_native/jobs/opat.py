@@ -220,7 +220,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
         known = [s for s in states if s.baseline_tiling is not None]
         launches = overhead * sum(s.task.occurrences for s in known)
         before = launches + sum(s.task.occurrences * s.baseline_us for s in known)
-        after = launches + sum(s.task.occurrences * _final_time(s) for s in known)
+        after = launches + sum(s.task.occurrences * _fastest(s)[0] for s in known)
         progress({"stage": stage,
                   "tasks_total": len(to_tune),
                   "tasks_started": sum(1 for s in to_tune if s.rounds > 0),
@@ -255,6 +255,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
             except Exception as e:
                 st.error = st.error or f"{type(e).__name__}: {e}"
                 st.baseline_tiling, st.baseline_us = None, 0.0
+
     def evaluated(st: TaskState) -> bool:
         return st.bank_entry is not None or math.isfinite(st.best_us) or \
             (st.baseline_tiling is not None and math.isfinite(st.baseline_us))
@@ -299,14 +300,15 @@ def _check_tune_ops(selected: set[str], part: Partition) -> None:
         warnings.warn(TuneOpsWarning(f"tune_ops: {', '.join(missing)} match no operator of the model"), stacklevel=3)
 
 
-def _final_time(st: TaskState) -> float:
-    """Time of a task after tuning: the best of bank, tuning and baseline."""
-    times = [st.baseline_us]
-    if st.best_tiling is not None:
-        times.append(st.best_us)
-    if st.bank_us is not None:
-        times.append(st.bank_us)
-    return min(times)
+def _fastest(st: TaskState, tuned: bool = True) -> tuple[float, Tiling | None]:
+    """A task's fastest known tiling and its time: the default, the bank's, or (`tuned`) the
+    best found or started from; on a tie the first of these."""
+    known = [(st.baseline_us, st.baseline_tiling)]
+    if st.bank_entry is not None:
+        known.append((st.bank_us, st.bank_entry["tiling"]))
+    if tuned and st.best_tiling is not None:
+        known.append((st.best_us, st.best_tiling))
+    return min(known, key=lambda k: k[0])
 
 
 def _assemble(graph: Graph, part: Partition, states: list[TaskState], to_tune: list[TaskState], stored: set[str],
@@ -320,13 +322,7 @@ def _assemble(graph: Graph, part: Partition, states: list[TaskState], to_tune: l
         selected = is_selected(t)
         hit = st.bank_entry is not None
         tuned = id(st) in tuned_set
-        # The plan runs the fastest tiling known: tuned (or started from), the bank's, the default.
-        known = [(st.baseline_us, 0, st.baseline_tiling)]
-        if hit:
-            known.append((st.bank_us, 1, st.bank_entry["tiling"]))
-        if st.best_tiling is not None and selected:
-            known.append((st.best_us, 2, st.best_tiling))
-        final, _, tiling = min(known, key=lambda k: k[:2])
+        final, tiling = _fastest(st, tuned=selected)  # what the plan runs
         if not selected:  # not tuned; runs with the bank's tiling if it has a faster one
             mode = "skipped"
         elif st.error is not None and st.best_tiling is None and not hit:
