@@ -57,7 +57,7 @@ struct CubeProblem {
   bool trans_a = false, trans_b = false, bias = false;
   bool conv = false;
   // Conv geometry for the A operand (feature map in NC1HWC0, [A] 数据排布格式.md).
-  int64_t ho = 1, wo = 1, wi = 1, sh = 1, kh_eff = 1, cin_pad = 0, hi = 1;
+  int64_t ho = 1, wo = 1, wi = 1, sh = 1, sw = 1, kh_eff = 1, kw_eff = 1, cin_pad = 0, hi = 1;
   double flops = 0;                // useful FLOPs (no padding)
   double a_bytes = 0, b_bytes = 0, c_bytes = 0, extra_bytes = 0;  // unique GM bytes, whole op
   std::vector<VecStep> epilogue;   // vector work per output element
@@ -131,6 +131,17 @@ double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA, int64_t Kc)
     // A tile may span images (M = N * Ho * Wo): each image it touches adds
     // the kernel halo.
     const int64_t tiles = cdiv(tm, mL1);
+    const int64_t mt = std::min(mL1, tm);
+    if (mt < q_.wo) {
+      // A tile shorter than an output row reads only the columns under it
+      // (with the kernel's width halo), in one row segment or, when tiles do
+      // not divide the row, two: a 1x1 conv on a 4096-wide map read 8x its
+      // input when charged whole rows.
+      const int64_t segs = q_.wo % mt ? 2 : 1;
+      const int64_t cols = std::min(q_.wi, mt * q_.sw + segs * std::max<int64_t>(0, q_.kw_eff - q_.sw));
+      const double run = double(cols) * q_.cin_pad * ds;  // C1 planes x columns x C0, per input row
+      return double(tiles) * std::ceil(double(q_.kh_eff) * run / sector) * sector;
+    }
     const int64_t ho_rows = std::min(cdiv(mL1, q_.wo) + (mL1 % q_.wo ? 1 : 0), cdiv(tm, q_.wo) + 1);
     const int64_t segments = cdiv(ho_rows, q_.ho);
     const int64_t hi_rows = ho_rows * std::min(q_.sh, q_.kh_eff) + segments * std::max<int64_t>(0, q_.kh_eff - q_.sh);
@@ -782,7 +793,7 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
   q.K = align_up(e * cg, c0) * kh * kw;
   q.N = e * mg;
   q.ho = ho; q.wo = wo; q.wi = wd + pads[1] + pads[3]; q.hi = h + pads[0] + pads[2];
-  q.sh = strides[0]; q.kh_eff = ekh;
+  q.sh = strides[0]; q.sw = strides[1]; q.kh_eff = ekh; q.kw_eff = ekw;
   q.cin_pad = align_up(e * cg, c0);
   q.flops = 2.0 * n * ho * wo * m * cg * kh * kw;
   // Input rows the kernel touches (a stride above the kernel height skips rows).
