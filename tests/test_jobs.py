@@ -11,7 +11,7 @@ from aoe_native.bank.policy import beats_bank, repo_summary, update_mode
 from aoe_native.bank.store import Bank, bank_dir, make_entry
 from aoe_native.graph.onnx import load_graph
 from aoe_native.graph.partition import partition
-from aoe_native.jobs.evaluator import CostModelEvaluator, MeasuredEvaluator
+from aoe_native.jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, nearest_valid_tilings
 from aoe_native.jobs.scheduler import TaskState, WorkerPool, schedule
 from aoe_native.outputs.aoe_files import write_result_file
 from opat_models import mlp
@@ -140,6 +140,25 @@ def test_measured_rounds_continue_the_search_and_never_measure_a_tiling_twice(tm
     assert len(lines) == len(set(lines))
     assert max(len([x for x in lines if x[0] == json.dumps(t.key)]) for t in r.tasks) > 20  # several rounds ran
     assert all(t.evaluations <= t.space_size for t in r.tasks)
+
+
+def test_measured_search_starts_at_the_default_tilings_nearest_searched_tiling(tmp_path, monkeypatch):
+    """A cube default outside the pruned space (unitFlag 0) is timed apart; the search then
+    starts one step from it, as tune_op does, not from wherever the strategy begins."""
+    log = tmp_path / "measured.jsonl"
+    monkeypatch.setenv("AOE_TEST_MEASURE_LOG", str(log))
+    ev = MeasuredEvaluator(SOC, logging_measure, timeout=20)
+    r = an.tune_model(mlp(), input_shape="x:1,64,256", bank=tmp_path / "bank", parallel=1, evaluator=ev,
+                      evals_per_task=2, round_evals=2, seed=1)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    cube = [t for t in r.tasks if t.op_type in ("MatMul", "Gemm")]
+    assert cube
+    for t in cube:
+        timed = [dict(tiling) for key, tiling in lines if key == t.key]
+        base = an.baseline_tiling(t.op_type, t.inputs, t.dtype, SOC, attrs=t.attrs or None)
+        space = an.tiling_space(t.op_type, t.inputs, t.dtype, SOC, attrs=t.attrs or None)
+        assert space.index(base) is None and timed[0] == base
+        assert timed[1] == nearest_valid_tilings(space, [base])[0]
 
 
 def failing_measure(task, tiling):

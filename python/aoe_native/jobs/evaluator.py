@@ -195,8 +195,8 @@ class MeasuredEvaluator(TaskEvaluator):
         space = self.space(task)
         baseline = self.baseline_tiling(task)
         base_id = space.index(baseline)
-        start = ([baseline] if base_id is not None else []) + \
-            [t for t in nearest_valid_tilings(space, initial) if t != baseline]
+        # the default first (or, outside the pruned space, its nearest searched tiling, as tune_op)
+        start = nearest_valid_tilings(space, [baseline, *initial])
         key = getattr(task, "key", None)
         measured = self._defaults.get(key) if key is not None else None  # the default's time, if measured
         if base_id is not None and measured is not None:  # known, not measured again
