@@ -50,18 +50,66 @@ int main() {
 """
 
 
-@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
-def test_cpp_cost_model_refuses_a_hand_made_platform_it_cannot_use(tmp_path):
+def _build_and_run(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
+    """Compiles `source` against the installed library (find_package) and runs it."""
     (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "main.cpp").write_text(_BAD_PLATFORM)
+    (tmp_path / "src" / "main.cpp").write_text(source)
     (tmp_path / "src" / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.18)\nproject(bad_platform LANGUAGES CXX)\n"
-        "find_package(aoe_native 0.1 REQUIRED)\nadd_executable(bad main.cpp)\n"
-        "target_link_libraries(bad PRIVATE aoe_native::core)\n")
+        "cmake_minimum_required(VERSION 3.18)\nproject(probe LANGUAGES CXX)\n"
+        "find_package(aoe_native 0.1 REQUIRED)\nadd_executable(probe main.cpp)\n"
+        "target_link_libraries(probe PRIVATE aoe_native::core)\n")
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     subprocess.run(["cmake", "-S", str(tmp_path / "src"), "-B", str(tmp_path / "b"), *generator,
                     f"-Daoe_native_DIR={aoe_native.cmake_dir()}"], check=True, capture_output=True, text=True)
     subprocess.run(["cmake", "--build", str(tmp_path / "b")], check=True, capture_output=True, text=True)
-    p = subprocess.run([str(tmp_path / "b" / "bad")], capture_output=True, text=True)
+    return subprocess.run([str(tmp_path / "b" / "probe")], capture_output=True, text=True)
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_cpp_cost_model_refuses_a_hand_made_platform_it_cannot_use(tmp_path):
+    p = _build_and_run(tmp_path, _BAD_PLATFORM)
     assert p.returncode == 0, p.stderr  # no crash
     assert p.stdout.startswith("refused: platform 'hand-made': '") and "must be" in p.stdout
+
+
+_THROWING_OBJECTIVE = r"""
+#include <cstdio>
+#include <stdexcept>
+#include "aoe_native/search_space.hpp"
+#include "aoe_native/tuner.hpp"
+
+// A device call that throws now and then: those configurations fail, the run goes on.
+class Flaky : public aoe::Objective {
+ public:
+  size_t max_batch() const override { return 1; }
+  void evaluate(const aoe::SearchSpace& s, const aoe::ConfigId* ids, size_t n, double* out,
+                std::string*) override {
+    for (size_t i = 0; i < n; ++i) {
+      if (s.value(ids[i], 0) % 3 == 0) throw std::runtime_error("device lost at x=" + std::to_string(s.value(ids[i], 0)));
+      out[i] = double((s.value(ids[i], 0) - 7) * (s.value(ids[i], 0) - 7));
+    }
+  }
+};
+
+int main() {
+  std::vector<int64_t> xs;
+  for (int64_t x = 0; x < 20; ++x) xs.push_back(x);
+  aoe::SearchSpace space({"x"}, {xs}, {});
+  Flaky f;
+  aoe::TuneOptions opt;
+  opt.strategy = "exhaustive";
+  const aoe::TuneResult r = aoe::tune(space, f, opt);
+  std::printf("evaluations %zu failed %zu best %lld value %.1f\n", r.history.size(), r.failed,
+              (long long)space.value(*r.best, 0), r.best_value);
+  std::printf("first error: %s\n", r.errors.at(0).second.c_str());
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_cpp_objective_that_throws_fails_its_configurations_and_the_run_goes_on(tmp_path):
+    p = _build_and_run(tmp_path, _THROWING_OBJECTIVE)
+    assert p.returncode == 0, p.stderr  # before: terminate with the exception, results lost
+    assert "evaluations 20 failed 7 best 7 value 0.0" in p.stdout
+    assert "first error: objective raised: device lost at x=0" in p.stdout

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <algorithm>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -149,6 +150,17 @@ class Run {
     } catch (const StopTuning&) {
       res_.stop_reason = "interrupted";
       return;
+    } catch (const std::bad_alloc&) {
+      throw;  // the process is out of memory: going on would only fail again
+    } catch (const std::exception& e) {
+      // An objective that throws (a device call, a compiler) fails the
+      // configurations of this call, like a non-finite value; the run and
+      // what it found so far are kept.
+      const std::string why = std::string("objective raised: ") + e.what();
+      for (size_t i = 0; i < todo_.size(); ++i) {
+        values_[i] = kInf;
+        errors_[i] = why;
+      }
     }
     for (size_t i = 0; i < todo_.size(); ++i) {
       double v = values_[i];

@@ -16,9 +16,10 @@ class Objective {
 
   // Evaluate configurations ids[0..n) of `space`, writing out[i].  For a
   // failure write a non-finite value and, optionally, errors[i] (errors has n
-  // entries, all empty on entry).  Report each configuration's failure that
-  // way: an exception thrown from here ends tune() and reaches its caller
-  // (StopTuning instead ends the run normally, with the result so far).
+  // entries, all empty on entry).  A std::exception thrown from here fails
+  // all n configurations with its message and the run goes on (report
+  // failures per configuration where you can); StopTuning ends the run
+  // normally, with the result so far; std::bad_alloc reaches tune()'s caller.
   virtual void evaluate(const SearchSpace& space, const ConfigId* ids, size_t n, double* out,
                         std::string* errors) = 0;
 
