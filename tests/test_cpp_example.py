@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import aoe_native
+from aoe_native.ascend.platforms import is_builtin
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "cpp" / "examples"
 
@@ -113,3 +114,42 @@ def test_cpp_objective_that_throws_fails_its_configurations_and_the_run_goes_on(
     assert p.returncode == 0, p.stderr  # before: terminate with the exception, results lost
     assert "evaluations 20 failed 7 best 7 value 0.0" in p.stdout
     assert "first error: objective raised: device lost at x=0" in p.stdout
+
+
+_BUILTIN_SOC = r"""
+#include <cstdio>
+#include <stdexcept>
+#include "aoe_native/ascend/cost_model.hpp"
+#include "aoe_native/tuner.hpp"
+
+// A compiler picks a MatMul tiling for a built-in SoC without any file or Python.
+int main() {
+  const aoe::ascend::Platform p = aoe::ascend::builtin_platform("Ascend910B3");
+  auto model = aoe::ascend::make_op_model({"MatMul", {{1024, 1024}, {1024, 1024}}}, p);
+  aoe::ascend::CostObjective objective(model);
+  aoe::TuneOptions opt;
+  opt.strategy = "exhaustive";
+  const aoe::TuneResult r = aoe::tune(model->space(), objective, opt);
+  std::printf("socs %zu cores %d best %.6f baseline %.6f\n", aoe::ascend::builtin_soc_versions().size(),
+              p.cube_cores, r.best_value, model->evaluate(model->spec().baseline.data(), nullptr));
+  try {
+    aoe::ascend::builtin_platform("Ascend999");
+  } catch (const std::invalid_argument& e) {
+    std::printf("refused: %s\n", e.what());
+  }
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_cpp_knows_the_builtin_socs_and_tunes_as_python_does(tmp_path):
+    p = _build_and_run(tmp_path, _BUILTIN_SOC)
+    assert p.returncode == 0, p.stderr
+    n, cores, best, base = re.search(r"socs (\d+) cores (\d+) best ([\d.]+) baseline ([\d.]+)", p.stdout).groups()
+    builtin = [s for s in aoe_native.soc_versions() if is_builtin(s)]  # (other tests load user SoCs)
+    assert int(n) == len(builtin) and int(cores) == aoe_native.platform("Ascend910B3")["cube_cores"]
+    py = aoe_native.tune_op("MatMul", [[1024, 1024], [1024, 1024]], soc_version="Ascend910B3", strategy="exhaustive")
+    assert float(best) == pytest.approx(py.time_us, rel=1e-5)
+    assert float(base) == pytest.approx(py.baseline_us, rel=1e-5)
+    assert "refused: unknown SoC 'Ascend999'; valid soc_version values: Ascend910B1" in p.stdout

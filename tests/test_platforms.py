@@ -6,6 +6,7 @@ import math
 import pytest
 
 import aoe_native as an
+from aoe_native.ascend.platforms import Platform, is_builtin
 
 REQUIRED_SOCS = ["Ascend310P3", "Ascend910A", "Ascend910ProB", "Ascend910B1", "Ascend910B2", "Ascend910B3",
                  "Ascend910B4", "Ascend910_9392", "Ascend310B1"]
@@ -123,3 +124,14 @@ def test_a_platform_whose_fields_contradict_each_other_is_refused(tmp_path, fiel
     path.write_text(json.dumps({"base": "Ascend910B3", "name": "qa-relations", field: value}))
     with pytest.raises(ValueError, match=message):
         an.load_platform(str(path))
+
+
+def test_the_core_library_has_the_same_builtin_socs_as_socs_json():
+    """C++ embedders get the SoCs compiled into the library (cpp/cmake/embed_socs.py): the
+    same names, the same numbers as the Python table reads from the JSON file."""
+    from aoe_native._core import ascend as native
+    assert sorted(native.builtin_soc_versions()) == [n for n in an.soc_versions() if is_builtin(n)]
+    for name in native.builtin_soc_versions():
+        assert native.builtin_platform(name) == Platform.from_dict(an.platform(name), name), name
+    with pytest.raises(ValueError, match="unknown SoC 'Ascend999'; valid soc_version values: Ascend910B1"):
+        native.builtin_platform("Ascend999")

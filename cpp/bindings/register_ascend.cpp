@@ -136,6 +136,10 @@ listed, with kind, default and unit, by ``platform_fields()``.
                           py::arg("doc") = f.doc));
     return out;
   }, "The fields of Platform (a socs.json entry): name, kind, required, default (None if required), doc.");
+  m.def("builtin_soc_versions", &aoe::ascend::builtin_soc_versions,
+        "The SoCs compiled into the core library (socs.json's, in its order).");
+  m.def("builtin_platform", &aoe::ascend::builtin_platform, py::arg("name"),
+        "The Platform of a built-in SoC as the core library has it (what C++ embedders get).");
 
   py::class_<CostObjective, aoe::Objective, std::shared_ptr<CostObjective>>(
       m, "CostObjective", "Native objective: cost-model time (us) of a tiling of an operator.");

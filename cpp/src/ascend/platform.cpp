@@ -1,5 +1,6 @@
 // The Platform field table and the checks of a SoC description.
 #include "aoe_native/ascend/platform.hpp"
+#include "socs_table.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -274,6 +275,20 @@ std::vector<std::pair<std::string, FieldValue>> platform_to_fields(const Platfor
   std::vector<std::pair<std::string, FieldValue>> out;
   for (const auto& f : platform_fields()) out.emplace_back(f.name, f.get(p));
   return out;
+}
+
+std::vector<std::string> builtin_soc_versions() {
+  std::vector<std::string> names;
+  for (const auto& [name, fields] : detail::builtin_soc_table()) names.push_back(name);
+  return names;
+}
+
+Platform builtin_platform(const std::string& name) {
+  for (const auto& [soc, fields] : detail::builtin_soc_table())
+    if (soc == name) return platform_from_fields(fields, "socs.json entry '" + soc + "'");
+  std::string valid;
+  for (const auto& soc : builtin_soc_versions()) valid += (valid.empty() ? "" : ", ") + soc;
+  throw std::invalid_argument("unknown SoC '" + name + "'; valid soc_version values: " + valid);
 }
 
 bool Platform::operator==(const Platform& o) const {

@@ -114,4 +114,16 @@ std::vector<std::pair<std::string, FieldValue>> platform_to_fields(const Platfor
 // Python-like text of a value ("'split'", "['float16', 'int8']", "3.5").
 std::string field_text(const FieldValue& v);
 
+// ---- built-in SoCs -------------------------------------------------------------
+// The SoCs of socs.json, compiled into the library (Python's soc_versions()
+// lists the same ones, with each number's source in the JSON file).
+
+// Their names, in socs.json order.
+std::vector<std::string> builtin_soc_versions();
+
+// The Platform of a built-in SoC; std::invalid_argument "unknown SoC 'x'; valid
+// soc_version values: ..." for other names.  A platform of one's own starts
+// from one of these: change its fields, then check_platform().
+Platform builtin_platform(const std::string& name);
+
 }  // namespace aoe::ascend
