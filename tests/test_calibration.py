@@ -1,6 +1,7 @@
 """aoe_native.calibrate: fitting the cost model's constants to measured records."""
 import json
 import math
+import warnings
 
 import pytest
 
@@ -85,6 +86,25 @@ def test_fits_a_subset_of_the_constants():
     assert res.platform.gm_sector == 256 and math.isnan(res.held_out_error)
     with pytest.raises(ValueError, match="cannot fit freq_mhz"):
         an.calibrate(B3, recs, fit=["freq_mhz"])
+
+
+def test_fewer_measurements_than_constants_warn_and_an_exact_record_moves_nothing():
+    """One op time cannot pin four constants: many settings fit it exactly (one such record
+    moved mte2_eff 0.89 -> 0.58 and the scalar start 3,523 -> 50,070 cycles), so the user is
+    told.  A record the model already reproduces changes nothing, float noise included."""
+    rec = synthetic_records({})[0]
+    one = dict(rec, time_us=rec["time_us"] * 1.2)
+    one.pop("pipes")
+    with pytest.warns(an.CalibrationWarning, match="1 measured quantity for 4 constants"):
+        an.calibrate(B3, [one])
+    exact = dict(rec)
+    exact.pop("pipes")
+    with pytest.warns(an.CalibrationWarning):
+        res = an.calibrate(B3, [exact])
+    assert res.params == res.start
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as many quantities as constants: no warning
+        an.calibrate(B3, [one], fit=["mte2_eff"])
 
 
 def test_published_cases_held_out_error_and_table():

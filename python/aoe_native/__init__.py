@@ -24,7 +24,7 @@ from ._core import __version__
 from ._core.space import Objective, SearchSpace, SyntheticObjective, TableObjective
 from ._core.space import strategy_defaults as _strategy_defaults
 from ._core.space import strategy_names as _strategy_names
-from .ascend.calibration import Calibration, Measurement, calibrate
+from .ascend.calibration import Calibration, CalibrationWarning, Measurement, calibrate
 from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, op_table,
                          supported_ops, tiling_space, tune_op)
 from .ascend.platforms import Platform, load_platform, platform, platform_fields, soc_versions
@@ -59,6 +59,7 @@ __all__ = [
     "BatchObjective",
     "BatchResult",
     "Calibration",
+    "CalibrationWarning",
     "Cluster",
     "CostModelEvaluator",
     "CoverageWarning",

@@ -22,6 +22,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 from importlib import resources
+import warnings
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
@@ -32,7 +33,7 @@ from .platforms import Platform, native_platform
 from .platforms import platform_fields as _native_fields
 
 __all__ = ["Measurement", "RecordFit", "Calibration", "Contradiction", "calibrate", "contradictions",
-           "published_cases", "uncalibrated", "FITTED", "BOUNDS", "SECTORS", "FITTABLE", "PIPES"]
+           "published_cases", "uncalibrated", "CalibrationWarning", "FITTED", "BOUNDS", "SECTORS", "FITTABLE", "PIPES"]
 
 # The constants calibrate() fits by default, and their bounds (continuous ones).
 # scalar_block_cycles is fittable but not fitted by default: the published cases do not
@@ -324,6 +325,16 @@ def contradictions(measurements: Iterable[Measurement | Mapping[str, Any]], tole
 
 # ---- fitting ----------------------------------------------------------------------------------
 
+class CalibrationWarning(UserWarning):
+    """A calibration whose result the measurements do not determine."""
+
+
+def _better(cost: float, best: float) -> bool:
+    """A fit replaces an earlier one (the starting sector and constants first) only when it
+    is better by more than float noise: an exact fit's cost is ~1e-30, not 0."""
+    return cost < best * (1 - 1e-9) - 1e-12
+
+
 def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Mapping[str, Any]],
               held_out: Iterable[Measurement | Mapping[str, Any]] = (), fit: Sequence[str] = FITTED) -> Calibration:
     """Fit the cost model's constants ``fit`` (default :data:`FITTED`) of ``soc_version`` to
@@ -358,6 +369,14 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
     lo = np.array([BOUNDS[k][0] for k in cont])
     hi = np.array([BOUNDS[k][1] for k in cont])
     measured = np.log([v for r in fit_recs for _, v in r.targets])
+    if len(measured) < len(fit):
+        # More constants than measured quantities: many settings fit exactly and the
+        # solver returns one of them (one op time moved mte2_eff 0.89 -> 0.58 and the
+        # scalar start 3,523 -> 50,070 cycles at once).
+        warnings.warn(CalibrationWarning(
+            f"calibrate: {len(measured)} measured quantit{'y' if len(measured) == 1 else 'ies'} for {len(fit)} "
+            f"constants ({', '.join(fit)}): the fit is not determined and its constants are arbitrary; add "
+            f"measurements or fit fewer constants (fit=[...])"), stacklevel=2)
 
     def params_of(x: np.ndarray, sector: float | None) -> dict[str, float]:
         p = dict(zip(cont, map(float, x)))
@@ -369,7 +388,11 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
         p = params_of(x, sector)
         return np.log([v for r in fit_recs for v in r.predict(p)]) - measured
 
+    # The constants as they are come first: a fit must beat them by more than float noise.
+    x_start = np.array([start[k] for k in cont])
     best: tuple[float, dict[str, float]] | None = None
+    if np.all((x_start >= lo) & (x_start <= hi)):
+        best = (0.5 * float(np.sum(residuals(x_start, start.get("gm_sector")) ** 2)), dict(start))
     # The starting sector first: another must fit strictly better (sectors up to the
     # shortest burst of the records charge alike).
     sectors = sorted(SECTORS, key=lambda s: s != start["gm_sector"]) if "gm_sector" in fit else [None]
@@ -380,7 +403,7 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
     for sector in sectors:
         if not cont:
             cost = 0.5 * float(np.sum(residuals(np.array([]), sector) ** 2))
-            if best is None or cost < best[0] * (1 - 1e-9):
+            if best is None or _better(cost, best[0]):
                 best = (cost, params_of(np.array([]), sector))
             continue
         for x0 in starts:
@@ -389,7 +412,7 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
                                 x_scale=np.maximum(np.abs(x0), margin))
             # A constant no record depends on (its term never binds) keeps its start value.
             x = np.where(np.all(sol.jac == 0, axis=0), [start[k] for k in cont], sol.x)
-            if best is None or float(sol.cost) < best[0] * (1 - 1e-9):
+            if best is None or _better(float(sol.cost), best[0]):
                 best = (float(sol.cost), params_of(x, sector))
     assert best is not None
     params = best[1]
