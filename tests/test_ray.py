@@ -111,3 +111,17 @@ def test_workers_the_cluster_cannot_place_are_an_error_not_a_hang():
         RayObjective(smooth, ["a", "b", "c"], resources={"NPU": 1})
     with pytest.raises(ValueError, match="need more than the Ray cluster has"):
         RayObjective(smooth, ["a", "b", "c"], workers=64)
+
+
+def test_an_autoscaling_cluster_is_waited_for_not_refused():
+    """On a cluster that grows on demand the resources appear once workers wait for them:
+    `autoscale` does not refuse what the cluster lacks now, and gives the workers
+    start_timeout to be placed (this local cluster never grows, so the wait ends in an error
+    that names the resources)."""
+    with pytest.raises(RuntimeError, match=r"worker\(s\) of \{'NPU': 1.*did not start within 2 s"):
+        RayObjective(smooth, ["a", "b", "c"], workers=1, resources={"NPU": 1}, autoscale=True, start_timeout=2)
+    with pytest.raises(ValueError, match="with autoscale, give workers="):
+        RayObjective(smooth, ["a", "b", "c"], resources={"NPU": 1}, autoscale=True)
+    # the cluster's own resources still start at once
+    with RayObjective(smooth, ["a", "b", "c"], workers=1, autoscale=True, batch=2) as obj:
+        assert len(obj.workers) == 1

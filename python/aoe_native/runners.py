@@ -236,7 +236,11 @@ class RayObjective(BatchObjective):
             cluster (results are returned in proposal order, never arrival order).
         start_timeout: seconds the workers may take to start: an error after this long
             rather than a hang (a cluster that lacks the resources altogether is refused
-            at once, from ``ray.cluster_resources()``).
+            at once, from ``ray.cluster_resources()``, unless `autoscale`).
+        autoscale: the cluster grows on demand (a Ray autoscaler adds nodes with
+            `resources` when workers wait for them): resources it does not have yet are
+            not refused, and the workers get `start_timeout` to be placed.  Give
+            `workers` then: the cluster's present size says nothing.
 
     Each worker runs `fn` in its own isolated process: a measurement that raises,
     hangs or crashes fails only its configuration (NaN; the reason is kept in
@@ -249,7 +253,7 @@ class RayObjective(BatchObjective):
 
     def __init__(self, fn: Callable[..., float], param_names: Sequence[str], workers: int | None = None,
                  resources: Mapping[str, float] | None = None, timeout: float | None = 60.0, batch: int = 8,
-                 start_timeout: float = 300.0) -> None:
+                 start_timeout: float = 300.0, autoscale: bool = False) -> None:
         try:
             import ray
             from ray.util import ActorPool
@@ -268,14 +272,18 @@ class RayObjective(BatchObjective):
             ray.init()
         have = ray.cluster_resources()
         if workers is None:
+            if autoscale:
+                raise ValueError("RayObjective: with autoscale, give workers= (how many to start): the cluster's "
+                                 "present resources do not say how far it will grow")
             workers = max(1, int(min(have.get(k, 0.0) // v for k, v in resources.items())))
         if int(workers) < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         short = {k: have.get(k, 0.0) for k, v in resources.items() if have.get(k, 0.0) < v * int(workers)}
-        if short:  # Ray would queue the workers for ever
+        if short and not autoscale:  # Ray would queue the workers for ever
             raise ValueError(f"RayObjective: {int(workers)} worker(s) of {resources} need more than the Ray cluster "
                              f"has ({', '.join(f'{k}: {n:g}' for k, n in short.items())}); start Ray with those "
                              "resources (ray start --resources / ray.init(resources=...)) or ask for fewer workers")
+        asked = dict(resources)
         # Ray takes CPUs and GPUs as keywords, every other resource by name.
         cpus, gpus = resources.pop("CPU", 0), resources.pop("GPU", 0)
         actor = ray.remote(_RayWorker).options(num_cpus=cpus, num_gpus=gpus, resources=resources or None,
@@ -287,8 +295,9 @@ class RayObjective(BatchObjective):
             ray.get([w.ready.remote() for w in self.workers], timeout=start_timeout)
         except ray.exceptions.GetTimeoutError:
             self.close()
-            raise RuntimeError(f"RayObjective: the {int(workers)} worker(s) did not start within {start_timeout:g} s "
-                               "(can the cluster place them? see `ray status`)") from None
+            raise RuntimeError(f"RayObjective: the {int(workers)} worker(s) of {asked} "
+                               f"did not start within {start_timeout:g} s (can the cluster place them? see "
+                               "`ray status`)") from None
         except ray.exceptions.RayError as e:
             self.close()
             raise RuntimeError(f"RayObjective: the Ray workers could not start with {fn!r} (is it importable on "

@@ -233,18 +233,18 @@ class RayEvaluator(MeasuredEvaluator):
 
     def __init__(self, platform: Platform | str, measure: Callable[[TaskLike, Tiling], float],
                  workers: int | None = None, resources: Mapping[str, float] | None = None,
-                 timeout: float = 60.0, batch: int = 8) -> None:
+                 timeout: float = 60.0, batch: int = 8, autoscale: bool = False) -> None:
         if importlib.util.find_spec("ray") is None:  # said now, not as a failure of every task
             raise ImportError("RayEvaluator needs Ray: pip install 'aoe-native[ray]'")
         super().__init__(platform, measure, timeout, strategy="forest")
-        self.workers, self.resources, self.batch = workers, resources, int(batch)
+        self.workers, self.resources, self.batch, self.autoscale = workers, resources, int(batch), bool(autoscale)
         self._ray: RayObjective | None = None
 
     @contextlib.contextmanager
     def _objective(self, task: TaskLike, space: SearchSpace) -> Iterator[tuple[Any, dict[str, float]]]:
         if self._ray is None:
             self._ray = RayObjective(self.measure, space.param_names, self.workers, self.resources, self.timeout,
-                                     self.batch)
+                                     self.batch, autoscale=self.autoscale)
         yield self._ray.bind(task, space.param_names), {"batch": self.batch}
 
     def close(self) -> None:
