@@ -42,10 +42,10 @@ DEFAULT_MAX_EVALS = 200_000
 # evaluation: worth it for budgets up to MODEL_BUDGET_LIMIT evaluations, not for
 # larger or time-limited ones, which get CHEAP_STRATEGY.  Measured by
 # `bench/bench_strategies.py --policy` (Ascend tiling spaces, gap of the tiling found
-# to the optimum, seconds per run, 5 spaces x 2 seeds): at 200 and 2,000 evaluations
-# auto finds the best tilings (gaps 0.31% / 0.03% vs genetic's 1.6% / 0.08% and the
-# bandit's 4.5% / 0.06%); at 20,000 every strategy reaches the optimum, the bandit
-# in 0.55 s, auto in 14 s.
+# to the optimum, seconds per run, 5 spaces x 5 seeds): at 200 and 2,000 evaluations
+# auto finds the best tilings (gaps 0.98% / 0.03% vs genetic's 1.50% / 0.06% and the
+# bandit's 4.20% / 0.17%); at 20,000 every strategy reaches the optimum, the bandit
+# in 0.12 s, auto in 4.6 s.
 MODEL_BUDGET_LIMIT = 2_000
 CHEAP_STRATEGY = "bandit"
 
