@@ -2,10 +2,13 @@
 (issue 16).  Inputs that once crashed run in a subprocess, so a regression fails the test
 instead of killing the suite."""
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
+import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
@@ -329,3 +332,125 @@ def test_a_timeline_with_a_gigantic_gradient_is_a_clear_error(tmp_path):
     p.write_text('{"gradients": [{"name": "w", "bytes": 24573333333333333333333333333333336, "ready_us": 0}]}')
     with pytest.raises(TimelineError, match=r"gradient 0 \('w'\): bytes must be an integer in 1\.\.2\^50"):
         load_timeline(p)
+
+
+def test_integer_arrays_refuse_fractions_and_strings():
+    space = SearchSpace({"a": [1, 2, 3], "b": [1, 2]})
+    # whole floats are integers; 1.5 is not quietly 1, and strings are not numbers
+    assert space.indices([[2.0, 1.0]]).tolist() == [2]
+    assert space.configs(np.array([1.0])).tolist() == [[1, 2]]
+    with pytest.raises(ValueError, match=r"indices rows: 1\.5 is not an integer"):
+        space.indices(np.array([[1.5, 1]]))
+    with pytest.raises(TypeError, match="indices rows: expected integers, got an array of <U1"):
+        space.indices(np.array([["1", "1"]]))
+    with pytest.raises(ValueError, match=r"configs ids: 0\.5 is not an integer"):
+        space.configs([0.5])
+    with pytest.raises(ValueError, match=r"from_configs rows: 2\.5 is not an integer"):
+        SearchSpace.from_configs(["a"], [[2.5]])
+
+
+def test_objectives_returning_strings_or_none_fail_those_configurations_only():
+    space = SearchSpace({"a": [1, 2, 3], "b": [1, 2]})
+    r = aoe.tune(space, lambda c: "1.5", max_evals=2)
+    assert r.best_config is None and len(r.failed) == 2
+    assert all("a string, not a number" in why for _, why in r.failed)
+
+    def batch(rows):  # an object array: the first row None, the others numbers
+        return np.array([None] + [float(x) for x in rows[1:, 0]], dtype=object)
+
+    r = aoe.tune(space, aoe.BatchObjective(batch, max_batch=6), strategy="exhaustive")
+    assert len(r.failed) == 1 and "returned None, not a number" in r.failed[0][1]
+    assert r.best_value == 1.0 and r.evaluations == 6
+    r = aoe.tune(space, aoe.BatchObjective(lambda rows: np.array(["1"] * len(rows)), max_batch=6),
+                 strategy="exhaustive")
+    assert len(r.failed) == 6 and "returned strings" in r.failed[0][1]
+
+
+def test_a_space_too_large_for_memory_is_refused_with_its_size():
+    with pytest.raises(ValueError, match=r"1000000000000 valid configurations, more than the \d+ that fit in 4 GiB"):
+        SearchSpace({f"p{i}": list(range(100)) for i in range(6)})
+
+
+def test_ctrl_c_stops_a_long_space_enumeration():
+    # 40^7 points, none valid: minutes of enumeration; a SIGINT (from outside: the build holds
+    # the GIL) ends it within a second
+    code = textwrap.dedent("""
+        import time
+        import aoe_native as aoe
+        print("building", flush=True)
+        t = time.perf_counter()
+        try:
+            aoe.SearchSpace({f"p{i}": list(range(40)) for i in range(7)}, ["p0 + p1 + p2 + p3 + p4 + p5 + p6 < 0"])
+        except KeyboardInterrupt:
+            print("interrupted after", round(time.perf_counter() - t, 1), flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "building\n"
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert out.startswith("interrupted after"), out
+    assert float(out.split()[-1]) < 10
+
+
+@pytest.mark.parametrize("text,match", [
+    ("a ,b", r"unexpected ',' \(function calls and tuples are not supported\) at position 2"),
+    ("a \x00 == 1", r"unexpected character '\\x00' at position 2\n  a \\x00 == 1\n    \^"),
+    ("a \u2264 1", r"unexpected character '\u2264' \(restrictions are ASCII: <=, >=, !=, digits 0-9\)"),
+])
+def test_restriction_errors_show_the_character_as_written(text, match):
+    with pytest.raises(ValueError, match=match):
+        SearchSpace({"a": [1, 2]}, [text])
+
+
+def test_the_native_cost_objective_checks_tilings_of_a_users_space():
+    model = aoe.ascend.ops.op_model("MatMul", [[64, 64], [64, 64]])
+    tiling = dict(zip(model.param_names, model.baseline))
+    ok = SearchSpace({k: [v] for k, v in tiling.items()})
+    assert aoe.tune(ok, model.objective(), max_evals=1).best_value == pytest.approx(
+        aoe.tune(ok, model.objective(check_tilings=False), max_evals=1).best_value)
+    bad = SearchSpace({k: [v] for k, v in {**tiling, "singleCoreM": 4096, "baseM": 4096}.items()})
+    r = aoe.tune(bad, model.objective(), max_evals=1)
+    assert r.best_config is None and "MatMul tiling violates" in r.failed[0][1]
+    with pytest.raises(ValueError, match=r"the space has 1 parameters, the MatMul model's tilings 18 \(singleCoreM"):
+        aoe.tune(SearchSpace({"a": [1]}), model.objective(), max_evals=1)
+
+
+@pytest.mark.parametrize("ints,strs,match", [
+    ({"pads": [1, 1, 1, 1]}, {"auto_pad": ["SAME_UPPER"]}, "auto_pad 'SAME_UPPER' and explicit pads"),
+    ({"kernel_shape": [5, 5]}, {}, r"kernel_shape \[5, 5\] does not match W \[8, 3, 3, 3\]"),
+    ({"group": []}, {}, "attribute 'group' has no value"),
+    ({"auto_pad": [1]}, {}, r"attribute 'auto_pad' takes strings \(str_attrs\)"),
+    ({}, {"strides": ["1", "1"]}, r"attribute 'strides' takes integers \(int_attrs\)"),
+    ({}, {"auto_pad": ["SAME"]}, "auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER"),
+])
+def test_the_native_conv_checks_its_attributes(ints, strs, match):
+    # C++ embedders reach make_op_model without the Python façade's checks
+    with pytest.raises(ValueError, match=match):
+        aoe._core.ascend.op_model(native_platform(SOC), "Conv", [[1, 3, 15, 15], [8, 3, 3, 3]], "float16", ints, strs)
+
+
+def test_conv_auto_pad_is_the_native_rule_in_both_front_ends():
+    x, w = [1, 3, 15, 15], [8, 3, 4, 4]
+    assert aoe.ascend.ops.auto_pads("SAME_UPPER", x, w, [2, 2], [1, 1]) == [1, 1, 2, 2]
+    assert aoe.ascend.ops.auto_pads("SAME_LOWER", x, w, [2, 2], [1, 1]) == [2, 2, 1, 1]
+    native = aoe._core.ascend.op_model(native_platform(SOC), "Conv", [x, w], "float16", {"strides": [2, 2]},
+                                       {"auto_pad": ["SAME_LOWER"]})
+    explicit = aoe._core.ascend.op_model(native_platform(SOC), "Conv", [x, w], "float16",
+                                         {"strides": [2, 2], "pads": [2, 2, 1, 1]}, {})
+    assert native.estimate(native.baseline) == explicit.estimate(explicit.baseline)
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("gm_align", 48, "gm_align 48.0 must be a whole power of two"),
+    ("cube_dtypes", ["float16", "float16"], "cube_dtypes lists 'float16' twice"),
+    ("standalone_vector_cores", 2, "need a standalone_ddr_rate above 0"),
+])
+def test_platform_fields_that_contradict_each_other(field, value, match):
+    p = native_platform(SOC)
+    with pytest.raises(ValueError, match=match):
+        type(p).from_dict({**p.to_dict(), field: value})

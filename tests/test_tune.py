@@ -197,3 +197,16 @@ def test_known_results_are_learnt_and_never_evaluated_again():
         an.tune(space, f, max_evals=5, known=([0, 1], [1.0]))
     with pytest.raises(IndexError, match="known configuration index out of range"):
         an.tune(space, f, max_evals=5, known=([len(space)], [1.0]))
+
+
+def test_ctrl_c_during_a_native_objective_is_interrupted_too():
+    # a native run notices Ctrl-C in its progress check: the same stop_reason as a Python objective's
+    model = an.ascend.ops.op_model("MatMul", [[1024, 1024], [1024, 1024]])
+
+    def progress(n, best):  # a native run calls it every 0.1 s at most: the forest is still searching
+        raise KeyboardInterrupt
+
+    with pytest.raises(an.TuningInterrupted) as info:
+        an.tune(model.space(), model.objective(), strategy="forest", max_evals=100_000, progress=progress)
+    partial = info.value.partial_result
+    assert partial.stop_reason == "interrupted" and 0 < partial.evaluations < 100_000

@@ -2,9 +2,11 @@
 // binding files.
 #pragma once
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,6 +30,26 @@ inline int64_t as_int(const py::handle& v, const std::string& where) {
   if (overflow) throw py::value_error(where + ": " + std::string(py::repr(v)) + " is beyond the 64-bit range");
   if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
   return int64_t(i);
+}
+
+// An int64 array from an array-like of integers: integer and bool arrays as they are,
+// float arrays only when every value is a whole number (2.9 is not quietly 2), anything
+// else (strings, objects) refused.
+using IntArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+inline IntArray int_array(const py::handle& obj, const std::string& what) {
+  py::array a = py::module_::import("numpy").attr("asarray")(obj);
+  const char kind = a.dtype().kind();
+  if (kind == 'f') {
+    auto f = py::array_t<double, py::array::c_style | py::array::forcecast>(a);
+    for (py::ssize_t i = 0; i < f.size(); ++i) {
+      const double v = f.data()[i];
+      if (!(v == std::floor(v)) || std::fabs(v) >= 9.2e18)
+        throw py::value_error(what + ": " + std::string(py::repr(py::float_(v))) + " is not an integer");
+    }
+  } else if (kind != 'i' && kind != 'u' && kind != 'b') {
+    throw py::type_error(what + ": expected integers, got an array of " + std::string(py::str(a.dtype())));
+  }
+  return IntArray(a);
 }
 
 inline std::pair<std::vector<std::string>, std::vector<std::vector<int64_t>>> params_from_dict(const py::dict& params) {

@@ -205,7 +205,11 @@ listed, with kind, default and unit, by ``platform_fields()``.
              return out;
            },
            py::arg("tilings"), py::arg("how") = "fast", "violation() of each row of a 2-D int64 array.")
-      .def("objective", [](const std::shared_ptr<OpModel>& o) { return std::make_shared<CostObjective>(o); });
+      .def("objective", [](const std::shared_ptr<OpModel>& o, bool check_tilings) {
+             return std::make_shared<CostObjective>(o, check_tilings);
+           }, py::arg("check_tilings") = true,
+           "The native objective (time in us); check_tilings=False skips the restriction check of each "
+           "tiling (for the model's own space(), whose tilings all meet them).");
 
   m.def(
       "op_model",
@@ -217,6 +221,9 @@ listed, with kind, default and unit, by ``platform_fields()``.
       },
       py::arg("platform"), py::arg("kind"), py::arg("inputs"), py::arg("dtype"), py::arg("int_attrs"),
       py::arg("str_attrs"));
+  m.def("conv_auto_pads", &aoe::ascend::conv_auto_pads, py::arg("mode"), py::arg("x"), py::arg("w"),
+        py::arg("strides"), py::arg("dilations"),
+        "ONNX auto_pad of a 2-D convolution as explicit pads [top, left, bottom, right].");
   m.def("supported_ops", &supported_ops, "Accepted op type names (names and aliases of op_table()), sorted.");
   m.def("op_table", [] {
     py::list out;

@@ -44,13 +44,19 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
 )doc")
       .def(py::init([](const py::dict& params, const py::object& restrictions) {
              auto [names, values] = aoe_py::params_from_dict(params);
-             return std::make_shared<SearchSpace>(std::move(names), std::move(values),
-                                                  aoe_py::restrictions_from(restrictions));
+             try {  // Ctrl-C stops a long enumeration (the GIL is held: signals can be checked)
+               return std::make_shared<SearchSpace>(std::move(names), std::move(values),
+                                                    aoe_py::restrictions_from(restrictions),
+                                                    [] { return PyErr_CheckSignals() != 0; });
+             } catch (const aoe::BuildStopped&) {
+               throw py::error_already_set();
+             }
            }),
            py::arg("params"), py::arg("restrictions") = py::tuple())
       .def_static(
           "from_configs",
-          [](const std::vector<std::string>& names, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& rows) {
+          [](const std::vector<std::string>& names, const py::handle& rows_in) {
+            const auto rows = aoe_py::int_array(rows_in, "from_configs rows");
             if (rows.ndim() != 2 || size_t(rows.shape(1)) != names.size())
               throw py::value_error("rows must be a 2-D array with one column per parameter name");
             std::vector<std::vector<int64_t>> r(size_t(rows.shape(0)));
@@ -74,7 +80,9 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
                              "Points of the Cartesian product before restrictions.")
       .def(
           "configs",
-          [](const SearchSpace& s, const std::optional<py::array_t<int64_t, py::array::c_style | py::array::forcecast>>& ids) {
+          [](const SearchSpace& s, const py::object& ids_in) {
+            std::optional<aoe_py::IntArray> ids;
+            if (!ids_in.is_none()) ids = aoe_py::int_array(ids_in, "configs ids");
             const size_t n = ids ? size_t(ids->size()) : s.size();
             py::array_t<int64_t> out({py::ssize_t(n), py::ssize_t(s.num_params())});
             int64_t* d = out.mutable_data();
@@ -96,10 +104,12 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
             if (!id) return std::nullopt;
             return int64_t(*id);
           },
-          py::arg("config"), "Index of a configuration (dict or sequence of values), or None if not in the space.")
+          py::arg("config"), "Index of a configuration (dict or sequence of values), or None if not in the space (a dict with "
+          "missing or unknown names is not in it either; violated() names what is wrong).")
       .def(
           "indices",
-          [](const SearchSpace& s, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& rows) {
+          [](const SearchSpace& s, const py::handle& rows_in) {
+            const auto rows = aoe_py::int_array(rows_in, "indices rows");
             if (rows.ndim() != 2 || size_t(rows.shape(1)) != s.num_params())
               throw py::value_error("expected a 2-D array with " + std::to_string(s.num_params()) + " columns");
             py::array_t<int64_t> out(rows.shape(0));

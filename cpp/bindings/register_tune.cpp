@@ -21,8 +21,16 @@ using aoe::SearchSpace;
 
 namespace {
 
+// "Type: message"; an exception whose str() itself raises is still described.
 std::string describe(const py::error_already_set& e) {
-  return std::string(py::str(e.type().attr("__name__"))) + ": " + std::string(py::str(e.value()));
+  std::string type = "exception", message;
+  try {
+    type = py::str(e.type().attr("__name__"));
+    message = py::str(e.value());
+  } catch (py::error_already_set&) {
+    message = "<str() of the exception raised>";
+  }
+  return type + ": " + message;
 }
 
 // Calls a Python function, one configuration (dict) or one batch (int64 array
@@ -65,11 +73,15 @@ class PythonObjective : public aoe::Objective {
   }
 
   static double to_value(const py::handle& r, std::string& error) {
+    if (py::isinstance<py::str>(r) || py::isinstance<py::bytes>(r)) {  // float("1.5") would take it
+      error = "objective returned " + std::string(py::repr(r)) + ", a string, not a number";
+      return NAN;
+    }
     try {
       return py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(r)));
     } catch (py::error_already_set& e) {
       if (is_fatal(e)) throw;
-      error = "objective returned " + std::string(py::repr(r)) + ", not a number";
+      error = "objective returned " + std::string(py::repr(r)) + ", not a number (" + describe(e) + ")";
       return NAN;
     }
   }
@@ -86,23 +98,38 @@ class PythonObjective : public aoe::Objective {
         reasons = r.attr("errors");
         r = r.attr("values");
       }
-      auto values = py::array_t<double, py::array::c_style | py::array::forcecast>(r);
-      if (values.ndim() != 1 || size_t(values.shape(0)) != n)
-        error = "batch objective returned shape " + std::string(py::str(py::tuple(values.attr("shape")))) +
-                " for " + std::to_string(n) + " configurations";
-      else if (!reasons.is_none() && py::len(reasons) != n)
-        error = "batch objective returned " + std::to_string(py::len(reasons)) + " errors for " +
-                std::to_string(n) + " configurations";
-      else
-        for (size_t i = 0; i < n; ++i) {
-          out[i] = values.data()[i];
-          if (reasons.is_none()) continue;
-          py::object why = reasons[py::int_(i)];
-          if (!why.is_none() && py::len(py::str(why)) > 0) {
-            errors[i] = py::str(why);
-            out[i] = NAN;
+      py::array raw = py::module_::import("numpy").attr("asarray")(r);
+      const char kind = raw.dtype().kind();
+      if (kind == 'U' || kind == 'S') {  // numpy would turn "1.5" into 1.5
+        error = "batch objective returned strings (" + std::string(py::str(raw.dtype())) + "), not numbers";
+      } else {
+        if (kind == 'O' && raw.ndim() == 1 && size_t(raw.shape(0)) == n) {  // None and the like, row by row
+          py::array_t<double> conv{py::ssize_t(n)};
+          for (size_t i = 0; i < n; ++i) {
+            std::string why;
+            conv.mutable_data()[i] = to_value(raw[py::int_(i)], why);
+            if (!why.empty()) errors[i] = why;
           }
+          raw = conv;
         }
+        auto values = py::array_t<double, py::array::c_style | py::array::forcecast>(raw);
+        if (values.ndim() != 1 || size_t(values.shape(0)) != n)
+          error = "batch objective returned shape " + std::string(py::str(py::tuple(values.attr("shape")))) +
+                  " for " + std::to_string(n) + " configurations";
+        else if (!reasons.is_none() && py::len(reasons) != n)
+          error = "batch objective returned " + std::to_string(py::len(reasons)) + " errors for " +
+                  std::to_string(n) + " configurations";
+        else
+          for (size_t i = 0; i < n; ++i) {
+            out[i] = errors[i].empty() ? values.data()[i] : NAN;
+            if (reasons.is_none()) continue;
+            py::object why = reasons[py::int_(i)];
+            if (!why.is_none() && py::len(py::str(why)) > 0) {
+              errors[i] = py::str(why);
+              out[i] = NAN;
+            }
+          }
+      }
     } catch (py::error_already_set& e) {
       if (is_fatal(e)) throw;
       error = describe(e);
@@ -186,6 +213,7 @@ py::tuple run_tune(const std::shared_ptr<SearchSpace>& space, const py::object& 
     res = aoe::tune(*space, obj, opt);
   }
   if (python && !python->pending.is_none()) pending = python->pending;
+  if (!pending.is_none()) res.stop_reason = "interrupted";  // Ctrl-C: the same word for every objective
 
   py::array_t<int64_t> ids(py::ssize_t(res.history.size()));
   py::array_t<double> values(py::ssize_t(res.values.size()));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <limits>
 #include <memory>
 
@@ -13,17 +14,44 @@ namespace {
 // megabyte of input stays readable.
 constexpr size_t kExcerpt = 60;
 
-std::string caret_message(const std::string& text, size_t pos, const std::string& message) {
+// Control characters as \xNN: a NUL would end the message where C strings end.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string caret_message(const std::string& raw, size_t pos, const std::string& message) {
+  // Escapes lengthen the text: the caret moves with them.
+  size_t shift = 0;
+  for (size_t k = 0; k < std::min(pos, raw.size()); ++k) {
+    const auto u = static_cast<unsigned char>(raw[k]);
+    if (u < 0x20 || u == 0x7f) shift += 3;
+  }
+  const std::string text = printable(raw);
+  const size_t at = pos;
+  pos += shift;
   std::string head = "restriction '" + text + "'", shown = text;
   size_t caret = std::min(pos, text.size());
   if (text.size() > 2 * kExcerpt + 40) {
-    const size_t from = caret > kExcerpt ? caret - kExcerpt : 0;
-    const size_t to = std::min(text.size(), caret + kExcerpt);
+    size_t from = caret > kExcerpt ? caret - kExcerpt : 0, to = std::min(text.size(), caret + kExcerpt);
+    auto inside = [&](size_t k) { return k < text.size() && (static_cast<unsigned char>(text[k]) & 0xc0) == 0x80; };
+    while (inside(from)) ++from;  // whole UTF-8 characters only
+    while (inside(to)) ++to;
     head = "restriction of " + std::to_string(text.size()) + " characters";
     shown = (from > 0 ? "..." : "") + text.substr(from, to - from) + (to < text.size() ? "..." : "");
     caret = caret - from + (from > 0 ? 3 : 0);
   }
-  return head + ": " + message + " at position " + std::to_string(pos) + "\n  " + shown + "\n  " +
+  return head + ": " + message + " at position " + std::to_string(at) + "\n  " + shown + "\n  " +
          std::string(caret, ' ') + "^";
 }
 
@@ -90,10 +118,16 @@ std::vector<Token> tokenize(const std::string& s) {
       }
     }
     if (matched) continue;
+    if (static_cast<unsigned char>(c) >= 0x80) {  // the whole UTF-8 character, not its first byte
+      size_t j = i + 1;
+      while (j < s.size() && (static_cast<unsigned char>(s[j]) & 0xc0) == 0x80) ++j;
+      throw ExprError(s, i, "unexpected character '" + s.substr(i, j - i) + "' (restrictions are ASCII: <=, >=, !=, digits 0-9)");
+    }
+    if (c == ',') throw ExprError(s, i, "unexpected ',' (function calls and tuples are not supported)");
     if (c == '=') throw ExprError(s, i, "unexpected '=' (did you mean '=='?)");
     if (c == '&' || c == '|' || c == '!')
       throw ExprError(s, i, std::string("unexpected '") + c + "' (use 'and', 'or', 'not')");
-    throw ExprError(s, i, std::string("unexpected character '") + c + "'");
+    throw ExprError(s, i, "unexpected character '" + printable(std::string(1, c)) + "'");
   }
   toks.push_back({Tok::End, "", s.size()});
   return toks;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -12,6 +13,14 @@ namespace aoe {
 namespace {
 
 constexpr size_t kMaxValues = 65535;  // value indices are stored as uint16
+
+// "1.2e+24" for huge counts, digits otherwise.
+std::string format_count(double n) {
+  if (n < 1e15) return std::to_string(uint64_t(std::llround(n)));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", n);
+  return buf;
+}
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -34,7 +43,7 @@ void check_names(const std::vector<std::string>& names) {
 }  // namespace
 
 SearchSpace::SearchSpace(std::vector<std::string> names, std::vector<std::vector<int64_t>> values,
-                         const std::vector<std::string>& restrictions)
+                         const std::vector<std::string>& restrictions, const std::function<bool()>& stop)
     : names_(std::move(names)), values_(std::move(values)) {
   check_names(names_);
   if (values_.size() != names_.size())
@@ -52,10 +61,10 @@ SearchSpace::SearchSpace(std::vector<std::string> names, std::vector<std::vector
       throw std::invalid_argument("parameter '" + names_[p] + "' lists the value " + std::to_string(*dup) +
                                   " twice");
   }
-  build(restrictions);
+  build(restrictions, stop);
 }
 
-void SearchSpace::build(const std::vector<std::string>& restriction_texts) {
+void SearchSpace::build(const std::vector<std::string>& restriction_texts, const std::function<bool()>& stop) {
   const size_t np = names_.size();
   restrictions_.clear();
   for (const auto& text : restriction_texts) restrictions_.emplace_back(text, names_);
@@ -70,8 +79,17 @@ void SearchSpace::build(const std::vector<std::string>& restriction_texts) {
   }
   cartesian_ = cart;
   if (cart >= 9.2e18)
-    throw std::invalid_argument("the Cartesian product of the value lists has " + std::to_string(cart) +
+    throw std::invalid_argument("the Cartesian product of the value lists has " + format_count(cart) +
                                 " points, more than 2^63");
+  const double row_bytes = double(np) * sizeof(uint16_t) + sizeof(uint64_t);
+  const double max_rows = std::min(kMaxBytes / row_bytes, double(0xffffffffULL));
+  auto too_large = [&](const std::string& count) {
+    return std::invalid_argument("the search space has " + count + " valid configurations, more than the " +
+                                 format_count(max_rows) + " that fit in " + format_count(kMaxBytes / (1 << 30)) +
+                                 " GiB (" + std::to_string(np) + " parameters, Cartesian product " +
+                                 format_count(cart) + "): give fewer values or restrictions that keep fewer");
+  };
+  if (restriction_texts.empty() && cart > max_rows) throw too_large(format_count(cart));
 
   // Each restriction is checked at the depth where its last parameter is bound;
   // parameter-free restrictions are checked once, up front.
@@ -97,8 +115,10 @@ void SearchSpace::build(const std::vector<std::string>& restriction_texts) {
   ranks_.reserve(room);
   size_t depth = 0;
   uint64_t rank = 0;
+  uint32_t steps = 0;
   // Iterative DFS: pos[depth] is the value index being tried at that depth.
   while (true) {
+    if ((++steps & 0xfffff) == 0 && stop && stop()) throw BuildStopped();
     if (pos[depth] >= values_[depth].size()) {
       if (depth == 0) break;
       pos[depth] = 0;
@@ -121,8 +141,7 @@ void SearchSpace::build(const std::vector<std::string>& restriction_texts) {
     if (depth + 1 == np) {
       idx_.insert(idx_.end(), pos.begin(), pos.end());
       ranks_.push_back(rank + pos[depth]);
-      if (ranks_.size() > 0xffffffffULL)
-        throw std::invalid_argument("the search space has more than 2^32 valid configurations");
+      if (double(ranks_.size()) > max_rows) throw too_large("more than " + format_count(max_rows));
       ++pos[depth];
     } else {
       rank += radix_[depth] * pos[depth];

@@ -26,6 +26,7 @@ class Run {
     if (opt.time_limit_s && !(*opt.time_limit_s > 0))
       throw std::invalid_argument("time_limit must be a positive number of seconds");
     limit_ = opt.max_evals ? std::min(*opt.max_evals, space.size()) : space.size();
+    objective.check_space(space);
     batch_ = std::max<size_t>(1, objective.max_batch());
     record_.reset(space.size());
     fallback_.reset(space.size());
@@ -60,7 +61,13 @@ class Run {
         for (size_t i = 0; i < proposals.size(); ++i) told_[i] = record_.value(proposals[i]);
         strategy_->tell(proposals.data(), told_.data(), proposals.size());
       }
-      if (opt_.progress && !opt_.progress(res_.history.size(), res_.best_value)) res_.stop_reason = "stopped";
+      if (opt_.progress) {
+        try {
+          if (!opt_.progress(res_.history.size(), res_.best_value)) res_.stop_reason = "stopped";
+        } catch (const StopTuning&) {  // as from the objective: the run ends with what it found
+          res_.stop_reason = "stopped";
+        }
+      }
     }
     res_.elapsed_s = seconds();
     return std::move(res_);

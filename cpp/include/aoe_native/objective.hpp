@@ -23,6 +23,10 @@ class Objective {
   virtual void evaluate(const SearchSpace& space, const ConfigId* ids, size_t n, double* out,
                         std::string* errors) = 0;
 
+  // Called once by tune() before any evaluation: throw std::invalid_argument
+  // when `space` is not one this objective can evaluate (wrong parameters).
+  virtual void check_space(const SearchSpace& /*space*/) const {}
+
   // Largest batch the objective wants at once (1 for one-at-a-time callables).
   virtual size_t max_batch() const { return 1024; }
 

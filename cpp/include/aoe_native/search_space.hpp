@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,10 +28,25 @@ enum class Neighbourhood {
   Adjacent,  // differ in exactly one parameter, by one step in its value list
 };
 
+// Thrown when the `stop` callback of a SearchSpace under construction asks
+// to stop (a caller's Ctrl-C).
+class BuildStopped : public std::runtime_error {
+ public:
+  BuildStopped() : std::runtime_error("search space construction stopped") {}
+};
+
 class SearchSpace {
  public:
+  // At most this many bytes of stored configurations (value indices and
+  // ranks): a larger space is a std::invalid_argument naming its size, before
+  // the machine runs out of memory.
+  static constexpr double kMaxBytes = 4.0 * (1ULL << 30);
+
+  // `stop`, if given, is called every million or so enumeration steps; when it
+  // returns true construction ends with BuildStopped (restrictions that keep few
+  // configurations of a huge product can take minutes to enumerate).
   SearchSpace(std::vector<std::string> names, std::vector<std::vector<int64_t>> values,
-              const std::vector<std::string>& restrictions = {});
+              const std::vector<std::string>& restrictions = {}, const std::function<bool()>& stop = {});
 
   // Build from an explicit list of configurations (rows of values, one per
   // config, columns in `names` order).  Value lists are the sorted distinct
@@ -72,7 +89,7 @@ class SearchSpace {
   SearchSpace() = default;
   uint64_t rank_of(const uint16_t* idx) const;
   std::optional<ConfigId> find_rank_near(ConfigId c, uint64_t rank) const;
-  void build(const std::vector<std::string>& restrictions);
+  void build(const std::vector<std::string>& restrictions, const std::function<bool()>& stop);
 
   std::vector<std::string> names_;
   std::vector<std::vector<int64_t>> values_;

@@ -36,7 +36,8 @@ struct TuneOptions {
   std::vector<ConfigId> known;
   std::vector<double> known_values;
   // Called after every batch with (evaluations so far, best value so far);
-  // returning false stops the run (reported as stop_reason "stopped").
+  // returning false or throwing StopTuning stops the run (stop_reason
+  // "stopped"); other exceptions reach tune()'s caller.
   std::function<bool(size_t, double)> progress;
 };
 
@@ -51,6 +52,11 @@ struct TuneResult {
   std::string stop_reason;        // "max_evals", "time_limit", "exhausted", "stopped", "interrupted"
 };
 
+// Runs the search.  Throws std::invalid_argument before evaluating anything for
+// an empty space, max_evals 0, a non-positive time limit, an unknown strategy or
+// option, or initial/known ids out of range; std::bad_alloc and exceptions from
+// `progress` (other than StopTuning) reach the caller.  Failures of the objective
+// are the result's (failed, errors), never exceptions.
 TuneResult tune(const SearchSpace& space, Objective& objective, const TuneOptions& options);
 
 }  // namespace aoe

@@ -215,7 +215,8 @@ std::vector<int64_t> attr_ints(const OpDesc& op, const std::string& name, std::v
 }
 int64_t attr_int(const OpDesc& op, const std::string& name, int64_t dflt) {
   auto it = op.int_attrs.find(name);
-  if (it == op.int_attrs.end() || it->second.empty()) return dflt;
+  if (it == op.int_attrs.end()) return dflt;
+  if (it->second.empty()) fail(op.kind + ": attribute '" + name + "' has no value");
   if (it->second.size() != 1) fail(op.kind + ": attribute '" + name + "' must be a single integer, got " + shape_str(it->second));
   return it->second[0];
 }

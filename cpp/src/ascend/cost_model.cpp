@@ -161,6 +161,17 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
       fail(in.kind + ": unknown attribute(s) " + names + "; " + in.kind + " accepts " + accepted);
     }
   }
+  // Attribute kinds: a value in the wrong map would otherwise be ignored (Cast's "to" given as
+  // ONNX's integer code, "strides" as strings).
+  static const std::set<std::string> kStringAttrs = {"auto_pad", "epilogue", "mode", "ops", "out_dtype",
+                                                     "prologue", "to"};
+  for (const auto& [name, values] : in.int_attrs)
+    if (kStringAttrs.count(name))
+      fail(in.kind + ": attribute '" + name + "' takes strings (str_attrs), got integers " + detail::shape_str(values));
+  for (const auto& [name, values] : in.str_attrs)
+    if (!kStringAttrs.count(name) &&
+        std::find(entry->attrs.begin(), entry->attrs.end(), name) != entry->attrs.end())
+      fail(in.kind + ": attribute '" + name + "' takes integers (int_attrs), got strings");
   OpDesc op = in;
   op.kind = entry->name;
   op.dtype = canonical_dtype(in.dtype);
@@ -230,17 +241,32 @@ std::string OpModel::range_violation(const int64_t* tiling) const {
   return {};
 }
 
+void CostObjective::check_space(const SearchSpace& space) const {
+  const auto& names = model_->spec().names;
+  if (space.param_names() != names) {
+    std::string want;
+    for (const auto& n : names) want += (want.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("CostObjective: the space has " + std::to_string(space.num_params()) +
+                                " parameters, the " + model_->kind() + " model's tilings " +
+                                std::to_string(names.size()) + " (" + want + ", in this order; use the model's space())");
+  }
+  if (names.size() > 32) throw std::logic_error("CostObjective: too many parameters");
+}
+
 void CostObjective::evaluate(const SearchSpace& space, const ConfigId* ids, size_t n, double* out,
-                             std::string* /*errors*/) {
-  const size_t np = space.num_params();
+                             std::string* errors) {
   int64_t buf[32];
-  if (np != model_->spec().names.size())
-    throw std::invalid_argument("CostObjective: the space has " + std::to_string(np) + " parameters, the " +
-                                model_->kind() + " model's tilings " + std::to_string(model_->spec().names.size()) +
-                                " (use the model's space())");
-  if (np > 32) throw std::logic_error("CostObjective: too many parameters");
+  check_space(space);  // (tune() checked it; a direct call has not)
   for (size_t i = 0; i < n; ++i) {
     space.values(ids[i], buf);
+    if (check_) {  // a space of one's own may hold tilings the hardware refuses (or that divide by 0)
+      std::string bad = model_->violation(buf);
+      if (!bad.empty()) {
+        out[i] = std::numeric_limits<double>::quiet_NaN();
+        errors[i] = model_->kind() + " tiling violates " + bad;
+        continue;
+      }
+    }
     out[i] = model_->evaluate(buf, nullptr);
   }
 }

@@ -749,11 +749,22 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
   const int64_t group = attr_int(op, "group", 1);
   const auto strides = attr_ints(op, "strides", {1, 1});
   const auto dil = attr_ints(op, "dilations", {1, 1});
-  const auto pads = attr_ints(op, "pads", {0, 0, 0, 0});
-  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4)
+  if (strides.size() != 2 || dil.size() != 2)
     fail("Conv: strides and dilations need 2 values and pads 4 ([top, left, bottom, right])");
   for (auto v : strides) if (v <= 0) fail("Conv: strides must be positive, got " + shape_str(strides));
   for (auto v : dil) if (v <= 0) fail("Conv: dilations must be positive, got " + shape_str(dil));
+  const auto ks = attr_ints(op, "kernel_shape", {});
+  if (!ks.empty() && ks != std::vector<int64_t>{w[2], w[3]})
+    fail("Conv: kernel_shape " + shape_str(ks) + " does not match W " + shape_str(w) + " (kH, kW = [" +
+         std::to_string(w[2]) + ", " + std::to_string(w[3]) + "])");
+  const auto auto_pad = attr_strs(op, "auto_pad");
+  if (auto_pad.size() > 1) fail("Conv: auto_pad takes one value, got " + std::to_string(auto_pad.size()));
+  const std::string pad_mode = auto_pad.empty() ? "NOTSET" : auto_pad[0];
+  if (pad_mode != "NOTSET" && op.int_attrs.count("pads"))  // ONNX forbids both; which wins would be a guess
+    fail("Conv: auto_pad '" + pad_mode + "' and explicit pads " + shape_str(op.int_attrs.at("pads")) +
+         " together; give one (ONNX allows pads only with auto_pad NOTSET)");
+  const auto pads = pad_mode == "NOTSET" ? attr_ints(op, "pads", {0, 0, 0, 0}) : conv_auto_pads(pad_mode, x, w, strides, dil);
+  if (pads.size() != 4) fail("Conv: strides and dilations need 2 values and pads 4 ([top, left, bottom, right])");
   for (auto v : pads) if (v < 0) fail("Conv: pads must be >= 0, got " + shape_str(pads));
   const int64_t n = x[0], c = x[1], h = x[2], wd = x[3];
   const int64_t m = w[0], cg = w[1], kh = w[2], kw = w[3];
@@ -812,3 +823,28 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
 }
 
 }  // namespace aoe::ascend::detail
+
+namespace aoe::ascend {
+
+std::vector<int64_t> conv_auto_pads(const std::string& mode, const std::vector<int64_t>& x,
+                                    const std::vector<int64_t>& w, const std::vector<int64_t>& strides,
+                                    const std::vector<int64_t>& dilations) {
+  if (mode == "NOTSET" || mode == "VALID") return {0, 0, 0, 0};
+  if (mode != "SAME_UPPER" && mode != "SAME_LOWER")
+    detail::fail("Conv: auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got '" + mode + "'");
+  if (x.size() != 4 || w.size() != 4 || strides.size() != 2 || dilations.size() != 2)
+    detail::fail("Conv: auto_pad needs X (NCHW), W (M, C/group, kH, kW) and 2 strides and dilations");
+  std::vector<int64_t> begin, end;
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t size = x[2 + i], k = w[2 + i], s = strides[i], d = dilations[i];
+    if (s <= 0 || d <= 0) detail::fail("Conv: strides and dilations must be positive");
+    const int64_t out = (size + s - 1) / s;
+    const int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - size);
+    const int64_t small = total / 2, big = total - total / 2;
+    begin.push_back(mode == "SAME_UPPER" ? small : big);
+    end.push_back(mode == "SAME_UPPER" ? big : small);
+  }
+  return {begin[0], begin[1], end[0], end[1]};
+}
+
+}  // namespace aoe::ascend

@@ -248,6 +248,19 @@ void check_relations(const Platform& p, const std::string& where) {
   if (p.split && p.vector_cores % p.cube_cores != 0)
     bad("vector_cores " + std::to_string(p.vector_cores) + " must be a multiple of cube_cores " +
         std::to_string(p.cube_cores) + " on a split SoC (AIVs per AIC)");
+  const double align = p.gm_align;
+  if (align != std::floor(align) || (int64_t(align) & (int64_t(align) - 1)))
+    bad("gm_align " + field_text(FieldValue{p.gm_align}) + " must be a whole power of two (bytes)");
+  if (p.standalone_vector_cores > 0 && !(p.standalone_ddr_rate > 0))
+    bad("standalone_vector_cores " + std::to_string(p.standalone_vector_cores) +
+        " need a standalone_ddr_rate above 0 (their GM rate, bytes/cycle)");
+  for (const auto* list : {&p.cube_dtypes, &p.vector_dtypes}) {
+    std::vector<std::string> sorted(*list);
+    std::sort(sorted.begin(), sorted.end());
+    auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+    if (dup != sorted.end())
+      bad(std::string(list == &p.cube_dtypes ? "cube_dtypes" : "vector_dtypes") + " lists '" + *dup + "' twice");
+  }
 }
 
 }  // namespace

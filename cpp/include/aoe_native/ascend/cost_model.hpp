@@ -32,8 +32,8 @@ struct OpDesc {
   std::string kind;
   std::vector<std::vector<int64_t>> inputs;
   std::string dtype = "float16";
-  std::map<std::string, std::vector<int64_t>> int_attrs;
-  std::map<std::string, std::vector<std::string>> str_attrs;
+  std::map<std::string, std::vector<int64_t>> int_attrs = {};    // integer attributes (strides, pads, group, ...)
+  std::map<std::string, std::vector<std::string>> str_attrs = {};  // string ones (epilogue, out_dtype, auto_pad, to, mode)
 };
 
 // Where the time goes for one tiling.
@@ -139,17 +139,31 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& op, const Platform& platfor
 // Accepted op type names (names and aliases of op_table()), sorted.
 std::vector<std::string> supported_ops();
 
+// ONNX auto_pad of a 2-D convolution of X (NCHW) by W (M, C/group, kH, kW) as explicit pads
+// [top, left, bottom, right]: VALID none, SAME_UPPER the odd pixel at the end, SAME_LOWER at
+// the beginning.  Conv's "auto_pad" attribute applies it; std::invalid_argument for other modes.
+std::vector<int64_t> conv_auto_pads(const std::string& mode, const std::vector<int64_t>& x,
+                                    const std::vector<int64_t>& w, const std::vector<int64_t>& strides,
+                                    const std::vector<int64_t>& dilations);
+
 // Evaluates configurations of a SearchSpace built from model->spec() with the
 // cost model, natively (no Python, no GIL).
+// The model's time of each tiling of `space` (parameters in the model's
+// spec().names order).  With `check_tilings` (the default) a tiling that breaks
+// a hardware restriction fails with the restriction's text; the model's own
+// space() holds none, and a caller tuning it may pass false to skip the check.
 class CostObjective : public Objective {
  public:
-  explicit CostObjective(std::shared_ptr<const OpModel> model) : model_(std::move(model)) {}
+  explicit CostObjective(std::shared_ptr<const OpModel> model, bool check_tilings = true)
+      : model_(std::move(model)), check_(check_tilings) {}
   void evaluate(const SearchSpace& space, const ConfigId* ids, size_t n, double* out,
                 std::string* errors) override;
+  void check_space(const SearchSpace& space) const override;  // the model's parameters, in order
   size_t max_batch() const override { return 4096; }
 
  private:
   std::shared_ptr<const OpModel> model_;
+  bool check_;
 };
 
 }  // namespace aoe::ascend
