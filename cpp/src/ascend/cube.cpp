@@ -105,6 +105,9 @@ class CubeModel : public OpModel {
   // Charged bytes of one full read of A's tm x Kc (B's Kc x tn), Kc the K of one core.
   double a_read_charge(int64_t tm, int64_t mL1, int64_t kA, int64_t Kc) const;
   double b_read_charge(int64_t tn, int64_t nL1, int64_t kB, int64_t Kc) const;
+  // Share of an operand's copies that touch a GM sector no earlier copy of
+  // the same load touched (the others find it in L2).
+  double new_sector_share(bool k_rows, int64_t t, int64_t tL1, int64_t Kc, int64_t kL1, int64_t pitch_elems) const;
 
   CubeProblem q_;
   Platform p_;
@@ -118,6 +121,12 @@ inline double chunked(int64_t len, int64_t chunk, int64_t ds, int64_t pitch, int
   double c = double(full) * read_charge(chunk * ds, pitch, chunk * ds, sector);
   if (tail) c += read_charge(tail * ds, pitch, chunk * ds, sector);
   return c;
+}
+
+// GM sectors a strided read touches: `rows` runs of `row_bytes`, `pitch` apart.
+inline double sectors_touched(int64_t rows, int64_t row_bytes, int64_t pitch, int64_t sector) {
+  const double span = double(rows - 1) * double(pitch) + double(row_bytes);
+  return std::min(std::ceil(span / double(sector)), double(rows) * double(cdiv(row_bytes, sector)));
 }
 
 double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA, int64_t Kc) const {
@@ -170,6 +179,19 @@ double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB, int64_t Kc)
   const int64_t pitch = q_.K * ds;  // B stored N x K
   if (kB >= q_.K && Kc >= q_.K) return double(sector_count(tn * pitch, sector) * sector);
   return double(tn) * chunked(Kc, std::min(kB, Kc), ds, pitch, sector);
+}
+
+// The operand is stored with K along its rows (`k_rows`: B as K x N, A
+// transposed) or along its columns; a load reads t x Kc of it in copies of
+// tL1 x kL1.
+double CubeModel::new_sector_share(bool k_rows, int64_t t, int64_t tL1, int64_t Kc, int64_t kL1,
+                                   int64_t pitch_elems) const {
+  const int64_t ds = q_.in_size, sector = p_.gm_sector, pitch = pitch_elems * ds;
+  const int64_t ct = std::min(tL1, t), ck = std::min(kL1, Kc);
+  const double copies = double(cdiv(t, ct)) * double(cdiv(Kc, ck));
+  const double unique = k_rows ? sectors_touched(Kc, t * ds, pitch, sector) : sectors_touched(t, Kc * ds, pitch, sector);
+  const double each = k_rows ? sectors_touched(ck, ct * ds, pitch, sector) : sectors_touched(ct, ck * ds, pitch, sector);
+  return std::min(1.0, unique / (copies * each));
 }
 
 double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
@@ -231,21 +253,35 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double f_miss = chip_ch > 0 ? hbm_read / chip_ch : 0;
   const double cyc_per_byte = f_miss / p.ddr_rate + (1 - f_miss) / (p.mte2_eff * p.l2_rate);
   double mte2_a = a_ch * cyc_per_byte, mte2_b = b_ch * cyc_per_byte;
+  double first_a = 0, first_b = 0;  // share of the tasks whose first copy of A (B) misses L2
+  double bw_share = 1;              // of MTE2's time, the share that is bandwidth, not latency
   if (p.mte2_miss_cycles > 0) {
     // A round of GM->L1 copies (one of A and one of B) that misses L2 waits
     // for HBM: MTE2 takes at least rounds x latency (§1 case 6: 80 rounds of
     // CFG_NORM in 75.64 us, 20 of CFG_MDL in 46.24 us at the bandwidth; case
     // 11: 16 rounds of 2 KB in 13.72 us); hits are assumed pipelined.  A copy
-    // misses when it is the chip's first touch of its data (operands shared by
-    // all cores are fetched once) or a re-read that L2 no longer holds.
-    const double miss_a = a_copies_per_load * (std::min(1.0, q.a_bytes / (double(tasks) * a_one)) +
-                                               double(a_loads - 1) * (1 - h_a));
-    const double miss_b = b_copies_per_load * (std::min(1.0, q.b_bytes / (double(tasks) * b_one)) +
-                                               double(b_loads - 1) * (1 - h_b));
+    // misses when it is the chip's first touch of its data or a re-read that
+    // L2 no longer holds.  Copies narrower than a GM sector share sectors, and
+    // the first brings the next one's part into L2 (§1 case 3: 12 copies of
+    // 128 B rows of A, 6 misses): a share data / bytes charged misses.  An
+    // operand block shared by several cores is fetched once, but the cores of
+    // one wave ask for it together and each waits for it: only the tasks of
+    // later waves find it in L2.  (Counting a shared fetch once per chip let
+    // two cores sharing B wait half as long as one core alone: MatMul 32x64x16
+    // modelled faster than 16x64x16.)
+    const double a_data = q.conv ? a_one : double(tm) * double(Kc) * double(ds);
+    const double b_data = q.conv ? b_one : double(tn) * double(Kc) * double(ds);
+    first_a = std::min(1.0, q.a_bytes * double(cores) / (double(tasks) * a_data));
+    first_b = std::min(1.0, q.b_bytes * double(cores) / (double(tasks) * b_data));
+    const double sector_a = q.conv ? 1.0 : new_sector_share(q.trans_a, tm, mL1, Kc, kA, q.trans_a ? q.M : q.K);
+    const double sector_b = q.conv ? 1.0 : new_sector_share(!q.trans_b, tn, nL1, Kc, kB, q.trans_b ? q.K : q.N);
+    const double miss_a = a_copies_per_load * (first_a * sector_a + double(a_loads - 1) * (1 - h_a));
+    const double miss_b = b_copies_per_load * (first_b * sector_b + double(b_loads - 1) * (1 - h_b));
     const double latency = std::max(miss_a, miss_b) * p.mte2_miss_cycles, bw = mte2_a + mte2_b;
     if (latency > bw && bw > 0) {
       mte2_a *= latency / bw;
       mte2_b *= latency / bw;
+      bw_share = bw / latency;
     }
   }
   // Rows not 32 B aligned in GM: ND2NZ copies C0 block by block (§1 case 13,
@@ -266,10 +302,19 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // over the block only, the one that misses L2: concurrent misses of a line
   // are serialised, hits are not.  §5.8 (all cores reading one matrix that
   // misses L2, GM->L1) gives the factor; §1 case 1, whose shared reads are
-  // mostly L2 re-reads, shows no such penalty.
-  if (lim_.reorder && t[kReorder] == 0) {  // (reorder: a Matmul on a SoC with the factor)
-    if (nB > 1) mte2_a *= 1 + (p.same_address - 1) / double(a_loads);
-    if (mB > 1) mte2_b *= 1 + (p.same_address - 1) / double(b_loads);
+  // mostly L2 re-reads, shows no such penalty.  Staggering spreads the
+  // sharers over the load's K steps; with fewer steps than sharers, the
+  // sharers that start on the same step still collide (one K step: all of
+  // them, as without the knob, which K = 16 was modelled to escape by
+  // growing to K = 32).
+  if (lim_.reorder) {  // (a Matmul on a SoC with the factor)
+    auto colliding = [&](int64_t sharers, int64_t steps) {
+      if (sharers <= 1) return 0.0;
+      if (t[kReorder] == 0) return 1.0;
+      return double(cdiv(sharers, steps) - 1) / double(sharers - 1);
+    };
+    mte2_a *= 1 + (p.same_address - 1) * colliding(std::min<int64_t>(nB, cores), cdiv(Kc, kA)) / double(a_loads);
+    mte2_b *= 1 + (p.same_address - 1) * colliding(std::min<int64_t>(mB, cores), cdiv(Kc, kB)) / double(b_loads);
   }
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
@@ -317,17 +362,39 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
                                         : inner + fix;
   const double exposed = (dbA1 == 1 ? mte2_a + a_copies * p.mte2_copy_cycles : 0) +
                          (dbB1 == 1 ? mte2_b + b_copies * p.mte2_copy_cycles : 0);
+  // Pipeline fill.  The compute side (MTE1, MMADs, write-out: `mid`, plus
+  // any single-buffered copies) waits for the first copy of each
+  // double-buffered operand and for its first block's MTE1; MTE2, when it is
+  // the busiest pipe, streams from the start and the MTE1 and MMADs on the
+  // last copy's data follow it (one copy round's share of them).  The longer
+  // path is the time, plus the copy latency, the last write-out (one unit of
+  // it with UnitFlag) and its trip to GM.  Adding both the first copy and one
+  // block of compute on top of the busiest pipe made a small operand loaded
+  // in one copy pay its MTE2 twice (a MatMul grown from 16x16x16 to 16x128x16
+  // modelled faster), and a large copy's compute tail too little.
   const double blocks = double(mIter) * nIter * kIter;
-  const double fill = p.mte2_copy_cycles + (mte2_a / std::max(1.0, a_copies) + mte2_b / std::max(1.0, b_copies)) +
-                      (mte1_a + mte1_b) / blocks + cube / blocks + unit * fix / double(mIter * nIter);
+  // (A first copy that misses waits the whole latency; MTE2's time beyond
+  // its bandwidth is the latency of all its misses, not spread over copies.)
+  const double first_copy = (dbA1 == 1 ? 0 : bw_share * mte2_a / std::max(1.0, a_copies)) +
+                            (dbB1 == 1 ? 0 : bw_share * mte2_b / std::max(1.0, b_copies)) +
+                            p.mte2_miss_cycles * std::max(dbA1 == 1 ? 0 : first_a, dbB1 == 1 ? 0 : first_b);
+  const double last_copy = inner / std::max({1.0, a_copies, b_copies});
+  const double compute_path = mid + exposed + first_copy + (mte1_a + mte1_b) / blocks;
+  const double mte2_path = mte2_a + mte2_b + last_copy;
+  // The kernel ends when its last write-out lands in GM: a round trip taken
+  // as one miss latency (fitted with it, the held-out §1 records' mean error
+  // is 11.7% against 12.7% without; case 7 and case 11's "after" come within 20%).
+  const double tail = p.mte2_copy_cycles + unit * fix / double(mIter * nIter) + p.mte2_miss_cycles;
   // Scalar: issue and loop control of each base-block iteration runs beside
   // the pipes; the kernel's set-up runs before its first MTE2 (§1 cases 2, 5, 10).
   const double scalar = p.scalar_block_cycles * blocks;
-  const double cube_side = std::max(mid + exposed, mte2_a + mte2_b), vec_side = vec + vec_mem;
+  const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem;
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).
   const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
   const double cv_sync = (p.split && !q.epilogue.empty()) ? kCvExposure / q.slots * cv_short * cv_short / cv_long : 0;
-  const double core_cycles = std::max({cube_side, vec_side, mte3, scalar}) + cv_sync + fill;
+  const double busy_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec_side, mte3, scalar});
+  const double core_cycles = std::max({cube_side, vec_side, mte3, scalar}) + cv_sync + tail;
+  const double fill = core_cycles - cv_sync - busy_cycles;  // what the fill adds to the busiest pipe
 
   const double f = p.freq_mhz;
   const double head_us = (kOpHead + mte2_head(int(cores), true) + p.scalar_start_cycles) / f;
