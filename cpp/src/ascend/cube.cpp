@@ -263,20 +263,24 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     // misses when it is the chip's first touch of its data or a re-read that
     // L2 no longer holds.  Copies narrower than a GM sector share sectors, and
     // the first brings the next one's part into L2 (§1 case 3: 12 copies of
-    // 128 B rows of A, 6 misses): a share data / bytes charged misses.  An
-    // operand block shared by several cores is fetched once, but the cores of
-    // one wave ask for it together and each waits for it: only the tasks of
-    // later waves find it in L2.  (Counting a shared fetch once per chip let
-    // two cores sharing B wait half as long as one core alone: MatMul 32x64x16
-    // modelled faster than 16x64x16.)
+    // 128 B rows of A, 6 misses): a share data / bytes charged misses.  A
+    // convolution's K steps within one C1 plane read the same input rows
+    // (shifted windows): only the plane's first copy misses.  An operand block
+    // shared by several cores is fetched once, but the cores of one wave ask
+    // for it together and each waits for it: only the tasks of later waves
+    // find it in L2.  (Counting a shared fetch once per chip let two cores
+    // sharing B wait half as long as one core alone: MatMul 32x64x16 modelled
+    // faster than 16x64x16.)
     const double a_data = q.conv ? a_one : double(tm) * double(Kc) * double(ds);
     const double b_data = q.conv ? b_one : double(tn) * double(Kc) * double(ds);
     first_a = std::min(1.0, q.a_bytes * double(cores) / (double(tasks) * a_data));
     first_b = std::min(1.0, q.b_bytes * double(cores) / (double(tasks) * b_data));
-    const double sector_a = q.conv ? 1.0 : new_sector_share(q.trans_a, tm, mL1, Kc, kA, q.trans_a ? q.M : q.K);
-    const double sector_b = q.conv ? 1.0 : new_sector_share(!q.trans_b, tn, nL1, Kc, kB, q.trans_b ? q.K : q.N);
-    const double miss_a = a_copies_per_load * (first_a * sector_a + double(a_loads - 1) * (1 - h_a));
-    const double miss_b = b_copies_per_load * (first_b * sector_b + double(b_loads - 1) * (1 - h_b));
+    const double plane_k = q.conv ? double(q.K / q.cin_pad) * q.k0 : 0;  // K of one C1 plane: kh x kw x C0
+    const double new_a = q.conv ? std::min(1.0, double(kA) / plane_k)
+                                : new_sector_share(q.trans_a, tm, mL1, Kc, kA, q.trans_a ? q.M : q.K);
+    const double new_b = q.conv ? 1.0 : new_sector_share(!q.trans_b, tn, nL1, Kc, kB, q.trans_b ? q.K : q.N);
+    const double miss_a = a_copies_per_load * (first_a * new_a + double(a_loads - 1) * (1 - h_a));
+    const double miss_b = b_copies_per_load * (first_b * new_b + double(b_loads - 1) * (1 - h_b));
     const double latency = std::max(miss_a, miss_b) * p.mte2_miss_cycles, bw = mte2_a + mte2_b;
     if (latency > bw && bw > 0) {
       mte2_a *= latency / bw;
