@@ -86,6 +86,7 @@ class CubeModel : public OpModel {
     roofline_us_ = std::max(q.flops / peak_flops_per_us_, mem_bytes / hbm_Bpus_);
     vec_per_core_ = p.split ? double(p.vector_cores) / p.cube_cores : 1.0;
     if (q.mix_ratio > 0) vec_per_core_ = q.mix_ratio;
+    inv_sector_ = 1.0 / double(p.gm_sector);
     build_spec();
     finish_spec();
   }
@@ -107,12 +108,17 @@ class CubeModel : public OpModel {
   double b_read_charge(int64_t tn, int64_t nL1, int64_t kB, int64_t Kc) const;
   // Share of an operand's copies that touch a GM sector no earlier copy of
   // the same load touched (the others find it in L2).
-  double new_sector_share(bool k_rows, int64_t t, int64_t tL1, int64_t Kc, int64_t kL1, int64_t pitch_elems) const;
+  // (Floating point, the sector a power of two: it runs twice per estimate, and
+  // integer divisions there halved estimate_batch's rate.)
+  double new_sector_share(bool k_rows, int64_t t, int64_t tL1, int64_t Kc, int64_t kL1, double copies,
+                          int64_t pitch_elems) const;
+  double sectors_touched(double rows, double row_bytes, double pitch) const;
 
   CubeProblem q_;
   Platform p_;
   int64_t Kp_;
   double peak_flops_per_us_, hbm_Bpus_, l2_Bpus_, vec_per_core_;
+  double inv_sector_;  // 1 / gm_sector
 };
 
 // Sum over the chunks of a row of length `len` cut into pieces of `chunk`.
@@ -121,12 +127,6 @@ inline double chunked(int64_t len, int64_t chunk, int64_t ds, int64_t pitch, int
   double c = double(full) * read_charge(chunk * ds, pitch, chunk * ds, sector);
   if (tail) c += read_charge(tail * ds, pitch, chunk * ds, sector);
   return c;
-}
-
-// GM sectors a strided read touches: `rows` runs of `row_bytes`, `pitch` apart.
-inline double sectors_touched(int64_t rows, int64_t row_bytes, int64_t pitch, int64_t sector) {
-  const double span = double(rows - 1) * double(pitch) + double(row_bytes);
-  return std::min(std::ceil(span / double(sector)), double(rows) * double(cdiv(row_bytes, sector)));
 }
 
 double CubeModel::a_read_charge(int64_t tm, int64_t mL1, int64_t kA, int64_t Kc) const {
@@ -181,16 +181,29 @@ double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB, int64_t Kc)
   return double(tn) * chunked(Kc, std::min(kB, Kc), ds, pitch, sector);
 }
 
+// ceil of a non-negative x below 2^62 without a libm call (x86-64's baseline
+// has no rounding instruction, and this runs in every estimate).
+inline double ceil_pos(double x) {
+  const double c = double(int64_t(x));
+  return c < x ? c + 1 : c;
+}
+
+// GM sectors a strided read touches: `rows` runs of `row_bytes`, `pitch` apart.
+double CubeModel::sectors_touched(double rows, double row_bytes, double pitch) const {
+  const double span = (rows - 1) * pitch + row_bytes;
+  return std::min(ceil_pos(span * inv_sector_), rows * ceil_pos(row_bytes * inv_sector_));
+}
+
 // The operand is stored with K along its rows (`k_rows`: B as K x N, A
-// transposed) or along its columns; a load reads t x Kc of it in copies of
-// tL1 x kL1.
-double CubeModel::new_sector_share(bool k_rows, int64_t t, int64_t tL1, int64_t Kc, int64_t kL1,
+// transposed) or along its columns; a load reads t x Kc of it in `copies`
+// copies of tL1 x kL1.
+double CubeModel::new_sector_share(bool k_rows, int64_t t, int64_t tL1, int64_t Kc, int64_t kL1, double copies,
                                    int64_t pitch_elems) const {
-  const int64_t ds = q_.in_size, sector = p_.gm_sector, pitch = pitch_elems * ds;
-  const int64_t ct = std::min(tL1, t), ck = std::min(kL1, Kc);
-  const double copies = double(cdiv(t, ct)) * double(cdiv(Kc, ck));
-  const double unique = k_rows ? sectors_touched(Kc, t * ds, pitch, sector) : sectors_touched(t, Kc * ds, pitch, sector);
-  const double each = k_rows ? sectors_touched(ck, ct * ds, pitch, sector) : sectors_touched(ct, ck * ds, pitch, sector);
+  const double ds = q_.in_size, pitch = double(pitch_elems) * ds;
+  const double ct = double(std::min(tL1, t)), ck = double(std::min(kL1, Kc));
+  const double unique = k_rows ? sectors_touched(double(Kc), double(t) * ds, pitch)
+                               : sectors_touched(double(t), double(Kc) * ds, pitch);
+  const double each = k_rows ? sectors_touched(ck, ct * ds, pitch) : sectors_touched(ct, ck * ds, pitch);
   return std::min(1.0, unique / (copies * each));
 }
 
@@ -277,8 +290,9 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     first_b = std::min(1.0, q.b_bytes * double(cores) / (double(tasks) * b_data));
     const double plane_k = q.conv ? double(q.K / q.cin_pad) * q.k0 : 0;  // K of one C1 plane: kh x kw x C0
     const double new_a = q.conv ? std::min(1.0, double(kA) / plane_k)
-                                : new_sector_share(q.trans_a, tm, mL1, Kc, kA, q.trans_a ? q.M : q.K);
-    const double new_b = q.conv ? 1.0 : new_sector_share(!q.trans_b, tn, nL1, Kc, kB, q.trans_b ? q.K : q.N);
+                                : new_sector_share(q.trans_a, tm, mL1, Kc, kA, a_copies_per_load, q.trans_a ? q.M : q.K);
+    const double new_b =
+        q.conv ? 1.0 : new_sector_share(!q.trans_b, tn, nL1, Kc, kB, b_copies_per_load, q.trans_b ? q.K : q.N);
     const double miss_a = a_copies_per_load * (first_a * new_a + double(a_loads - 1) * (1 - h_a));
     const double miss_b = b_copies_per_load * (first_b * new_b + double(b_loads - 1) * (1 - h_b));
     const double latency = std::max(miss_a, miss_b) * p.mte2_miss_cycles, bw = mte2_a + mte2_b;

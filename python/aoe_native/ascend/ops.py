@@ -43,9 +43,9 @@ DEFAULT_MAX_EVALS = 200_000
 # larger or time-limited ones, which get CHEAP_STRATEGY.  Measured by
 # `bench/bench_strategies.py --policy` (Ascend tiling spaces, gap of the tiling found
 # to the optimum, seconds per run, 5 spaces x 5 seeds): at 200 and 2,000 evaluations
-# auto finds the best tilings (gaps 0.98% / 0.03% vs genetic's 1.50% / 0.06% and the
-# bandit's 4.20% / 0.17%); at 20,000 every strategy reaches the optimum, the bandit
-# in 0.12 s, auto in 4.6 s.
+# auto finds the best tilings (gaps 0.98% / 0.01% vs genetic's 6.92% / 0.02% and the
+# bandit's 9.91% / 0.07%); at 20,000 every strategy reaches the optimum, the bandit
+# in 0.12 s, auto in 5.0 s.
 MODEL_BUDGET_LIMIT = 2_000
 CHEAP_STRATEGY = "bandit"
 
