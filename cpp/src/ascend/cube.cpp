@@ -385,8 +385,8 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // double-buffered operand and for its first block's MTE1; MTE2, when it is
   // the busiest pipe, streams from the start and the MTE1 and MMADs on the
   // last copy's data follow it (one copy round's share of them).  The longer
-  // path is the time, plus the copy latency, the last write-out (one unit of
-  // it with UnitFlag) and its trip to GM.  Adding both the first copy and one
+  // path is the time, plus the copy latency and the last write-out (one unit
+  // of it with UnitFlag; its trip to GM is in core_us).  Adding both the first copy and one
   // block of compute on top of the busiest pipe made a small operand loaded
   // in one copy pay its MTE2 twice (a MatMul grown from 16x16x16 to 16x128x16
   // modelled faster), and a large copy's compute tail too little.
@@ -676,9 +676,10 @@ void CubeModel::build_spec() {
   pr.push_back("depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
 
   // Baseline ([A] TCubeTiling recommended values; [M] heuristics): all cores
-  // (one wave of the batch's tasks) with the most even split, base (128, 256, 64) shrunk to the per-core
-  // block, L0A/L0B double-buffered, L1 double-buffered when it fits, K loaded
-  // in one base step (no large packets: that is what tuning adds).
+  // (one wave of the batch's tasks) with the most even split, base (128, 256,
+  // 64) shrunk to the per-core block, L0A/L0B double-buffered, L1
+  // double-buffered when it fits, K loaded in one base step (no large
+  // packets: that is what tuning adds).
   int64_t best_sm = s.values[kSM].back(), best_sn = s.values[kSN].back();
   double best_score = -1;
   for (int64_t sm : s.values[kSM])
@@ -848,8 +849,7 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
   const int64_t group = attr_int(op, "group", 1);
   const auto strides = attr_ints(op, "strides", {1, 1});
   const auto dil = attr_ints(op, "dilations", {1, 1});
-  if (strides.size() != 2 || dil.size() != 2)
-    fail("Conv: strides and dilations need 2 values and pads 4 ([top, left, bottom, right])");
+  if (strides.size() != 2 || dil.size() != 2) fail("Conv: strides and dilations need 2 values each ([h, w])");
   for (auto v : strides) if (v <= 0) fail("Conv: strides must be positive, got " + shape_str(strides));
   for (auto v : dil) if (v <= 0) fail("Conv: dilations must be positive, got " + shape_str(dil));
   const auto ks = attr_ints(op, "kernel_shape", {});
@@ -863,7 +863,7 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {
     fail("Conv: auto_pad '" + pad_mode + "' and explicit pads " + shape_str(op.int_attrs.at("pads")) +
          " together; give one (ONNX allows pads only with auto_pad NOTSET)");
   const auto pads = pad_mode == "NOTSET" ? attr_ints(op, "pads", {0, 0, 0, 0}) : conv_auto_pads(pad_mode, x, w, strides, dil);
-  if (pads.size() != 4) fail("Conv: strides and dilations need 2 values and pads 4 ([top, left, bottom, right])");
+  if (pads.size() != 4) fail("Conv: pads need 4 values ([top, left, bottom, right]), got " + shape_str(pads));
   for (auto v : pads) if (v < 0) fail("Conv: pads must be >= 0, got " + shape_str(pads));
   const int64_t n = x[0], c = x[1], h = x[2], wd = x[3];
   const int64_t m = w[0], cg = w[1], kh = w[2], kw = w[3];

@@ -284,6 +284,7 @@ void check_platform(const Platform& p, const std::string& where) {
   for (const auto& f : platform_fields()) check_field(f, FieldInput{f.get(p), false, ""}, where);
   check_relations(p, where);
 }
+
 std::vector<std::pair<std::string, FieldValue>> platform_to_fields(const Platform& p) {
   std::vector<std::pair<std::string, FieldValue>> out;
   for (const auto& f : platform_fields()) out.emplace_back(f.name, f.get(p));

@@ -189,15 +189,13 @@ def _attrs(attrs: Mapping[str, Any] | None, op_type: str):
     return ints, strs
 
 
-def auto_pads(mode: str, x: Sequence[int], w: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
-              op_type: str = "Conv") -> list[int]:
+def auto_pads(mode: str, x: Sequence[int], w: Sequence[int], strides: Sequence[int],
+              dilations: Sequence[int]) -> list[int]:
     """ONNX auto_pad of a 2-D convolution as explicit pads [top, left, bottom, right]
     (SAME_UPPER puts the odd pixel at the end, SAME_LOWER at the beginning); the cost
-    model's own rule, which a Conv's ``auto_pad`` attribute applies."""
-    try:
-        return list(_native.conv_auto_pads(str(mode), list(x), list(w), list(strides), list(dilations)))
-    except ValueError as e:
-        raise ValueError(str(e).replace("Conv:", f"{op_type}:", 1)) from None
+    model's own rule, which a Conv's ``auto_pad`` attribute applies (ValueError for
+    other modes)."""
+    return list(_native.conv_auto_pads(str(mode), list(x), list(w), list(strides), list(dilations)))
 
 
 def _check_attr_names(kind: str, op_type: str, attrs: Mapping[str, Any] | None) -> None:
