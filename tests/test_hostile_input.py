@@ -384,7 +384,9 @@ def test_ctrl_c_stops_a_long_space_enumeration():
         except KeyboardInterrupt:
             print("interrupted after", round(time.perf_counter() - t, 1), flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # (SIGINT restored in the child: a test run started in the background inherits it ignored)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline() == "building\n"
         time.sleep(1.0)

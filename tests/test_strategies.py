@@ -361,3 +361,37 @@ def test_forest_handles_negative_and_constant_objectives(space):
     assert res.best_value < 0 and res.evaluations == 60
     res = tune(space, lambda c: 1.0, strategy="forest", max_evals=60, seed=0)
     assert res.best_value == 1.0 and len(set(res.history_ids.tolist())) == 60
+
+
+def test_forest_search_on_scores_does_not_depend_on_their_unit(space):
+    # Values not all positive are learnt as they are (not as logs), so the
+    # crowding penalty is counted in their spread: scaled scores, the same
+    # proposals (a power of two scales exactly in floating point).
+    def ids(f):
+        return tune(space, f, strategy="forest", max_evals=80, seed=2).history_ids.tolist()
+
+    assert ids(lambda c: landscape(c) - 100.0) == ids(lambda c: 8.0 * (landscape(c) - 100.0))
+
+
+def test_forest_kappa_trades_exploitation_for_exploration():
+    # The lower confidence bound ranks by mean - kappa * spread: with a huge
+    # kappa the forest samples where it knows least and ends further from the
+    # optimum; expected improvement (lcb off) is the other ranking on offer.
+    params = {f"p{i}": list(range(6)) for i in range(5)}
+    params.update({f"q{i}": [1, 2, 4, 8] for i in range(3)})
+    sp = SearchSpace(params, ["p0 + p1 <= 8", "q0 * q1 <= 16"])
+    objective = SyntheticObjective(seed=9, noise=0.05)
+    opt = tune(sp, objective, strategy="exhaustive").best_value
+
+    def gap(options):
+        return np.mean([tune(sp, objective, strategy="forest", max_evals=70, seed=s,
+                             strategy_options=options).best_value - opt for s in range(10)])
+
+    defaults = aoe_native.strategy_options("forest")
+    assert defaults["lcb"] and defaults["kappa"] == 1.0
+    assert gap({}) < 0.6 * gap({"kappa": 50})
+    ei = tune(sp, objective, strategy="forest", max_evals=60, seed=0, strategy_options={"lcb": False})
+    lcb = tune(sp, objective, strategy="forest", max_evals=60, seed=0)
+    assert ei.history_ids.tolist() != lcb.history_ids.tolist()
+    with pytest.raises(ValueError, match="kappa = -1 is out of range"):
+        tune(sp, objective, strategy="forest", max_evals=5, strategy_options={"kappa": -1})

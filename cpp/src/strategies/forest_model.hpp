@@ -6,7 +6,7 @@
 // else, and parameters with few values cost little.  Split search uses a
 // histogram over the value indices of each candidate feature, O(samples +
 // values) per feature and node.  Prediction gives the mean and the variance
-// over the trees, the uncertainty that expected improvement needs.
+// over the trees, the uncertainty that the acquisition needs.
 #pragma once
 
 #include <cstddef>
