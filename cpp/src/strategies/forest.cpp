@@ -26,8 +26,9 @@
 // - Targets: log(value) when every value is positive (run times: relative
 //   errors are what matter), else the value itself.
 // - Failures: a second forest learns where configurations fail; candidates
-//   predicted to fail more often than not are not ranked (expected improvement
-//   is weighted by the predicted chance of success), and the value
+//   predicted to fail more often than not are not ranked (with `lcb` false,
+//   expected improvement is weighted by the predicted chance of success
+//   instead), and the value
 //   forest learns from successes only (a failure is not a slow result, and
 //   counting it as the worst value poisons good regions next to failing ones).
 // - Initial design: space-filling (the farthest of `spread` random candidates
