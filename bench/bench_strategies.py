@@ -46,7 +46,8 @@ which slow down as a study grows, to the spaces and seeds the machine can afford
 ``--reuse DIR/strategies_curves.npz`` takes the peers' curves from an earlier run instead of running them again.
 
 Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--ours NAME[:k=v,...] ...] [--no-kt]
-        [--optuna ...] [--optuna-max-budget N] [--optuna-repeats N] [--reuse NPZ] [--held-out] [--policy]
+        [--first-seed N] [--optuna ...] [--optuna-max-budget N] [--optuna-repeats N] [--reuse NPZ] [--held-out]
+        [--policy]
 Prints tables (strategy x space) and saves bench/results/strategies.png,
 strategies.json and strategies_curves.npz.
 """
@@ -214,10 +215,10 @@ def parse_ours(spec: str) -> tuple[str, dict[str, float]]:
     return name, options
 
 
-def run_ours(space: Space, strategy: str, repeats: int) -> np.ndarray:
+def run_ours(space: Space, strategy: str, repeats: int, first_seed: int = 0) -> np.ndarray:
     name, options = parse_ours(strategy)
     curves = []
-    for seed in range(repeats):
+    for seed in range(first_seed, first_seed + repeats):
         res = aoe_native.tune(space.space, space.objective, strategy=name, strategy_options=options or None,
                               max_evals=space.budget, seed=seed)
         curves.append(space.curve(res.history_values))
@@ -333,7 +334,8 @@ def peer_curves(label: str, spaces: list[Space], reused: Any, run: Callable[[Spa
 
 def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str], repeats: int, workdir: Path,
                  reused: Any, optuna_samplers: list[str] = (), optuna_max_budget: int | None = None,
-                 optuna_repeats: int | None = None) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
+                 optuna_repeats: int | None = None, first_seed: int = 0
+                 ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
     """Runs every strategy on every space; prints the table and auto's verdict."""
     print(f"\n== {title}")
     for sp in spaces:
@@ -344,7 +346,7 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
     for s in ours:
         label = f"aoe:{s}"
         t0 = time.perf_counter()
-        curves[label] = {sp.name: run_ours(sp, s, repeats) for sp in spaces}
+        curves[label] = {sp.name: run_ours(sp, s, repeats, first_seed) for sp in spaces}
         seconds[label] = time.perf_counter() - t0
     replayable = [sp for sp in spaces if sp.path is not None]
     for s in kt if replayable else []:
@@ -481,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", type=Path, default=Path(os.environ.get("AOE_DATASETS", DEFAULT_DATASETS)))
     ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="our strategies' first seed (tune on other seeds than the table's, e.g. 600)")
     ap.add_argument("--ours", nargs="*", default=OURS,
                     help="our strategies; name:key=value,... passes options (e.g. auto with an earlier default)")
     ap.add_argument("--kt", nargs="*", default=KERNEL_TUNER, help="Kernel Tuner strategies (none: skip)")
@@ -522,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
             samplers = []
 
     args.out.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"repeats": args.repeats}
+    summary: dict[str, Any] = {"repeats": args.repeats, "first_seed": args.first_seed}
     all_curves: dict[str, np.ndarray] = {}
     with tempfile.TemporaryDirectory() as tmp:
         spaces = []
@@ -534,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         files = [sp.path for sp in spaces]
         curves, summary["brute_forced"] = score_spaces("the brute-forced spaces", spaces, args.ours, kt, args.repeats,
                                                        Path(tmp), reused, samplers,
-                                                       args.optuna_max_budget, args.optuna_repeats)
+                                                       args.optuna_max_budget, args.optuna_repeats, args.first_seed)
         all_curves.update({f"{lab}|{n}": c for lab, per in curves.items() for n, c in per.items()})
         png = args.out / "strategies.png"
         plot(spaces, curves, png)
@@ -542,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
             held = [sp for f in files for sp in without_optimum_value(f, Path(tmp))] + ascend_spaces()
             hcurves, summary["held_out"] = score_spaces("held-out spaces", held, args.ours, kt, args.repeats,
                                                         Path(tmp), reused, samplers,
-                                                       args.optuna_max_budget, args.optuna_repeats)
+                                                       args.optuna_max_budget, args.optuna_repeats, args.first_seed)
             all_curves.update({f"{lab}|{n}": c for lab, per in hcurves.items() for n, c in per.items()})
     if args.policy:
         summary["tune_op_policy"] = policy_table(min(args.repeats, 5))

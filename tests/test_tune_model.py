@@ -21,7 +21,8 @@ FAST = dict(evals_per_task=24, round_evals=12, parallel=1)  # small budgets: the
 
 def _check_counts(r):
     s = r.repo_summary
-    assert s["total_num"] == len(r.tasks)
+    # (a task the time limit or Ctrl-C came before is "not reached" and not counted, as AOE counts)
+    assert s["total_num"] == sum(t.update_mode not in ("skipped", "failed", "not reached") for t in r.tasks)
     assert s["total_num"] == s["repo_hit_num"] + s["repo_add_num"] + s["repo_unsatisfied_num"]
     assert s["repo_hit_num"] == s["repo_reserved_num"] + s["repo_update_num"]
     assert r.improvement >= 0 and r.tuned_ms <= r.baseline_ms
@@ -211,6 +212,11 @@ def test_tuning_time_limit_is_respected(tmp_path):
                               evals_per_task=100000, round_evals=2000, tuning_time_limit=1.0)
     assert time.monotonic() - t < 4.0
     _check_counts(r)
+    # on a loaded machine the limit can come before the light tasks start: they keep the default
+    assert any(t.update_mode != "not reached" for t in r.tasks)
+    for t in r.tasks:
+        if t.update_mode == "not reached":
+            assert t.time_us == t.baseline_us and t.evaluations == 0
 
 
 def test_scheduler_gives_rounds_to_where_the_model_time_is(tmp_path):
