@@ -373,6 +373,44 @@ def test_a_parameter_written_as_identity_of_an_equal_one_is_its_own():
     assert dict((n, b) for n, b, _ in tl)["g2"] == 64 * 4
 
 
+def _folded_tied_lm(copy, constant=False):
+    """_tied_lm as TorchScript writes it: the output projection reads a folded constant
+    "onnx::MatMul_7" holding copy(W) instead of Transpose(W).  constant: W all ones."""
+    from onnx import numpy_helper
+
+    m = _tied_lm(100, 64)
+    g = m.graph
+    [w] = [t for t in g.initializer if t.name == "W"]
+    if constant:
+        w.CopyFrom(numpy_helper.from_array(np.ones((100, 64), np.float32), "W"))
+    g.initializer.append(numpy_helper.from_array(copy(numpy_helper.to_array(w)), "onnx::MatMul_7"))
+    [t] = [n for n in g.node if n.op_type == "Transpose"]
+    g.node.remove(t)
+    [mm] = [n for n in g.node if n.op_type == "MatMul"]
+    mm.input[1] = "onnx::MatMul_7"
+    return m
+
+
+@pytest.mark.parametrize("from_file", [False, True])
+def test_a_torchscript_copy_of_a_tied_weight_counts_once(tmp_path, from_file):
+    import onnx
+
+    def as_given(m):  # a ModelProto, or a file (read without its weights' values but these)
+        if not from_file:
+            return m
+        onnx.save(m, str(tmp_path / "m.onnx"))
+        return str(tmp_path / "m.onnx")
+
+    tl = gdat.predict_timeline(as_given(_folded_tied_lm(lambda w: np.ascontiguousarray(w.T))))
+    assert [n for n, _, _ in tl] == ["g", "b", "W"] and tl[-1][1] == 100 * 64 * 4 and not tl.unmatched
+    # other values, or constant ones (nothing tells where those came from): a gradient of its own, flagged
+    transposed = lambda w: np.ascontiguousarray(w.T)  # noqa: E731
+    for copy, constant in ((lambda w: transposed(w) + 1, False), (transposed, True)):
+        with pytest.warns(gdat.GradientNameWarning, match="TorchScript exporter computed"):
+            tl = gdat.predict_timeline(as_given(_folded_tied_lm(copy, constant)))
+        assert sorted(n for n, _, _ in tl) == ["W", "b", "g", "onnx::MatMul_7"]
+
+
 def test_exported_models_name_parameters_as_the_framework_does():
     """torch.export's graph signature and onnxscript's folded_from records give the framework
     names (the transposed Linear weight val_13 is blocks.0.c_attn.weight); the tied wte.weight
@@ -396,6 +434,14 @@ def test_torchscript_made_names_are_flagged_not_guessed():
     made = [n for n, _, _ in tl if n.startswith("onnx::")]
     assert made and sorted(made) == sorted(n for n in tl.unmatched if n.startswith("onnx::"))
     assert all("TorchScript exporter computed" in tl.unmatched[n] for n in made)
+    # the output projection's folded copy of the tied wte.weight (its transpose) is wte.weight
+    import onnx
+    from onnx import numpy_helper
+
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(EXPORTS, "gpt2_ts.onnx")).graph.initializer}
+    copies = [n for n, v in inits.items() if n.startswith("onnx::") and v.shape == (64, 256)
+              and np.array_equal(v, inits["wte.weight"].T)]
+    assert len(copies) == 1 and copies[0] not in made and [n for n, _, _ in tl].count("wte.weight") == 1
 
 
 # --------------------------------------------------------------------------- aoe --job_type=4

@@ -13,12 +13,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Tensor", "Node", "Graph", "numel", "RELAYOUT_OPS"]
+__all__ = ["Tensor", "Node", "Graph", "numel", "RELAYOUT_OPS", "EXPORTER_MADE_PREFIX"]
 
 # Operators whose output holds their first input's values, re-laid out or converted: a folded
 # Transpose of a Linear weight is that weight.  Not Identity: TorchScript writes a parameter
 # whose values equal another's as Identity(other), under its own name.
 RELAYOUT_OPS = frozenset({"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Cast"})
+# The TorchScript exporter names a constant it computes (a folded weight transpose, an embedding
+# looked up at constant positions) "onnx::<consumer op>_<n>": not a name the framework knows.
+EXPORTER_MADE_PREFIX = "onnx::"
 
 
 def numel(shape: Any) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .ir import RELAYOUT_OPS, Graph, Node, Tensor, numel
+from .ir import EXPORTER_MADE_PREFIX, RELAYOUT_OPS, Graph, Node, Tensor, numel
 
 __all__ = ["parse_input_shape", "load_graph"]
 
@@ -155,6 +155,7 @@ def _attr_values(node: onnx.NodeProto, where: str) -> dict[str, Any]:
 # TensorProto): everything is copied except the values of large initializers, whose pages are
 # never touched; onnx then parses the small remainder.  Field numbers: onnx/onnx.proto.
 _MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_DIMS = 7, 5, 1
+_TENSOR_DATA_TYPE, _TENSOR_NAME, _TENSOR_RAW_DATA = 2, 8, 9
 _TENSOR_VALUE_FIELDS = frozenset({4, 5, 7, 9, 10, 11})  # float/int32/int64/raw/double/uint64 data
 
 
@@ -201,10 +202,20 @@ def _fields(buf, start: int, end: int):
         pos = nxt
 
 
-def _tensor_without_values(buf, start: int, end: int) -> bytes:
+def _tensor_without_values(buf, start: int, end: int, raw: dict[str, tuple] | None = None) -> bytes:
+    """The TensorProto at buf[start:end] without its values when it is large.  Its (dims, data
+    type, buf, offset and size of its raw data) go into `raw` by name when it keeps its values
+    in raw_data (offsets, not views: a view of the map would keep it from closing)."""
     dims: list[int] = []
+    name, dtype, data = "", 0, None
     for field, wt, _, p, nxt in _fields(buf, start, end):
-        if field == _TENSOR_DIMS:
+        if field == _TENSOR_NAME and wt == 2:
+            name = bytes(buf[p:nxt]).decode("utf-8", "replace")
+        elif field == _TENSOR_DATA_TYPE and wt == 0:
+            dtype = _varint(buf, p)[0]
+        elif field == _TENSOR_RAW_DATA and wt == 2:
+            data = (buf, p, nxt - p)
+        elif field == _TENSOR_DIMS:
             if wt == 0:
                 dims.append(_varint(buf, p)[0])
             else:  # packed
@@ -213,6 +224,8 @@ def _tensor_without_values(buf, start: int, end: int) -> bytes:
                     d, q = _varint(buf, q)
                     dims.append(d)
     keep_values = numel(dims) <= _MAX_CONST_ELEMENTS
+    if raw is not None and data is not None and name:
+        raw[name] = (tuple(dims), dtype, *data)
     return b"".join(bytes(buf[f0:nxt]) for field, _, f0, _, nxt in _fields(buf, start, end)
                     if keep_values or field not in _TENSOR_VALUE_FIELDS)
 
@@ -221,20 +234,62 @@ def _message(field: int, payload: bytes) -> bytes:
     return _encode_varint(field << 3 | 2) + _encode_varint(len(payload)) + payload
 
 
-def _read_structure(path: str) -> onnx.ModelProto:
-    """The model in `path` without the values of its large embedded initializers."""
+def _read_structure(path: str) -> tuple[onnx.ModelProto, dict[str, tuple[str, ...]]]:
+    """The model in `path` without the values of its large embedded initializers, and the
+    exporter-made copies among them (:func:`_exporter_copies`)."""
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
         parts = []
+        raw: dict[str, tuple] = {}
         for field, wt, f0, p, nxt in _fields(buf, 0, len(buf)):
             if field != _MODEL_GRAPH or wt != 2:
                 parts.append(bytes(buf[f0:nxt]))
                 continue
             graph = b"".join(
-                _message(_GRAPH_INITIALIZER, _tensor_without_values(buf, gp, gnxt))
+                _message(_GRAPH_INITIALIZER, _tensor_without_values(buf, gp, gnxt, raw))
                 if gfield == _GRAPH_INITIALIZER and gwt == 2 else bytes(buf[g0:gnxt])
                 for gfield, gwt, g0, gp, gnxt in _fields(buf, p, nxt))
             parts.append(_message(_MODEL_GRAPH, graph))
-    return onnx.load_from_string(b"".join(parts))
+        copies = _exporter_copies(raw)
+    return onnx.load_from_string(b"".join(parts)), copies
+
+
+def _exporter_copies(raw: Mapping[str, tuple]) -> dict[str, tuple[str, ...]]:
+    """Constants the TorchScript exporter made ("onnx::..." names) that hold another
+    initializer's values, as they are or transposed -> that initializer's name.  A weight tied
+    to an embedding (a language model's output projection) is exported as the embedding table
+    and a folded copy of its transpose: one parameter, whose copy's name the framework does not
+    know.  `raw`: name -> (dims, ONNX data type, buffer, offset, size of the raw data).  Only tensors of equal (or
+    transposed) shape and type are compared, so other weights' values are never read; a
+    constant-valued copy (zeros, ones) says nothing of where it came from and is left alone."""
+    by_shape: dict[tuple, list[str]] = {}
+    for name, (dims, dtype, *_) in raw.items():
+        if not name.startswith(EXPORTER_MADE_PREFIX):
+            by_shape.setdefault((dims, dtype), []).append(name)
+    copies: dict[str, tuple[str, ...]] = {}
+    def values(name: str, np_type: Any, shape: tuple) -> np.ndarray:  # a view: pages are read when compared
+        _, _, buf, offset, _ = raw[name]
+        return np.frombuffer(buf, dtype=np_type, count=numel(shape), offset=offset).reshape(shape)
+
+    for name, (dims, dtype, _, _, size) in raw.items():
+        if not name.startswith(EXPORTER_MADE_PREFIX) or len(dims) > 2:
+            continue
+        try:
+            np_type = helper.tensor_dtype_to_np_dtype(dtype)
+        except (KeyError, ValueError):
+            continue
+        if size != numel(dims) * np.dtype(np_type).itemsize or numel(dims) < 2:
+            continue
+        a = values(name, np_type, dims)
+        for flip, shape in [(False, dims)] + ([(True, dims[::-1])] if len(dims) == 2 else []):
+            for other in by_shape.get((shape, dtype), ()):
+                if name in copies or raw[other][4] != size:
+                    continue
+                b = values(other, np_type, shape)
+                b = b.T if flip else b
+                # the first row decides for all but copies: many same-shape weights cost a row each
+                if np.array_equal(a[0], b[0]) and np.array_equal(a, b) and not np.all(a == a.flat[0]):
+                    copies[name] = (other,)
+    return copies
 
 
 def _drop_weight_data(model: onnx.ModelProto) -> None:
@@ -510,6 +565,8 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
         model = onnx.ModelProto()
         model.CopyFrom(model_or_path)
         path, where = None, f"model {model.graph.name or '<unnamed>'}"
+        copies = _exporter_copies({t.name: (tuple(t.dims), t.data_type, t.raw_data, 0, len(t.raw_data))
+                                   for t in model.graph.initializer if t.raw_data})
     else:
         path = os.fspath(model_or_path)
         where = path
@@ -519,7 +576,7 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
             raise ValueError(f"{path}: {os.path.getsize(path)} bytes, more than the 2 GiB an ONNX protobuf can hold "
                              f"(larger weights belong in external data files)")
         try:
-            model = _read_structure(path)
+            model, copies = _read_structure(path)
         except Exception as e:  # protobuf DecodeError and friends
             raise ValueError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
         if not model.graph.node:
@@ -535,6 +592,8 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
     _check_supported(model, where)  # first: control flow and custom domains get their own message
     _check_nodes(model.graph, where)
     folded_from, declared = _exporter_provenance(model)
+    for name, sources in copies.items():  # the exporter's own record first
+        folded_from.setdefault(name, sources)
     try:
         inferred = _fold_constants(model, folded_from)
     except Exception as e:

@@ -29,7 +29,7 @@ import numpy as np
 from ..ascend.ops import tune_op
 from ..ascend.platforms import Platform, check_compute_dtype, native_platform
 from ..cluster import Cluster
-from ..graph.ir import RELAYOUT_OPS, Graph, Node
+from ..graph.ir import EXPORTER_MADE_PREFIX, RELAYOUT_OPS, Graph, Node
 from ..graph.lowering import VIEW_OPS, UnsupportedNode, map_node
 from ..graph import load_graph
 from ..fileio import read_given_json
@@ -553,9 +553,6 @@ def tune_gradients(gradients: Iterable[Gradient] | str | os.PathLike, cluster: C
 # element-wise Add / Mul.
 _PARAM_SLOTS = {"Conv": (1, 2), "Gemm": (1, 2), "MatMul": (1,), "BatchNormalization": (1, 2),
                 "LayerNormalization": (1, 2), "Add": (0, 1), "Mul": (0, 1), "Gather": (0,)}
-# The TorchScript exporter names a constant it computes (a folded weight transpose, an embedding
-# looked up at constant positions) "onnx::<consumer op>_<n>": not a name the framework knows.
-_TORCHSCRIPT_MADE = "onnx::"
 _NAMES_ADVICE = ("To apply a plan to a PyTorch module, build the timeline from the module itself: "
                  "aoe_native.torch_ddp.measure_timeline(module, loss_fn); or export the module in training mode "
                  "so that the file keeps its parameters: torch.onnx.export(..., dynamo=True, optimize=False), or "
@@ -668,7 +665,7 @@ def _parameters(graph: Graph) -> tuple[dict[str, tuple[int, int]], set[str], dic
                     continue
                 weight_inputs.add(x)
                 found[p] = (nbytes, min(found[p][1], node.index) if p in found else node.index)
-                if p.startswith(_TORCHSCRIPT_MADE):
+                if p.startswith(EXPORTER_MADE_PREFIX):
                     unmatched[p] = ("a constant the TorchScript exporter computed from parameters (a Linear "
                                     "weight's transpose, a convolution weight with its BatchNorm folded in, an "
                                     "embedding looked up at constant positions): the file does not say which")
@@ -744,7 +741,8 @@ def predict_timeline(model: Any, soc_version: str | Platform = "Ascend910B3", in
 
     Parameters (:func:`_parameters`) carry their framework names where the file holds them
     (initializer names, the dynamo exporter's graph signature and ``folded_from`` records, the
-    loader's own folds); a tied weight counts once.  Gradients whose framework name the file
+    loader's own folds, a TorchScript-made copy of another weight's values); a tied weight counts
+    once.  Gradients whose framework name the file
     does not hold (TorchScript's ``onnx::MatMul_N``) and framework parameters the file lost are
     listed in the result's ``unmatched`` and in a :class:`GradientNameWarning`."""
     check_compute_dtype(dtype, soc_version)
