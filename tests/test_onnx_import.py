@@ -155,12 +155,11 @@ def test_model_file_is_read_without_its_large_embedded_weights():
     never reads): the same graph, the same initializer names, dims and small values."""
     from pathlib import Path
 
-    from aoe_native.graph.onnx import _MAX_CONST_ELEMENTS, _exporter_copies, _read_structure
+    from aoe_native.graph.onnx import _MAX_CONST_ELEMENTS, _model_copies, _read_structure
     for path in sorted((Path(__file__).parent / "data" / "exports").glob("*.onnx")):
         full, (light, copies) = onnx.load(str(path)), _read_structure(str(path))
         # the exporter-made copies of weights, found in the file's bytes as in the loaded model
-        assert copies == _exporter_copies({t.name: (tuple(t.dims), t.data_type, t.raw_data, 0, len(t.raw_data))
-                                           for t in full.graph.initializer if t.raw_data})
+        assert copies == _model_copies(full)
         assert bool(copies) == (path.name == "gpt2_ts.onnx")  # its output projection, tied to wte.weight
         assert light.graph.node == full.graph.node and light.opset_import == full.opset_import
         assert [(t.name, list(t.dims), t.data_type) for t in light.graph.initializer] == \

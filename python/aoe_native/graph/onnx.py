@@ -258,18 +258,25 @@ def _exporter_copies(raw: Mapping[str, tuple]) -> dict[str, tuple[str, ...]]:
     initializer's values, as they are or transposed -> that initializer's name.  A weight tied
     to an embedding (a language model's output projection) is exported as the embedding table
     and a folded copy of its transpose: one parameter, whose copy's name the framework does not
-    know.  `raw`: name -> (dims, ONNX data type, buffer, offset, size of the raw data).  Only tensors of equal (or
-    transposed) shape and type are compared, so other weights' values are never read; a
-    constant-valued copy (zeros, ones) says nothing of where it came from and is left alone."""
+    know.  `raw`: name -> (dims, ONNX data type, buffer, offset, size of the raw data).  Only
+    tensors of equal (or transposed) shape and type are compared, so other weights' values are
+    never read; a constant-valued copy (zeros, ones) says nothing of where it came from and is
+    left alone."""
+    def values(name: str, np_type: Any, shape: tuple) -> np.ndarray:  # a view: pages are read when compared
+        _, _, buf, offset, _ = raw[name]
+        return np.frombuffer(buf, dtype=np_type, count=numel(shape), offset=offset).reshape(shape)
+
+    def holds(a: np.ndarray, other: str, shape: tuple, flip: bool) -> bool:  # a is other's values (transposed)
+        b = values(other, a.dtype, shape)
+        b = b.T if flip else b
+        # the first row decides for all but copies: many same-shape weights cost a row each
+        return np.array_equal(a[0], b[0]) and np.array_equal(a, b) and not np.all(a == a.flat[0])
+
     by_shape: dict[tuple, list[str]] = {}
     for name, (dims, dtype, *_) in raw.items():
         if not name.startswith(EXPORTER_MADE_PREFIX):
             by_shape.setdefault((dims, dtype), []).append(name)
     copies: dict[str, tuple[str, ...]] = {}
-    def values(name: str, np_type: Any, shape: tuple) -> np.ndarray:  # a view: pages are read when compared
-        _, _, buf, offset, _ = raw[name]
-        return np.frombuffer(buf, dtype=np_type, count=numel(shape), offset=offset).reshape(shape)
-
     for name, (dims, dtype, _, _, size) in raw.items():
         if not name.startswith(EXPORTER_MADE_PREFIX) or len(dims) > 2:
             continue
@@ -280,16 +287,18 @@ def _exporter_copies(raw: Mapping[str, tuple]) -> dict[str, tuple[str, ...]]:
         if size != numel(dims) * np.dtype(np_type).itemsize or numel(dims) < 2:
             continue
         a = values(name, np_type, dims)
-        for flip, shape in [(False, dims)] + ([(True, dims[::-1])] if len(dims) == 2 else []):
-            for other in by_shape.get((shape, dtype), ()):
-                if name in copies or raw[other][4] != size:
-                    continue
-                b = values(other, np_type, shape)
-                b = b.T if flip else b
-                # the first row decides for all but copies: many same-shape weights cost a row each
-                if np.array_equal(a[0], b[0]) and np.array_equal(a, b) and not np.all(a == a.flat[0]):
-                    copies[name] = (other,)
+        orientations = [(dims, False)] + ([(dims[::-1], True)] if len(dims) == 2 else [])
+        source = next((other for shape, flip in orientations for other in by_shape.get((shape, dtype), ())
+                       if raw[other][4] == size and holds(a, other, shape, flip)), None)
+        if source is not None:
+            copies[name] = (source,)
     return copies
+
+
+def _model_copies(model: onnx.ModelProto) -> dict[str, tuple[str, ...]]:
+    """_exporter_copies of a model in memory (its initializers' raw data)."""
+    return _exporter_copies({t.name: (tuple(t.dims), t.data_type, t.raw_data, 0, len(t.raw_data))
+                             for t in model.graph.initializer if t.raw_data})
 
 
 def _drop_weight_data(model: onnx.ModelProto) -> None:
@@ -565,8 +574,7 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
         model = onnx.ModelProto()
         model.CopyFrom(model_or_path)
         path, where = None, f"model {model.graph.name or '<unnamed>'}"
-        copies = _exporter_copies({t.name: (tuple(t.dims), t.data_type, t.raw_data, 0, len(t.raw_data))
-                                   for t in model.graph.initializer if t.raw_data})
+        copies = _model_copies(model)
     else:
         path = os.fspath(model_or_path)
         where = path
