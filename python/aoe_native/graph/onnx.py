@@ -278,7 +278,7 @@ def _exporter_copies(raw: Mapping[str, tuple]) -> dict[str, tuple[str, ...]]:
             by_shape.setdefault((dims, dtype), []).append(name)
     copies: dict[str, tuple[str, ...]] = {}
     for name, (dims, dtype, _, _, size) in raw.items():
-        if not name.startswith(EXPORTER_MADE_PREFIX) or len(dims) > 2:
+        if not _may_copy(name, dims):
             continue
         try:
             np_type = helper.tensor_dtype_to_np_dtype(dtype)
@@ -287,18 +287,37 @@ def _exporter_copies(raw: Mapping[str, tuple]) -> dict[str, tuple[str, ...]]:
         if size != numel(dims) * np.dtype(np_type).itemsize or numel(dims) < 2:
             continue
         a = values(name, np_type, dims)
-        orientations = [(dims, False)] + ([(dims[::-1], True)] if len(dims) == 2 else [])
-        source = next((other for shape, flip in orientations for other in by_shape.get((shape, dtype), ())
+        source = next((other for shape, flip in _orientations(dims) for other in by_shape.get((shape, dtype), ())
                        if raw[other][4] == size and holds(a, other, shape, flip)), None)
         if source is not None:
             copies[name] = (source,)
     return copies
 
 
+def _may_copy(name: str, dims: tuple) -> bool:
+    """Whether an initializer may be an exporter-made copy of another (:func:`_exporter_copies`)."""
+    return name.startswith(EXPORTER_MADE_PREFIX) and len(dims) <= 2
+
+
+def _orientations(dims: tuple) -> list[tuple[tuple, bool]]:
+    """The shapes of the weights a copy of these dims may hold, and whether transposed."""
+    return [(dims, False)] + ([(dims[::-1], True)] if len(dims) == 2 else [])
+
+
 def _model_copies(model: onnx.ModelProto) -> dict[str, tuple[str, ...]]:
-    """_exporter_copies of a model in memory (its initializers' raw data)."""
-    return _exporter_copies({t.name: (tuple(t.dims), t.data_type, t.raw_data, 0, len(t.raw_data))
-                             for t in model.graph.initializer if t.raw_data})
+    """_exporter_copies of a model in memory (its initializers' raw data).  Only the raw data of
+    initializers a copy's shape and type could match is read: each read copies the bytes (0.55 s
+    for BERT-base's 438 MB when every initializer was read)."""
+    inits = model.graph.initializer
+    shapes = {(shape, t.data_type) for t in inits if _may_copy(t.name, tuple(t.dims))
+              for shape, _ in _orientations(tuple(t.dims))}
+    raw = {}
+    for t in inits:
+        if (tuple(t.dims), t.data_type) in shapes:
+            data = t.raw_data
+            if data:
+                raw[t.name] = (tuple(t.dims), t.data_type, data, 0, len(data))
+    return _exporter_copies(raw)
 
 
 def _drop_weight_data(model: onnx.ModelProto) -> None:
