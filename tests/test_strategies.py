@@ -238,6 +238,20 @@ def test_strategy_options_change_the_search(space):
     assert len(set(plain.history_ids.tolist())) == 80
 
 
+def test_crowding_counts_a_line_beyond_what_the_space_s_share_gives_it(space):
+    # A line holds, on average, the space's evaluated share of its configurations;
+    # only the whole samples beyond that are crowding.  While that share is below
+    # one sample per line (a budget that is a small part of the space) the run is
+    # the one without the correction, sample for sample; once the budget is a
+    # large part of the space, it is not.
+    assert aoe_native.strategy_options("forest")["crowding_excess"]
+    objective = SyntheticObjective(seed=1)
+    for evals, same in ((80, True), (600, False)):
+        runs = [tune(space, objective, strategy="forest", max_evals=evals, seed=3,
+                     strategy_options={"crowding_excess": excess}).history_ids.tolist() for excess in (True, False)]
+        assert (runs[0] == runs[1]) == same, evals
+
+
 def failing_region(cfg: dict) -> float:
     """A landscape whose best values border a region that fails (like register or
     shared-memory limits next to the fastest configurations)."""
