@@ -222,7 +222,7 @@ class ForestSearch : public StrategyBase {
       }
     }
     fitted_at_ = 0;
-    base_share_ = 0;
+    line_expected_.assign(nvalues_.size(), 0.0);
     value_model_.clear();
     fail_model_.clear();
     ranking_.clear();
@@ -510,22 +510,24 @@ class ForestSearch : public StrategyBase {
   uint64_t line_key(uint64_t h, const uint16_t* x, size_t p) const { return h ^ zobrist_[zobrist_offset_[p] + x[p]]; }
 
   // Evaluated share of each line through x, summed over the parameters
-  // (beyond the whole samples a line of the space holds on average).
+  // (beyond line_expected_).
   double crowding(const uint16_t* x) const {
     const uint64_t h = zobrist(x);
     double d = 0;
     for (size_t p = 0; p < lines_.size(); ++p) {
       if (nvalues_[p] < 2) continue;
       auto it = lines_[p].find(line_key(h, x, p));
-      if (it == lines_[p].end()) continue;
-      const double others = double(nvalues_[p] - 1);
-      d += std::max(0.0, double(it->second) - std::floor(base_share_ * others)) / others;
+      if (it != lines_[p].end()) d += std::max(0.0, double(it->second) - line_expected_[p]) / double(nvalues_[p] - 1);
     }
     return d;
   }
 
   void rank_candidates() {
-    base_share_ = opt_.crowding_excess ? double(record_->count()) / double(std::max<size_t>(1, space_->size())) : 0.0;
+    if (opt_.crowding_excess) {
+      const double share = double(record_->count()) / double(std::max<size_t>(1, space_->size()));
+      for (size_t p = 0; p < nvalues_.size(); ++p)
+        line_expected_[p] = nvalues_[p] < 2 ? 0.0 : std::floor(share * double(nvalues_[p] - 1));
+    }
     ranking_.clear();
     pos_ = 0;
     const size_t unvisited = space_->size() - std::min(space_->size(), record_->count());
@@ -637,6 +639,9 @@ class ForestSearch : public StrategyBase {
   bool asked_ = false, warm_ = false;  // warm: results were given before the first ask
   std::vector<size_t> nvalues_, train_, order_;
   std::vector<double> inv_range_;
+  // Per parameter: the whole samples a line along it holds at the space's
+  // evaluated share, as of the last ranking (crowding_excess; else 0).
+  std::vector<double> line_expected_;
   // Per parameter: how many results lie on each line along it (if crowding).
   std::vector<std::unordered_map<uint64_t, uint32_t>> lines_;
   std::vector<uint64_t> zobrist_;       // a random key per parameter value
@@ -647,7 +652,6 @@ class ForestSearch : public StrategyBase {
   std::vector<uint16_t> X_;
   std::vector<double> y_;
   double best_y_ = 0;
-  double base_share_ = 0;     // the space's evaluated share at the last ranking (if crowding_excess)
   double penalty_scale_ = 1;  // the crowding penalty's unit in the LCB (see acquisition())
   bool greedy_now_ = false;
   // The last ranking of candidates by acquisition, and the next to propose.
