@@ -179,6 +179,14 @@ def test_plan_from_a_torchscript_export_names_what_it_cannot_match(tmp_path):
     # fc.weight's transpose has a made-up name; the tied head's transpose holds emb.weight's values: it is emb.weight
     assert len(made) == 1 and [n for n, _, _ in tl].count("emb.weight") == 1
     assert sum(b for _, b, _ in tl) == sum(p.numel() * 4 for p in m.parameters())  # (the tied one once)
+    # the same export with its weights in an external data file (as a model past 2 GiB is written)
+    import onnx
+    external = tmp_path / "external" / "m.onnx"
+    external.parent.mkdir()
+    onnx.save_model(onnx.load(_exported(tmp_path, m, dynamo=False)), str(external), save_as_external_data=True,
+                    location="m.data", size_threshold=0)
+    with pytest.warns(GradientNameWarning):
+        assert sorted(predict_timeline(str(external))) == sorted(tl)
     with pytest.raises(ValueError, match=r"not in the model \['onnx::MatMul_\d+'\], not in the "
                                          r"plan \['fc.weight'\]; the plan's timeline could not name them: "
                                          r"\['onnx::MatMul_\d+'\]: a constant the "

@@ -8,6 +8,7 @@ the time of the structure-only zoo graphs and in a fraction of their size in mem
 from __future__ import annotations
 
 import ast
+import contextlib
 import mmap
 import os
 import re
@@ -236,8 +237,11 @@ def _message(field: int, payload: bytes) -> bytes:
 
 def _read_structure(path: str) -> tuple[onnx.ModelProto, dict[str, tuple[str, ...]]]:
     """The model in `path` without the values of its large embedded initializers, and the
-    exporter-made copies among them (:func:`_exporter_copies`)."""
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+    exporter-made copies among its initializers, embedded or in external data files
+    (:func:`_exporter_copies`)."""
+    with contextlib.ExitStack() as maps:
+        f = maps.enter_context(open(path, "rb"))
+        buf = maps.enter_context(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
         parts = []
         raw: dict[str, tuple] = {}
         for field, wt, f0, p, nxt in _fields(buf, 0, len(buf)):
@@ -249,8 +253,37 @@ def _read_structure(path: str) -> tuple[onnx.ModelProto, dict[str, tuple[str, ..
                 if gfield == _GRAPH_INITIALIZER and gwt == 2 else bytes(buf[g0:gnxt])
                 for gfield, gwt, g0, gp, gnxt in _fields(buf, p, nxt))
             parts.append(_message(_MODEL_GRAPH, graph))
+        model = onnx.load_from_string(b"".join(parts))
+        raw.update(_external_raw(model, os.path.dirname(os.path.abspath(path)), maps))
         copies = _exporter_copies(raw)
-    return onnx.load_from_string(b"".join(parts)), copies
+    return model, copies
+
+
+def _external_raw(model: onnx.ModelProto, base_dir: str, maps: contextlib.ExitStack) -> dict[str, tuple]:
+    """`raw` entries (:func:`_exporter_copies`) of the initializers kept in external data files,
+    each file mapped once into `maps`.  A model too large for one protobuf (a language model
+    whose output projection is tied to its embedding) keeps all its weights there.  A file
+    that is missing or too short is skipped: _check_external reports it."""
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+    files: dict[str, Any] = {}
+    raw: dict[str, tuple] = {}
+    for t in model.graph.initializer:
+        if not uses_external_data(t) or not t.name:
+            continue
+        info = ExternalDataInfo(t)
+        fpath = os.path.join(base_dir, info.location)
+        if fpath not in files:
+            files[fpath] = None
+            if os.path.isfile(fpath) and os.path.getsize(fpath) > 0:
+                with open(fpath, "rb") as data:
+                    files[fpath] = maps.enter_context(mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_READ))
+        buf, offset = files[fpath], info.offset or 0
+        if buf is None:
+            continue
+        size = info.length if info.length else len(buf) - offset
+        if offset + size <= len(buf):
+            raw[t.name] = (tuple(t.dims), t.data_type, buf, offset, size)
+    return raw
 
 
 def _exporter_copies(raw: Mapping[str, tuple]) -> dict[str, tuple[str, ...]]:
