@@ -67,7 +67,8 @@ def test_neighbours_are_valid_and_complete(case):
     for i, c in enumerate(configs[:20]):
         hamming = set(space.neighbours(i, "hamming"))
         adjacent = set(space.neighbours(i, "adjacent"))
-        want_h, want_a = set(), set()
+        repaired = space.neighbours(i, "repaired")
+        want_h, want_a, want_r = set(), set(), set()
         for p, vals in enumerate(values):
             k = vals.index(c[p])
             for j, v in enumerate(vals):
@@ -76,8 +77,26 @@ def test_neighbours_are_valid_and_complete(case):
                     want_h.add(index[other])
                     if abs(j - k) == 1:
                         want_a.add(index[other])
+                elif j != k:  # invalid alone: mended by changing one other parameter
+                    for q, qvals in enumerate(values):
+                        for w in qvals:
+                            two = other[:q] + (w,) + other[q + 1:]
+                            if q != p and w != c[q] and two in index:
+                                want_r.add(index[two])
         assert hamming == want_h
         assert adjacent == want_a
+        assert len(repaired) == len(set(repaired)) and set(repaired) == want_r
+
+
+def test_repaired_neighbours_change_two_parameters_that_a_restriction_locks_together():
+    # a step must divide a depth at least twice its size: neither changes alone
+    space = SearchSpace({"step": [1, 2, 4], "depth": [2, 4, 8]}, ["depth % step == 0", "depth >= 2 * step"])
+    start = space.index({"step": 1, "depth": 2})
+    assert [space[i] for i in space.neighbours(start, "hamming")] == [{"step": 1, "depth": 4}, {"step": 1, "depth": 8}]
+    assert [space[i] for i in space.neighbours(start, "repaired")] == [{"step": 2, "depth": 4}, {"step": 2, "depth": 8},
+                                                                      {"step": 4, "depth": 8}]
+    with pytest.raises(ValueError, match="valid: hamming, adjacent, repaired"):
+        space.neighbours(start, "pairs")
 
 
 def test_python_api():

@@ -133,14 +133,16 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
             aoe::Neighbourhood k;
             if (kind == "hamming") k = aoe::Neighbourhood::Hamming;
             else if (kind == "adjacent") k = aoe::Neighbourhood::Adjacent;
-            else throw py::value_error("unknown neighbourhood '" + kind + "' (valid: hamming, adjacent)");
+            else if (kind == "repaired") k = aoe::Neighbourhood::Repaired;
+            else throw py::value_error("unknown neighbourhood '" + kind + "' (valid: hamming, adjacent, repaired)");
             std::vector<ConfigId> out;
             s.neighbours(checked_id(s, i), k, out);
             return std::vector<int64_t>(out.begin(), out.end());
           },
           py::arg("index"), py::arg("kind") = "hamming",
           "Indices of valid configurations that differ from this one in one parameter: any value "
-          "(\"hamming\") or the next value up or down its list (\"adjacent\").")
+          "(\"hamming\") or the next value up or down its list (\"adjacent\"); or (\"repaired\") in "
+          "a parameter whose change alone breaks a restriction and in one other that mends it.")
       .def(
           "sample",
           [](const SearchSpace& s, size_t n, uint64_t seed) {

@@ -274,6 +274,28 @@ int SearchSpace::first_violated(const int64_t* vals) const {
 
 void SearchSpace::neighbours(ConfigId c, Neighbourhood kind, std::vector<ConfigId>& out) const {
   out.clear();
+  if (kind == Neighbourhood::Repaired) {
+    // Ranks are mixed-radix: changing parameter p from a to b adds radix[p] * (b - a).
+    const uint64_t base = ranks_[c];
+    for (size_t p = 0; p < names_.size(); ++p) {
+      const uint64_t cur_p = index(c, p);
+      for (size_t v = 0; v < values_[p].size(); ++v) {
+        const uint64_t moved = base - radix_[p] * cur_p + radix_[p] * v;
+        if (v == cur_p || find_rank_near(c, moved)) continue;  // valid alone: a Hamming neighbour
+        for (size_t q = 0; q < names_.size(); ++q) {
+          if (q == p) continue;
+          const uint64_t cur_q = index(c, q);
+          for (size_t w = 0; w < values_[q].size(); ++w)
+            if (w != cur_q)
+              if (auto found = find_rank_near(c, moved - radix_[q] * cur_q + radix_[q] * w)) out.push_back(*found);
+        }
+      }
+    }
+    // (reached twice when each of the two changes alone breaks a restriction)
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return;
+  }
   auto try_value = [&](size_t p, size_t v) {
     if (auto found = find_changed(c, p, v)) out.push_back(*found);
   };

@@ -26,6 +26,7 @@ using ConfigId = uint32_t;
 enum class Neighbourhood {
   Hamming,   // differ in exactly one parameter, any value
   Adjacent,  // differ in exactly one parameter, by one step in its value list
+  Repaired,  // differ in a parameter whose change alone breaks a restriction, and in one other that mends it
 };
 
 // Thrown when the `stop` callback of a SearchSpace under construction asks

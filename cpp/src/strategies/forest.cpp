@@ -138,6 +138,7 @@ struct ForestSearchOptions {
   double greedy = 0.3;          // share of fits whose ranking is by predicted value, not expected improvement
   double local = 0.25;          // share of proposals among the best result's unvisited neighbours
   double local_line = 1.0;      // share of those drawn along one parameter chosen at random
+  bool repair = true;           // once the incumbent's neighbours are all tried, its repaired ones (see local_anchor)
   bool basins = true;           // once the incumbent's neighbours are all tried, go on from another basin's best
   double crowding = 3;          // penalty on candidates by the evaluated share of the lines through them
   bool crowding_excess = true;  // ... only beyond the samples the space's evaluated share gives a line
@@ -201,6 +202,7 @@ class ForestSearch : public StrategyBase {
     values_.clear();
     known_.clear();
     best_ = kNone;
+    repaired_for_ = kNone;
     by_value_.clear();
     spent_.clear();
     failures_ = 0;
@@ -321,7 +323,22 @@ class ForestSearch : public StrategyBase {
     };
     space_->neighbours(ids_[best_], Neighbourhood::Hamming, nbrs_);
     anchor = best_;
-    if (open() || !opt_.basins) return true;
+    if (open()) return true;
+    // Restrictions can lock parameters together (a step must divide a depth, a
+    // double buffer needs a smaller block): no one-parameter step leaves such a
+    // tiling, so the incumbent's two-parameter repairs come before other basins.
+    // MatMul 4096^3 on 910B3 at 300 evaluations from the default tiling, whose
+    // repair (stepKa 2, depthA1 4) is the optimum's time: 32 of 200 runs ended
+    // 18.6% above it, 17 with the repairs.
+    if (opt_.repair) {
+      if (repaired_for_ != best_) {
+        space_->neighbours(ids_[best_], Neighbourhood::Repaired, repaired_);
+        repaired_for_ = best_;
+      }
+      nbrs_ = repaired_;
+      if (open()) return true;
+    }
+    if (!opt_.basins) return true;
     // Results since the last call go into the order one by one (a few per call).
     for (size_t i = by_value_.size(); i < ids_.size(); ++i)
       by_value_.insert(std::upper_bound(by_value_.begin(), by_value_.end(), i, by_rank()), i);
@@ -636,6 +653,8 @@ class ForestSearch : public StrategyBase {
   std::vector<double> values_;
   std::unordered_set<ConfigId> known_;
   size_t best_ = kNone, failures_ = 0;
+  size_t repaired_for_ = kNone;       // the result whose repaired neighbours repaired_ holds
+  std::vector<ConfigId> repaired_;
   bool asked_ = false, warm_ = false;  // warm: results were given before the first ask
   std::vector<size_t> nvalues_, train_, order_;
   std::vector<double> inv_range_;
@@ -678,6 +697,7 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("greedy", o.greedy, 0, 1);
   b("local", o.local, 0, 1);
   b("local_line", o.local_line, 0, 1);
+  b("repair", o.repair);
   b("basins", o.basins);
   b("crowding", o.crowding, 0, kMany);
   b("crowding_excess", o.crowding_excess);
