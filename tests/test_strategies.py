@@ -252,6 +252,27 @@ def test_crowding_counts_a_line_beyond_what_the_space_s_share_gives_it(space):
         assert (runs[0] == runs[1]) == same, evals
 
 
+def test_forest_leaves_a_tiling_whose_parameters_a_restriction_locks_together():
+    # From a tiling whose other parameters are right, the only better one changes
+    # step and depth together (each alone breaks the restriction).  Local search
+    # from the start (the design is the given tiling): once its one-parameter
+    # neighbours are tried, the repaired ones come next.
+    locked = SearchSpace({"a": [0, 1, 2], "b": [0, 1, 2], "step": [1, 2, 4, 8], "depth": [2, 4, 8, 16]},
+                         ["depth == 2 * step"])
+
+    def objective(cfg: dict) -> float:
+        return 10.0 * (cfg["a"] != 0) + 10.0 * (cfg["b"] != 0) + (0.0 if cfg["step"] == 8 else 5.0)
+
+    start = {"a": 0, "b": 0, "step": 1, "depth": 2}
+    assert not any(objective(locked[i]) < 5 for i in locked.neighbours(locked.index(start)))
+    found = {}
+    for repair in (True, False):
+        r = tune(locked, objective, strategy="forest", max_evals=8, seed=0, initial_configs=[start],
+                 strategy_options={"initial": 1, "local": 1.0, "explore": 0.0, "repair": repair})
+        found[repair] = r.best_value
+    assert found == {True: 0.0, False: 5.0}
+
+
 def failing_region(cfg: dict) -> float:
     """A landscape whose best values border a region that fails (like register or
     shared-memory limits next to the fastest configurations)."""
