@@ -72,6 +72,18 @@
 //   gemm family +0.004 / +0.033 (no NWG=128 +0.021 / +0.144), convolution family
 //   +0.015 / +0.068, pnpoly family and Ascend tilings (budgets of at most 271,
 //   where the incumbent is rarely exhausted) -0.002 / -0.005.
+// - Before that, the incumbent's repaired neighbours (`repair`; a parameter
+//   whose change alone breaks a restriction, and one other that mends it).
+//   Restrictions can lock parameters together (a step must divide a depth, a
+//   double buffer needs a smaller block), and no one-parameter step leaves such
+//   a configuration.  tune_op on MatMul 4096^3 (910B3, 300 evaluations from the
+//   default tiling, whose repair stepKa 2 / depthA1 4 has the optimum's time):
+//   32 of 200 runs ended 18.6% above the optimum, 17 with the repairs.  Mean
+//   score (10th percentile averaged over the spaces) on seeds 600-639 0.794 ->
+//   0.794 (0.590 -> 0.578), 640-679 0.806 -> 0.809 (0.610 -> 0.627), 0-99 (19
+//   spaces) 0.863 -> 0.865 (0.720 -> 0.732; gemm without MDIMC=16 p10 0.246 ->
+//   0.438).  Offered beside the one-parameter neighbours from the start instead:
+//   0.797 / 0.808, 14 of 200 stuck.
 // - Uniform random proposals (`explore`) are 5%.  With 10%, convolution runs
 //   arrived later: mean / 10th-percentile score change from 10% to 5%, seeds
 //   200-219 and 300-329: convolution family +0.026 / +0.129 and +0.038 /
@@ -309,7 +321,8 @@ class ForestSearch : public StrategyBase {
   }
 
   // Where local proposals go from: the incumbent while it has untried
-  // neighbours; then (`basins`) the best result that has untried neighbours
+  // neighbours, then (`repair`) untried repaired ones; then (`basins`) the best
+  // result that has untried neighbours
   // and no better evaluated neighbour, i.e. the floor of another basin as far
   // as is known.  Leaves the anchor's neighbours in nbrs_.  Results found
   // spent (a better neighbour, or every neighbour tried) stay spent, so a
@@ -324,13 +337,7 @@ class ForestSearch : public StrategyBase {
     space_->neighbours(ids_[best_], Neighbourhood::Hamming, nbrs_);
     anchor = best_;
     if (open()) return true;
-    // Restrictions can lock parameters together (a step must divide a depth, a
-    // double buffer needs a smaller block): no one-parameter step leaves such a
-    // tiling, so the incumbent's two-parameter repairs come before other basins.
-    // MatMul 4096^3 on 910B3 at 300 evaluations from the default tiling, whose
-    // repair (stepKa 2, depthA1 4) is the optimum's time: 32 of 200 runs ended
-    // 18.6% above it, 17 with the repairs.
-    if (opt_.repair) {
+    if (opt_.repair) {  // (computed once per incumbent)
       if (repaired_for_ != best_) {
         space_->neighbours(ids_[best_], Neighbourhood::Repaired, repaired_);
         repaired_for_ = best_;
@@ -365,7 +372,8 @@ class ForestSearch : public StrategyBase {
     return false;
   }
 
-  // The local anchor's unvisited Hamming neighbour with the highest acquisition.
+  // The local anchor's unvisited neighbour (Hamming, or repaired: local_anchor)
+  // with the highest acquisition.
   bool best_neighbour(const std::vector<ConfigId>& batch, ConfigId& out) {
     size_t anchor;
     if (!local_anchor(batch, anchor)) return false;
