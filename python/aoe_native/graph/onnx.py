@@ -264,26 +264,30 @@ def _external_raw(model: onnx.ModelProto, base_dir: str, maps: contextlib.ExitSt
     each file mapped once into `maps`.  A model too large for one protobuf (a language model
     whose output projection is tied to its embedding) keeps all its weights there.  A file
     that is missing or too short is skipped: _check_external reports it."""
-    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
     files: dict[str, Any] = {}
     raw: dict[str, tuple] = {}
-    for t in model.graph.initializer:
-        if not uses_external_data(t) or not t.name:
-            continue
-        info = ExternalDataInfo(t)
-        fpath = os.path.join(base_dir, info.location)
+    for t, location, offset, length in _external_tensors(model):
+        fpath = os.path.join(base_dir, location)
         if fpath not in files:
             files[fpath] = None
             if os.path.isfile(fpath) and os.path.getsize(fpath) > 0:
                 with open(fpath, "rb") as data:
                     files[fpath] = maps.enter_context(mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_READ))
-        buf, offset = files[fpath], info.offset or 0
-        if buf is None:
-            continue
-        size = info.length if info.length else len(buf) - offset
-        if offset + size <= len(buf):
-            raw[t.name] = (tuple(t.dims), t.data_type, buf, offset, size)
+        buf = files[fpath]
+        if t.name and buf is not None and offset + length <= len(buf):
+            raw[t.name] = (tuple(t.dims), t.data_type, buf, offset, length)
     return raw
+
+
+def _external_tensors(model: onnx.ModelProto):
+    """(initializer, data file location, offset, length in bytes) of each initializer kept in an
+    external data file; the length from its shape and type where the model does not record it."""
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+    for t in model.graph.initializer:
+        if uses_external_data(t):
+            info = ExternalDataInfo(t)
+            length = info.length or numel(t.dims) * np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+            yield t, info.location, info.offset or 0, length
 
 
 def _exporter_copies(raw: Mapping[str, tuple]) -> dict[str, tuple[str, ...]]:
@@ -372,24 +376,17 @@ def _drop_weight_data(model: onnx.ModelProto) -> None:
 def _check_external(model: onnx.ModelProto, base_dir: str, where: str) -> None:
     """Each externally stored weight must lie whole inside its data file (a truncated copy
     would otherwise go unnoticed, since weights are never read)."""
-    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
     sizes: dict[str, int] = {}
-    for t in model.graph.initializer:
-        if not uses_external_data(t):
-            continue
-        info = ExternalDataInfo(t)
-        fpath = os.path.join(base_dir, info.location)
+    for t, location, offset, length in _external_tensors(model):
+        fpath = os.path.join(base_dir, location)
         if fpath not in sizes:
             if not os.path.isfile(fpath):
-                raise ValueError(f"{where}: weight {t.name!r} is stored in {info.location!r}, which is missing "
+                raise ValueError(f"{where}: weight {t.name!r} is stored in {location!r}, which is missing "
                                  f"(expected beside the model in {base_dir})")
             sizes[fpath] = os.path.getsize(fpath)
-        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
-        length = info.length if info.length else numel(t.dims) * itemsize
-        end = (info.offset or 0) + length
-        if end > sizes[fpath]:
-            raise ValueError(f"{where}: weight {t.name!r} needs bytes up to {end} of {info.location!r}, which has "
-                             f"only {sizes[fpath]} bytes (truncated copy?)")
+        if offset + length > sizes[fpath]:
+            raise ValueError(f"{where}: weight {t.name!r} needs bytes up to {offset + length} of {location!r}, which "
+                             f"has only {sizes[fpath]} bytes (truncated copy?)")
 
 
 def _load_small_external(model: onnx.ModelProto, base_dir: str) -> None:
