@@ -142,6 +142,23 @@ def test_weights_in_external_data_are_never_read(tmp_path, monkeypatch):
         load_graph(str(tmp_path / "ext.onnx"))
 
 
+def test_external_data_without_recorded_lengths(tmp_path):
+    """An external data file's entries may omit `length` (the ONNX spec makes it optional):
+    each tensor is then its own size, not the rest of the file that holds the others."""
+    onnx.save_model(_exported_style_model(), str(tmp_path / "ext.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="ext.data", size_threshold=0)
+    m = onnx.load(str(tmp_path / "ext.onnx"), load_external_data=False)
+    assert sum(t.external_data[0].key == "location" for t in m.graph.initializer) >= 2  # a shared file
+    for t in m.graph.initializer:
+        kept = [e for e in t.external_data if e.key != "length"]
+        del t.external_data[:]
+        t.external_data.extend(kept)
+    onnx.save(m, str(tmp_path / "nolength.onnx"))
+    with_lengths, without = load_graph(str(tmp_path / "ext.onnx")), load_graph(str(tmp_path / "nolength.onnx"))
+    assert without.shape("r") == with_lengths.shape("r") == (2, 16)
+    assert [n.name for n in without.nodes] == [n.name for n in with_lengths.nodes]
+
+
 def test_several_inputs_fixed_at_once():
     m = zoo.build("bert_base", dynamic_batch=True)
     with pytest.raises(ValueError, match="dynamic"):

@@ -392,9 +392,14 @@ def _check_external(model: onnx.ModelProto, base_dir: str, where: str) -> None:
 def _load_small_external(model: onnx.ModelProto, base_dir: str) -> None:
     """Read the small external tensors (reshape targets, axes...) that shape inference needs;
     large weights stay on disk."""
-    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
-    for t in model.graph.initializer:
-        if uses_external_data(t) and numel(t.dims) <= _MAX_CONST_ELEMENTS:
+    from onnx.external_data_helper import load_external_data_for_tensor
+    for t, _, _, length in list(_external_tensors(model)):
+        if numel(t.dims) <= _MAX_CONST_ELEMENTS:
+            # onnx reads to the end of the file when no length is recorded, which is wrong
+            # when the file holds more tensors: record the tensor's own size, as
+            # _check_external assumes.
+            if not any(e.key == "length" for e in t.external_data):
+                t.external_data.add(key="length", value=str(length))
             load_external_data_for_tensor(t, base_dir)
             t.data_location = onnx.TensorProto.DEFAULT
             del t.external_data[:]
