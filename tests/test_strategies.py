@@ -273,6 +273,28 @@ def test_forest_leaves_a_tiling_whose_parameters_a_restriction_locks_together():
     assert found == {True: 0.0, False: 5.0}
 
 
+def test_forest_warm_design_includes_the_given_tilings_repaired_neighbours():
+    # tune_op starts from the default tiling, which a restriction may lock: the
+    # design spent around it (no model yet) takes its repaired neighbours as
+    # well as its one-parameter ones, so the step-and-depth change is in it.
+    locked = SearchSpace({"a": [0, 1, 2], "b": [0, 1, 2], "c": [0, 1, 2], "step": [1, 2, 4, 8],
+                          "depth": [2, 4, 8, 16]}, ["depth == 2 * step"])
+
+    def objective(cfg: dict) -> float:
+        return 10.0 * (cfg["a"] != 0) + 10.0 * (cfg["b"] != 0) + 10.0 * (cfg["c"] != 0) + 5.0 * (cfg["step"] != 8)
+
+    start = {"a": 0, "b": 0, "c": 0, "step": 1, "depth": 2}
+    # 6 one-parameter and 3 repaired neighbours: the given tiling and these fill a design of 10
+    found = {}
+    for warm_repair in (True, False):
+        found[warm_repair] = [
+            tune(locked, objective, strategy="forest", max_evals=10, seed=s, initial_configs=[start],
+                 strategy_options={"initial": 10, "warm_local": 1.0, "warm_repair": warm_repair}).best_value
+            for s in range(10)]
+    assert found[True] == [0.0] * 10
+    assert found[False].count(5.0) >= 5  # (measured 7 of 10: only the space-filling points can land there)
+
+
 def failing_region(cfg: dict) -> float:
     """A landscape whose best values border a region that fails (like register or
     shared-memory limits next to the fastest configurations)."""

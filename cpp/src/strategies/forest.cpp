@@ -46,7 +46,15 @@
 //   with 20 (GEMM +0.008, pnpoly +0.05, convolution -0.015, the Ascend tilings
 //   with budgets of 26-183 evaluations -0.04).  After a warm start (results
 //   observed before the first ask) the design is max(warm_initial_min = 10, P + 1), and
-//   `warm_local` of it goes to the best given configuration's neighbours.
+//   `warm_local` of it goes to the best given configuration's neighbours,
+//   one-parameter and repaired alike (`warm_repair`; see `repair` below):
+//   before a model there is nothing to prefer one over the other, and the
+//   default tiling tune_op starts from may be locked by a restriction.
+//   tune_op from MatMul 4096^3's default tiling, 300 evaluations: runs ending
+//   18.6% (or more than 1%) above the optimum 12 (17) of 200 -> 8 (13), mean
+//   gap 1.17% -> 0.82%; warm runs on the 5 benchmark tilings (300 evaluations,
+//   seeds 100-139 / 200-239) 0.56% / 0.48% -> 0.46% / 0.45%; tune_op at 200
+//   evaluations (the policy table's spaces, seeds 0-9) 1.43% -> 0.86%.
 // - Proposals mix the acquisition (explore and exploit), ranking by the
 //   predicted value alone (`greedy`, per fit), the incumbent's unvisited
 //   Hamming neighbours (`local`: the model can be wrong where it has few
@@ -146,6 +154,7 @@ struct ForestSearchOptions {
   size_t warm_initial_min = 10;  // the same after a warm start
   size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
   double warm_local = 0.5;      // after a warm start, share of the design spent on the best given one's neighbours
+  bool warm_repair = true;      // ... its repaired neighbours among them
   double explore = 0.05;        // share of uniform random proposals afterwards
   double greedy = 0.3;          // share of fits whose ranking is by predicted value, not expected improvement
   double local = 0.25;          // share of proposals among the best result's unvisited neighbours
@@ -271,7 +280,7 @@ class ForestSearch : public StrategyBase {
     if (ids_.size() + batch.size() < design_size() || ids_.empty()) {
       // After a warm start, part of the design goes to the best given
       // configuration's neighbours: the caller said where to look.
-      if (warm_ && rng_.uniform() < opt_.warm_local && best_neighbour(batch, out)) return true;
+      if (warm_ && rng_.uniform() < opt_.warm_local && design_neighbour(batch, out)) return true;
       return spread(batch, out);
     }
     if (rng_.uniform() < opt_.explore) return random_unvisited(batch, out);
@@ -320,6 +329,30 @@ class ForestSearch : public StrategyBase {
     return any;
   }
 
+  // The incumbent's repaired neighbours (computed once per incumbent).
+  const std::vector<ConfigId>& repaired_of_best() {
+    if (repaired_for_ != best_) {
+      space_->neighbours(ids_[best_], Neighbourhood::Repaired, repaired_);
+      repaired_for_ = best_;
+    }
+    return repaired_;
+  }
+
+  // A random untried neighbour of the best given configuration, for the warm
+  // design (no model yet): one-parameter, or repaired with `warm_repair`.
+  bool design_neighbour(const std::vector<ConfigId>& batch, ConfigId& out) {
+    if (best_ == kNone) return false;
+    space_->neighbours(ids_[best_], Neighbourhood::Hamming, nbrs_);
+    if (opt_.warm_repair) nbrs_.insert(nbrs_.end(), repaired_of_best().begin(), repaired_of_best().end());
+    detail::shuffle(nbrs_, rng_);
+    for (ConfigId nb : nbrs_)
+      if (fresh(batch, nb)) {
+        out = nb;
+        return true;
+      }
+    return false;
+  }
+
   // Where local proposals go from: the incumbent while it has untried
   // neighbours, then (`repair`) untried repaired ones; then (`basins`) the best
   // result that has untried neighbours
@@ -337,12 +370,8 @@ class ForestSearch : public StrategyBase {
     space_->neighbours(ids_[best_], Neighbourhood::Hamming, nbrs_);
     anchor = best_;
     if (open()) return true;
-    if (opt_.repair) {  // (computed once per incumbent)
-      if (repaired_for_ != best_) {
-        space_->neighbours(ids_[best_], Neighbourhood::Repaired, repaired_);
-        repaired_for_ = best_;
-      }
-      nbrs_ = repaired_;
+    if (opt_.repair) {
+      nbrs_ = repaired_of_best();
       if (open()) return true;
     }
     if (!opt_.basins) return true;
@@ -377,15 +406,7 @@ class ForestSearch : public StrategyBase {
   bool best_neighbour(const std::vector<ConfigId>& batch, ConfigId& out) {
     size_t anchor;
     if (!local_anchor(batch, anchor)) return false;
-    if (!value_model_.fitted()) {  // no model yet: any untried neighbour
-      detail::shuffle(nbrs_, rng_);
-      for (ConfigId nb : nbrs_)
-        if (fresh(batch, nb)) {
-          out = nb;
-          return true;
-        }
-      return false;
-    }
+    if (!value_model_.fitted()) return false;  // (the design phase uses design_neighbour)
     // Along one parameter, drawn uniformly among those with an untried value:
     // a parameter with few values (a method switch) is otherwise a small share of
     // the neighbours, and the model, having seen few of its values, rarely ranks them first.
@@ -701,6 +722,7 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("warm_initial_min", o.warm_initial_min, 1, kMany);
   b("spread", o.spread, 0, kMany);
   b("warm_local", o.warm_local, 0, 1);
+  b("warm_repair", o.warm_repair);
   b("explore", o.explore, 0, 1);
   b("greedy", o.greedy, 0, 1);
   b("local", o.local, 0, 1);
