@@ -137,8 +137,9 @@
 //   `max_train` results (the best half and a random sample of the rest), so
 //   the cost per evaluation falls as runs get long.
 //   Refitting every 1/64 scored +0.006 / +0.010 on the 24 spaces (seeds
-//   600-639 / 640-679) for 3.5-4 times the model's time; tune_op's time is
-//   the model's, so 1/16 stays the default (README, "Search quality").
+//   600-639 / 640-679) for 3.5-4 times the model's time, and later every
+//   1/32 +0.005 / +0.007 for twice its time; tune_op's time is the model's,
+//   so 1/16 stays the default for now (README, "Search quality").
 //
 // Defaults were chosen with bench/bench_strategies.py and held-out spaces
 // (subspaces of the brute-forced ones, Ascend cost-model tiling spaces), on
@@ -538,6 +539,25 @@ class ForestSearch : public StrategyBase {
     return acquisition(x, mean, variance, 1.0 - p_fail);
   }
 
+  // The models' predictions for configurations `ids`, for batch_acquisition().
+  void predict_batch(const std::vector<ConfigId>& ids) {
+    const size_t n = ids.size();
+    batch_rows_.resize(n);
+    for (size_t k = 0; k < n; ++k) batch_rows_[k] = space_->indices(ids[k]);
+    batch_mean_.resize(n);
+    batch_variance_.resize(n);
+    batch_fail_.assign(n, 0.0);
+    value_model_.predict_rows(batch_rows_.data(), n, batch_mean_.data(), batch_variance_.data());
+    if (fail_model_.fitted()) {
+      unused_.resize(n);
+      fail_model_.predict_rows(batch_rows_.data(), n, batch_fail_.data(), unused_.data());
+    }
+  }
+  // acquisition() of the k-th configuration of the last predict_batch().
+  double batch_acquisition(size_t k) const {
+    return acquisition(batch_rows_[k], batch_mean_[k], batch_variance_[k], 1.0 - batch_fail_[k]);
+  }
+
   // The acquisition of configuration x from the models' predictions there
   // (larger is better).
   double acquisition(const uint16_t* x, double mean, double variance, double success) const {
@@ -583,17 +603,20 @@ class ForestSearch : public StrategyBase {
     ranking_.clear();
     pos_ = 0;
     const size_t unvisited = space_->size() - std::min(space_->size(), record_->count());
+    samples_.clear();
     if (unvisited <= opt_.full_limit) {
       for (size_t c = 0; c < space_->size(); ++c)
-        if (!record_->contains(ConfigId(c))) ranking_.emplace_back(acquisition(ConfigId(c)), ConfigId(c));
+        if (!record_->contains(ConfigId(c))) samples_.push_back(ConfigId(c));
+      predict_batch(samples_);
+      for (size_t k = 0; k < samples_.size(); ++k) ranking_.emplace_back(batch_acquisition(k), samples_[k]);
     } else {
       pool_.clear();
       // Drawn first so that their rows can be fetched ahead: in a space of 10^6
       // configurations the rows are megabytes, and each random one is a cache miss.
-      samples_.clear();
       for (size_t k = 0; k < opt_.pool; ++k) samples_.push_back(space_->sample(rng_));
       prefetch_rows(samples_);
-      for (ConfigId c : samples_) add_candidate(c);
+      predict_batch(samples_);
+      for (size_t k = 0; k < samples_.size(); ++k) add_candidate(samples_[k], [&] { return batch_acquisition(k); });
       // Walks from the best results and from the best random candidates.
       starts_.clear();
       for (size_t i : best_results(opt_.walks)) starts_.push_back(ids_[i]);
@@ -716,6 +739,8 @@ class ForestSearch : public StrategyBase {
   // A walk step's predictions along each parameter's line (ready: computed).
   std::vector<std::vector<double>> line_mean_, line_variance_, line_fail_;
   std::vector<double> unused_;
+  std::vector<const uint16_t*> batch_rows_;  // the last predict_batch()
+  std::vector<double> batch_mean_, batch_variance_, batch_fail_;
   std::vector<bool> line_ready_, line_open_;
   std::vector<size_t> by_value_;  // result positions, best first (local anchors)
   std::vector<bool> spent_;       // results no longer worth a local anchor

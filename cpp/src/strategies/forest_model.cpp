@@ -111,16 +111,27 @@ int32_t RandomForest::build(uint32_t* first, uint32_t* last, size_t depth, Rng& 
 }
 
 void RandomForest::predict(const uint16_t* x, double& mean, double& variance) const {
-  double s = 0, s2 = 0;
+  predict_rows(&x, 1, &mean, &variance);
+}
+
+void RandomForest::predict_rows(const uint16_t* const* rows, size_t n, double* mean, double* variance) const {
+  std::fill(mean, mean + n, 0.0);  // sums first, in tree order
+  std::fill(variance, variance + n, 0.0);
   for (int32_t root : roots_) {
-    const Node* node = &nodes_[root];
-    while (node->left >= 0) node = &nodes_[x[node->feature] <= node->threshold ? node->left : node->right];
-    s += node->value;
-    s2 += node->value * node->value;
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t* x = rows[i];
+      const Node* node = &nodes_[root];
+      while (node->left >= 0) node = &nodes_[x[node->feature] <= node->threshold ? node->left : node->right];
+      mean[i] += node->value;
+      variance[i] += node->value * node->value;
+    }
   }
   const double t = double(roots_.size());
-  mean = s / t;
-  variance = std::max(0.0, s2 / t - mean * mean);
+  for (size_t i = 0; i < n; ++i) {
+    const double s2 = variance[i];
+    mean[i] /= t;
+    variance[i] = std::max(0.0, s2 / t - mean[i] * mean[i]);
+  }
 }
 
 void RandomForest::descend_line(int32_t id, const uint16_t* x, size_t p, size_t lo, size_t hi, std::vector<double>& s,

@@ -40,6 +40,9 @@ class RandomForest {
            const ForestOptions& options, Rng& rng);
   // Mean and variance over the trees of the prediction for one row.
   void predict(const uint16_t* x, double& mean, double& variance) const;
+  // predict() for n rows at once: tree by tree, so that one tree's nodes stay
+  // in cache while every row descends it (sums in tree order, as for one row).
+  void predict_rows(const uint16_t* const* rows, size_t n, double* mean, double* variance) const;
   // predict() for each row equal to x but in parameter p, which takes each of
   // its values v (mean[v], variance[v]; the same results bit for bit).  Each
   // tree is descended once, branching only where it tests p, so a greedy
