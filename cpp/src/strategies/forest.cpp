@@ -614,6 +614,9 @@ class ForestSearch : public StrategyBase {
       // Drawn first so that their rows can be fetched ahead: in a space of 10^6
       // configurations the rows are megabytes, and each random one is a cache miss.
       for (size_t k = 0; k < opt_.pool; ++k) samples_.push_back(space_->sample(rng_));
+      // Results would score -inf; predicting them is wasted.
+      samples_.erase(std::remove_if(samples_.begin(), samples_.end(), [&](ConfigId c) { return record_->contains(c); }),
+                     samples_.end());
       prefetch_rows(samples_);
       predict_batch(samples_);
       for (size_t k = 0; k < samples_.size(); ++k) add_candidate(samples_[k], [&] { return batch_acquisition(k); });
