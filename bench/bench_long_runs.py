@@ -21,8 +21,12 @@ best configuration found (0 = the optimum) after each checkpoint, and seconds pe
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
+# One BLAS thread: the scoring's small NumPy products gain nothing from more, and idle OpenBLAS
+# threads spin on the cores that benchmark processes run side by side on (seen in perf).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 import aoe_native as an

@@ -67,6 +67,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
+# One BLAS thread: the scoring's small NumPy products gain nothing from more, and idle OpenBLAS
+# threads spin on the cores that benchmark processes run side by side on (seen in perf).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 import aoe_native

@@ -136,10 +136,10 @@
 //   since the last fit (every result at first, rarely later), on at most
 //   `max_train` results (the best half and a random sample of the rest), so
 //   the cost per evaluation falls as runs get long.
-//   Refitting every 1/64 scored +0.006 / +0.010 on the 24 spaces (seeds
-//   600-639 / 640-679) for 3.5-4 times the model's time, and later every
-//   1/32 +0.005 / +0.007 for twice its time; tune_op's time is the model's,
-//   so 1/16 stays the default for now (README, "Search quality").
+//   Every 1/32, not 1/16: on the 24 spaces (seeds 600-639 / 640-679) mean
+//   +0.005 / +0.007, 10th percentile averaged over the spaces +0.028 /
+//   +0.012, for twice the model's time (every 1/64: +0.006 / +0.010 for
+//   3.5-4 times; README, "Search quality").
 //
 // Defaults were chosen with bench/bench_strategies.py and held-out spaces
 // (subspaces of the brute-forced ones, Ascend cost-model tiling spaces), on
@@ -176,7 +176,7 @@ struct ForestSearchOptions {
   size_t full_limit = 8192;     // rank every unvisited configuration when there are at most this many
   size_t pool = 2048;           // else: random candidates,
   size_t walks = 8;             // and greedy walks from this many best results and best candidates
-  size_t refit_ratio = 16;      // refit when the results have grown by 1/refit_ratio
+  size_t refit_ratio = 32;      // refit when the results have grown by 1/refit_ratio
   size_t max_train = 4096;      // results a model learns from at most
   size_t batch = 1;             // proposals per ask at most; 0 = as many as the objective takes
   ForestOptions forest;

@@ -38,14 +38,14 @@ TUNE_OP_POLICY = "by_budget"
 EXHAUSTIVE_LIMIT = 400_000
 # larger ones get this many evaluations;
 DEFAULT_MAX_EVALS = 200_000
-# the tuner's "auto" (surrogate-guided first) spends ~0.1-0.3 ms of model time per
+# the tuner's "auto" (surrogate-guided first) spends ~1 ms of model time per
 # evaluation: worth it for budgets up to MODEL_BUDGET_LIMIT evaluations, not for
 # larger or time-limited ones, which get CHEAP_STRATEGY.  Measured by
 # `bench/bench_strategies.py --policy` (Ascend tiling spaces, gap of the tiling found
 # to the optimum, seconds per run, 5 spaces x 5 seeds): at 200 and 2,000 evaluations
-# auto finds the best tilings (gaps 0.98% / 0.01% vs genetic's 6.92% / 0.02% and the
+# auto finds the best tilings (gaps 0.48% / 0.00% vs genetic's 6.92% / 0.02% and the
 # bandit's 9.91% / 0.07%); at 20,000 every strategy reaches the optimum, the bandit
-# in 0.12 s, auto in 5.0 s.
+# in 0.14 s, auto in 9.7 s.
 MODEL_BUDGET_LIMIT = 2_000
 CHEAP_STRATEGY = "bandit"
 
