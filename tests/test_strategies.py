@@ -192,6 +192,29 @@ def test_forest_design_size(space):
                 strategy_options={"initial": 8, "initial_min": 20}).history_ids.tolist() == short
 
 
+def test_forest_design_takes_at_most_a_third_of_a_small_budget(space):
+    # A budget of 15 under the 20-point design would be design points only: the
+    # design is cut to a third (5, a prefix of the full one) and the model picks
+    # the other 10.  Without a count budget (a time limit) nothing is cut.
+    assert aoe_native.strategy_options("forest")["initial_share"] == pytest.approx(1 / 3)
+    ids = lambda **kw: tune(space, landscape, strategy="forest", seed=3, **kw).history_ids.tolist()
+    full = ids(max_evals=100)  # a third of 100 is above 20: the full design
+    short = ids(max_evals=15)
+    assert short[:5] == full[:5] and short[5:] != full[5:15]
+    assert short == ids(max_evals=15, strategy_options={"initial": 5})
+    assert ids(max_evals=15, strategy_options={"initial_share": 1}) == full[:15]
+    assert ids(max_evals=15, strategy_options={"initial_share": 0}) == ids(max_evals=15, strategy_options={"initial": 1})
+    timed = ids(time_limit=0.5)
+    assert len(timed) >= 20 and timed[:20] == full[:20]
+    # What it is for: better results from small budgets (measured: the gap to
+    # the optimum over 30 seeds 0.31 against 0.55 for design points only).
+    optimum = min(landscape(c) for c in space)
+    gap = {share: np.mean([tune(space, landscape, strategy="forest", max_evals=15, seed=s,
+                                strategy_options={"initial_share": share}).best_value - optimum for s in range(30)])
+           for share in (1 / 3, 1)}
+    assert gap[1 / 3] < 0.75 * gap[1], gap
+
+
 def test_strategy_options_are_listed_and_checked(space):
     for name in ALL:
         defaults = aoe_native.strategy_options(name)

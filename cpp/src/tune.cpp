@@ -31,6 +31,7 @@ class Run {
     record_.reset(space.size());
     fallback_.reset(space.size());
     strategy_ = make_strategy(opt.strategy, opt.strategy_options);
+    strategy_->set_budget(opt.max_evals ? std::optional<size_t>(limit_) : std::nullopt);
     strategy_->reset(space, record_, opt.seed);
     res_.best_value = kInf;
   }

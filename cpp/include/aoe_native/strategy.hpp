@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -81,6 +82,11 @@ class Strategy {
   // Called once before a run.  `record` stays valid and up to date for the
   // whole run.
   virtual void reset(const SearchSpace& space, const EvalRecord& record, uint64_t seed) = 0;
+
+  // The run's budget in evaluations (none: no limit by count), given before
+  // reset().  A strategy may plan by it (the forest keeps its space-filling
+  // design to a share of a small budget); the default ignores it.
+  virtual void set_budget(std::optional<size_t> evaluations) { (void)evaluations; }
 
   // Propose up to max_n configurations (at least one).  Return none only when
   // the strategy has nothing left to propose.

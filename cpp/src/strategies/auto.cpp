@@ -27,8 +27,8 @@
 // argues for another hand-over.
 //
 // The rule depends only on how many evaluations the run has made, not on the
-// budget (which a strategy is not told): a run of a few hundred evaluations is
-// the forest alone; a longer one is identical to it up to the hand-over.
+// budget: a run of a few hundred evaluations is the forest alone; a longer one
+// is identical to it up to the hand-over.
 #include "shared.hpp"
 
 namespace aoe {
@@ -72,7 +72,9 @@ class Auto : public StrategyBase {
 
  private:
   void start_run() override {
-    forest_->reset(*space_, *record_, seed_);  // the forest's own run, up to the hand-over
+    forest_->set_budget(budget_);  // (the whole run's: the forest's own runs up to the hand-over)
+    forest_->reset(*space_, *record_, seed_);
+    genetic_->set_budget(budget_);
     genetic_->reset(*space_, *record_, detail::derive_seed(seed_, 1));
     evaluated_ = 0;
     active_ = forest_.get();

@@ -34,7 +34,8 @@
 // - Initial design: space-filling (the farthest of `spread` random candidates
 //   from everything known), which reaches the ends of the value lists, where
 //   optima often lie, sooner than uniform sampling.  At least `initial_min`
-//   (20) points, P + 1 in wider spaces.  With 10, in the worst runs on pnpoly
+//   (20) points, P + 1 in wider spaces, but at most a third of a small
+//   budget (`initial_share`, see design_size()).  With 10, in the worst runs on pnpoly
 //   (10th percentile -0.28, seeds 200-259) the first model missed a narrow
 //   basin: the optimum needs two parameters changed at once from the wide
 //   basin the model found, and those runs stayed there for 100+ evaluations
@@ -159,6 +160,7 @@ struct ForestSearchOptions {
   size_t initial = 0;           // space-filling configurations before the first model; 0 = max(initial_min, P + 1)
   size_t initial_min = 20;      // the design's size at least, when `initial` is 0
   size_t warm_initial_min = 10;  // the same after a warm start
+  double initial_share = 1.0 / 3;  // ... and at most this share of the run's budget (not `initial`)
   size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
   double warm_local = 0.9;      // after a warm start, share of the design spent on the best given one's neighbours
   bool warm_repair = true;      // ... its repaired neighbours among them
@@ -276,9 +278,27 @@ class ForestSearch : public StrategyBase {
   // check (budget 192), a design of 20 took a median 24 (default seeded) and 12
   // (nearest-shape seeded) evaluations to come within 1% of the best, a design
   // of 10 took 15.5 and 10.
+  //
+  // A small budget caps the design at `initial_share` of it, so the model
+  // picks at least the rest: Ascend910A BatchMatMul (budget 16) and 910B1 Conv
+  // 8x64x112x112 (25) are otherwise design points only or almost.  Mean score
+  // over seeds 0-99 / 600-699 / 700-799 with a design of 5, 6, 8, 12 and the
+  // default 20: BatchMatMul 0.339 / - / 0.352, 0.380 / 0.418 / 0.437, 0.325 /
+  // 0.424 / 0.354, 0.308 / 0.331 / 0.366, 0.253 / 0.272 / 0.302; Conv 0.635 /
+  // - / 0.601, 0.657 / 0.670 / 0.611, 0.665 / 0.719 / 0.665, 0.628 / 0.638 /
+  // 0.613, 0.533 / 0.592 / 0.543.  Between 74 and 151 a design of 10 or 15
+  // was better on one tiling space and worse on another (310P3 MatMul, budget
+  // 74: 0.607 -> 0.638 / 0.637; 910B3 Conv 32x256x14x14, 129: 0.781 -> 0.841 /
+  // 0.809; 910B3 MatMul 2048^3, 151: 0.689 -> 0.598 / 0.685; seeds 600-699 or
+  // 600-659), so a third caps only budgets below 3 x 20.  tune_op from the
+  // default tiling (a warm design of 19 there), the 5 tilings of the policy
+  // check, seeds 100-239 (45: 140-239), mean gap to the optimum cut / full:
+  // 15 evaluations 12.95% / 12.69%, 30 6.51% / 7.35%, 45 3.56% / 3.93%.
   size_t design_size() const {
     if (opt_.initial) return opt_.initial;
-    return std::max<size_t>(warm_ ? opt_.warm_initial_min : opt_.initial_min, space_->num_params() + 1);
+    const size_t n = std::max<size_t>(warm_ ? opt_.warm_initial_min : opt_.initial_min, space_->num_params() + 1);
+    if (!budget_) return n;
+    return std::min(n, std::max<size_t>(1, size_t(std::ceil(opt_.initial_share * double(*budget_) - 1e-9))));
   }
 
   bool propose(const std::vector<ConfigId>& batch, ConfigId& out) {
@@ -754,6 +774,7 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("initial", o.initial, 0, kMany);
   b("initial_min", o.initial_min, 1, kMany);
   b("warm_initial_min", o.warm_initial_min, 1, kMany);
+  b("initial_share", o.initial_share, 0, 1);
   b("spread", o.spread, 0, kMany);
   b("warm_local", o.warm_local, 0, 1);
   b("warm_repair", o.warm_repair);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,7 @@ class StrategyBase : public Strategy {
     sampler_.reset(space.size());
     start_run();
   }
+  void set_budget(std::optional<size_t> evaluations) final { budget_ = evaluations; }
 
  protected:
   // Start a new run: everything but the members below is stale.
@@ -44,6 +46,7 @@ class StrategyBase : public Strategy {
   const SearchSpace* space_ = nullptr;
   const EvalRecord* record_ = nullptr;
   uint64_t seed_ = 0;  // for components seeded apart (the bandit's arms)
+  std::optional<size_t> budget_;  // the run's evaluations at most (set_budget)
   Rng rng_;
   UnvisitedSampler sampler_;
 };
