@@ -420,7 +420,7 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
 
 # ---- tune_op's per-budget choice ----------------------------------------------------
 
-POLICY_BUDGETS = [200, 2_000, 20_000]
+POLICY_BUDGETS = [30, 200, 2_000, 20_000]
 
 
 def policy_table(repeats: int) -> dict[str, Any]:

@@ -42,10 +42,10 @@ DEFAULT_MAX_EVALS = 200_000
 # evaluation: worth it for budgets up to MODEL_BUDGET_LIMIT evaluations, not for
 # larger or time-limited ones, which get CHEAP_STRATEGY.  Measured by
 # `bench/bench_strategies.py --policy` (Ascend tiling spaces, gap of the tiling found
-# to the optimum, seconds per run, 5 spaces x 5 seeds): at 200 and 2,000 evaluations
-# auto finds the best tilings (gaps 0.48% / 0.00% vs genetic's 6.92% / 0.02% and the
-# bandit's 9.91% / 0.07%); at 20,000 every strategy reaches the optimum, the bandit
-# in 0.14 s, auto in 9.7 s.
+# to the optimum, seconds per run, 5 spaces x 5 seeds): at 30, 200 and 2,000
+# evaluations auto finds the best tilings (gaps 10.97% / 0.48% / 0.00% vs genetic's
+# 18.36% / 6.92% / 0.02% and the bandit's 18.06% / 9.91% / 0.07%); at 20,000 every
+# strategy reaches the optimum, the bandit in 0.14 s, auto in 9.7 s.
 MODEL_BUDGET_LIMIT = 2_000
 CHEAP_STRATEGY = "bandit"
 
