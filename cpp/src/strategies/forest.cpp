@@ -634,9 +634,13 @@ class ForestSearch : public StrategyBase {
       // Drawn first so that their rows can be fetched ahead: in a space of 10^6
       // configurations the rows are megabytes, and each random one is a cache miss.
       for (size_t k = 0; k < opt_.pool; ++k) samples_.push_back(space_->sample(rng_));
-      // Results would score -inf; predicting them is wasted.
+      // Results would score -inf, and a configuration drawn twice scores once: predicting
+      // them is wasted (2,048 draws from 10^4 configurations repeat about 200).  In id
+      // order, the rows are fetched in address order; the ranking's order is its own.
       samples_.erase(std::remove_if(samples_.begin(), samples_.end(), [&](ConfigId c) { return record_->contains(c); }),
                      samples_.end());
+      std::sort(samples_.begin(), samples_.end());
+      samples_.erase(std::unique(samples_.begin(), samples_.end()), samples_.end());
       prefetch_rows(samples_);
       predict_batch(samples_);
       for (size_t k = 0; k < samples_.size(); ++k) add_candidate(samples_[k], [&] { return batch_acquisition(k); });
