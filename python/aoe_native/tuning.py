@@ -204,7 +204,10 @@ def tune(
             lists them with their defaults.  An unknown name or a value out of
             range raises ``ValueError``.
         max_evals: at most this many evaluations.  With neither ``max_evals`` nor
-            ``time_limit`` the whole space may be evaluated.
+            ``time_limit`` the whole space may be evaluated.  The strategy is told it:
+            ``"forest"`` (and so ``"auto"``) keeps its space-filling design to a third
+            of a budget below 60 (``initial_share``), so a small budget is mostly
+            spent where the model points.
         time_limit: stop after this many seconds (checked between evaluations).
         seed: same inputs and seed give the same result.
         initial_configs: configurations evaluated first (warm start).
