@@ -205,9 +205,9 @@ def tune(
             range raises ``ValueError``.
         max_evals: at most this many evaluations.  With neither ``max_evals`` nor
             ``time_limit`` the whole space may be evaluated.  The strategy is told it:
-            ``"forest"`` (and so ``"auto"``) keeps its space-filling design to a third
-            of a budget below 60 (``initial_share``), so a small budget is mostly
-            spent where the model points.
+            ``"forest"`` (and so ``"auto"``) keeps its space-filling design (20
+            points, or P + 1 for P parameters) to a third of the budget
+            (``initial_share``), so a small budget is mostly spent where the model points.
         time_limit: stop after this many seconds (checked between evaluations).
         seed: same inputs and seed give the same result.
         initial_configs: configurations evaluated first (warm start).
