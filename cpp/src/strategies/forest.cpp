@@ -286,7 +286,8 @@ class ForestSearch : public StrategyBase {
   // default 20: BatchMatMul 0.339 / - / 0.352, 0.380 / 0.418 / 0.437, 0.325 /
   // 0.424 / 0.354, 0.308 / 0.331 / 0.366, 0.253 / 0.272 / 0.302; Conv 0.635 /
   // - / 0.601, 0.657 / 0.670 / 0.611, 0.665 / 0.719 / 0.665, 0.628 / 0.638 /
-  // 0.613, 0.533 / 0.592 / 0.543.  Between 74 and 151 a design of 10 or 15
+  // 0.613, 0.533 / 0.592 / 0.543; a third rounded up gives 6 and 9 (Conv: 0.669
+  // / 0.650 / 0.650).  Between 74 and 151 a design of 10 or 15
   // was better on one tiling space and worse on another (310P3 MatMul, budget
   // 74: 0.607 -> 0.638 / 0.637; 910B3 Conv 32x256x14x14, 129: 0.781 -> 0.841 /
   // 0.809; 910B3 MatMul 2048^3, 151: 0.689 -> 0.598 / 0.685; seeds 600-699 or
