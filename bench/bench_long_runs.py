@@ -13,8 +13,9 @@ evaluations) does.  These spaces are large enough to need thousands:
 
 Every strategy runs once per seed for the largest budget; since no strategy plans by a
 budget of 60 evaluations or more (the forest cuts its design only below that), the best
-value after k evaluations of that run is what a run of budget k finds.  Printed: the mean gap to the optimum (best / optimum - 1) and the mean rank of the
-best configuration found (0 = the optimum) after each checkpoint, and seconds per run.
+value after k evaluations of that run is what a run of budget k finds.  Printed: the
+mean gap to the optimum (best / optimum - 1) and the mean rank of the best configuration
+found (0 = the optimum) after each checkpoint, and seconds per run.
 
     python bench/bench_long_runs.py [--evals 6000] [--seeds 3] [--ours auto forest genetic bandit]
 """

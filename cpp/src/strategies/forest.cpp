@@ -299,6 +299,7 @@ class ForestSearch : public StrategyBase {
     if (opt_.initial) return opt_.initial;
     const size_t n = std::max<size_t>(warm_ ? opt_.warm_initial_min : opt_.initial_min, space_->num_params() + 1);
     if (!budget_) return n;
+    // (less a hair: a share of 0.07 of 100 is 7.000000000000001 in doubles, which would round up to 8)
     return std::min(n, std::max<size_t>(1, size_t(std::ceil(opt_.initial_share * double(*budget_) - 1e-9))));
   }
 
@@ -636,8 +637,9 @@ class ForestSearch : public StrategyBase {
       // configurations the rows are megabytes, and each random one is a cache miss.
       for (size_t k = 0; k < opt_.pool; ++k) samples_.push_back(space_->sample(rng_));
       // Results would score -inf, and a configuration drawn twice scores once: predicting
-      // them is wasted (2,048 draws from 10^4 configurations repeat about 200).  In id
-      // order, the rows are fetched in address order; the ranking's order is its own.
+      // them is wasted (2,048 draws from 10^4 configurations repeat about 200).  Sorted by
+      // id, the rows are fetched in address order; the ranking is sorted below, so this
+      // order does not change the run.
       samples_.erase(std::remove_if(samples_.begin(), samples_.end(), [&](ConfigId c) { return record_->contains(c); }),
                      samples_.end());
       std::sort(samples_.begin(), samples_.end());
