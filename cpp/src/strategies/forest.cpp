@@ -4,147 +4,58 @@
 // candidate with the lowest confidence bound (predicted mean - `kappa` x spread)
 // is proposed next.
 //
-// - Acquisition: the lower confidence bound (`lcb`, kappa 1) rather than
-//   expected improvement over the best result (SMAC's; `lcb` false).  Expected
-//   improvement all but vanishes where the forest predicts a region a little
-//   worse than the best with little spread, and the forest is confidently
-//   wrong after a few unlucky samples: on convolution without tile_size_x=1
-//   the best configurations lie on one line whose values alternate
-//   (block_size_x multiples of 64 poor, 48/80/96 good); after two poor samples
-//   there, runs left it for ~200 evaluations.  The bound keeps ranking such
-//   regions by how good they may be.  Mean score on the 24 benchmark spaces
-//   (shared, held-out, Ascend tilings), seeds 600-639: expected improvement
-//   0.773; kappa 0.5 / 0.75 / 1 / 1.5: 0.784 / 0.795 / 0.792 / 0.778 (0.5 and
-//   0.75 best on convolution, worst on pnpoly without between_method=0 and
-//   GEMM without MDIMC=16; kappa 1 also measured on seeds 600-699 of the six
-//   spaces below Kernel Tuner's best in the 10th percentile: mean 0.800 ->
-//   0.820).  tune_op's warm runs (5 Ascend tiling spaces, 300 evaluations,
-//   seeds 100-139): mean gap to the optimum 1.25% -> 0.78%.  The crowding
-//   penalty (below) divides the predicted time by 1 + crowding x share, i.e.
-//   subtracts log(1 + ...) from the bound on log targets, counted in the
-//   targets' spread when they are not logs.
+// Why each default (the figures: docs/search_quality.md, which also keeps the
+// longer version of these notes):
+// - Acquisition: the lower confidence bound (`lcb`, kappa 1), not SMAC's
+//   expected improvement, which all but vanishes where the forest predicts a
+//   region a little worse than the best with little spread: after a few
+//   unlucky samples the forest is confidently wrong and the run leaves a good
+//   region for hundreds of evaluations.  The bound keeps ranking such a region
+//   by how good it may be.
 // - Targets: log(value) when every value is positive (run times: relative
-//   errors are what matter), else the value itself.
+//   errors matter), else the value.
 // - Failures: a second forest learns where configurations fail; candidates
-//   predicted to fail more often than not are not ranked (with `lcb` false,
-//   expected improvement is weighted by the predicted chance of success
-//   instead), and the value
-//   forest learns from successes only (a failure is not a slow result, and
-//   counting it as the worst value poisons good regions next to failing ones).
+//   predicted to fail more often than not are not ranked, and the value forest
+//   learns from successes only (counting a failure as the worst value poisons
+//   the good regions next to failing ones).
 // - Initial design: space-filling (the farthest of `spread` random candidates
 //   from everything known), which reaches the ends of the value lists, where
-//   optima often lie, sooner than uniform sampling.  At least `initial_min`
-//   (20) points, P + 1 in wider spaces, but at most a third of a small
-//   budget (`initial_share`, see design_size()).  With 10, in the worst runs on pnpoly
-//   (10th percentile -0.28, seeds 200-259) the first model missed a narrow
-//   basin: the optimum needs two parameters changed at once from the wide
-//   basin the model found, and those runs stayed there for 100+ evaluations
-//   (worse than random late in the budget, which the score punishes most).  Seeds
-//   200-259 on pnpoly and its four held-out subspaces, mean score: 0.702 with
-//   10, 0.778 with 20 (15-18: ~0.73, 30: 0.767, 40: 0.736; no better: more
-//   uniform exploration, space-filling exploration, or space-filling after a
-//   stall).  All 24 benchmark spaces, seeds 200-219: 0.787 with 10, 0.789
-//   with 20 (GEMM +0.008, pnpoly +0.05, convolution -0.015, the Ascend tilings
-//   with budgets of 26-183 evaluations -0.04).  After a warm start (results
-//   observed before the first ask) the design is max(warm_initial_min = 10, P + 1), and
-//   `warm_local` of it goes to the best given configuration's neighbours,
-//   one-parameter and repaired alike (`warm_repair`; see `repair` below):
-//   before a model there is nothing to prefer one over the other, and the
+//   optima often lie, sooner than uniform sampling.  max(`initial_min` 20,
+//   P + 1) points, at most `initial_share` of a small budget (design_size()).
+//   With 10, the worst pnpoly runs' first model missed a narrow basin.  After
+//   a warm start: max(`warm_initial_min` 10, P + 1), `warm_local` of it on the
+//   given configuration's neighbours (repaired ones too, `warm_repair`): the
 //   default tiling tune_op starts from may be locked by a restriction.
-//   tune_op from MatMul 4096^3's default tiling, 300 evaluations: runs ending
-//   18.6% (or more than 1%) above the optimum 12 (17) of 200 -> 8 (13), mean
-//   gap 1.17% -> 0.82%; warm runs on the 5 benchmark tilings (300 evaluations,
-//   seeds 100-139 / 200-239) 0.56% / 0.48% -> 0.46% / 0.45%; tune_op at 200
-//   evaluations (the policy table's spaces, seeds 0-9) 1.43% -> 0.86%.
-//   `warm_local` 0.9 (0.5 before; the rest of the design is space-filling):
-//   the MatMul 4096^3 runs above 13 -> 8 of 200, mean 0.82% -> 0.53% (0.3: 16,
-//   0.96%; 0.7: 10, 0.76%); the warm runs 0.46% / 0.45% -> 0.37% / 0.42% (0.7:
-//   0.61% on 100-139; 1.0: 0.40% / 0.56%); tune_op at 200 evaluations 0.86% ->
-//   0.34%; bench_opat's warm start median speed-up 2.2x -> 3.0x, but its best
-//   after 192 evaluations gains less over the cold run (geomean 0.27% -> 0.08%).
-// - Proposals mix the acquisition (explore and exploit), ranking by the
-//   predicted value alone (`greedy`, per fit), the incumbent's unvisited
-//   Hamming neighbours (`local`: the model can be wrong where it has few
-//   samples; this keeps the best result's surroundings explored) and uniform
-//   random configurations (`explore`).
-// - Local proposals go along one parameter drawn uniformly among those with an
-//   untried value next to the incumbent (`local_line`), then to that line's
-//   best acquisition.  Picking the best neighbour over all lines favoured the
-//   parameter with most values (pnpoly: 30 block sizes against 3 other
-//   `between_method`s, the switch the optimum needs), and the worst runs
-//   sat in a wide basin for 100+ evaluations.  Tuning seeds 200-259 and
-//   300-399 (shared spaces, held-out subspaces, Ascend tilings; 43 space x
-//   seed-block pairs): mean score +0.000, 10th percentile +0.012; pnpoly's
-//   family p10 +0.068, convolution's -0.050.
-// - Once every neighbour of the incumbent is tried, local proposals go on from
-//   the best result that has untried neighbours and no better evaluated one
-//   (`basins`): the floor of another basin, as far as is known.  Before, they
-//   fell back to expected improvement, which kept proposing inside the
-//   incumbent's basin: on gemm without NWG=128, runs sat at MWG=64's floor (rank
-//   24 of 10,488, a strict local optimum within two changes) while the optimum's
-//   basin (MWG=128), seen in the first evaluations, went unexplored.  Tuning
-//   seeds 200-239 (convolution 200-229), mean / 10th-percentile score change:
-//   gemm family +0.004 / +0.033 (no NWG=128 +0.021 / +0.144), convolution family
-//   +0.015 / +0.068, pnpoly family and Ascend tilings (budgets of at most 271,
-//   where the incumbent is rarely exhausted) -0.002 / -0.005.
-// - Before that, the incumbent's repaired neighbours (`repair`; a parameter
-//   whose change alone breaks a restriction, and one other that mends it).
-//   Restrictions can lock parameters together (a step must divide a depth, a
-//   double buffer needs a smaller block), and no one-parameter step leaves such
-//   a configuration.  tune_op on MatMul 4096^3 (910B3, 300 evaluations from the
-//   default tiling, whose repair stepKa 2 / depthA1 4 has the optimum's time):
-//   32 of 200 runs ended 18.6% above the optimum, 17 with the repairs.  Mean
-//   score (10th percentile averaged over the spaces) on seeds 600-639 0.794 ->
-//   0.794 (0.590 -> 0.578), 640-679 0.806 -> 0.809 (0.610 -> 0.627), 0-99 (19
-//   spaces) 0.863 -> 0.865 (0.720 -> 0.732; gemm without MDIMC=16 p10 0.246 ->
-//   0.438).  Offered beside the one-parameter neighbours from the start instead:
-//   0.797 / 0.808, 14 of 200 stuck.
-// - Uniform random proposals (`explore`) are 5%.  With 10%, convolution runs
-//   arrived later: mean / 10th-percentile score change from 10% to 5%, seeds
-//   200-219 and 300-329: convolution family +0.026 / +0.129 and +0.038 /
-//   +0.035, GEMM +0.002 / +0.009 and +0.013 / +0.032, pnpoly -0.013 / -0.020
-//   and +0.013 / -0.011, Ascend tilings -0.031 / -0.050 and -0.009 / -0.016
-//   (budgets of 24-167, the noisiest); tune_op's warm runs (5 Ascend910B3
-//   tiling spaces, 300 evaluations, seeds 100-139): mean gap to the optimum
-//   2.09% -> 1.69%, 90th percentile 4.44% -> 2.83%.  0% was as good on
-//   convolution but worse on the Ascend tilings in one block (-0.028).
-// - Crowding: the acquisition is penalised by 1 + `crowding` times the
-//   evaluated share of the lines through the candidate (the configurations
-//   that differ from it in one parameter; measured with expected improvement,
-//   which it divided).  The forest's spread over its trees
-//   does not shrink where results are dense, so without this a run can spend
-//   its budget sweeping one parameter with many values along a single line
-//   (pnpoly, seeds 0-59: 9 runs scoring below 0.3 without it, 6 with; mean
-//   score over the 24 spaces of the benchmark and its held-out set, 90 seeds:
-//   0.756 without, 0.774 with).  A line counts only the samples beyond the
-//   whole number the space's evaluated share gives a line of its length
-//   (`crowding_excess`): when the budget is a large part of the space every
-//   line is well sampled, and the penalty was noise on the model's ranking
-//   (convolution without tile_size_x=1, 1,508 evaluations of 3,162).  Mean
-//   score on seeds 600-639 / 640-679 (24 spaces) 0.792 -> 0.794 / 0.804 ->
-//   0.806, seeds 0-99 (19 spaces) 0.862 -> 0.864; without tile_size_x=1
-//   +0.058 / +0.028 / +0.024.  A run is unchanged until the evaluated share
-//   gives a line one whole sample (never within the GEMM spaces' budgets; on
-//   pnpoly, 31 block sizes, after 3.3% of the space).  Subtracting the share
-//   itself, fractions included, lifted convolution more but freed pnpoly's
-//   long block_size_x lines: runs swept them again (seeds 0-99, pnpoly 0.875 ->
-//   0.847, worst run -0.25 -> -2.62).
+// - Proposals: the acquisition; rankings by the predicted value alone for a
+//   share of the fits (`greedy`); the incumbent's unvisited neighbours
+//   (`local`), along one parameter drawn at random (`local_line`: picking the
+//   best neighbour over all lines favoured the parameter with most values, and
+//   pnpoly's runs sat 100+ evaluations one switch away from the optimum); and
+//   uniform random configurations (`explore`, 5%).
+// - Once the incumbent's one-parameter neighbours are all tried: its repaired
+//   neighbours (`repair`: a parameter whose change alone breaks a restriction,
+//   and one other that mends it; no one-parameter step leaves a configuration
+//   that a restriction locks), then the floor of another basin, the best
+//   result with untried neighbours and no better evaluated one (`basins`: GEMM
+//   runs sat at one basin's floor while the optimum's basin, seen early, went
+//   unexplored).
+// - Crowding: the bound is penalised by the evaluated share of the lines
+//   through the candidate (the configurations one parameter away) beyond what
+//   the space's evaluated share gives a line of its length (`crowding`,
+//   `crowding_excess`).  The spread over the trees does not shrink where
+//   results are dense, so without it a run can spend its budget sweeping one
+//   parameter with many values along a single line.
 // - Candidates: every unvisited configuration when there are at most
 //   `full_limit`; otherwise `pool` random ones plus greedy walks on the
 //   acquisition through Hamming neighbours from the best results, so large
 //   spaces cost the same as small ones.
 // - Cost: the model is refitted when the results have grown by 1/refit_ratio
-//   since the last fit (every result at first, rarely later), on at most
-//   `max_train` results (the best half and a random sample of the rest), so
-//   the cost per evaluation falls as runs get long.
-//   Every 1/32, not 1/16: on the 24 spaces (seeds 600-639 / 640-679) mean
-//   +0.005 / +0.007, 10th percentile averaged over the spaces +0.028 /
-//   +0.012, for twice the model's time (every 1/64: +0.006 / +0.010 for
-//   3.5-4 times; README, "Search quality").
+//   (32) since the last fit, on at most `max_train` results (the best half and
+//   a random sample of the rest), so the cost per evaluation falls as runs get
+//   long.
 //
-// Defaults were chosen with bench/bench_strategies.py and held-out spaces
-// (subspaces of the brute-forced ones, Ascend cost-model tiling spaces), on
-// seeds other than the benchmark's.
+// Defaults were chosen with bench/bench_strategies.py on held-out spaces and
+// seeds other than the benchmark table's.
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
