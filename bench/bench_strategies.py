@@ -44,6 +44,7 @@ gap to the optimum and the seconds per run of each candidate on the Ascend tilin
 change, same seeds, same run).  ``--optuna-max-budget N`` and ``--optuna-repeats N`` keep Optuna's samplers,
 which slow down as a study grows, to the spaces and seeds the machine can afford (the table says "-" elsewhere);
 ``--reuse DIR/strategies_curves.npz`` takes the peers' curves from an earlier run instead of running them again.
+``--first-seed N`` starts every strategy's runs, ours and the peers', at seed N (``--reuse`` needs the same N).
 
 Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--ours NAME[:k=v,...] ...] [--no-kt]
         [--first-seed N] [--optuna ...] [--optuna-max-budget N] [--optuna-repeats N] [--reuse NPZ] [--held-out]
@@ -247,7 +248,7 @@ def kt_trace(results: list[dict], keys: list[str]) -> list[float]:
     return trace
 
 
-def run_kernel_tuner(space: Space, strategy: str, repeats: int, workdir: Path) -> np.ndarray:
+def run_kernel_tuner(space: Space, strategy: str, repeats: int, workdir: Path, first_seed: int = 0) -> np.ndarray:
     from kernel_tuner.interface import tune_cache  # bench-only dependency
 
     # Kernel Tuner may touch the cache file it replays; give it a private copy.
@@ -256,7 +257,7 @@ def run_kernel_tuner(space: Space, strategy: str, repeats: int, workdir: Path) -
         cache.parent.mkdir(exist_ok=True)
         shutil.copyfile(space.path, cache)
     curves = []
-    for seed in range(repeats):
+    for seed in range(first_seed, first_seed + repeats):
         # tune_kernel(seed=) alone does not make every strategy repeatable; the
         # SciPy-based ones draw from NumPy's global generator.
         random.seed(seed)
@@ -359,11 +360,11 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
     for s in kt if replayable else []:
         label = f"kt:{s}"
         curves[label], seconds[label] = peer_curves(label, replayable, reused,
-                                                    lambda sp: run_kernel_tuner(sp, s, repeats, workdir))
+                                                    lambda sp: run_kernel_tuner(sp, s, repeats, workdir, first_seed))
     for s in optuna_samplers:
         label = f"optuna:{s}"
         curves[label], seconds[label] = peer_curves(
-            label, spaces, reused, lambda sp: run_optuna(sp, s, optuna_repeats or repeats),
+            label, spaces, reused, lambda sp: run_optuna(sp, s, optuna_repeats or repeats, first_seed),
             lambda sp: optuna_max_budget is None or sp.budget <= optuna_max_budget)
 
     scores = {lab: {n: c.mean(axis=1) for n, c in per.items()} for lab, per in curves.items()}
@@ -491,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--datasets", type=Path, default=Path(os.environ.get("AOE_DATASETS", DEFAULT_DATASETS)))
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--first-seed", type=int, default=0,
-                    help="our strategies' first seed (tune on other seeds than the table's, e.g. 600)")
+                    help="first seed of every strategy's runs, ours and the peers' (tune on other seeds than the "
+                         "table's, e.g. 600)")
     ap.add_argument("--ours", nargs="*", default=OURS,
                     help="our strategies; name:key=value,... passes options (e.g. auto with an earlier default)")
     ap.add_argument("--kt", nargs="*", default=KERNEL_TUNER, help="Kernel Tuner strategies (none: skip)")
@@ -524,6 +526,10 @@ def main(argv: list[str] | None = None) -> int:
             print("Kernel Tuner not installed (pip install .[bench]); running ours only")
             kt = []
     reused = np.load(args.reuse) if args.reuse else None
+    # Files written before the seed was stored ran from seed 0.
+    reused_seed = int(reused["first_seed"]) if reused is not None and "first_seed" in reused.files else 0
+    if reused is not None and reused_seed != args.first_seed:
+        ap.error(f"--reuse {args.reuse}: its runs start at seed {reused_seed}, not --first-seed {args.first_seed}")
     samplers = list(OPTUNA if args.optuna is None else args.optuna)
     if samplers:
         try:
@@ -558,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.policy:
         summary["tune_op_policy"] = policy_table(min(args.repeats, 5))
     (args.out / "strategies.json").write_text(json.dumps(summary, indent=1))
-    np.savez_compressed(args.out / "strategies_curves.npz", **all_curves)
+    np.savez_compressed(args.out / "strategies_curves.npz", **all_curves, first_seed=np.array(args.first_seed))
     print(f"\nplot: {png}")
     return 0
 
