@@ -272,7 +272,9 @@ def run_kernel_tuner(space: Space, strategy: str, repeats: int, workdir: Path, f
     curves = []
     for seed in range(first_seed, first_seed + repeats):
         # tune_kernel(seed=) alone does not make every strategy repeatable; the
-        # SciPy-based ones draw from NumPy's global generator.
+        # SciPy-based ones draw from NumPy's global generator.  Even so diff_evo
+        # differs from run to run with the same seeds (pso and genetic_algorithm
+        # repeat): its means carry the run's noise too (docs/search_quality.md).
         random.seed(seed)
         np.random.seed(seed)
         with warnings.catch_warnings():
