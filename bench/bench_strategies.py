@@ -405,6 +405,9 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
         print(f"{n:{first}s}" + "".join((f"{np.percentile(per[n], 10):.3f}" if n in per else "-").rjust(widths[lab])
                                         for lab, per in scores.items()))
 
+    def best_of(labels: list[str], n: str) -> str:
+        return max(labels, key=lambda lab: scores[lab][n].mean())
+
     verdict: dict[str, Any] = {}
     peer_labels = [lab for lab in scores if lab.startswith(("kt:", "optuna:"))]
     if "aoe:auto" in scores:
@@ -418,7 +421,7 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
                 lab for lab in scores if lab.startswith("aoe:") and lab != "aoe:auto"]
             if not rivals:
                 continue
-            best = max(rivals, key=lambda lab: scores[lab][n].mean())
+            best = best_of(rivals, n)
             b = float(scores[best][n].mean())
             p10 = float(np.percentile(mine, 10))
             lo, hi = percentile_interval(mine, 10, P10_LEVEL)
@@ -428,7 +431,7 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
                     f" p10 {p10:.3f} [{lo:.3f}, {hi:.3f}]")
             kts = [lab for lab in scores if lab.startswith("kt:") and n in scores[lab]]
             if kts:
-                kt_best = max(kts, key=lambda lab: scores[lab][n].mean())
+                kt_best = best_of(kts, n)
                 target = float(scores[kt_best][n].mean())
                 v.update(kt_best=kt_best, kt_best_score=target, p10_met=p10 >= target)
                 within = "" if v["p10_met"] or hi < target else ", the target within the interval"
@@ -556,10 +559,11 @@ def main(argv: list[str] | None = None) -> int:
             print("Kernel Tuner not installed (pip install .[bench]); running ours only")
             kt = []
     reused = np.load(args.reuse) if args.reuse else None
-    # Files written before the seed was stored ran from seed 0.
-    reused_seed = int(reused["first_seed"]) if reused is not None and "first_seed" in reused.files else 0
-    if reused is not None and reused_seed != args.first_seed:
-        ap.error(f"--reuse {args.reuse}: its runs start at seed {reused_seed}, not --first-seed {args.first_seed}")
+    if reused is not None:
+        # Files written before the seed was stored ran from seed 0.
+        reused_seed = int(reused["first_seed"]) if "first_seed" in reused.files else 0
+        if reused_seed != args.first_seed:
+            ap.error(f"--reuse {args.reuse}: its runs start at seed {reused_seed}, not --first-seed {args.first_seed}")
     samplers = list(OPTUNA if args.optuna is None else args.optuna)
     if samplers:
         try:
