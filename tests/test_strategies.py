@@ -475,3 +475,55 @@ def test_forest_kappa_trades_exploitation_for_exploration():
     assert ei.history_ids.tolist() != lcb.history_ids.tolist()
     with pytest.raises(ValueError, match="kappa = -1 is out of range"):
         tune(sp, objective, strategy="forest", max_evals=5, strategy_options={"kappa": -1})
+
+
+GP = {"gp": True}
+
+
+def test_forest_with_a_gaussian_process_searches_validly_and_reproducibly(space):
+    assert aoe_native.strategy_options("forest")["gp"] == 0  # (off: the forest by default)
+    res = tune(space, landscape, strategy="forest", max_evals=150, seed=3, strategy_options=GP)
+    ids = res.history_ids.tolist()
+    assert res.evaluations == 150 == len(set(ids))
+    assert all(holds(space.config(i)) for i in ids)
+    assert ids == tune(space, landscape, strategy="forest", max_evals=150, seed=3, strategy_options=GP
+                       ).history_ids.tolist()
+    assert ids != tune(space, landscape, strategy="forest", max_evals=150, seed=4, strategy_options=GP
+                       ).history_ids.tolist()
+    # The value model is what changed: the forest's run from the same seed differs.
+    assert ids != tune(space, landscape, strategy="forest", max_evals=150, seed=3).history_ids.tolist()
+    # auto takes the forest's options.
+    assert tune(space, landscape, strategy="auto", max_evals=150, seed=3, strategy_options=GP
+                ).history_ids.tolist() == ids
+
+
+def test_forest_with_a_gaussian_process_finds_optima(space):
+    values = np.array([landscape(c) for c in space])
+    found = [tune(space, landscape, strategy="auto", max_evals=len(space) // 10, seed=s,
+                  strategy_options=GP).best_value for s in range(10)]
+    assert sum(v == values.min() for v in found) >= 6, found
+    # A space beyond the dense limits: candidates come from a pool and greedy walks (the GP predicts lines).
+    params = {f"p{i}": list(range(6)) for i in range(5)}
+    params.update({f"q{i}": [1, 2, 4, 8] for i in range(3)})
+    sp = SearchSpace(params, ["p0 + p1 <= 8", "q0 * q1 <= 16"])
+    objective = SyntheticObjective(seed=9, noise=0.05)
+    opt = tune(sp, objective, strategy="exhaustive").best_value
+    small_gp = {"gp": True, "gp_train": 64}  # (conditioning on 64 results keeps the test quick)
+    gap = np.mean([tune(sp, objective, strategy="auto", max_evals=300, seed=s, strategy_options=small_gp).best_value
+                   for s in range(8)]) - opt
+    rand = np.mean([tune(sp, objective, strategy="random", max_evals=300, seed=s).best_value for s in range(8)]) - opt
+    assert gap < 0.5 * rand, (gap, rand)
+
+
+def test_forest_with_a_gaussian_process_takes_failures_negative_and_constant_values(space):
+    def failing(cfg: dict) -> float:
+        return float("nan") if cfg["unroll"] == 0 and cfg["vec"] == 4 else landscape(cfg)
+
+    res = tune(space, failing, strategy="forest", max_evals=120, seed=1, strategy_options=GP)
+    assert res.evaluations == 120 and res.failed and math.isfinite(res.best_value)
+    res = tune(space, lambda c: -landscape(c), strategy="forest", max_evals=60, seed=0, strategy_options=GP)
+    assert res.best_value < 0 and res.evaluations == 60
+    res = tune(space, lambda c: 1.0, strategy="forest", max_evals=60, seed=0, strategy_options=GP)
+    assert res.best_value == 1.0 and len(set(res.history_ids.tolist())) == 60
+    with pytest.raises(ValueError, match="gp_train = 1 is out of range"):
+        tune(space, landscape, strategy="forest", max_evals=5, strategy_options={"gp": True, "gp_train": 1})

@@ -49,6 +49,9 @@
 //   `full_limit`; otherwise `pool` random ones plus greedy walks on the
 //   acquisition through Hamming neighbours from the best results, so large
 //   spaces cost the same as small ones.
+// - `gp` swaps the value forest for a Gaussian process (gp_model.hpp), all
+//   else the same.  Off by default: measured only on part of the spaces so
+//   far, and its model costs about 8 times the forest's.
 // - Cost: the model is refitted when the results have grown by 1/refit_ratio
 //   (32) since the last fit, on at most `max_train` results (the best half and
 //   a random sample of the rest), so the cost per evaluation falls as runs get
@@ -62,6 +65,7 @@
 #include <unordered_set>
 
 #include "forest_model.hpp"
+#include "gp_model.hpp"
 #include "shared.hpp"
 
 namespace aoe {
@@ -93,6 +97,8 @@ struct ForestSearchOptions {
   size_t max_train = 4096;      // results a model learns from at most
   size_t batch = 1;             // proposals per ask at most; 0 = as many as the objective takes
   ForestOptions forest;
+  bool gp = false;  // model values with a Gaussian process instead of the forest (gp_model.hpp)
+  GpOptions gp_model;
 };
 
 double expected_improvement(double best, double mean, double variance) {
@@ -167,6 +173,7 @@ class ForestSearch : public StrategyBase {
     fitted_at_ = 0;
     line_expected_.assign(nvalues_.size(), 0.0);
     value_model_.clear();
+    gp_.clear();
     fail_model_.clear();
     ranking_.clear();
     pos_ = 0;
@@ -346,7 +353,7 @@ class ForestSearch : public StrategyBase {
   bool best_neighbour(const std::vector<ConfigId>& batch, ConfigId& out) {
     size_t anchor;
     if (!local_anchor(batch, anchor)) return false;
-    if (!value_model_.fitted()) return false;  // (the design phase uses design_neighbour)
+    if (!value_fitted()) return false;  // (the design phase uses design_neighbour)
     // Along one parameter, drawn uniformly among those with an untried value:
     // a parameter with few values (a method switch) is otherwise a small share of
     // the neighbours, and the model, having seen few of its values, rarely ranks them first.
@@ -450,7 +457,8 @@ class ForestSearch : public StrategyBase {
     }
     best_y_ = best_ == kNone ? (std::isfinite(worst) ? worst : 0.0) : target(values_[best_]);
     penalty_scale_ = positive ? 1.0 : spread_of(y_);
-    value_model_.fit(X_, y_, nvalues_, opt_.forest, rng_);
+    if (opt_.gp) gp_.fit(X_, y_, nvalues_, opt_.gp_model, rng_);
+    else value_model_.fit(X_, y_, nvalues_, opt_.forest, rng_);
     fail_model_.clear();
     if (separate) {
       X_.clear();
@@ -467,7 +475,7 @@ class ForestSearch : public StrategyBase {
   double acquisition(ConfigId c) const {
     const uint16_t* x = space_->indices(c);
     double mean, variance, p_fail = 0, unused;
-    value_model_.predict(x, mean, variance);
+    predict_values(&x, 1, &mean, &variance);
     if (fail_model_.fitted()) fail_model_.predict(x, p_fail, unused);
     return acquisition(x, mean, variance, 1.0 - p_fail);
   }
@@ -480,7 +488,7 @@ class ForestSearch : public StrategyBase {
     batch_mean_.resize(n);
     batch_variance_.resize(n);
     batch_fail_.assign(n, 0.0);
-    value_model_.predict_rows(batch_rows_.data(), n, batch_mean_.data(), batch_variance_.data());
+    predict_values(batch_rows_.data(), n, batch_mean_.data(), batch_variance_.data());
     if (fail_model_.fitted()) {
       unused_.resize(n);
       fail_model_.predict_rows(batch_rows_.data(), n, batch_fail_.data(), unused_.data());
@@ -627,7 +635,8 @@ class ForestSearch : public StrategyBase {
         const size_t p = differing_param(x, y);
         const double a = add_candidate(nb, [&] {
           if (!line_ready_[p]) {
-            value_model_.predict_line(x, p, line_mean_[p], line_variance_[p]);
+            if (opt_.gp) gp_.predict_line(x, p, line_mean_[p], line_variance_[p]);
+            else value_model_.predict_line(x, p, line_mean_[p], line_variance_[p]);
             if (fail_model_.fitted()) fail_model_.predict_line(x, p, line_fail_[p], unused_);
             line_ready_[p] = true;
           }
@@ -667,6 +676,12 @@ class ForestSearch : public StrategyBase {
   size_t fitted_at_ = 0;
   // Models: the value of successes, and the probability of failure.
   RandomForest value_model_, fail_model_;
+  GaussianProcess gp_;  // the value model instead of value_model_ with `gp`
+  bool value_fitted() const { return opt_.gp ? gp_.fitted() : value_model_.fitted(); }
+  void predict_values(const uint16_t* const* rows, size_t n, double* mean, double* variance) const {
+    if (opt_.gp) gp_.predict_rows(rows, n, mean, variance);
+    else value_model_.predict_rows(rows, n, mean, variance);
+  }
   std::vector<uint16_t> X_;
   std::vector<double> y_;
   double best_y_ = 0;
@@ -718,6 +733,9 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("min_leaf", o.forest.min_leaf, 1, kMany);
   b("features", o.forest.features, 0, 1);
   b("max_depth", o.forest.max_depth, 1, 256);
+  b("gp", o.gp);
+  b("gp_train", o.gp_model.max_train, 2, kMany);
+  b("gp_hyper", o.gp_model.max_hyper, 2, kMany);
   return std::make_unique<ForestSearch>(o);
 }
 
