@@ -150,10 +150,6 @@ void GaussianProcess::fit(const std::vector<uint16_t>& X, const std::vector<doub
   n_ = m;
 }
 
-void GaussianProcess::predict(const uint16_t* x, double& mean, double& variance) const {
-  predict_rows(&x, 1, &mean, &variance);
-}
-
 // mean = mu + r . alpha and variance = sigma2 (1 - |L^-1 r|^2), r the correlations with the rows conditioned
 // on.  kBlock rows at a time, their forward substitutions interleaved: each row of L is read once for all of
 // them, and the independent sums fill the vector lanes (each row's sum keeps its order, so the result is the

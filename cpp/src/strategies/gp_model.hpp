@@ -40,10 +40,9 @@ class GaussianProcess {
   // row-major value indices, one per sample.
   void fit(const std::vector<uint16_t>& X, const std::vector<double>& y, const std::vector<size_t>& nvalues,
            const GpOptions& options, Rng& rng);
-  // Posterior mean and variance of the latent value at x.
-  void predict(const uint16_t* x, double& mean, double& variance) const;
+  // Posterior mean and variance of the latent value at each of n rows.
   void predict_rows(const uint16_t* const* rows, size_t n, double* mean, double* variance) const;
-  // predict() for each row equal to x but in parameter p, which takes each of its values.
+  // predict_rows() for each row equal to x but in parameter p, which takes each of its values.
   void predict_line(const uint16_t* x, size_t p, std::vector<double>& mean, std::vector<double>& variance) const;
   bool fitted() const { return n_ > 0; }
   void clear() {
