@@ -318,6 +318,32 @@ def test_a_killed_run_leaves_no_worker_behind_and_sigterm_stops_cleanly(tmp_path
         assert json.loads(res.read_text())[1]["OPAT"]["opat_tuning_result"].startswith("tuning interrupted")
 
 
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_that_lands_in_a_finalizer_still_stops_the_run(monkeypatch, capsys, sig):
+    """Python drops a KeyboardInterrupt raised inside a __del__ (a file lock's, in the CI run
+    that found this); the run must stop anyway, with its exit status and no traceback."""
+    import signal
+    import time
+
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), getattr(signal, sig))
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end:  # the handler runs here, inside the finalizer
+                pass
+
+    def job(argv):
+        Finalized()
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            time.sleep(0.01)
+        return 0
+
+    monkeypatch.setattr(cli, "_aoe", job)
+    assert cli.main([]) == (143 if sig == "SIGTERM" else 130)
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def test_servers_with_a_given_cluster_is_an_error(tmp_path):
     tl = tmp_path / "t.json"
     tl.write_text(json.dumps({"gradients": [{"name": "g", "bytes": 4000, "ready_us": 1.0}]}))

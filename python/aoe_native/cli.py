@@ -33,6 +33,7 @@ directory) and the HTML report under --output.
 """
 from __future__ import annotations
 
+import _thread
 import argparse
 import json
 import os
@@ -303,13 +304,29 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _redeliver_lost_interrupt(unraisable: Any, fallback: Any) -> None:
+    # A KeyboardInterrupt (Ctrl-C, or SIGTERM through _on_sigterm) raised while a finalizer runs
+    # (a lock's __del__, a weakref callback) is printed and dropped by Python, and the run would
+    # go on as if never stopped. Deliver the signal again a moment later, outside the finalizer;
+    # if that lands in a finalizer too, this runs again.
+    if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+        fallback(unraisable)
+        return
+    signum = signal.SIGTERM if _sigterm["received"] else signal.SIGINT
+    again = threading.Timer(0.01, _thread.interrupt_main, (signum,))
+    again.daemon = True
+    again.start()
+
+
 def main(argv: list[str] | None = None) -> int:
     """``aoe``: exit status 0 on success, 1 on an error in the input, 2 on a usage error,
     130 when Ctrl-C stopped the run (what was finished is kept and written), 143 when SIGTERM did."""
     _sigterm["received"] = False
     previous = None
+    hook = sys.unraisablehook
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        sys.unraisablehook = lambda u: _redeliver_lost_interrupt(u, hook)
     try:
         status = _aoe(argv)
     except KeyboardInterrupt:
@@ -321,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+            sys.unraisablehook = hook
     return 143 if status == 130 and _sigterm["received"] else status
 
 
