@@ -1,8 +1,8 @@
-// Surrogate-guided search: Bayesian optimisation with random forests, in the
-// manner of SMAC.  A forest learned from the results so far predicts the value
-// of every candidate with an uncertainty (the spread over its trees); the
-// candidate with the lowest confidence bound (predicted mean - `kappa` x spread)
-// is proposed next.
+// Surrogate-guided search: Bayesian optimisation in the manner of SMAC.  A
+// model learned from the results so far (a Gaussian process; with `gp: false`
+// a random forest and the spread over its trees) predicts the value of every
+// candidate with an uncertainty; the candidate with the lowest confidence
+// bound (predicted mean - `kappa` x standard deviation) is proposed next.
 //
 // Why each default (the figures: docs/search_quality.md, which also keeps the
 // longer version of these notes):
@@ -43,15 +43,20 @@
 //   through the candidate (the configurations one parameter away) beyond what
 //   the space's evaluated share gives a line of its length (`crowding`,
 //   `crowding_excess`).  The spread over the trees does not shrink where
-//   results are dense, so without it a run can spend its budget sweeping one
-//   parameter with many values along a single line.
+//   results are dense, so without it a run of the value forest can spend its
+//   budget sweeping one parameter with many values along a single line (kept
+//   with the GP, whose defaults were measured with it).
 // - Candidates: every unvisited configuration when there are at most
 //   `full_limit`; otherwise `pool` random ones plus greedy walks on the
 //   acquisition through Hamming neighbours from the best results, so large
 //   spaces cost the same as small ones.
-// - `gp` swaps the value forest for a Gaussian process (gp_model.hpp), all
-//   else the same.  Off by default: measured only on part of the spaces so
-//   far, and its model costs about 8 times the forest's.
+// - Values are modelled by a Gaussian process (`gp`, gp_model.hpp) rather
+//   than a forest: it predicts from every result weighted by similarity, so a
+//   group of good configurations whose one-parameter neighbours are all poor
+//   keeps a bound worth trying.  On the held-out spaces where runs got
+//   trapped it halved the runs below Kernel Tuner's best mean
+//   (docs/search_quality.md).  `gp: false` restores the value forest; where
+//   configurations fail is learnt by a forest either way.
 // - Cost: the model is refitted when the results have grown by 1/refit_ratio
 //   (32) since the last fit, on at most `max_train` results (the best half and
 //   a random sample of the rest), so the cost per evaluation falls as runs get
@@ -88,7 +93,7 @@ struct ForestSearchOptions {
   double crowding = 3;          // penalty on candidates by the evaluated share of the lines through them
   bool crowding_excess = true;  // ... only beyond the samples the space's evaluated share gives a line
   bool lcb = true;              // rank by a lower confidence bound (else by expected improvement)
-  double kappa = 1.0;           // the bound: predicted mean - kappa * spread over the trees
+  double kappa = 1.0;           // the bound: predicted mean - kappa * the model's standard deviation
   bool feasibility = true;      // learn where configurations fail (else failures count as the worst value)
   size_t full_limit = 8192;     // rank every unvisited configuration when there are at most this many
   size_t pool = 2048;           // else: random candidates,
@@ -97,7 +102,7 @@ struct ForestSearchOptions {
   size_t max_train = 4096;      // results a model learns from at most
   size_t batch = 1;             // proposals per ask at most; 0 = as many as the objective takes
   ForestOptions forest;
-  bool gp = false;  // model values with a Gaussian process instead of the forest (gp_model.hpp)
+  bool gp = true;  // model values with a Gaussian process instead of the forest (gp_model.hpp)
   GpOptions gp_model;
 };
 

@@ -42,12 +42,14 @@ class GaussianProcess {
            const GpOptions& options, Rng& rng);
   // Posterior mean and variance of the latent value at each of n rows.
   void predict_rows(const uint16_t* const* rows, size_t n, double* mean, double* variance) const;
-  // predict_rows() for each row equal to x but in parameter p, which takes each of its values.
+  // predict_rows() for each row equal to x but in parameter p, which takes each of its values (the same
+  // up to rounding).  Its cost does not grow with the number of values: see the definition.
   void predict_line(const uint16_t* x, size_t p, std::vector<double>& mean, std::vector<double>& variance) const;
   bool fitted() const { return n_ > 0; }
   void clear() {
     n_ = 0;
     log_theta_.clear();
+    by_param_.clear();
   }
 
  private:
@@ -68,8 +70,17 @@ class GaussianProcess {
   double mu_ = 0, sigma2_ = 1;
   std::vector<double> scratch_;
   mutable std::vector<double> v_;
-  mutable std::vector<uint16_t> line_;  // predict_line's rows
-  mutable std::vector<const uint16_t*> line_rows_;
+  // predict_line's per-fit tables, made on first use: (R + nugget I)^-1, and per parameter p the rows
+  // conditioned on grouped by their value of p (`order`, group c at [start[c], start[c + 1])) with the
+  // inverse's rows and columns in that order.
+  struct Grouped {
+    std::vector<size_t> order, start;
+    std::vector<double> inverse;
+  };
+  mutable std::vector<double> inverse_;
+  mutable std::vector<Grouped> by_param_;
+  mutable std::vector<double> rb_, z_, gram_, line_h_;
+  const Grouped& grouped(size_t p) const;
 };
 
 }  // namespace aoe
