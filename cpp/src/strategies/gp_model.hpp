@@ -1,5 +1,6 @@
 // A Gaussian process regressor over configurations: the "forest" strategy's
-// value model with `gp` (the forest still learns where configurations fail).
+// value model (`gp`, the default; a forest still learns where configurations
+// fail).
 //
 // Why a GP beside the forest: a forest predicts an unvisited combination of
 // settings from the splits its neighbours made, so a group of good
