@@ -640,8 +640,7 @@ class ForestSearch : public StrategyBase {
         const size_t p = differing_param(x, y);
         const double a = add_candidate(nb, [&] {
           if (!line_ready_[p]) {
-            if (opt_.gp) gp_.predict_line(x, p, line_mean_[p], line_variance_[p]);
-            else value_model_.predict_line(x, p, line_mean_[p], line_variance_[p]);
+            predict_value_line(x, p, line_mean_[p], line_variance_[p]);
             if (fail_model_.fitted()) fail_model_.predict_line(x, p, line_fail_[p], unused_);
             line_ready_[p] = true;
           }
@@ -686,6 +685,10 @@ class ForestSearch : public StrategyBase {
   void predict_values(const uint16_t* const* rows, size_t n, double* mean, double* variance) const {
     if (opt_.gp) gp_.predict_rows(rows, n, mean, variance);
     else value_model_.predict_rows(rows, n, mean, variance);
+  }
+  void predict_value_line(const uint16_t* x, size_t p, std::vector<double>& mean, std::vector<double>& variance) const {
+    if (opt_.gp) gp_.predict_line(x, p, mean, variance);
+    else value_model_.predict_line(x, p, mean, variance);
   }
   std::vector<uint16_t> X_;
   std::vector<double> y_;
