@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 import aoe_native
-from aoe_native.jobs.gdat import optimal_partition
+from aoe_native.gradients.buckets import optimal_partition
 
 
 def timeline(n: int, seed: int) -> list[tuple[str, int, float]]:

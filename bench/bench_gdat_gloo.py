@@ -30,7 +30,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from aoe_native import Cluster, tune_gradients
-from aoe_native.jobs.gdat import simulate
+from aoe_native.gradients.buckets import simulate
 from aoe_native.torch_ddp import PlannedAllReduce, measure_timeline
 
 

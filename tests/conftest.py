@@ -11,3 +11,11 @@ def datasets() -> Path:
     if not DATASETS.is_dir():
         pytest.skip(f"shared datasets not found at {DATASETS}")
     return DATASETS
+
+
+@pytest.fixture(autouse=True)
+def _no_bank_in_the_home_directory(tmp_path_factory, monkeypatch):
+    """A job run without --bank uses the default root: in the tests, a temporary one, never the
+    user's ~/.cache (nor a $TUNE_BANK_PATH the shell happens to set)."""
+    monkeypatch.delenv("TUNE_BANK_PATH", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))

@@ -101,15 +101,59 @@ def test_only_the_cli_reads_the_environment():
     assert readers <= {"aoe_native.cli"}
 
 
-def test_each_tuning_mode_is_one_file_in_jobs():
+def _reaches(graph, start):
+    seen, todo = set(), [start]
+    while todo:
+        for w in graph[todo.pop()]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def test_each_tuning_mode_is_one_file_in_jobs_on_the_same_seams():
     jobs = {m for m in MODULES if m.startswith("aoe_native.jobs.")}
-    assert {"aoe_native.jobs.evaluator", "aoe_native.jobs.scheduler", "aoe_native.jobs.opat",
-            "aoe_native.jobs.sgat", "aoe_native.jobs.gdat"} <= jobs
-    # a job uses the shared seams rather than the cost model or the bank files directly
+    assert {"aoe_native.jobs.evaluator", "aoe_native.jobs.scheduler", "aoe_native.jobs.setup",
+            "aoe_native.jobs.opat", "aoe_native.jobs.sgat", "aoe_native.jobs.gdat"} <= jobs
+    graph = _graph()
+    for mode in ("opat", "sgat", "gdat"):
+        # every mode starts from the one job setup, keeps what it finds in the bank under the bank
+        # policy, returns a result type of aoe_native.results and writes through the outputs
+        deps = graph[f"aoe_native.jobs.{mode}"]
+        assert {"aoe_native.jobs.setup", "aoe_native.bank.store", "aoe_native.bank.policy", "aoe_native.outputs",
+                "aoe_native.results"} <= deps, mode
+        # ... and measures through the evaluator seam, never the cost model itself
+        assert "aoe_native.jobs.evaluator" in _reaches(graph, f"aoe_native.jobs.{mode}"), mode
     for mode in ("opat", "sgat"):
-        deps = _graph()[f"aoe_native.jobs.{mode}"]
-        assert {"aoe_native.jobs.evaluator", "aoe_native.jobs.scheduler", "aoe_native.bank.store",
-                "aoe_native.bank.policy", "aoe_native.outputs"} <= deps, mode
+        assert "aoe_native.jobs.scheduler" in graph[f"aoe_native.jobs.{mode}"], mode
+    # GDAT's predicted kernels go through the evaluator too (no direct tune_op)
+    assert "aoe_native.jobs.evaluator" in graph["aoe_native.jobs.backward"]
+    assert "aoe_native.ascend.ops" not in graph["aoe_native.jobs.backward"] | graph["aoe_native.jobs.gdat"]
+
+
+def _subpackage(module):
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or MODULES[module].endswith("__init__.py") and len(parts) > 1 else None
+
+
+def test_no_two_subpackages_import_each_other():
+    """Data flows one way between the folders too (jobs -> outputs -> results, never back)."""
+    graph = _graph()
+    edges = {(_subpackage(a), _subpackage(b)) for a, deps in graph.items() for b in deps}
+    edges = {(a, b) for a, b in edges if a and b and a != b}
+    assert sorted((a, b) for a, b in edges if (b, a) in edges) == []
+    # the result types are below both the jobs and the outputs
+    assert not {d for d in graph["aoe_native.results"] if d.startswith(("aoe_native.jobs", "aoe_native.outputs"))}
+
+
+def test_no_function_is_over_a_hundred_lines():
+    """A function that long holds several steps that want names of their own."""
+    long = []
+    for m, tree in TREES.items():
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.end_lineno - fn.lineno + 1 > 100:
+                long.append(f"{m}.{fn.name} ({fn.end_lineno - fn.lineno + 1} lines)")
+    assert long == []
 
 
 def test_importing_the_package_does_not_load_the_onnx_front_end():

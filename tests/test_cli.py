@@ -50,7 +50,7 @@ def test_end_to_end_run_prints_aoe_final_line_and_writes_files(tmp_path):
     last = p.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"resnet50 OPAT process finished\. Performance improved by \d+\.\d\d% "
                         r"\(of the modelled part: 100\.0% of FLOPs, 100\.0% of bytes\)", last)
-    assert "174 of 175 nodes modelled (1 views, 0 unmodelled), 100.0% of FLOPs" in p.stdout
+    assert "174 of 175 nodes modelled (1 view, 0 unmodelled), 100.0% of FLOPs" in p.stdout
     assert "tasks" in p.stderr  # the progress bar is on by default
     results = list(work.glob("aoe_result_opat_*_*.json"))
     assert len(results) == 1
@@ -157,7 +157,7 @@ def test_tune_ops_naming_some_unknown_ops_warns_and_tunes_the_rest(tmp_path, cap
     (["-j", "2", "--tune_optimization_level=O1"], "--tune_optimization_level applies to --job_type=1, not 2"),
     (["-j", "1", "--tune_ops_file=x.txt"], "--tune_ops_file applies to --job_type=2, not 1"),
     (["-j", "1,2", "--tune_ops_file=x.txt"], "--tune_ops_file applies to operator tuning of the model's own kernels"),
-    (["-j", "4", "--timeline=t.json", "--bank=b"], "--bank applies to --job_type=1 or 2, not 4"),
+    (["-j", "4", "--timeline=t.json", "--parallel=2"], "--parallel applies to --job_type=1 or 2, not 4"),
     (["-j", "4", "--timeline=t.json", "--dtype=float16"], "--dtype describes a model; with --timeline there is none"),
     (["-j", "4", "-m", "m.onnx"], "--job_type=4 --model needs --framework=5"),
 ])

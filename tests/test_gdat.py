@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 import aoe_native
 from aoe_native import Cluster, GradientPlan, tune_gradients
 from aoe_native.cluster import ClusterError, Level
-from aoe_native.jobs import gdat
-from aoe_native.jobs.gdat import TimelineError, optimal_partition, simulate
+from aoe_native.gradients import buckets, timeline
+from aoe_native.jobs import backward
+from aoe_native.gradients.buckets import optimal_partition, simulate
+from aoe_native.gradients.timeline import TimelineError
 
 MIB = 1 << 20
 EXPORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "exports")
@@ -157,7 +159,7 @@ def test_hccl_split_percent_reproduces_the_plan_under_hccls_rule():
     plan = tune_gradients(grads, Cluster(ranks=16, alpha_us=30.0, gbps=12.0), backend="hccl")
     assert plan.ends == [1, 9]
     assert plan.hccl_split_percent == [25.15, 74.85]
-    assert gdat._split_by_percent(np.array(sizes), plan.hccl_split_percent) == [1, 9]
+    assert buckets._split_by_percent(np.array(sizes), plan.hccl_split_percent) == [1, 9]
 
 
 @settings(max_examples=150, deadline=None)
@@ -169,8 +171,8 @@ def test_hccl_split_percent_property_any_cut_is_reproduced(sizes, data):
     L = len(sizes)
     cuts = sorted(data.draw(st.sets(st.integers(1, L - 1), max_size=min(L - 1, 10))))
     ends = cuts + [L]
-    pct = gdat._percents_for(sizes, ends)
-    assert gdat._split_by_percent(sizes, pct) == ends
+    pct = buckets.percents_for(sizes, ends)
+    assert buckets._split_by_percent(sizes, pct) == ends
     assert len(pct) == len(ends) and all(p > 0 for p in pct) and sum(pct) == pytest.approx(100.0)
     share = sizes / sizes.sum() * 100
     for e, p in zip(cuts, pct):
@@ -184,7 +186,7 @@ def test_hccl_split_percent_property_on_random_timelines(seed, n):
     rng = np.random.default_rng(seed)
     grads = _timeline(rng.integers(1, 64 * MIB, n), rng.uniform(0, 400, n))
     plan = tune_gradients(grads, Cluster(ranks=16, alpha_us=30.0, gbps=12.0), backend="hccl")
-    assert gdat._split_by_percent(np.array(plan.gradient_bytes), plan.hccl_split_percent) == plan.ends
+    assert buckets._split_by_percent(np.array(plan.gradient_bytes), plan.hccl_split_percent) == plan.ends
 
 
 def test_hccl_backend_limits_segments():
@@ -201,7 +203,7 @@ def test_hccl_backend_limits_segments():
 # --------------------------------------------------------------------------- baselines
 def test_ddp_rule_first_bucket_1mib_then_25mib_and_overshoot_stays():
     sizes = np.array([MIB // 2, MIB // 2, 10 * MIB, 20 * MIB, MIB, 3 * MIB], dtype=np.int64)
-    caps = gdat.baseline_partitions(sizes, np.arange(6.0), Cluster(2), even_k=2)
+    caps = buckets.baseline_partitions(sizes, np.arange(6.0), Cluster(2), even_k=2)
     assert caps["ddp_25mb"] == [2, 4, 6]          # 1 MiB; 30 MiB crosses 25 and closes; the rest
     assert caps["one_bucket"] == [6] and caps["no_fusion"] == [1, 2, 3, 4, 5, 6]
 
@@ -209,7 +211,7 @@ def test_ddp_rule_first_bucket_1mib_then_25mib_and_overshoot_stays():
 def test_hccl_default_split_by_size_and_mindspore_even():
     sizes = np.array([50, 40, 6, 2, 1, 1], dtype=np.int64)  # 96.54% is reached within the 4th gradient
     ready = np.array([0.0, 10, 20, 30, 40, 100])
-    caps = gdat.baseline_partitions(sizes, ready, Cluster(2), even_k=2)
+    caps = buckets.baseline_partitions(sizes, ready, Cluster(2), even_k=2)
     assert caps["hccl_default"] == [4, 6]
     assert caps["mindspore_even"] == [5, 6]        # half of the 100 us backward span ends after gradient 5
 
@@ -218,9 +220,9 @@ def test_horovod_fuses_what_is_ready_each_cycle_up_to_the_threshold():
     c = Cluster(ranks=2, alpha_us=1.0, gbps=1000.0)
     sizes = np.array([10, 10, 10, 10], dtype=np.int64)
     ready = np.array([100.0, 200.0, 1500.0, 1600.0])
-    assert gdat._horovod(sizes, ready, c, threshold=1 << 30, cycle_us=1000.0) == ([2, 4], [1000.0, 2000.0])
-    assert gdat._horovod(sizes, ready, c, threshold=20, cycle_us=1000.0)[0] == [2, 4]
-    assert gdat._horovod(sizes, ready, c, threshold=15, cycle_us=1000.0)[0] == [1, 2, 3, 4]
+    assert buckets._horovod(sizes, ready, c, threshold=1 << 30, cycle_us=1000.0) == ([2, 4], [1000.0, 2000.0])
+    assert buckets._horovod(sizes, ready, c, threshold=20, cycle_us=1000.0)[0] == [2, 4]
+    assert buckets._horovod(sizes, ready, c, threshold=15, cycle_us=1000.0)[0] == [1, 2, 3, 4]
 
 
 def test_horovod_baselines_start_at_the_cycle_tick_and_the_plan_does_not_wait():
@@ -238,7 +240,7 @@ def test_horovod_baselines_start_at_the_cycle_tick_and_the_plan_does_not_wait():
     # a later cycle waits for the tick and for the previous cycle's all-reduce
     c2 = Cluster(ranks=2, alpha_us=1.0, gbps=1000.0)
     sizes, ready = np.array([10, 10, 10, 10], dtype=np.int64), np.array([100.0, 200.0, 1500.0, 1600.0])
-    ends, ticks = gdat._horovod(sizes, ready, c2, threshold=1 << 30, cycle_us=1000.0)
+    ends, ticks = buckets._horovod(sizes, ready, c2, threshold=1 << 30, cycle_us=1000.0)
     starts, _ = simulate(ends, sizes, ready, c2, ticks)
     assert list(starts) == [1000.0, 2000.0]
 
@@ -247,9 +249,9 @@ def test_mg_wfbp_merges_when_communication_would_queue():
     # tiny gradients ready together on a high-latency link: MG-WFBP merges them all
     c = Cluster(ranks=8, alpha_us=100.0, gbps=10.0)
     sizes = np.full(5, 1000, dtype=np.int64)
-    assert gdat._mg_wfbp(sizes, np.array([0.0, 1, 2, 3, 4]), c) == [5]
+    assert buckets._mg_wfbp(sizes, np.array([0.0, 1, 2, 3, 4]), c) == [5]
     # gradients far apart in time: each goes alone
-    assert gdat._mg_wfbp(sizes, np.arange(5) * 1e5, c) == [1, 2, 3, 4, 5]
+    assert buckets._mg_wfbp(sizes, np.arange(5) * 1e5, c) == [1, 2, 3, 4, 5]
 
 
 # --------------------------------------------------------------------------- bad input
@@ -275,7 +277,7 @@ def test_timeline_file(tmp_path):
     assert [n for b in plan.buckets for n in b] == ["fc.w", "fc.b"]
     p.write_text(json.dumps({"gradients": [{"name": "fc.w", "ready_us": 3.0}]}))
     with pytest.raises(TimelineError, match=r"t.json: gradient 0: field\(s\) \['bytes'\] missing"):
-        gdat.load_timeline(p)
+        timeline.load_timeline(p)
 
 
 def test_public_names():
@@ -287,7 +289,7 @@ def test_public_names():
 def test_predict_timeline_walks_backward_with_the_cost_model():
     from opat_models import mlp
 
-    tl = gdat.predict_timeline(mlp(hidden=64, tokens=8, layers=2), input_shape="x:2,8,64")
+    tl = backward.predict_timeline(mlp(hidden=64, tokens=8, layers=2), input_shape="x:2,8,64")
     assert [g[0] for g in tl] == ["g", "beta", "b1", "w1", "b0", "w0"]  # last layer first
     assert dict((n, b) for n, b, _ in tl) == {"g": 256, "beta": 256, "b1": 256, "w1": 64 * 64 * 4,
                                                "b0": 256, "w0": 64 * 64 * 4}
@@ -315,7 +317,7 @@ def test_predict_timeline_counts_resnet50_parameters():
     from aoe_native import zoo
     from aoe_native.graph.onnx import load_graph
 
-    params, _, unmatched = gdat._parameters(load_graph(zoo.build("resnet50", batch=1)))
+    params, _, unmatched = backward._parameters(load_graph(zoo.build("resnet50", batch=1)))
     assert len(params) == 161 and "fc.weight" in params and "conv1.bn.mean" not in params and not unmatched
 
 
@@ -327,7 +329,7 @@ def test_predict_timeline_counts_embedding_tables():
     from aoe_native import zoo
 
     m = zoo.build("bert_base")
-    tl = gdat.predict_timeline(m)
+    tl = backward.predict_timeline(m)
     data_inputs = {"input_ids", "token_type_ids", "attention_mask"}
     weights = {i.name for i in m.graph.input if i.name not in data_inputs
                and i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT}
@@ -361,14 +363,14 @@ def _tied_lm(vocab, hidden, dedup_norm=False):
 
 @pytest.mark.parametrize("vocab, hidden", [(100, 64), (50, 16)])  # 6400 elements: kept; 800: folded on import
 def test_a_tied_weight_counts_once_under_its_name(vocab, hidden):
-    tl = gdat.predict_timeline(_tied_lm(vocab, hidden))
+    tl = backward.predict_timeline(_tied_lm(vocab, hidden))
     assert [n for n, _, _ in tl] == ["g", "b", "W"]  # W's first use (Gather) is the first node
     assert tl[-1][1] == vocab * hidden * 4 and not tl.unmatched
 
 
 def test_a_parameter_written_as_identity_of_an_equal_one_is_its_own():
     # TorchScript writes a parameter whose values equal another's as Identity(other)
-    tl = gdat.predict_timeline(_tied_lm(100, 64, dedup_norm=True))
+    tl = backward.predict_timeline(_tied_lm(100, 64, dedup_norm=True))
     assert sorted(n for n, _, _ in tl) == ["W", "b", "g", "g2"]
     assert dict((n, b) for n, b, _ in tl)["g2"] == 64 * 4
 
@@ -405,13 +407,13 @@ def test_a_torchscript_copy_of_a_tied_weight_counts_once(tmp_path, from_file):
                         location="m.data", size_threshold=0)
         return str(tmp_path / "m.onnx")
 
-    tl = gdat.predict_timeline(as_given(_folded_tied_lm(lambda w: np.ascontiguousarray(w.T))))
+    tl = backward.predict_timeline(as_given(_folded_tied_lm(lambda w: np.ascontiguousarray(w.T))))
     assert [n for n, _, _ in tl] == ["g", "b", "W"] and tl[-1][1] == 100 * 64 * 4 and not tl.unmatched
     # other values, or constant ones (nothing tells where those came from): a gradient of its own, flagged
     transposed = lambda w: np.ascontiguousarray(w.T)  # noqa: E731
     for copy, constant in ((lambda w: transposed(w) + 1, False), (transposed, True)):
-        with pytest.warns(gdat.GradientNameWarning, match="TorchScript exporter computed"):
-            tl = gdat.predict_timeline(as_given(_folded_tied_lm(copy, constant)))
+        with pytest.warns(timeline.GradientNameWarning, match="TorchScript exporter computed"):
+            tl = backward.predict_timeline(as_given(_folded_tied_lm(copy, constant)))
         assert sorted(n for n, _, _ in tl) == ["W", "b", "g", "onnx::MatMul_7"]
 
 
@@ -419,8 +421,8 @@ def test_exported_models_name_parameters_as_the_framework_does():
     """torch.export's graph signature and onnxscript's folded_from records give the framework
     names (the transposed Linear weight val_13 is blocks.0.c_attn.weight); the tied wte.weight
     (Gather, and Transpose into the output MatMul) counts once; what the file lost is named."""
-    with pytest.warns(gdat.GradientNameWarning, match=r"\['wpe\.weight'\]: the exporter folded it into the constant"):
-        tl = gdat.predict_timeline(os.path.join(EXPORTS, "gpt2_dynamo.onnx"))
+    with pytest.warns(timeline.GradientNameWarning, match=r"\['wpe\.weight'\]: the exporter folded it into the constant"):
+        tl = backward.predict_timeline(os.path.join(EXPORTS, "gpt2_dynamo.onnx"))
     names = [n for n, _, _ in tl]
     assert "blocks.0.c_attn.weight" in names and "blocks.1.proj.weight" in names
     assert not any(n.startswith("val_") for n in names)
@@ -433,8 +435,8 @@ def test_exported_models_name_parameters_as_the_framework_does():
 
 
 def test_torchscript_made_names_are_flagged_not_guessed():
-    with pytest.warns(gdat.GradientNameWarning, match=r"measure_timeline\(module, loss_fn\)"):
-        tl = gdat.predict_timeline(os.path.join(EXPORTS, "gpt2_ts.onnx"))
+    with pytest.warns(timeline.GradientNameWarning, match=r"measure_timeline\(module, loss_fn\)"):
+        tl = backward.predict_timeline(os.path.join(EXPORTS, "gpt2_ts.onnx"))
     made = [n for n, _, _ in tl if n.startswith("onnx::")]
     assert made and sorted(made) == sorted(n for n in tl.unmatched if n.startswith("onnx::"))
     assert all("TorchScript exporter computed" in tl.unmatched[n] for n in made)
@@ -527,3 +529,64 @@ def test_cli_job_type_4_predicts_from_an_onnx_model(tmp_path, monkeypatch, capsy
     assert "6 gradients, " in capsys.readouterr().out
     [res] = list(tmp_path.glob("aoe_result_gdat_*.json"))
     assert json.loads(res.read_text())[1]["GDAT"]["cluster"]["ranks"] == 16
+
+
+# --------------------------------------------------------------------------- the job on the seams
+def _timeline_file(path, grads):
+    path.write_text(json.dumps({"gradients": [{"name": n, "bytes": b, "ready_us": r} for n, b, r in grads]}))
+    return path
+
+
+def test_gdat_job_keeps_its_plan_in_the_bank_and_a_rerun_serves_it(tmp_path):
+    from aoe_native.jobs.gdat import gdat_job
+    grads = [(f"g{i}", (i % 5 + 1) * 2_000_000, 15.0 * i) for i in range(30)]
+    tl = _timeline_file(tmp_path / "t.json", grads)
+    cluster = Cluster(ranks=8, alpha_us=20.0, gbps=100.0)
+    first = gdat_job(cluster, timeline=tl, bank=tmp_path / "bank")
+    assert not first.bank_hit and (tmp_path / "bank" / "Ascend910B3" / "GradientPlan.json").exists()
+    again = gdat_job(cluster, timeline=tl, bank=tmp_path / "bank")
+    assert again.bank_hit and again.buckets == first.buckets and again.time_us == pytest.approx(first.time_us)
+    assert again.baselines == pytest.approx(first.baselines) and again.hccl_split_idx == first.hccl_split_idx
+    assert not gdat_job(cluster, timeline=tl, bank=tmp_path / "bank", repeat_tune=True).bank_hit
+    # another cluster, another bucket limit or another timeline: another plan
+    assert not gdat_job(Cluster(ranks=16, alpha_us=20.0, gbps=100.0), timeline=tl, bank=tmp_path / "bank").bank_hit
+    assert not gdat_job(cluster, timeline=tl, max_buckets=3, bank=tmp_path / "bank").bank_hit
+    tl2 = _timeline_file(tmp_path / "t.json", grads[:-1])
+    assert not gdat_job(cluster, timeline=tl2, bank=tmp_path / "bank").bank_hit
+
+
+def test_gdat_job_on_a_model_serves_the_plan_without_predicting_again(tmp_path, monkeypatch):
+    from aoe_native.jobs import gdat
+    from opat_models import mlp
+    cluster = Cluster(ranks=8, alpha_us=5.0, gbps=10.0)  # slow enough that a split beats HCCL's default
+    model = mlp(hidden=256, tokens=8, layers=4)
+    first = gdat.gdat_job(cluster, model=model, input_shape="x:2,8,256", bank=tmp_path, max_evals=50)
+    assert not first.bank_hit and first.evaluator == "cost model" and first.improvement > 0
+
+    def no_prediction(*a, **k):
+        raise AssertionError("the plan should come from the bank")
+    monkeypatch.setattr(gdat, "predict_timeline", no_prediction)
+    again = gdat.gdat_job(cluster, model=model, input_shape="x:2,8,256", bank=tmp_path, max_evals=50)
+    assert again.bank_hit and again.buckets == first.buckets
+
+
+def test_a_predicted_timeline_runs_through_the_evaluator(tmp_path):
+    """GDAT's backward kernels are tuned through the evaluator seam, so a timeline can be
+    predicted from measurements (here a stand-in device that logs each kernel it times)."""
+    from aoe_native.jobs.evaluator import MeasuredEvaluator
+    from opat_models import mlp
+    log = tmp_path / "measured.txt"
+
+    def measure(task, tiling):  # runs in an isolated worker process: it logs to a file
+        with open(log, "a") as f:
+            f.write(task.op_type + "\n")
+        return aoe_native.estimate(task.op_type, task.inputs, task.dtype, "Ascend910B3", tiling,
+                                   attrs=task.attrs or None).time_us
+    ev = MeasuredEvaluator("Ascend910B3", measure, timeout=30)
+    model = mlp(hidden=64, tokens=8, layers=1)
+    with pytest.raises(ValueError, match="needs max_evals"):
+        backward.predict_timeline(model, input_shape="x:2,8,64", evaluator=ev)
+    tl = backward.predict_timeline(model, input_shape="x:2,8,64", evaluator=ev, max_evals=4)
+    ready = [r for _, _, r in tl]
+    assert tl and ready == sorted(ready) and ready[-1] > 0
+    assert "MatMul" in log.read_text().split()  # the weights' gradients were measured, not estimated

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from aoe_native import Cluster, tune_gradients
-from aoe_native.jobs.gdat import TimelineError
+from aoe_native.gradients.timeline import TimelineError
 
 torch = pytest.importorskip("torch")
 from aoe_native import torch_ddp  # noqa: E402
@@ -158,7 +158,8 @@ def _exported(tmp_path, m, **kwargs):
 def test_plan_from_a_dynamo_export_applies_to_the_module(tmp_path):
     """The dynamo exporter folds fc.weight's transpose into 'val_N' and keeps one name of the
     tied embedding: the timeline has every parameter under its framework name, once."""
-    from aoe_native.jobs.gdat import GradientNameWarning, predict_timeline
+    from aoe_native.gradients.timeline import GradientNameWarning
+    from aoe_native.jobs.backward import predict_timeline
 
     m = _TinyLM()
     with pytest.warns(GradientNameWarning, match=r"\['emb\.weight'\]: the file has no tensor for it"):
@@ -170,7 +171,8 @@ def test_plan_from_a_dynamo_export_applies_to_the_module(tmp_path):
 
 
 def test_plan_from_a_torchscript_export_names_what_it_cannot_match(tmp_path):
-    from aoe_native.jobs.gdat import GradientNameWarning, predict_timeline
+    from aoe_native.gradients.timeline import GradientNameWarning
+    from aoe_native.jobs.backward import predict_timeline
 
     m = _TinyLM()
     with pytest.warns(GradientNameWarning):

@@ -327,7 +327,7 @@ def test_native_estimate_of_a_zero_tiling(op, inputs):
 
 def test_a_timeline_with_a_gigantic_gradient_is_a_clear_error(tmp_path):
     """Found by the gdat fuzz target: bytes beyond int64 ended in OverflowError."""
-    from aoe_native.jobs.gdat import TimelineError, load_timeline
+    from aoe_native.gradients.timeline import TimelineError, load_timeline
     p = tmp_path / "t.json"
     p.write_text('{"gradients": [{"name": "w", "bytes": 24573333333333333333333333333333336, "ready_us": 0}]}')
     with pytest.raises(TimelineError, match=r"gradient 0 \('w'\): bytes must be an integer in 1\.\.2\^50"):

@@ -12,7 +12,9 @@ The public API (everything else is reachable through the subpackages):
 - subgraph tuning (SGAT): :func:`tune_subgraphs` (fusion and split policies per subgraph, giving a
   :class:`SubgraphTuneResult`; its ``partition`` feeds ``tune_model(..., kernels=...)``);
 - gradient-split tuning (GDAT): :func:`tune_gradients` on a :class:`Cluster`, giving a
-  :class:`GradientPlan`.
+  :class:`GradientPlan`; :func:`predict_timeline` (a model's gradients through the evaluator) and
+  :func:`gdat_job` (the whole job, with the bank);
+- every model-tuning result is a :class:`JobResult` (:mod:`aoe_native.results`).
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ from ._core.space import strategy_names as _strategy_names
 from .ascend.calibration import Calibration, CalibrationWarning, Measurement, calibrate
 from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, op_table,
                          supported_ops, tiling_space, tune_op)
-from .ascend.platforms import Platform, load_platform, platform, platform_fields, soc_versions
+from .ascend.platforms import DEFAULT_SOC, Platform, load_platform, platform, platform_fields, soc_versions
 from .bank.store import BankError
 from .cluster import Cluster
 from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, RayEvaluator, TaskEvaluator
-from .jobs.gdat import GradientPlan, tune_gradients
-from .jobs.opat import CoverageWarning, TuneOpsWarning, tune_model, tune_torch
-from .jobs.results import ModelTuneResult, SubgraphTuneResult
+from .jobs.backward import predict_timeline
+from .jobs.gdat import gdat_job, tune_gradients
+from .jobs.opat import TuneOpsWarning, tune_model, tune_torch
+from .jobs.setup import CoverageWarning
 from .jobs.sgat import tune_subgraphs
+from .results import GradientPlan, JobResult, ModelTuneResult, SubgraphTuneResult
 from .tuning import BatchObjective, BatchResult, TuneResult, TuningInterrupted, improvement, tune
 
 
@@ -65,7 +69,9 @@ __all__ = [
     "CoverageWarning",
     "TuneOpsWarning",
     "Estimate",
+    "DEFAULT_SOC",
     "GradientPlan",
+    "JobResult",
     "Measurement",
     "MeasuredEvaluator",
     "ModelTuneResult",
@@ -99,6 +105,8 @@ __all__ = [
     "supported_ops",
     "tiling_space",
     "tune",
+    "gdat_job",
+    "predict_timeline",
     "tune_gradients",
     "tune_subgraphs",
     "tune_model",

@@ -45,14 +45,19 @@ from typing import Any, Mapping
 
 from rich.console import Console
 
-from .ascend.platforms import soc_versions
+from .ascend.platforms import DEFAULT_SOC, soc_versions
 from .bank.store import Bank, BankError, bank_dir, merge_banks, root_socs
 from .cluster import Cluster
 from .fileio import json_depth
-from .jobs.gdat import BACKEND_MAX_SEGMENTS, GradientNameWarning, gdat_job
-from .jobs.opat import CoverageWarning, TuneOpsWarning, tune_model, usable_cores
+from .gradients.buckets import BACKEND_MAX_SEGMENTS
+from .gradients.timeline import GradientNameWarning
+from .jobs.gdat import gdat_job
+from .jobs.opat import TuneOpsWarning, tune_model
+from .jobs.setup import CoverageWarning, usable_cores
 from .jobs.sgat import LEVELS, tune_subgraphs
 from .outputs.console import ProgressBar, subgraph_table, summary_table
+from .outputs.report import baselines_in_order
+from .results import JobResult, plural
 from .tuning import improvement
 
 __all__ = ["main", "bank_main", "build_parser", "bank_root", "cluster_from_args", "parallel_from_env",
@@ -156,7 +161,8 @@ def _job_type(v: str) -> tuple[int, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="aoe", description="Operator auto-tuning of a whole ONNX model for Ascend NPUs (AOE-compatible flags).",
+        prog="aoe", description="Auto-tuning of an ONNX model for Ascend NPUs, AOE-compatible flags: operator tuning "
+        "(--job_type=2), subgraph tuning (1, or 1,2 then operators) and gradient-split tuning (4).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="environment: TUNE_BANK_PATH (bank root, must exist), REPEAT_TUNE=True (re-tune bank hits),\n"
                "TE_PARALLEL_COMPILER (default --parallel), ASCEND_WORK_PATH (where aoe_result_opat_*.json\n"
@@ -167,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--job_type", "-j", type=_job_type, required=True, metavar="{1|2|1,2|4}",
                     help="1 = subgraph tuning (SGAT); 2 = operator tuning (OPAT); 1,2 = subgraph then operator "
                     "tuning; 4 = gradient-split tuning (GDAT)")
-    ap.add_argument("--soc_version", help="target SoC (default Ascend910B3)")
+    ap.add_argument("--soc_version", help=f"target SoC (default {DEFAULT_SOC})")
     ap.add_argument("--input_shape", help='fix input shapes, e.g. "input_ids:1,128;attention_mask:1,128"')
     ap.add_argument("--output", help="directory for the tuned plan JSON and the HTML report")
     ap.add_argument("--tuning_time_limit", type=float, help="seconds for the tuning phase")
@@ -207,11 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
 # they do not go with --timeline either.
 _OPTION_JOBS = {
     "tune_ops_file": {2}, "tune_optimization_level": {1}, "Fnonhomo_split": {1},
-    "tuning_time_limit": {1, 2}, "bank": {1, 2}, "parallel": {1, 2}, "seed": {1, 2}, "launch_overhead_us": {1, 2},
+    "tuning_time_limit": {1, 2}, "bank": {1, 2, 4}, "parallel": {1, 2}, "seed": {1, 2, 4}, "launch_overhead_us": {1, 2},
     "timeline": {4}, "cluster": {4}, "ranks": {4}, "alpha_us": {4}, "gbps": {4}, "servers": {4},
     "max_buckets": {4}, "backend": {4},
 }
-_DEFAULTS = {"soc_version": "Ascend910B3", "dtype": "float16", "seed": 0, "tune_optimization_level": "O2",
+_DEFAULTS = {"soc_version": DEFAULT_SOC, "dtype": "float16", "seed": 0, "tune_optimization_level": "O2",
              "Fnonhomo_split": False}
 
 
@@ -270,8 +276,9 @@ def _gdat_main(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             plan = gdat_job(cluster_from_args(args), timeline=args.timeline, model=args.model,
                             max_buckets=args.max_buckets, backend=args.backend, soc_version=args.soc_version,
                             input_shape=args.input_shape, dtype=args.dtype, output=args.output,
+                            bank=bank_root(args.bank), repeat_tune=repeat_tune_from_env(), seed=args.seed,
                             result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd())
-    except (ValueError, KeyError, OSError) as e:
+    except (ValueError, KeyError, OSError, BankError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"aoe: error: {msg}", file=sys.stderr)
         return 1
@@ -280,11 +287,13 @@ def _gdat_main(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     ref = plan.reference_baseline
     print(f"{len(plan.names)} gradients, {sum(plan.gradient_bytes)} bytes; cluster: {plan.cluster['name']} "
           f"({plan.cluster['ranks']} ranks)")
-    print(f"backward {plan.backward_us:.1f} us; tuned: {len(plan.buckets)} buckets, step end {plan.time_us:.1f} us, "
-          f"exposed communication {plan.exposed_us:.1f} us")
-    for k, t in sorted(plan.baselines.items(), key=lambda kv: kv[1]):
-        print(f"  {k:<15} {len(plan.baseline_buckets[k]):>5} buckets  {t:>12.1f} us  "
-              f"tuned faster by {plan.gain[k] * 100:.2f}%")
+    if plan.bank_hit:
+        print(f"plan served from the knowledge bank {plan.bank_directory}")
+    print(f"backward {plan.backward_us:.1f} us; tuned: {plural(len(plan.buckets), 'bucket')}, step end "
+          f"{plan.time_us:.1f} us, exposed communication {plan.exposed_us:.1f} us")
+    for k, t in baselines_in_order(plan):  # the platform's (or backend's) default first
+        print(f"  {k + (' (default)' if k == ref else ''):<25} {plural(len(plan.baseline_buckets[k]), 'bucket'):>12}  "
+              f"{t:>12.1f} us  tuned faster by {plan.gain[k] * 100:.2f}%")
     print(f"HCCL set_split_strategy_by_idx({plan.hccl_split_idx})")
     print(f"MindSpore all_reduce_fusion_config={plan.mindspore_fusion_config}")
     for path in (plan.result_file, plan.report_file):
@@ -412,10 +421,10 @@ def _aoe(argv: list[str] | None) -> int:
     return 0
 
 
-def _print_outcome(r, result_ms: float, units: list, what: str) -> None:
+def _print_outcome(r: JobResult, units: list, what: str) -> None:
     """Model time, bank summary and files written: the same lines for every model-tuning job."""
     s = r.repo_summary
-    print(f"model time {r.baseline_ms:.4f} ms -> {result_ms:.4f} ms")
+    print(f"model time ({r.evaluator}) {r.baseline_ms:.4f} ms -> {r.tuned_ms:.4f} ms")
     print(f"repo summary: total {s['total_num']}, hit {s['repo_hit_num']} (reserved {s['repo_reserved_num']}, "
           f"update {s['repo_update_num']}), add {s['repo_add_num']}, unsatisfied {s['repo_unsatisfied_num']}; "
           f"bank {r.bank_directory}")
@@ -436,7 +445,7 @@ def _print_sgat(out: Console, r) -> None:
         out.print(subgraph_table(r, narrow=out.width < 80))
     print(f"model {r.model_name}: {r.baseline_kernels} kernels -> {len(r.kernels)} kernels, "
           f"{len(r.subgraphs)} distinct subgraphs, {r.candidate_kernels} candidate kernels tuned")
-    _print_outcome(r, r.result_ms, r.subgraphs, "subgraphs")
+    _print_outcome(r, r.subgraphs, "subgraphs")
     print(f"{r.model_name} SGAT process {_ended(r)}. Performance improved by {r.improvement * 100:.2f}%")
 
 
@@ -447,7 +456,10 @@ def _print_opat(out: Console, r) -> None:
     if any(t.update_mode in ("add", "update", "reserved") for t in r.tasks):
         out.print(summary_table(r, narrow=out.width < 80))
     print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks; {r.coverage_text()}")
-    _print_outcome(r, r.tuned_ms, r.tasks, "tasks")
+    _print_outcome(r, r.tasks, "tasks")
+    if r.start_ms is not None:
+        print(f"operator tuning's own gain: {r.stage_improvement * 100:.2f}% (from subgraph tuning's "
+              f"{r.start_ms:.4f} ms); the line below is over the fused kernels at their default tilings")
     cov = r.coverage
     print(f"{r.model_name} OPAT process {_ended(r)}. Performance improved by {r.improvement * 100:.2f}% "
           f"(of the modelled part: {cov.get('flops_share', 0) * 100:.1f}% of FLOPs, "
@@ -497,8 +509,9 @@ def bank_main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("merge", help="merge banks of one SoC into DST")
     m.add_argument("sources", nargs="+", metavar="SRC")
     m.add_argument("-o", "--output", required=True, metavar="DST")
+    helps = {"show": "list a bank's entries", "stats": "summarise a bank: entries and gains per operator type"}
     for name in ("show", "stats"):
-        p = sub.add_parser(name, help=f"{name} a bank")
+        p = sub.add_parser(name, help=helps[name])
         p.add_argument("bank_dir", nargs="?", help="bank directory (one SoC)")
         p.add_argument("--soc_version", help="use the configured bank of this SoC")
         p.add_argument("--bank", help="bank root (as aoe --bank)")

@@ -1,5 +1,5 @@
 """PyTorch side of gradient-split tuning: measure a model's gradient timeline and apply a
-:class:`~aoe_native.jobs.gdat.GradientPlan` to data-parallel training.
+:class:`~aoe_native.results.GradientPlan` to data-parallel training.
 
 PyTorch is optional: ``pip install "aoe-native[torch]"`` brings ``torch==2.13.0``; every
 function here raises an ImportError that says so when torch is missing.
@@ -11,7 +11,8 @@ import time
 from typing import Any, Callable
 
 from .graph.torch_export import require_torch
-from .jobs.gdat import GradientPlan, TimelineError, describe_unmatched
+from .gradients.timeline import TimelineError, describe_unmatched
+from .results import GradientPlan
 
 __all__ = ["measure_timeline", "apply_plan", "PlannedAllReduce", "watch_buckets", "ddp_has_bucket_cap_list"]
 

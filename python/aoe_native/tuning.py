@@ -151,8 +151,8 @@ def _strategy_options(options: Mapping[str, float] | None) -> dict[str, float]:
 
 
 def check_max_evals(max_evals: Any) -> None:
-    """TypeError / ValueError unless max_evals is None or an integer below 2**63 (the
-    native side's limit); a positive count is the strategy's check."""
+    """TypeError / ValueError unless max_evals is None or an integer from 1 to below 2**63 (the
+    native side's limit).  The one check of a budget, at each public entry point."""
     if max_evals is None:
         return
     if (isinstance(max_evals, bool) or not isinstance(max_evals, numbers.Real) or not math.isfinite(max_evals)
@@ -160,6 +160,8 @@ def check_max_evals(max_evals: Any) -> None:
         raise TypeError(f"max_evals must be an integer, got {max_evals!r}")
     if int(max_evals) >= 2**63:
         raise ValueError(f"max_evals must be below 2**63, got {max_evals!r}")
+    if max_evals < 1:
+        raise ValueError(f"max_evals must be at least 1, got {max_evals}")
 
 
 def _known(known: tuple[Any, Any] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -181,6 +183,7 @@ def tune(
     space: SearchSpace,
     objective: ObjectiveLike,
     strategy: str = "auto",
+    *,
     max_evals: int | None = None,
     time_limit: float | None = None,
     seed: int = 0,

@@ -263,7 +263,7 @@ def fuzz_gdat(data: bytes) -> None:
     """``data`` is read both as a cluster file and as a timeline file; when both load, the
     tuned plan must be no slower than any baseline the same model scores."""
     from aoe_native.cluster import Cluster
-    from aoe_native.jobs.gdat import load_timeline
+    from aoe_native.gradients.timeline import load_timeline
 
     with tempfile.TemporaryDirectory(dir=_SCRATCH) as d:
         path = os.path.join(d, "input.json")

@@ -1,69 +1,15 @@
-// Surrogate-guided search: Bayesian optimisation in the manner of SMAC.  A
-// model learned from the results so far (a Gaussian process; with `gp: false`
-// a random forest and the spread over its trees) predicts the value of every
-// candidate with an uncertainty; the candidate with the lowest confidence
-// bound (predicted mean - `kappa` x standard deviation) is proposed next.
+// Surrogate-guided search (the "forest" strategy; "auto" runs it first).  A model
+// learnt from the results so far, a Gaussian process by default (gp_model.hpp;
+// `gp: false` uses a random forest and the spread over its trees), predicts every
+// candidate's value with an uncertainty, and the candidate with the lowest
+// confidence bound (mean - kappa x standard deviation) is proposed next, beside a
+// space-filling initial design, the incumbent's neighbours, a little uniform
+// exploration, and a crowding discount that keeps a wrong model from holding the
+// search on one line.  A second forest learns where configurations fail.
 //
-// Why each default (the figures: docs/search_quality.md, which also keeps the
-// longer version of these notes):
-// - Acquisition: the lower confidence bound (`lcb`, kappa 1), not SMAC's
-//   expected improvement, which all but vanishes where the forest predicts a
-//   region a little worse than the best with little spread: after a few
-//   unlucky samples the forest is confidently wrong and the run leaves a good
-//   region for hundreds of evaluations.  The bound keeps ranking such a region
-//   by how good it may be.
-// - Targets: log(value) when every value is positive (run times: relative
-//   errors matter), else the value.
-// - Failures: a second forest learns where configurations fail; candidates
-//   predicted to fail more often than not are not ranked, and the value forest
-//   learns from successes only (counting a failure as the worst value poisons
-//   the good regions next to failing ones).
-// - Initial design: space-filling (the farthest of `spread` random candidates
-//   from everything known), which reaches the ends of the value lists, where
-//   optima often lie, sooner than uniform sampling.  max(`initial_min` 20,
-//   P + 1) points, at most `initial_share` of a small budget (design_size()).
-//   With 10, the worst pnpoly runs' first model missed a narrow basin.  After
-//   a warm start: max(`warm_initial_min` 10, P + 1), `warm_local` of it on the
-//   given configuration's neighbours (repaired ones too, `warm_repair`): the
-//   default tiling tune_op starts from may be locked by a restriction.
-// - Proposals: the acquisition; rankings by the predicted value alone for a
-//   share of the fits (`greedy`); the incumbent's unvisited neighbours
-//   (`local`), along one parameter drawn at random (`local_line`: picking the
-//   best neighbour over all lines favoured the parameter with most values, and
-//   pnpoly's runs sat 100+ evaluations one switch away from the optimum); and
-//   uniform random configurations (`explore`, 5%).
-// - Once the incumbent's one-parameter neighbours are all tried: its repaired
-//   neighbours (`repair`: a parameter whose change alone breaks a restriction,
-//   and one other that mends it; no one-parameter step leaves a configuration
-//   that a restriction locks), then the floor of another basin, the best
-//   result with untried neighbours and no better evaluated one (`basins`: GEMM
-//   runs sat at one basin's floor while the optimum's basin, seen early, went
-//   unexplored).
-// - Crowding: the bound is penalised by the evaluated share of the lines
-//   through the candidate (the configurations one parameter away) beyond what
-//   the space's evaluated share gives a line of its length (`crowding`,
-//   `crowding_excess`).  The spread over the trees does not shrink where
-//   results are dense, so without it a run of the value forest can spend its
-//   budget sweeping one parameter with many values along a single line (kept
-//   with the GP, whose defaults were measured with it).
-// - Candidates: every unvisited configuration when there are at most
-//   `full_limit`; otherwise `pool` random ones plus greedy walks on the
-//   acquisition through Hamming neighbours from the best results, so large
-//   spaces cost the same as small ones.
-// - Values are modelled by a Gaussian process (`gp`, gp_model.hpp) rather
-//   than a forest: it predicts from every result weighted by similarity, so a
-//   group of good configurations whose one-parameter neighbours are all poor
-//   keeps a bound worth trying.  On the held-out spaces where runs got
-//   trapped it halved the runs below Kernel Tuner's best mean
-//   (docs/search_quality.md).  `gp: false` restores the value forest; where
-//   configurations fail is learnt by a forest either way.
-// - Cost: the model is refitted when the results have grown by 1/refit_ratio
-//   (32) since the last fit, on at most `max_train` results (the best half and
-//   a random sample of the rest), so the cost per evaluation falls as runs get
-//   long.
-//
-// Defaults were chosen with bench/bench_strategies.py on held-out spaces and
-// seeds other than the benchmark table's.
+// Why each default is what it is: the comment beside it in ForestSearchOptions,
+// and the measurements behind them in docs/search_quality.md.  Re-measure with
+// `python bench/bench_strategies.py --held-out` (seeds other than the table's).
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>

@@ -20,7 +20,7 @@ import numpy as np
 from .._core import ascend as _native
 from .._core.space import SearchSpace
 from ..tuning import check_max_evals, improvement, tune
-from .platforms import Platform, is_builtin, native_platform
+from .platforms import DEFAULT_SOC, Platform, is_builtin, native_platform
 
 
 __all__ = ["Estimate", "OpTuneResult", "baseline_tiling", "complete_tiling", "estimate", "estimate_batch", "supported_ops",
@@ -38,14 +38,11 @@ TUNE_OP_POLICY = "by_budget"
 EXHAUSTIVE_LIMIT = 400_000
 # larger ones get this many evaluations;
 DEFAULT_MAX_EVALS = 200_000
-# the tuner's "auto" (surrogate-guided first) spends ~1 ms of model time per
-# evaluation: worth it for budgets up to MODEL_BUDGET_LIMIT evaluations, not for
-# larger or time-limited ones, which get CHEAP_STRATEGY.  Measured by
-# `bench/bench_strategies.py --policy` (Ascend tiling spaces, gap of the tiling found
-# to the optimum, seconds per run, 5 spaces x 5 seeds): at 30, 200 and 2,000
-# evaluations auto finds the best tilings (gaps 10.97% / 0.48% / 0.00% vs genetic's
-# 18.36% / 6.92% / 0.02% and the bandit's 18.06% / 9.91% / 0.07%); at 20,000 every
-# strategy reaches the optimum, the bandit in 0.14 s, auto in 9.7 s.
+# the tuner's "auto" (surrogate-guided first) spends about a millisecond of model time per
+# evaluation: worth it for budgets up to MODEL_BUDGET_LIMIT evaluations, where it finds the best
+# tilings, not for larger or time-limited ones, where every strategy reaches the optimum and
+# CHEAP_STRATEGY does so in a fraction of the time.  The figures behind this choice:
+# `python bench/bench_strategies.py --policy` (docs/search_quality.md).
 MODEL_BUDGET_LIMIT = 2_000
 CHEAP_STRATEGY = "bandit"
 
@@ -307,7 +304,7 @@ def _tiling_row(model: Any, tiling: Mapping[str, int] | Sequence[int]) -> list[i
 
 # ---- public API ------------------------------------------------------------------------
 
-def op_model(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
+def op_model(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = DEFAULT_SOC,
              attrs: Mapping[str, Any] | None = None) -> Any:
     """The native cost model of one operator (``_core.ascend.OpModel``, cached): its tiling
     parameters, restrictions, baseline, roofline, ``estimate`` and ``estimate_batch``."""
@@ -321,7 +318,7 @@ def clear_caches() -> None:
         _spaces.clear()
 
 
-def tiling_space(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
+def tiling_space(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = DEFAULT_SOC,
                  attrs: Mapping[str, Any] | None = None) -> SearchSpace:
     """The searched tiling space of the operator: hardware limits plus pruning rules
     as restrictions (every configuration in it runs on the SoC)."""
@@ -329,7 +326,7 @@ def tiling_space(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", 
     return _space_of(model, key)
 
 
-def baseline_tiling(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
+def baseline_tiling(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = DEFAULT_SOC,
                     attrs: Mapping[str, Any] | None = None) -> dict[str, int]:
     """The tiling a compiler would pick without tuning (Ascend C recommendations)."""
     model, _ = _model(op_type, inputs, dtype, soc_version, attrs)
@@ -385,10 +382,9 @@ def choose_strategy(space_size: int, max_evals: int | None, time_limit: float | 
       surrogate-guided search);
     - larger or time-limited budgets: ``CHEAP_STRATEGY``, whose cost per evaluation
       is a few microseconds.
+
+    The budget is checked by the caller (``tune_op``, :func:`aoe_native.tuning.check_max_evals`).
     """
-    check_max_evals(max_evals)
-    if max_evals is not None and max_evals < 1:
-        raise ValueError(f"max_evals must be at least 1, got {max_evals}")
     if max_evals is None and time_limit is None:
         if space_size <= EXHAUSTIVE_LIMIT:
             return "exhaustive", None
@@ -453,8 +449,8 @@ def nearest_valid_tilings(space: SearchSpace, tilings: Sequence[Mapping[str, int
     return out
 
 
-def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
-            attrs: Mapping[str, Any] | None = None, strategy: str = TUNE_OP_POLICY, max_evals: int | None = None,
+def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = DEFAULT_SOC,
+            attrs: Mapping[str, Any] | None = None, *, strategy: str = TUNE_OP_POLICY, max_evals: int | None = None,
             time_limit: float | None = None, seed: int = 0,
             initial_tilings: Sequence[Mapping[str, int]] | None = None,
             known: tuple[Any, Any] | None = None) -> OpTuneResult:

@@ -20,9 +20,13 @@ from typing import Any, Union
 from .._core import ascend as _native
 
 __all__ = ["Platform", "soc_versions", "platform", "platform_fields", "load_platform", "native_platform",
-           "COMPUTE_DTYPES", "check_compute_dtype"]
+           "COMPUTE_DTYPES", "check_compute_dtype", "DEFAULT_SOC"]
 
 Platform = _native.Platform
+
+# The SoC every API and the `aoe` command target when none is named (AOE itself has no default:
+# its --soc_version is required; ours is the 910B part the published cases were measured on).
+DEFAULT_SOC = "Ascend910B3"
 
 _lock = threading.Lock()
 _builtin: dict[str, dict[str, Any]] | None = None

@@ -8,86 +8,34 @@ is -> store each winner in the bank as it comes -> write the outputs.
 from __future__ import annotations
 
 import math
-import numbers
 import os
-import time
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ..ascend.ops import supported_ops
-from ..ascend.platforms import Platform, check_compute_dtype
+from ..ascend.platforms import DEFAULT_SOC, Platform
 from ..bank.policy import beats_bank, repo_summary, serves, update_mode
-from ..bank.store import Bank, bank_dir, make_entry
+from ..bank.store import make_entry
 from ..graph.ir import Graph
-from ..graph import load_graph
 from ..graph.partition import Partition, Task, partition
-from ..outputs import check_job_dirs, write_model_outputs
+from ..outputs import write_model_outputs
+from ..results import KernelResult, ModelTuneResult, TaskResult
 from ..tuning import improvement
-from .evaluator import CostModelEvaluator, TaskEvaluator, Tiling
-from .results import KernelResult, ModelTuneResult, TaskResult
+from .evaluator import TaskEvaluator, Tiling
 from .scheduler import TaskState, WorkerPool, schedule
+from .setup import JobSetup, check_positive_int, prepare_job, unsupported_summary, warn_coverage
 
 if TYPE_CHECKING:  # onnx is a dependency, but only a model file is needed to call this
     import onnx
 
-__all__ = ["tune_model", "tune_torch", "usable_cores", "warn_coverage", "check_device_memory", "CoverageWarning",
-           "TuneOpsWarning", "MIN_FLOPS_SHARE"]
-
-# Below this share of the model's FLOPs in modelled kernels, the job warns.
-MIN_FLOPS_SHARE = 0.9
-
-
-class CoverageWarning(UserWarning):
-    """The cost model sees less than MIN_FLOPS_SHARE of the model's FLOPs."""
+__all__ = ["tune_model", "tune_torch", "TuneOpsWarning"]
 
 
 class TuneOpsWarning(UserWarning):
     """Some names of tune_ops match no operator of the model (the others are tuned)."""
 
 
-def check_device_memory(graph: Graph, plat: Platform) -> None:
-    """ValueError when a tensor of the model is larger than the SoC's device memory."""
-    largest = graph.largest_tensor()
-    if largest is not None and plat.hbm_bytes > 0 and largest[1] > plat.hbm_bytes:
-        t, size = largest
-        raise ValueError(f"{graph.path or graph.name}: tensor {t.name!r} {list(t.shape or ())} ({t.dtype or '?'}) "
-                         f"needs {size / 2**30:.3g} GiB, more than the {plat.hbm_bytes / 2**30:.3g} GiB of device "
-                         f"memory of {plat.name}")
-
-
-def warn_coverage(graph: Graph, part: Partition) -> None:
-    """Warn (:class:`CoverageWarning`) when the modelled kernels hold too little of the model's FLOPs,
-    or when there is no kernel at all (a model of views only: nothing to tune, 0 ms)."""
-    if not part.kernels:
-        warnings.warn(f"{graph.name}: no kernel to tune (its {part.n_nodes} node(s) are views or unsupported); "
-                      "the model time is 0", CoverageWarning, stacklevel=3)
-        return
-    cov = part.coverage
-    if cov is not None and cov.flops_share < MIN_FLOPS_SHARE:
-        top = ", ".join(f"{u['op_type']} ({u['count']} nodes, {u['flops_share'] * 100:.1f}% of FLOPs)"
-                        for u in cov.top_unmodelled[:3])
-        warnings.warn(f"{graph.name}: only {cov.flops_share * 100:.1f}% of the model's FLOPs is in modelled kernels; "
-                      f"the improvement is that of the modelled part. Top unmodelled operators: {top}",
-                      CoverageWarning, stacklevel=3)
-
-
-def check_launch_overhead(launch_overhead_us: float | None) -> None:
-    """A launch overhead given by the user must be a finite number of microseconds >= 0 (an
-    infinite one would make every plan's time infinite, found only when storing results)."""
-    if launch_overhead_us is not None and not (isinstance(launch_overhead_us, numbers.Real)
-                                               and math.isfinite(launch_overhead_us) and launch_overhead_us >= 0):
-        raise ValueError(f"launch_overhead_us must be a finite number of microseconds >= 0, got {launch_overhead_us!r}")
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (the default number of worker processes)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        return os.cpu_count() or 1
-
-
-def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version: str | Platform = "Ascend910B3",
+def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version: str | Platform = DEFAULT_SOC, *,
                job_type: int = 2, input_shape: str | dict | None = None, dtype: str = "float16",
                bank: str | os.PathLike | None = None, parallel: int | None = None,
                tuning_time_limit: float | None = None, tune_ops: Iterable[str] | None = None,
@@ -96,7 +44,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                output: str | os.PathLike | None = None, result_dir: str | os.PathLike | None = None,
                progress: Callable[[dict[str, Any]], None] | None = None,
                evaluator: TaskEvaluator | None = None, kernels: Partition | None = None,
-               start_tilings: Mapping[str, Tiling] | None = None) -> ModelTuneResult:
+               start_tilings: Mapping[str, Tiling] | None = None, start_ms: float | None = None) -> ModelTuneResult:
     """Tune every operator of a model (AOE OPAT) and keep the results in the bank.
 
     model: ONNX file path, ModelProto, or an already imported :class:`~aoe_native.graph.ir.Graph`.
@@ -114,6 +62,8 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     operators of a subgraph-tuned fusion (default: the fixed fusion rules of graph.partition).
     start_tilings: {task key: tiling} found earlier (subgraph tuning's): tuning starts there, and
     no task ends slower than its start tiling (one faster than the bank's entry re-tunes a hit).
+    start_ms: the model time the earlier stage ended with (recorded in the result, so outputs
+    show this stage's own gain beside the gain over the default tilings).
 
     Ctrl-C stops tuning without losing what is finished: the result (and its files) uses
     each task's best tiling so far, the default for the rest, and ``interrupted`` is True;
@@ -125,153 +75,209 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                          "operator tuning (job_type 2)")
     if job_type != 2:
         raise ValueError(f"job_type must be 2 (operator tuning) or 1 (subgraph tuning), got {job_type!r}")
-    if evaluator is None:
-        evaluator = CostModelEvaluator(soc_version)
-    plat = evaluator.platform
-    if tuning_time_limit is not None and not tuning_time_limit > 0:
-        raise ValueError(f"tuning_time_limit must be > 0 seconds, got {tuning_time_limit}")
-    check_launch_overhead(launch_overhead_us)
-    if evals_per_task < 1 or round_evals < 1:
-        raise ValueError("evals_per_task and round_evals must be >= 1")
-    parallel = usable_cores() if parallel is None else int(parallel)
-    if parallel < 1:
-        raise ValueError(f"parallel must be >= 1, got {parallel}")
+    evals_per_task = check_positive_int("evals_per_task", evals_per_task)
+    round_evals = check_positive_int("round_evals", round_evals)
+    selected = _selection(tune_ops)
+    job = prepare_job(model, soc_version, evaluator=evaluator, input_shape=input_shape, dtype=dtype, bank=bank,
+                      parallel=parallel, tuning_time_limit=tuning_time_limit, launch_overhead_us=launch_overhead_us,
+                      output=output, result_dir=result_dir)
+    part = kernels if kernels is not None else partition(job.graph, supported_ops(), dtype=dtype,
+                                                         ub_bytes=int(job.platform.ub))
+    warn_coverage(job.graph, part)
+    if selected is not None:
+        _check_tune_ops(selected, part)
+    run = _OperatorTuning(job, part, selected, progress)
+    run.look_up(start_tilings)
+    to_tune = run.choose(repeat_tune)
+    interrupted = schedule(to_tune, job.evaluator, WorkerPool(min(job.parallel, max(len(to_tune), 1))), seed=seed,
+                           budget=evals_per_task * len(to_tune), round_evals=round_evals, deadline=job.deadline,
+                           on_result=run.store, notify=run.notify)
+    run.finish(interrupted)
+    result = run.assemble(dtype, seed)
+    result.interrupted, result.start_ms = interrupted, start_ms
+    write_model_outputs(result, output=output, result_dir=result_dir)
+    return result
+
+
+def _selection(tune_ops: Iterable[str] | None) -> set[str] | None:
+    """tune_ops as a set of names (None: every operator)."""
     if isinstance(tune_ops, str):
         raise ValueError(f"tune_ops must be a list of op names or types, got the string {tune_ops!r}")
     selected = None if tune_ops is None else set(tune_ops)
     if selected is not None and not all(isinstance(n, str) and n for n in selected):
         raise ValueError(f"tune_ops must hold op names or types (non-empty strings), got {sorted(map(repr, selected))}")
-    check_compute_dtype(dtype, plat)
-    check_job_dirs(output, result_dir)
-    t0 = time.monotonic()
+    return selected
 
-    graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
-    check_device_memory(graph, plat)
-    part = kernels if kernels is not None else partition(graph, supported_ops(), dtype=dtype, ub_bytes=int(plat.ub))
-    warn_coverage(graph, part)
-    the_bank = Bank(bank_dir(plat.name, bank), plat.name).load()  # a damaged bank stops here, untouched
-    overhead = float(plat.launch_overhead_us) if launch_overhead_us is None else float(launch_overhead_us)
 
-    def is_selected(task: Task) -> bool:
-        if selected is None:
+class _OperatorTuning:
+    """One operator-tuning run: each task's state from the bank through the scheduler's rounds
+    (stored as they finish) to the result."""
+
+    def __init__(self, job: JobSetup, part: Partition, selected: set[str] | None,
+                 progress: Callable[[dict[str, Any]], None] | None) -> None:
+        self.job, self.part, self.selected, self.progress = job, part, selected, progress
+        self.states: list[TaskState] = []
+        self.to_tune: list[TaskState] = []
+        # Bank entries as read, by key: a stored result replaces its entry when it beats the entry's
+        # time re-estimated now (or the entry no longer helps: stale), not only its recorded time.
+        self.judged: dict[str, dict[str, Any]] = {}
+        self.failed: dict[int, Exception] = {}
+        self.stored: set[str] = set()  # keys this run put into the bank
+
+    def is_selected(self, task: Task) -> bool:
+        if self.selected is None:
             return True
         for ki in task.kernels:
-            k = part.kernels[ki]
-            if selected & (set(k.nodes) | set(k.onnx_types) | {k.op_type}):
+            k = self.part.kernels[ki]
+            if self.selected & (set(k.nodes) | set(k.onnx_types) | {k.op_type}):
                 return True
         return False
 
-    if selected is not None:
-        _check_tune_ops(selected, part)
+    def look_up(self, start_tilings: Mapping[str, Tiling] | None) -> None:
+        """Each task's default, its bank entry (served when it still beats the default) and the
+        tilings its search starts from."""
+        evaluator, the_bank = self.job.evaluator, self.job.bank
+        for task in self.part.tasks:
+            st = TaskState(task, [])
+            try:  # cheap (one estimate); tells the scheduler where the model's time is
+                st.baseline_tiling, st.baseline_us = evaluator.baseline(task)
+            except Exception as e:
+                st.error = f"{type(e).__name__}: {e}"
+                self.failed[task.index] = e
+            entry = the_bank.get(task.key)  # also for tasks not selected: a compiler would use it
+            if entry is not None:
+                self.judged[task.key] = entry
+                try:  # an entry stored before a knob was added reads it at its default
+                    entry = {**entry, "tiling": evaluator.complete_tiling(task, entry["tiling"])}
+                    st.bank_us = evaluator.estimate(task, entry["tiling"])
+                    st.bank_entry = entry
+                except Exception:
+                    pass  # a tiling the evaluator no longer accepts counts as a miss
+                if st.bank_entry is None or (st.baseline_tiling is not None and not serves(st.bank_us, st.baseline_us)):
+                    st.bank_entry, st.bank_us = None, None
+            if entry is not None:  # its tiling is completed above (when the task's model builds)
+                st.warm = [entry["tiling"]]
+            else:
+                st.warm = [e["tiling"] for e in the_bank.nearest(task.op_type, task.inputs, task.dtype, task.attrs,
+                                                                 exclude=task.key)]
+                if st.error is None:
+                    st.warm = [evaluator.complete_tiling(task, t) for t in st.warm]
+            start = (start_tilings or {}).get(task.key)
+            if start is not None and st.error is None:
+                start = evaluator.complete_tiling(task, start)
+                st.warm = [start, *st.warm]
+                st.best_tiling, st.best_us = start, evaluator.estimate(task, start)
+            self.states.append(st)
 
-    states: list[TaskState] = []
-    # Bank entries as read, by key: a stored result replaces its entry when it beats the entry's
-    # time re-estimated now (or the entry no longer helps: stale), not only its recorded time.
-    judged: dict[str, dict[str, Any]] = {}
-    failed: dict[int, Exception] = {}
-    for task in part.tasks:
-        st = TaskState(task, [])
-        try:  # cheap (one estimate); tells the scheduler where the model's time is
-            st.baseline_tiling, st.baseline_us = evaluator.baseline(task)
-        except Exception as e:
-            st.error = f"{type(e).__name__}: {e}"
-            failed[task.index] = e
-        entry = the_bank.get(task.key)  # also for tasks not selected: a compiler would use it
-        if entry is not None:
-            judged[task.key] = entry
-            try:  # an entry stored before a knob was added reads it at its default
-                entry = {**entry, "tiling": evaluator.complete_tiling(task, entry["tiling"])}
-                st.bank_us = evaluator.estimate(task, entry["tiling"])
-                st.bank_entry = entry
-            except Exception:
-                pass  # a tiling the evaluator no longer accepts counts as a miss
-            if st.bank_entry is None or (st.baseline_tiling is not None and not serves(st.bank_us, st.baseline_us)):
-                st.bank_entry, st.bank_us = None, None
-        if entry is not None:  # its tiling is completed above (when the task's model builds)
-            st.warm = [entry["tiling"]]
-        else:
-            st.warm = [e["tiling"] for e in the_bank.nearest(task.op_type, task.inputs, task.dtype, task.attrs,
-                                                             exclude=task.key)]
-            if st.error is None:
-                st.warm = [evaluator.complete_tiling(task, t) for t in st.warm]
-        start = (start_tilings or {}).get(task.key)
-        if start is not None and st.error is None:
-            start = evaluator.complete_tiling(task, start)
-            st.warm = [start, *st.warm]
-            st.best_tiling, st.best_us = start, evaluator.estimate(task, start)
-        states.append(st)
+    def choose(self, repeat_tune: bool) -> list[TaskState]:
+        """The tasks to tune: selected, and not served by the bank (unless re-tuning)."""
+        def wanted(st: TaskState) -> bool:
+            if st.bank_entry is None or repeat_tune:
+                return True
+            return st.best_tiling is not None and st.best_us < st.bank_us  # a start tiling beats the bank's
+        self.to_tune = [st for st in self.states if self.is_selected(st.task) and wanted(st)]
+        if self.to_tune:  # results will be stored: a bank that cannot take them is an error now, not after tuning
+            self.job.bank.check_writable()
+        for st in self.states:
+            if st not in self.to_tune:
+                st.done = True
+                if st.task.index in self.failed:  # a task nobody tunes must at least be costed
+                    raise self.failed[st.task.index]
+        return self.to_tune
 
-    def wanted(st: TaskState) -> bool:
-        if st.bank_entry is None or repeat_tune:
-            return True
-        return st.best_tiling is not None and st.best_us < st.bank_us  # a start tiling beats the bank's
-    to_tune = [st for st in states if is_selected(st.task) and wanted(st)]
-    if to_tune:  # results will be stored: a bank that cannot take them is an error now, not after tuning
-        the_bank.check_writable()
-    for st in states:
-        if st not in to_tune:
-            st.done = True
-            if st.task.index in failed:  # a task nobody tunes must at least be costed
-                raise failed[st.task.index]
-
-    def notify(running: list[TaskState], stage: str = "tuning") -> None:
-        if progress is None:
+    def notify(self, running: list[TaskState], stage: str = "tuning") -> None:
+        if self.progress is None:
             return
-        known = [s for s in states if s.baseline_tiling is not None]
-        launches = overhead * sum(s.task.occurrences for s in known)
+        known = [s for s in self.states if s.baseline_tiling is not None]
+        launches = self.job.overhead_us * sum(s.task.occurrences for s in known)
         before = launches + sum(s.task.occurrences * s.baseline_us for s in known)
         after = launches + sum(s.task.occurrences * _fastest(s)[0] for s in known)
-        progress({"stage": stage,
-                  "tasks_total": len(to_tune),
-                  "tasks_started": sum(1 for s in to_tune if s.rounds > 0),
-                  "tasks_done": sum(1 for s in to_tune if s.done),
-                  "evaluations": sum(s.evaluations for s in to_tune),
-                  "current": [f"{s.task.op_type} {'x'.join(map(str, s.task.inputs[0]))}" for s in running],
-                  "gain": improvement(before, after),
-                  "elapsed_s": time.monotonic() - t0})
+        self.progress({"stage": stage,
+                       "tasks_total": len(self.to_tune),
+                       "tasks_started": sum(1 for s in self.to_tune if s.rounds > 0),
+                       # a task is done when its search ended, not when Ctrl-C or a time limit came first
+                       "tasks_done": sum(1 for s in self.to_tune if s.done and s.rounds > 0),
+                       "evaluations": sum(s.evaluations for s in self.to_tune),
+                       "current": [f"{s.task.op_type} {'x'.join(map(str, s.task.inputs[0]))}" for s in running],
+                       "gain": improvement(before, after),
+                       "elapsed_s": self.job.elapsed()})
 
-    stored: set[str] = set()  # keys this run put into the bank
-
-    def store(st: TaskState) -> None:
+    def store(self, st: TaskState) -> None:
         """Keep a task's best tiling if it beats the default and the bank's entry."""
         if beats_bank(st.best_us if st.best_tiling else None, st.baseline_us, st.bank_us):
             t = st.task
-            out = the_bank.store([(t.key, make_entry(t.op_type, t.inputs, t.dtype, t.formats, t.attrs,
-                                                     st.best_tiling, st.baseline_us, st.best_us,
-                                                     evaluations=st.evaluations))],
-                                 replace={t.key: judged[t.key]} if t.key in judged else None)
+            out = self.job.bank.store([(t.key, make_entry(t.op_type, t.inputs, t.dtype, t.formats, t.attrs,
+                                                          st.best_tiling, st.baseline_us, st.best_us,
+                                                          evaluations=st.evaluations))],
+                                      replace={t.key: self.judged[t.key]} if t.key in self.judged else None)
             if out[0].stored:
-                stored.add(t.key)
+                self.stored.add(t.key)
 
-    deadline = None if tuning_time_limit is None else time.monotonic() + tuning_time_limit
-    interrupted = schedule(to_tune, evaluator, WorkerPool(min(parallel, max(len(to_tune), 1))), seed,
-                           evals_per_task * len(to_tune), round_evals, deadline, store, notify)
+    def finish(self, interrupted: bool) -> None:
+        """After the scheduler: tasks whose tuning failed keep the default tiling; a run that
+        evaluated nothing at all is an error, not a result of 0 ms."""
+        evaluator = self.job.evaluator
+        for st in self.to_tune:
+            st.done = True
+            if st.baseline_tiling is None:
+                try:
+                    st.baseline_tiling, st.baseline_us = evaluator.baseline(st.task)
+                except Exception as e:
+                    st.error = st.error or f"{type(e).__name__}: {e}"
+                    st.baseline_tiling, st.baseline_us = None, 0.0
 
-    for st in to_tune:  # tasks whose tuning failed keep the default tiling
-        st.done = True
-        if st.baseline_tiling is None:
-            try:
-                st.baseline_tiling, st.baseline_us = evaluator.baseline(st.task)
-            except Exception as e:
-                st.error = st.error or f"{type(e).__name__}: {e}"
-                st.baseline_tiling, st.baseline_us = None, 0.0
+        def evaluated(st: TaskState) -> bool:
+            return st.bank_entry is not None or math.isfinite(st.best_us) or \
+                (st.baseline_tiling is not None and math.isfinite(st.baseline_us))
+        if self.to_tune and not interrupted and not any(evaluated(st) for st in self.to_tune):
+            raise RuntimeError(f"no task could be evaluated ({evaluator.name}); the first failed with: "
+                               f"{self.to_tune[0].error or 'every evaluation failed'}")
+        self.notify([], "done")
 
-    def evaluated(st: TaskState) -> bool:
-        return st.bank_entry is not None or math.isfinite(st.best_us) or \
-            (st.baseline_tiling is not None and math.isfinite(st.baseline_us))
-    if to_tune and not interrupted and not any(evaluated(st) for st in to_tune):
-        # Nothing was measured: a result of 0 ms (or inf) and 0% would look like one.
-        raise RuntimeError(f"no task could be evaluated ({evaluator.name}); the first failed with: "
-                           f"{to_tune[0].error or 'every evaluation failed'}")
-    notify([], "done")
-    result = _assemble(graph, part, states, to_tune, stored, plat.name, dtype, overhead, the_bank, parallel, seed,
-                       time.monotonic() - t0, is_selected, evaluator.name)
-    result.interrupted = interrupted
-    write_model_outputs(result, output=output, result_dir=result_dir)
-    return result
+    def _task_result(self, st: TaskState, tuned: bool) -> TaskResult:
+        t = st.task
+        selected = self.is_selected(t)
+        hit = st.bank_entry is not None
+        final, tiling = _fastest(st, tuned=selected)  # what the plan runs
+        if not selected:  # not tuned; runs with the bank's tiling if it has a faster one
+            mode = "skipped"
+        elif st.error is not None and st.best_tiling is None and not hit:
+            mode = "failed"
+        elif tuned and st.rounds == 0 and not hit:  # Ctrl-C or the time limit came before it started
+            mode = "not reached"
+        else:
+            mode = update_mode(hit, tuned, t.key in self.stored)
+        first = self.part.kernels[t.kernels[0]]
+        return TaskResult(index=t.index, key=t.key, op_type=t.op_type, inputs=t.inputs, dtype=t.dtype,
+                          formats=t.formats, attrs=t.attrs, occurrences=t.occurrences, node_names=first.nodes,
+                          baseline_tiling=st.baseline_tiling, baseline_us=st.baseline_us, tiling=tiling,
+                          time_us=final, update_mode=mode, bank_hit=hit, tuned=tuned,
+                          warm_started=bool(st.warm) and not hit and tuned, evaluations=st.evaluations,
+                          space_size=st.space_size, roofline_us=st.roofline_us, trace=st.trace, error=st.error)
+
+    def assemble(self, dtype: str, seed: int) -> ModelTuneResult:
+        tuned_set = {id(s) for s in self.to_tune}
+        tasks = [self._task_result(st, id(st) in tuned_set) for st in self.states]
+        outcomes = [(t.update_mode, t.bank_hit) for t in tasks
+                    if t.update_mode not in ("skipped", "failed", "not reached")]
+        kernels = [KernelResult(index=k.index, nodes=k.nodes, onnx_types=k.onnx_types, op_type=k.op_type,
+                                inputs=k.inputs, attrs=k.attrs, output_shape=k.output_shape, task=k.task,
+                                baseline_us=tasks[k.task].baseline_us, time_us=tasks[k.task].time_us,
+                                tiling=tasks[k.task].tiling)
+                   for k in self.part.kernels]
+        job, part = self.job, self.part
+        launches = len(kernels) * job.overhead_us
+        return ModelTuneResult(
+            model_name=job.graph.name, model_path=job.graph.path, soc_version=job.platform.name, dtype=dtype,
+            baseline_ms=(sum(k.baseline_us for k in kernels) + launches) / 1000.0,
+            tuned_ms=(sum(k.time_us for k in kernels) + launches) / 1000.0, launch_overhead_us=job.overhead_us,
+            tuning_time_s=job.elapsed(), tasks=tasks, kernels=kernels, unsupported=unsupported_summary(part),
+            repo_summary=repo_summary(outcomes), bank_directory=job.bank.directory, n_nodes=part.n_nodes,
+            n_view_nodes=part.n_view_nodes, parallel=job.parallel, seed=seed, evaluator=job.evaluator.name,
+            coverage=part.coverage.to_dict() if part.coverage is not None else {})
 
 
-def tune_torch(module: Any, example_inputs: Any, soc_version: str | Platform = "Ascend910B3",
+def tune_torch(module: Any, example_inputs: Any, soc_version: str | Platform = DEFAULT_SOC, *,
                exporter: str = "dynamo", input_names: list[str] | None = None, **options: Any) -> ModelTuneResult:
     """Tune a PyTorch module: export it to ONNX in memory (static shapes: those of
     `example_inputs`, a tensor or a tuple of tensors) and run :func:`tune_model` on it.
@@ -309,44 +315,3 @@ def _fastest(st: TaskState, tuned: bool = True) -> tuple[float, Tiling | None]:
     if tuned and st.best_tiling is not None:
         known.append((st.best_us, st.best_tiling))
     return min(known, key=lambda k: k[0])
-
-
-def _assemble(graph: Graph, part: Partition, states: list[TaskState], to_tune: list[TaskState], stored: set[str],
-              soc: str, dtype: str, overhead: float, the_bank: Bank, parallel: int, seed: int, elapsed: float,
-              is_selected: Callable[[Task], bool], evaluator_name: str) -> ModelTuneResult:
-    tuned_set = {id(s) for s in to_tune}
-    tasks: list[TaskResult] = []
-    outcomes: list[tuple[str, bool]] = []
-    for st in states:
-        t = st.task
-        selected = is_selected(t)
-        hit = st.bank_entry is not None
-        tuned = id(st) in tuned_set
-        final, tiling = _fastest(st, tuned=selected)  # what the plan runs
-        if not selected:  # not tuned; runs with the bank's tiling if it has a faster one
-            mode = "skipped"
-        elif st.error is not None and st.best_tiling is None and not hit:
-            mode = "failed"
-        elif tuned and st.rounds == 0 and not hit:  # Ctrl-C or the time limit came before it started
-            mode = "not reached"
-        else:
-            mode = update_mode(hit, tuned, t.key in stored)
-        if selected and mode not in ("failed", "not reached"):
-            outcomes.append((mode, hit))
-        first = part.kernels[t.kernels[0]]
-        tasks.append(TaskResult(t.index, t.key, t.op_type, t.inputs, t.dtype, t.formats, t.attrs, t.occurrences,
-                                first.nodes, st.baseline_tiling, st.baseline_us, tiling, final, mode, hit, tuned,
-                                bool(st.warm) and not hit and tuned, st.evaluations, st.space_size, st.roofline_us,
-                                st.trace, st.error))
-    kernels = [KernelResult(k.index, k.nodes, k.onnx_types, k.op_type, k.inputs, k.attrs, k.output_shape, k.task,
-                            tasks[k.task].baseline_us, tasks[k.task].time_us, tasks[k.task].tiling)
-               for k in part.kernels]
-    n = len(kernels)
-    baseline_ms = (sum(k.baseline_us for k in kernels) + n * overhead) / 1000.0
-    tuned_ms = (sum(k.time_us for k in kernels) + n * overhead) / 1000.0
-    unsupported = [{"op_type": u.onnx_type, "count": u.count, "share": u.share, "reason": u.reason,
-                    "nodes": u.nodes} for u in part.unsupported]
-    return ModelTuneResult(graph.name, graph.path, soc, dtype, 2, baseline_ms, tuned_ms, overhead, elapsed, tasks,
-                           kernels, unsupported, repo_summary(outcomes), the_bank.directory, part.n_nodes,
-                           part.n_view_nodes, parallel, seed, evaluator_name,
-                           part.coverage.to_dict() if part.coverage is not None else {})

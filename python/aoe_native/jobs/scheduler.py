@@ -161,7 +161,7 @@ class WorkerPool:
             self.pool = None
 
 
-def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPool, seed: int, budget: int,
+def schedule(to_tune: list[TaskState], evaluator: TaskEvaluator, pool: WorkerPool, *, seed: int, budget: int,
              round_evals: int, deadline: float | None, on_result: Callable[[TaskState], None],
              notify: Callable[[list[TaskState]], None]) -> bool:
     """Tune `to_tune` in rounds: every task once (heaviest first, so that a time limit cuts

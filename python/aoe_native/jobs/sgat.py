@@ -24,25 +24,24 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..ascend.ops import supported_ops
-from ..ascend.platforms import Platform, check_compute_dtype
+from ..ascend.platforms import DEFAULT_SOC, Platform
 from ..bank.policy import beats_bank, repo_summary, serves, update_mode
-from ..bank.store import Bank, bank_dir, make_entry
-from ..graph.fusion import DPTooLarge, Piece, fusion_space, solve_piece, solve_windowed
+from ..bank.store import make_entry
+from ..graph.fusion import DPTooLarge, FusionSpace, Piece, fusion_space, solve_piece, solve_windowed
 from ..graph.ir import Graph
-from ..graph import load_graph
 from ..graph.partition import (Atoms, Partition, TaskIdentity, atoms, kernel_formats, kernel_of, make_partition,
                                partition, task_key)
-from ..outputs import check_job_dirs, write_sgat_outputs
+from ..outputs import write_sgat_outputs
+from ..results import FusedKernel, SubgraphResult, SubgraphTuneResult
 from ..tuning import improvement
-from .evaluator import CostModelEvaluator, TaskEvaluator
-from .opat import check_device_memory, check_launch_overhead, tune_model, usable_cores, warn_coverage
-from .results import FusedKernel, SubgraphResult, SubgraphTuneResult
+from .evaluator import TaskEvaluator
+from .opat import tune_model
 from .scheduler import TaskState, WorkerPool, schedule
+from .setup import JobSetup, check_positive_int, prepare_job, unsupported_summary, warn_coverage
 
 if TYPE_CHECKING:
     import onnx
@@ -161,7 +160,7 @@ class _Costs:
         return best
 
 
-def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version: str | Platform = "Ascend910B3",
+def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version: str | Platform = DEFAULT_SOC, *,
                    input_shape: str | dict | None = None, dtype: str = "float16",
                    bank: str | os.PathLike | None = None, parallel: int | None = None,
                    tuning_time_limit: float | None = None, optimization_level: str = "O2",
@@ -189,175 +188,237 @@ def tune_subgraphs(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_ver
                          f"got {optimization_level!r}")
     if not isinstance(nonhomo_split, bool):
         raise ValueError(f"nonhomo_split must be True or False, got {nonhomo_split!r}")
-    if tuning_time_limit is not None and not tuning_time_limit > 0:
-        raise ValueError(f"tuning_time_limit must be > 0 seconds, got {tuning_time_limit}")
-    check_launch_overhead(launch_overhead_us)
-    budget = LEVELS[optimization_level] if evals_per_kernel is None else int(evals_per_kernel)
-    if budget < 1:
-        raise ValueError(f"evals_per_kernel must be >= 1, got {evals_per_kernel}")
-    parallel = usable_cores() if parallel is None else int(parallel)
-    if parallel < 1:
-        raise ValueError(f"parallel must be >= 1, got {parallel}")
-    if evaluator is None:
-        evaluator = CostModelEvaluator(soc_version)
-    plat = evaluator.platform
-    check_compute_dtype(dtype, plat)
-    check_job_dirs(output, result_dir)
-    t0 = time.monotonic()
-    deadline = None if tuning_time_limit is None else t0 + tuning_time_limit
-
-    graph = model if isinstance(model, Graph) else load_graph(model, input_shape)
-    check_device_memory(graph, plat)
-    ag = atoms(graph, supported_ops())
-    fixed = partition(graph, supported_ops(), dtype=dtype, ub_bytes=int(plat.ub))
-    warn_coverage(graph, fixed)
-    space = fusion_space(ag, dtype, tag=f"nonhomo={int(nonhomo_split)}")
-    the_bank = Bank(bank_dir(plat.name, bank), plat.name).load()  # a damaged bank stops here, untouched
-    overhead = float(plat.launch_overhead_us) if launch_overhead_us is None else float(launch_overhead_us)
-    costs = _Costs(ag, dtype, plat, optimization_level, nonhomo_split, overhead)
-
-    # The fixed rules' kernels at default tilings: the baseline, per kernel.
-    defaults = _fixed_defaults(fixed, evaluator)
-    fixed_us = {k: t for k, (_, t) in defaults.items()}
-    atom_of = {name: a.index for a in ag.atoms for name in a.covers}
-    fixed_first = {k.index: min(atom_of[n] for n in k.nodes) for k in fixed.kernels}
-
-    # Distinct pieces: the first occurrence stands for all.
-    by_key: dict[str, list[Piece]] = {}
-    for p in space.pieces:
-        by_key.setdefault(p.key, []).append(p)
-    # Each distinct piece's time under the fixed rules at default tilings (launches included).
-    before_of = {key: sum(fixed_us[k] + overhead for k, first in fixed_first.items()
-                          if occ[0].start <= first < occ[0].stop)
-                 for key, occ in by_key.items()}
-    plans: dict[str, _Plan] = {}
-    hits: dict[str, tuple[dict[str, Any], float]] = {}
-    stale: set[str] = set()  # bank keys whose plan no longer fits its piece: re-tuned and overwritten
-    judged: dict[str, dict[str, Any]] = {}  # bank entries as read: replaced by plans that beat them now
-    searched_less: set[str] = set()  # O2 plans an O1 run tunes again: stored back as O1 even if no faster
-    warm: dict[str, dict[str, int]] = {}  # served plans' tilings: where re-tuning them starts (not stale ones)
-    for key, occ in by_key.items():
-        entry = the_bank.get(_bank_key(key, dtype))
-        if entry is None:
-            continue
-        judged[_bank_key(key, dtype)] = entry
-        plan = _check_plan(entry, occ[0], costs, evaluator)
-        if plan is None or not serves(plan.total_us, before_of[key]):  # no longer fits, or no longer faster
-            stale.add(_bank_key(key, dtype))
-        else:
-            hits[key] = (entry, plan.total_us)
-            warm.update((tkey, costs.from_bank[tkey][1]) for _, _, tkey in plan.kernels if tkey in costs.from_bank)
-            # O1 searches more (the core ratio): a plan found at O2 is a start, not the answer.
-            if optimization_level == "O1" and entry.get("optimization_level", "O2") != "O1":
-                searched_less.add(key)
-            elif not repeat_tune:
-                plans[key] = plan
-    to_solve = [k for k in by_key if k not in plans]
-    if to_solve:  # plans will be stored: a bank that cannot take them is an error now, not after tuning
-        the_bank.check_writable()
-
-    # Every candidate kernel of the pieces to solve is a task.
-    piece_tasks: dict[str, set[str]] = {}
-    weight: dict[str, int] = {}
-    for key in to_solve:
-        rep = by_key[key][0]
-        keys = set()
-        for g in rep.groups:
-            for _, cand in costs.candidates(g):
-                keys.add(cand.key)
-                weight[cand.key] = weight.get(cand.key, 0) + len(by_key[key])
-        piece_tasks[key] = keys
-    states = []
-    for key, cand in costs.tasks.items():
-        if key not in weight:
-            continue
-        cand.occurrences = weight[key]
-        st = TaskState(cand, [warm[key]] if key in warm else [])
-        try:  # one estimate: the default tiling, and whether the fused kernel is valid at all
-            st.baseline_tiling, st.baseline_us = evaluator.baseline(cand)
-        except Exception as e:
-            st.error, st.done = f"{type(e).__name__}: {e}", True
-        costs.states[key] = st
-        if not st.done:
-            states.append(st)
-
-    stored_first: set[str] = set()  # pieces solved (each candidate tuned for a round at least)
-    stored: set[str] = set()  # pieces whose plan this run put into the bank
-    saved_us: dict[str, float] = {}  # per solved piece: model time saved over the fixed rules
-    baseline_us = sum(fixed_us.values()) + len(fixed.kernels) * overhead
-
-    def solve(key: str) -> _Plan:
-        return _solve(by_key[key][0], ag, costs)
-
-    def store(key: str, plan: _Plan) -> None:
-        bkey = _bank_key(key, dtype)
-        hit = hits.get(key)
-        # (A plan is never slower than its piece's entry: costs.time knows the entry's tilings.)
-        if bkey in stale or key in searched_less or \
-                beats_bank(plan.total_us, before_of[key], hit[1] if hit else None):
-            entry = _make_entry(key, by_key[key][0], ag, dtype, plan, costs, before_of[key], optimization_level)
-            out = the_bank.store([(bkey, entry)], replace={bkey: judged[bkey]} if bkey in judged else None)
-            stale.discard(bkey)
-            if out[0].stored:
-                stored.add(key)
-
-    def solved(key: str) -> bool:
-        """Every candidate kernel of the piece tuned for a round at least (or found invalid)."""
-        return all(costs.states[k].rounds > 0 or costs.states[k].done for k in piece_tasks[key] if k in costs.states)
-
-    def on_result(st: TaskState) -> None:
-        for key, keys in piece_tasks.items():
-            if key in stored_first or st.task.key not in keys:
-                continue
-            if solved(key):
-                stored_first.add(key)
-                plan = solve(key)
-                store(key, plan)
-                saved_us[key] = (before_of[key] - plan.total_us) * len(by_key[key])
-
-    def notify(running: list[TaskState], stage: str = "tuning") -> None:
-        if progress is not None:
-            progress({"stage": stage, "job": "subgraph tuning", "tasks_total": len(states),
-                      "gain": improvement(baseline_us, baseline_us - sum(saved_us.values())),
-                      "tasks_started": sum(1 for s in states if s.rounds > 0),
-                      "tasks_done": sum(1 for s in states if s.done),
-                      "evaluations": sum(s.evaluations for s in states),
-                      "subgraphs_total": len(to_solve), "subgraphs_done": len(stored_first),
-                      "current": [f"{s.task.op_type} {'x'.join(map(str, s.task.inputs[0]))}" for s in running],
-                      "elapsed_s": time.monotonic() - t0})
-
-    interrupted = schedule(states, evaluator, WorkerPool(min(parallel, max(len(states), 1))), seed,
-                           budget * len(states), budget, deadline, on_result, notify)
-    # Pieces with a candidate never tuned (Ctrl-C, the time limit) are planned with what is known
-    # but not stored: the next run tunes them rather than reusing a half-searched plan.
-    unreached = {key for key in to_solve if not solved(key)}
-    for st in states:  # out of budget or time: what each candidate has is final
-        st.done = True
-    for key in to_solve:  # final times (later rounds may have improved a candidate)
-        plans[key] = solve(key)
-        if key not in unreached:
-            store(key, plans[key])
-            stored_first.add(key)
-    notify([], "done")
-
-    result = _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, before_of, plans, hits, stored,
-                       unreached, costs, plat, dtype, optimization_level, nonhomo_split, overhead, the_bank, parallel,
-                       seed, evaluator.name, piece_tasks, time.monotonic() - t0)
-    result.partition = result_partition(result, ag, fixed, dtype)
+    budget = LEVELS[optimization_level] if evals_per_kernel is None else \
+        check_positive_int("evals_per_kernel", evals_per_kernel)
+    job = prepare_job(model, soc_version, evaluator=evaluator, input_shape=input_shape, dtype=dtype, bank=bank,
+                      parallel=parallel, tuning_time_limit=tuning_time_limit, launch_overhead_us=launch_overhead_us,
+                      output=output, result_dir=result_dir)
+    run = _SubgraphTuning(job, dtype, optimization_level, nonhomo_split, progress)
+    run.look_up(repeat_tune)
+    states = run.candidate_states()
+    interrupted = schedule(states, job.evaluator, WorkerPool(min(job.parallel, max(len(states), 1))), seed=seed,
+                           budget=budget * len(states), round_evals=budget, deadline=job.deadline,
+                           on_result=run.on_result, notify=run.notify)
+    run.finish()
+    result = run.assemble(seed)
     result.interrupted = interrupted
+    run.notify([], "done", gain=result.improvement)
     write_sgat_outputs(result, output=output, result_dir=result_dir)  # kept even if operator tuning fails
     if then_tune_ops and not interrupted:
         # Operator tuning goes on from subgraph tuning's tilings (never ending slower), within
         # what is left of the time limit (none left: the result is those tilings).
-        remaining = None if deadline is None else max(deadline - time.monotonic(), 1e-9)
         start = {} if result.kept_baseline else {k.task_key: k.tiling for k in result.kernels if k.tiling}
-        result.opat = tune_model(graph, plat, dtype=dtype, bank=bank, parallel=parallel, seed=seed,
-                                 tuning_time_limit=remaining, launch_overhead_us=launch_overhead_us,
-                                 evaluator=evaluator, output=output, result_dir=result_dir, progress=progress,
+        result.opat = tune_model(job.graph, job.platform, dtype=dtype, bank=bank, parallel=job.parallel, seed=seed,
+                                 tuning_time_limit=job.remaining(), launch_overhead_us=launch_overhead_us,
+                                 evaluator=job.evaluator, output=output, result_dir=result_dir, progress=progress,
                                  repeat_tune=repeat_tune, kernels=result.partition, start_tilings=start,
-                                 **opat_options)
+                                 start_ms=result.tuned_ms, **opat_options)
         write_sgat_outputs(result, output=output)  # the report again, with the operator-tuning row
     return result
+
+
+class _SubgraphTuning:
+    """One subgraph-tuning run: the pieces, what the bank holds for them, the candidate kernels
+    the scheduler tunes, each piece's plan as its candidates finish, and the result."""
+
+    def __init__(self, job: JobSetup, dtype: str, level: str, nonhomo: bool,
+                 progress: Callable[[dict[str, Any]], None] | None) -> None:
+        self.job, self.dtype, self.level, self.nonhomo, self.progress = job, dtype, level, nonhomo, progress
+        graph, plat = job.graph, job.platform
+        self.ag = atoms(graph, supported_ops())
+        self.fixed = partition(graph, supported_ops(), dtype=dtype, ub_bytes=int(plat.ub))
+        warn_coverage(graph, self.fixed)
+        self.space: FusionSpace = fusion_space(self.ag, dtype, tag=f"nonhomo={int(nonhomo)}")
+        self.costs = _Costs(self.ag, dtype, plat, level, nonhomo, job.overhead_us)
+        # The fixed rules' kernels at default tilings: the baseline, per kernel.
+        self.defaults = _fixed_defaults(self.fixed, job.evaluator)
+        fixed_us = {k: t for k, (_, t) in self.defaults.items()}
+        atom_of = {name: a.index for a in self.ag.atoms for name in a.covers}
+        self.fixed_first = {k.index: min(atom_of[n] for n in k.nodes) for k in self.fixed.kernels}
+        # Distinct pieces: the first occurrence stands for all.
+        self.by_key: dict[str, list[Piece]] = {}
+        for p in self.space.pieces:
+            self.by_key.setdefault(p.key, []).append(p)
+        # Each distinct piece's time under the fixed rules at default tilings (launches included).
+        self.before_of = {key: sum(fixed_us[k] + job.overhead_us for k, first in self.fixed_first.items()
+                                   if occ[0].start <= first < occ[0].stop)
+                          for key, occ in self.by_key.items()}
+        self.baseline_us = sum(fixed_us.values()) + len(self.fixed.kernels) * job.overhead_us
+        self.plans: dict[str, _Plan] = {}
+        self.hits: dict[str, tuple[dict[str, Any], float]] = {}
+        self.stale: set[str] = set()  # bank keys whose plan no longer fits its piece: re-tuned and overwritten
+        self.judged: dict[str, dict[str, Any]] = {}  # bank entries as read: replaced by plans that beat them now
+        self.searched_less: set[str] = set()  # O2 plans an O1 run tunes again: stored back as O1 even if no faster
+        self.warm: dict[str, dict[str, int]] = {}  # served plans' tilings: where re-tuning starts (not stale ones)
+        self.to_solve: list[str] = []
+        self.piece_tasks: dict[str, set[str]] = {}
+        self.states: list[TaskState] = []
+        self.stored_first: set[str] = set()  # pieces solved (each candidate tuned for a round at least)
+        self.stored: set[str] = set()  # pieces whose plan this run put into the bank
+        self.saved_us: dict[str, float] = {}  # per solved piece: model time saved over the fixed rules
+        self.unreached: set[str] = set()
+
+    def look_up(self, repeat_tune: bool) -> None:
+        """Serve each piece from the bank when its plan still fits and still beats the fixed rules."""
+        for key, occ in self.by_key.items():
+            bkey = _bank_key(key, self.dtype)
+            entry = self.job.bank.get(bkey)
+            if entry is None:
+                continue
+            self.judged[bkey] = entry
+            plan = _check_plan(entry, occ[0], self.costs, self.job.evaluator)
+            if plan is None or not serves(plan.total_us, self.before_of[key]):  # no longer fits, or no longer faster
+                self.stale.add(bkey)
+                continue
+            self.hits[key] = (entry, plan.total_us)
+            self.warm.update((tkey, self.costs.from_bank[tkey][1]) for _, _, tkey in plan.kernels
+                             if tkey in self.costs.from_bank)
+            # O1 searches more (the core ratio): a plan found at O2 is a start, not the answer.
+            if self.level == "O1" and entry.get("optimization_level", "O2") != "O1":
+                self.searched_less.add(key)
+            elif not repeat_tune:
+                self.plans[key] = plan
+        self.to_solve = [k for k in self.by_key if k not in self.plans]
+        if self.to_solve:  # plans will be stored: a bank that cannot take them is an error now, not after tuning
+            self.job.bank.check_writable()
+
+    def candidate_states(self) -> list[TaskState]:
+        """Every candidate kernel of the pieces to solve, as a task for the scheduler."""
+        weight: dict[str, int] = {}
+        for key in self.to_solve:
+            keys = set()
+            for g in self.by_key[key][0].groups:
+                for _, cand in self.costs.candidates(g):
+                    keys.add(cand.key)
+                    weight[cand.key] = weight.get(cand.key, 0) + len(self.by_key[key])
+            self.piece_tasks[key] = keys
+        for key, cand in self.costs.tasks.items():
+            if key not in weight:
+                continue
+            cand.occurrences = weight[key]
+            st = TaskState(cand, [self.warm[key]] if key in self.warm else [])
+            try:  # one estimate: the default tiling, and whether the fused kernel is valid at all
+                st.baseline_tiling, st.baseline_us = self.job.evaluator.baseline(cand)
+            except Exception as e:
+                st.error, st.done = f"{type(e).__name__}: {e}", True
+            self.costs.states[key] = st
+            if not st.done:
+                self.states.append(st)
+        return self.states
+
+    def solve(self, key: str) -> _Plan:
+        return _solve(self.by_key[key][0], self.ag, self.costs)
+
+    def store(self, key: str, plan: _Plan) -> None:
+        bkey = _bank_key(key, self.dtype)
+        hit = self.hits.get(key)
+        # (A plan is never slower than its piece's entry: costs.time knows the entry's tilings.)
+        if bkey in self.stale or key in self.searched_less or \
+                beats_bank(plan.total_us, self.before_of[key], hit[1] if hit else None):
+            entry = _make_entry(key, self.by_key[key][0], self.ag, self.dtype, plan, self.costs, self.before_of[key],
+                                self.level)
+            out = self.job.bank.store([(bkey, entry)], replace={bkey: self.judged[bkey]} if bkey in self.judged
+                                      else None)
+            self.stale.discard(bkey)
+            if out[0].stored:
+                self.stored.add(key)
+
+    def solved(self, key: str) -> bool:
+        """Every candidate kernel of the piece tuned for a round at least (or found invalid)."""
+        states = self.costs.states
+        return all(states[k].rounds > 0 or states[k].done for k in self.piece_tasks[key] if k in states)
+
+    def on_result(self, st: TaskState) -> None:
+        for key, keys in self.piece_tasks.items():
+            if key in self.stored_first or st.task.key not in keys:
+                continue
+            if self.solved(key):
+                self.stored_first.add(key)
+                plan = self.solve(key)
+                self.store(key, plan)
+                self.saved_us[key] = (self.before_of[key] - plan.total_us) * len(self.by_key[key])
+
+    def notify(self, running: list[TaskState], stage: str = "tuning", gain: float | None = None) -> None:
+        if self.progress is None:
+            return
+        states = self.states
+        self.progress({"stage": stage, "job": "subgraph tuning", "tasks_total": len(states),
+                       "gain": improvement(self.baseline_us, self.baseline_us - sum(self.saved_us.values()))
+                       if gain is None else gain,
+                       "tasks_started": sum(1 for s in states if s.rounds > 0),
+                       # a candidate is done when its search ended, not when Ctrl-C or a time limit came first
+                       "tasks_done": sum(1 for s in states if s.done and s.rounds > 0),
+                       "evaluations": sum(s.evaluations for s in states),
+                       "subgraphs_total": len(self.to_solve), "subgraphs_done": len(self.stored_first),
+                       "current": [f"{s.task.op_type} {'x'.join(map(str, s.task.inputs[0]))}" for s in running],
+                       "elapsed_s": self.job.elapsed()})
+
+    def finish(self) -> None:
+        """Pieces with a candidate never tuned (Ctrl-C, the time limit) are planned with what is
+        known but not stored: the next run tunes them rather than reusing a half-searched plan."""
+        self.unreached = {key for key in self.to_solve if not self.solved(key)}
+        for st in self.states:  # out of budget or time: what each candidate has is final
+            st.done = True
+        for key in self.to_solve:  # final times (later rounds may have improved a candidate)
+            self.plans[key] = self.solve(key)
+            if key not in self.unreached:
+                self.store(key, self.plans[key])
+                self.stored_first.add(key)
+
+    def _subgraph_result(self, key: str) -> SubgraphResult:
+        occ, plan, costs, ag = self.by_key[key], self.plans[key], self.costs, self.ag
+        rep = occ[0]
+        hit = key in self.hits
+        if key in self.unreached and not hit:  # Ctrl-C or the time limit came first: not searched, not stored
+            mode = "not reached"
+        else:
+            mode = update_mode(hit, key in self.piece_tasks, key in self.stored)
+        before_kernels = [k.nodes for k in self.fixed.kernels if rep.start <= self.fixed_first[k.index] < rep.stop]
+        after = [_fused_kernel(tuple(rep.start + i for i in rel), pol, tkey, ag, costs)
+                 for rel, pol, tkey in plan.kernels if tkey]
+        evals = sum(costs.states[k].evaluations for k in self.piece_tasks.get(key, ()) if k in costs.states)
+        return SubgraphResult(key=_bank_key(key, self.dtype), occurrences=len(occ),
+                              nodes=[n for i in rep.atoms for n in ag.atoms[i].covers], before_kernels=before_kernels,
+                              before_us=self.before_of[key], after_kernels=after, after_us=plan.total_us,
+                              update_mode=mode, bank_hit=hit, evaluations=evals)
+
+    def _fixed_kernels(self) -> list[FusedKernel]:
+        """The fixed rules' kernels at their default tilings, as a plan."""
+        return [FusedKernel(nodes=k.nodes, onnx_types=k.onnx_types, op_type=k.op_type, inputs=k.inputs,
+                            attrs=k.attrs, policy={}, task_key=self.fixed.tasks[k.task].key,
+                            tiling=self.defaults[k.index][0], time_us=self.defaults[k.index][1],
+                            baseline_us=self.defaults[k.index][1], output_shape=k.output_shape)
+                for k in self.fixed.kernels]
+
+    def assemble(self, seed: int) -> SubgraphTuneResult:
+        job, fixed, costs = self.job, self.fixed, self.costs
+        n_fixed = len(fixed.kernels)
+        baseline_ms = (sum(t for _, t in self.defaults.values()) + n_fixed * job.overhead_us) / 1000.0
+        kernels: list[FusedKernel] = []
+        result_us = 0.0
+        for piece in self.space.pieces:
+            plan = self.plans[piece.key]
+            result_us += plan.total_us
+            kernels += [_fused_kernel(tuple(piece.start + i for i in rel), pol, tkey, self.ag, costs)
+                        for rel, pol, tkey in plan.kernels if tkey]
+        subgraphs = [self._subgraph_result(key) for key in self.by_key]
+        outcomes = [(g.update_mode, g.bank_hit) for g in subgraphs if g.update_mode != "not reached"]
+        tuned_ms = result_us / 1000.0
+        kept = tuned_ms > baseline_ms
+        if kept:  # never worse than the fixed rules: keep them, at their default tilings
+            tuned_ms, kernels = baseline_ms, self._fixed_kernels()
+        result = SubgraphTuneResult(
+            model_name=job.graph.name, model_path=job.graph.path, soc_version=job.platform.name, dtype=self.dtype,
+            optimization_level=self.level, nonhomo_split=self.nonhomo, baseline_ms=baseline_ms, tuned_ms=tuned_ms,
+            launch_overhead_us=job.overhead_us, tuning_time_s=job.elapsed(), subgraphs=subgraphs, kernels=kernels,
+            baseline_kernels=n_fixed, unsupported=unsupported_summary(fixed), repo_summary=repo_summary(outcomes),
+            bank_directory=job.bank.directory,
+            candidate_kernels=sum(1 for s in costs.states.values() if s.rounds > 0),
+            evaluations=sum(s.evaluations for s in costs.states.values()), parallel=job.parallel, seed=seed,
+            evaluator=job.evaluator.name, coverage=fixed.coverage.to_dict() if fixed.coverage is not None else {},
+            kept_baseline=kept)
+        result.partition = result_partition(result, self.ag, fixed, self.dtype)
+        return result
 
 
 def _bank_key(piece_key: str, dtype: str) -> str:
@@ -448,57 +509,6 @@ def _check_plan(entry: dict[str, Any], piece: Piece, costs: _Costs, evaluator: T
         return None
 
 
-def _assemble(graph, ag, fixed, defaults, fixed_first, space, by_key, before_of, plans, hits, stored, unreached,
-              costs, plat, dtype, level, nonhomo, overhead, the_bank, parallel, seed, evaluator_name, piece_tasks,
-              elapsed) -> SubgraphTuneResult:
-    n_fixed = len(fixed.kernels)
-    baseline_ms = (sum(t for _, t in defaults.values()) + n_fixed * overhead) / 1000.0
-    result_us = 0.0
-    kernels: list[FusedKernel] = []
-    subgraphs = []
-    outcomes = []
-    for piece in space.pieces:
-        plan = plans[piece.key]
-        result_us += plan.total_us
-        for rel, pol, tkey in plan.kernels:
-            group = tuple(piece.start + i for i in rel)
-            if not tkey:
-                continue
-            kernels.append(_fused_kernel(group, pol, tkey, ag, costs))
-    for key, occ in by_key.items():
-        rep = occ[0]
-        plan = plans[key]
-        before = before_of[key]
-        hit = key in hits
-        tuned = key in piece_tasks
-        if key in unreached and not hit:  # Ctrl-C or the time limit came first: not searched, not stored
-            mode = "not reached"
-        else:
-            mode = update_mode(hit, tuned, key in stored)
-            outcomes.append((mode, hit))
-        before_kernels = [k.nodes for k in fixed.kernels if rep.start <= fixed_first[k.index] < rep.stop]
-        after = [_fused_kernel(tuple(rep.start + i for i in rel), pol, tkey, ag, costs)
-                 for rel, pol, tkey in plan.kernels if tkey]
-        nodes = [n for i in rep.atoms for n in ag.atoms[i].covers]
-        evals = sum(costs.states[k].evaluations for k in piece_tasks.get(key, ()) if k in costs.states)
-        subgraphs.append(SubgraphResult(_bank_key(key, dtype), len(occ), nodes, before_kernels, before, after,
-                                        plan.total_us, mode, hit, evals))
-    result_ms = result_us / 1000.0
-    kept = result_ms > baseline_ms
-    if kept:  # never worse than the fixed rules: keep them, at their default tilings
-        result_ms = baseline_ms
-        kernels = [FusedKernel(k.nodes, k.onnx_types, k.op_type, k.inputs, k.attrs, {}, fixed.tasks[k.task].key,
-                               defaults[k.index][0], defaults[k.index][1], defaults[k.index][1], k.output_shape)
-                   for k in fixed.kernels]
-    unsupported = [{"op_type": u.onnx_type, "count": u.count, "share": u.share, "reason": u.reason,
-                    "nodes": u.nodes} for u in fixed.unsupported]
-    return SubgraphTuneResult(
-        graph.name, graph.path, plat.name, dtype, level, nonhomo, baseline_ms, result_ms, overhead, elapsed,
-        subgraphs, kernels, n_fixed, unsupported, repo_summary(outcomes), the_bank.directory,
-        sum(1 for s in costs.states.values() if s.rounds > 0), sum(s.evaluations for s in costs.states.values()),
-        parallel, seed, evaluator_name, fixed.coverage.to_dict() if fixed.coverage is not None else {}, kept)
-
-
 def _fused_kernel(group: tuple[int, ...], pol: dict[str, int], tkey: str, ag: Atoms, costs: _Costs) -> FusedKernel:
     cand = costs.tasks[tkey]
     t, tiling = costs.time(tkey)
@@ -506,10 +516,10 @@ def _fused_kernel(group: tuple[int, ...], pol: dict[str, int], tkey: str, ag: At
     base = costs.states.get(default[0].key) if default else None
     nodes = [n for i in group for n in ag.atoms[i].covers]
     types = [t_ for i in group for t_ in ag.atoms[i].onnx_types]
-    return FusedKernel(nodes, types, cand.op_type, cand.inputs, cand.attrs, dict(pol), tkey, tiling,
-                       t if math.isfinite(t) else 0.0,
-                       base.baseline_us if base is not None and math.isfinite(base.baseline_us) else t,
-                       list(ag.atoms[group[-1]].out_shape))
+    return FusedKernel(nodes=nodes, onnx_types=types, op_type=cand.op_type, inputs=cand.inputs, attrs=cand.attrs,
+                       policy=dict(pol), task_key=tkey, tiling=tiling, time_us=t if math.isfinite(t) else 0.0,
+                       baseline_us=base.baseline_us if base is not None and math.isfinite(base.baseline_us) else t,
+                       output_shape=list(ag.atoms[group[-1]].out_shape))
 
 
 def result_partition(result: SubgraphTuneResult, ag: Atoms, fixed: Partition, dtype: str) -> Partition:

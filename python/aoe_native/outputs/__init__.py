@@ -7,7 +7,7 @@ import re
 from typing import Any, Callable
 
 from ..fileio import atomic_write_text, dump_json
-from ..jobs.results import ModelTuneResult, SubgraphTuneResult
+from ..results import ModelTuneResult, SubgraphTuneResult
 from .aoe_files import gdat_section, opat_section, sgat_section, timestamp, write_result_file
 from .plan import fused_plan, tuned_plan
 from .report import render_gdat_report, render_report, render_sgat_report
@@ -93,7 +93,7 @@ def write_gdat_outputs(plan: Any, name: str, output: str | os.PathLike | None = 
                        result_dir: str | os.PathLike | None = None) -> tuple[str | None, str | None]:
     """Write the GDAT result file ``aoe_result_gdat_*.json`` into `result_dir` and the HTML
     report into `output` (each skipped when None); returns their paths.  ``plan`` is a
-    :class:`~aoe_native.jobs.gdat.GradientPlan`."""
+    :class:`~aoe_native.results.GradientPlan`."""
     stamp = timestamp()
     out = check_output_dir(output)
     result_file = report_file = None

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from ..fileio import atomic_write_text, dump_json
-from ..jobs.results import ModelTuneResult, SubgraphTuneResult
+from ..results import ModelTuneResult, SubgraphTuneResult
 
 __all__ = ["percent", "timestamp", "write_result_file", "opat_section", "sgat_section", "gdat_section"]
 
@@ -83,7 +83,7 @@ def sgat_section(r: SubgraphTuneResult) -> dict[str, Any]:
     return {
         "model_baseline_performance(ms)": round(r.baseline_ms, 6),
         "model_performance_improvement": percent(r.improvement),
-        "model_result_performance(ms)": round(r.result_ms, 6),
+        "model_result_performance(ms)": round(r.tuned_ms, 6),
         "sgat_tuning_result": ("tuning interrupted: the plan uses the subgraphs tuned so far" if r.interrupted
                                else "tuning successful: no fusion faster than the fixed rules was found"
                                if r.kept_baseline else "tuning successful"),
@@ -99,7 +99,7 @@ def sgat_section(r: SubgraphTuneResult) -> dict[str, Any]:
 
 
 def gdat_section(plan: Any) -> dict[str, Any]:
-    """The ``GDAT`` section of a result file, from a :class:`~aoe_native.jobs.gdat.GradientPlan`:
+    """The ``GDAT`` section of a result file, from a :class:`~aoe_native.results.GradientPlan`:
     the plan (buckets, predicted times, the settings for HCCL, MindSpore and DDP), the
     baselines and the gain over each (times in us, time 0 = start of backward)."""
     lo = 0

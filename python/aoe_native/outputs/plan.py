@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..jobs.results import ModelTuneResult, SubgraphTuneResult
+from ..results import ModelTuneResult, SubgraphTuneResult
 
 __all__ = ["PLAN_SCHEMA", "FUSED_PLAN_SCHEMA", "tuned_plan", "fused_plan"]
 
@@ -31,7 +31,7 @@ def fused_plan(r: SubgraphTuneResult) -> dict[str, Any]:
     return {
         "schema": FUSED_PLAN_SCHEMA, "schema_version": 1,
         "model": r.model_name, "model_path": r.model_path, "soc_version": r.soc_version, "dtype": r.dtype,
-        "model_baseline_ms": r.baseline_ms, "model_result_ms": r.result_ms, "kept_fixed_rules": r.kept_baseline,
+        "model_baseline_ms": r.baseline_ms, "model_result_ms": r.tuned_ms, "kept_fixed_rules": r.kept_baseline,
         "launch_overhead_us": r.launch_overhead_us,
         "kernels": [{"index": i, "nodes": k.nodes, "onnx_types": k.onnx_types, "op_type": k.op_type,
                      "inputs": k.inputs, "attrs": k.attrs, "split_policy": k.policy, "output_shape": k.output_shape,

@@ -9,8 +9,12 @@ import io
 import math
 from typing import Any, Callable
 
-from ..jobs.results import ModelTuneResult, SubgraphTuneResult
+from ..results import ModelTuneResult, SubgraphTuneResult, plural
 from .aoe_files import percent
+from .text import attr_text, number
+
+# Changed subgraphs shown in the SGAT report's chart and table (the result file lists them all).
+SHOWN_SUBGRAPHS = 12
 
 __all__ = ["render_report", "render_sgat_report", "render_gdat_report"]
 
@@ -72,7 +76,7 @@ def _hbars(rows: list[tuple[str, float, float]], unit: str,
         bars_b = ax.barh([v - h / 2 for v in y], before, height=h, color=_BEFORE, label=labels[0])
         bars_a = ax.barh([v + h / 2 for v in y], after, height=h, color=_AFTER, label=labels[1])
         for bars in (bars_b, bars_a):
-            ax.bar_label(bars, labels=[f"{v:.3g} {unit}" for v in bars.datavalues], padding=3, fontsize=8)
+            ax.bar_label(bars, labels=[f"{number(v)} {unit}" for v in bars.datavalues], padding=3, fontsize=8)
         ax.set_yticks(y, [_literal(label) for label, _, _ in rows])
         ax.invert_yaxis()
         ax.set_xlim(0, max(before + after + [1e-9]) * 1.18)
@@ -173,7 +177,7 @@ def render_report(r: ModelTuneResult) -> str:
     tasks = _table(["#", "op", "input shapes", "attrs", "occurs", "default (us)", "tuned (us)", "improvement",
                     "mode", "evaluations", "tiling space"],
                    [[t.index, t.op_type, _shape_str(t.inputs),
-                     ", ".join(f"{k}={v}" for k, v in sorted(t.attrs.items())), t.occurrences,
+                     attr_text(t.attrs), t.occurrences,
                      f"{t.baseline_us:.3f}", f"{t.time_us:.3f}", percent(t.improvement),
                      t.update_mode + (" (warm start)" if t.warm_started else "") + (f" [{t.error}]" if t.error else ""),
                      t.evaluations, t.space_size]
@@ -183,6 +187,7 @@ def render_report(r: ModelTuneResult) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>OPAT report: {_e(r.model_name)}</title><style>{style}</style></head><body>",
         f"<h1>Operator tuning report: {_e(r.model_name)}</h1>", _stopped_note(r.interrupted, r.tasks, "tasks"),
+        _stage_note(r),
         f"<p><b>Performance improved by {percent(r.improvement)}</b> on the modelled part of the model: "
         f"{_e(r.coverage_text())} "
         f"({r.baseline_ms:.4f} ms &rarr; {r.tuned_ms:.4f} ms, model time as the sum of kernel times "
@@ -201,6 +206,18 @@ def render_report(r: ModelTuneResult) -> str:
         "</body></html>\n"])
 
 
+def _stage_note(r: ModelTuneResult) -> str:
+    """Operator tuning that continued subgraph tuning's plan (job_type "1,2"): its own gain beside
+    the gain over the fixed rules at default tilings, so the two are never confused."""
+    if r.start_ms is None:
+        return ""
+    return (f"<p>This run started from subgraph tuning's plan ({r.start_ms:.4f} ms): operator tuning's own gain "
+            f"is <b>{percent(r.stage_improvement)}</b> ({r.start_ms:.4f} ms &rarr; {r.tuned_ms:.4f} ms). The "
+            f"improvement below is over the same fused kernels at their default tilings ({r.baseline_ms:.4f} ms), "
+            "so it includes the tilings subgraph tuning found; the subgraph-tuning report compares with the fixed "
+            "fusion rules.</p>")
+
+
 def _kernel_name(types: list[str]) -> str:
     return " + ".join(types) if len(types) <= 6 else " + ".join(types[:3] + ["..."] + types[-2:])
 
@@ -211,13 +228,17 @@ def render_sgat_report(r: SubgraphTuneResult) -> str:
     s = r.repo_summary
     changed = sorted((g for g in r.subgraphs if g.changed),
                      key=lambda g: -(g.before_us - g.after_us) * g.occurrences)
-    rows = [(f"{g.nodes[0]} .. {g.nodes[-1]} ({len(g.nodes)} nodes) x{g.occurrences}",
-             g.before_us * g.occurrences, g.after_us * g.occurrences) for g in changed[:15]]
-    four = [["fixed fusion rules, default tilings", f"{r.baseline_ms:.4f}", ""],
-            ["subgraph tuning", f"{r.result_ms:.4f}", percent(r.improvement)]]
+    shown = changed[:SHOWN_SUBGRAPHS]
+    overhead = r.launch_overhead_us
+    rows = [(f"{g.nodes[0]} .. {g.nodes[-1]} ({plural(len(g.nodes), 'node')}) x{g.occurrences}",
+             g.kernel_us(overhead)[0] * g.occurrences, g.kernel_us(overhead)[1] * g.occurrences) for g in shown]
+    more = (f"<p>{len(changed) - len(shown)} more changed subgraphs are not shown here; the result file "
+            "(aoe_result_sgat_*.json) lists every one.</p>" if len(changed) > len(shown) else "")
+    four = [["fixed fusion rules, default tilings", f"{r.baseline_ms:.4f}", "", ""],
+            ["subgraph tuning", f"{r.tuned_ms:.4f}", percent(r.improvement), percent(r.improvement)]]
     if r.opat is not None:
         four.append(["subgraph tuning, then operator tuning", f"{r.opat.tuned_ms:.4f}",
-                     percent(r.baseline_ms / r.opat.tuned_ms - 1 if r.opat.tuned_ms > 0 else 0.0)])
+                     percent(r.opat.improvement), percent(r.opat.stage_improvement)])
     summary = _table(["item", "value"], [
         ["model", r.model_path or r.model_name], ["SoC", r.soc_version], ["dtype", r.dtype],
         ["tune_optimization_level", r.optimization_level], ["Fnonhomo_split", r.nonhomo_split],
@@ -232,17 +253,20 @@ def render_sgat_report(r: SubgraphTuneResult) -> str:
                          f" + unsatisfied {s['repo_unsatisfied_num']}"],
         ["tuning time (s)", f"{r.tuning_time_s:.2f}"], ["worker processes", r.parallel]])
     detail = []
-    for g in changed[:12]:
+    for g in shown:
         before = "<br>".join(_e(_kernel_name(k)) for k in g.before_kernels)
         after = "<br>".join(
             _e(f"{k.op_type}: {_kernel_name(k.onnx_types)}" + (f" [{', '.join(f'{a}={v}' for a, v in k.policy.items())}]"
                                                                  if k.policy else "") + f" {k.time_us:.2f} us")
             for k in g.after_kernels)
-        detail.append(f"<tr><td>x{g.occurrences}</td><td>{before}</td><td>{g.before_us:.2f}</td>"
-                      f"<td>{after}</td><td>{g.after_us:.2f}</td><td>{percent(g.improvement)}</td></tr>")
-    kernels_table = ("<table><thead><tr><th>occurs</th><th>kernels before (fixed rules)</th><th>us</th>"
+        before_us, after_us = g.kernel_us(overhead)
+        detail.append(f"<tr><td>x{g.occurrences}</td><td>{before}</td><td>{before_us:.2f}</td>"
+                      f"<td>{after}</td><td>{after_us:.2f}</td><td>{percent(g.improvement)}</td></tr>")
+    kernels_table = ("<p>Kernel times without launch overhead, as in the operator-tuning report; the "
+                     f"improvement counts the launches too ({r.launch_overhead_us:g} us per kernel).</p>"
+                     "<table><thead><tr><th>occurs</th><th>kernels before (fixed rules)</th><th>us</th>"
                      "<th>kernels after (tuned fusion, split policy, time)</th><th>us</th><th>improvement</th></tr>"
-                     "</thead><tbody>" + "".join(detail) + "</tbody></table>") if detail else \
+                     "</thead><tbody>" + "".join(detail) + "</tbody></table>" + more) if detail else \
         "<p>No subgraph changed: the fixed fusion rules are already the fastest plan found.</p>"
     return "".join([
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -250,11 +274,12 @@ def render_sgat_report(r: SubgraphTuneResult) -> str:
         f"<h1>Subgraph tuning report: {_e(r.model_name)}</h1>",
         _stopped_note(r.interrupted, r.subgraphs, "subgraphs"),
         f"<p><b>Performance improved by {percent(r.improvement)}</b> ({r.baseline_ms:.4f} ms &rarr; "
-        f"{r.result_ms:.4f} ms, {r.baseline_kernels} &rarr; {len(r.kernels)} kernels; model time as the sum of "
+        f"{r.tuned_ms:.4f} ms, {r.baseline_kernels} &rarr; {len(r.kernels)} kernels; model time as the sum of "
         f"kernel times ({_e(r.evaluator)}) plus launch overhead, over the modelled part).</p>",
-        "<h2>Model time</h2>", _table(["plan", "model time (ms)", "improvement"], four),
+        "<h2>Model time</h2>",
+        _table(["plan", "model time (ms)", "improvement over the fixed rules", "this stage's own gain"], four),
         "<h2>Summary</h2>", summary,
-        "<h2>Changed subgraphs (time x occurrences)</h2>",
+        f"<h2>Changed subgraphs (kernel time x occurrences; the {len(shown)} that saved most)</h2>",
         _hbars(rows, "us", ("fixed fusion, default tilings", "tuned fusion")) if rows else "<p>None.</p>",
         "<h2>Kernels before and after fusion</h2>", kernels_table,
         "</body></html>\n"])
@@ -277,15 +302,23 @@ def _gdat_timeline(rows: list[tuple[str, float, list[tuple[float, float]]]]) -> 
             ax.broken_barh([(s, e - s) for s, e in spans], (y + 0.3, 0.9),
                            color=[colors[k % 2] for k in range(len(spans))])
             ticks += [y + 1.95, y + 0.75]
-            labels += [f"{label}: backward", f"{label}: all-reduce ({len(spans)} buckets)"]
+            labels += [f"{label}: backward", f"{label}: all-reduce ({plural(len(spans), 'bucket')})"]
         ax.set_yticks(ticks, labels)
         ax.set_xlabel("time since the start of backward (us)")
         ax.set_xlim(0, max(max(e for _, _, sp in rows for _, e in sp), 1e-9) * 1.02)
     return _svg(10, 0.9 * len(rows) + 1.0, draw)
 
 
+def baselines_in_order(plan: Any) -> list[tuple[str, float]]:
+    """The plan's baselines, the reference (the platform's or backend's default) first, then the
+    others from fastest to slowest."""
+    ref = plan.reference_baseline
+    return [(ref, plan.baselines[ref])] + sorted(((k, t) for k, t in plan.baselines.items() if k != ref),
+                                                  key=lambda kv: kv[1])
+
+
 def render_gdat_report(plan: Any, name: str) -> str:
-    """The GDAT report of a :class:`~aoe_native.jobs.gdat.GradientPlan` as one HTML string."""
+    """The GDAT report of a :class:`~aoe_native.results.GradientPlan` as one HTML string."""
     before = plan.reference_baseline  # the backend's own default rule
     rows = [(before, plan.backward_us, plan.baseline_spans[before]),
             ("tuned", plan.backward_us, list(zip(plan.bucket_start_us, plan.bucket_end_us)))]
@@ -295,6 +328,8 @@ def render_gdat_report(plan: Any, name: str) -> str:
         ["cluster", f"{c['name']}: {c['ranks']} ranks, {c['algorithm']}"],
         ["backward (us)", f"{plan.backward_us:.1f}"], ["step end, tuned (us)", f"{plan.time_us:.1f}"],
         ["exposed communication (us)", f"{plan.exposed_us:.1f}"], ["buckets", len(plan.buckets)],
+        ["timeline from", plan.evaluator or "a timeline file"],
+        ["knowledge bank", ("served from " if plan.bank_hit else "") + (plan.bank_directory or "not used")],
         ["bucket limit", plan.max_buckets or "none"], ["backend", plan.backend or "any"],
         ["HCCL set_split_strategy_by_idx", plan.hccl_split_idx],
         ["HCCL set_split_strategy_by_size", plan.hccl_split_percent],
@@ -303,8 +338,8 @@ def render_gdat_report(plan: Any, name: str) -> str:
     levels = _table(["level", "ranks", "alpha (us)", "bandwidth (GB/s)", "source"],
                     [[lv["name"], lv["ranks"], lv["alpha_us"], lv["gbps"], lv["source"]] for lv in c["levels"]])
     base = _table(["baseline", "buckets", "step end (us)", "tuned is faster by"],
-                  [[k, len(plan.baseline_buckets[k]), f"{t:.1f}", percent(plan.gain[k])]
-                   for k, t in sorted(plan.baselines.items(), key=lambda kv: kv[1])])
+                  [[k + (" (the default here)" if k == before else ""), len(plan.baseline_buckets[k]), f"{t:.1f}",
+                    percent(plan.gain[k])] for k, t in baselines_in_order(plan)])
     buckets = _table(["#", "gradients", "first .. last", "bytes", "start (us)", "end (us)"],
                      [[k, len(b), f"{b[0]} .. {b[-1]}", plan.bucket_bytes[k], f"{plan.bucket_start_us[k]:.1f}",
                        f"{plan.bucket_end_us[k]:.1f}"] for k, b in enumerate(plan.buckets)])
