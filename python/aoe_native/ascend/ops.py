@@ -383,8 +383,8 @@ def choose_strategy(space_size: int, max_evals: int | None, time_limit: float | 
     - larger or time-limited budgets: ``CHEAP_STRATEGY``, whose cost per evaluation
       is a few microseconds.
 
-    The budget is checked by the caller (``tune_op``, :func:`aoe_native.tuning.check_max_evals`).
     """
+    check_max_evals(max_evals)
     if max_evals is None and time_limit is None:
         if space_size <= EXHAUSTIVE_LIMIT:
             return "exhaustive", None
@@ -478,8 +478,7 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
     # The default tiling first; each start mapped to the nearest tiling of the searched space (the
     # default itself may be pruned: the cube's has unitFlag 0, which the space never keeps).
     init = nearest_valid_tilings(space, [dict(zip(names, baseline)), *(initial_tilings or [])])
-    check_max_evals(max_evals)
-    strat = strategy
+    strat = strategy  # the budget is checked by choose_strategy or by tune, whichever takes it first
     if strategy == TUNE_OP_POLICY:
         strat, max_evals = choose_strategy(len(space), max_evals, time_limit)
     if len(space) == 0:
