@@ -210,6 +210,47 @@ def test_store_tuned_never_writes_a_tiling_that_overflows(tmp_path):
     assert open(path, "rb").read() == before
 
 
+def test_store_tuned_uses_the_blocks_of_a_static_split(tmp_path):
+    inputs = [[64, 256], [256, 96]]
+    tiling = {**_tuned(inputs), "singleCoreM": 32, "singleCoreN": 48, "baseM": 32, "baseN": 48}
+    path = cann.store_tuned(tmp_path, SOC, CORES, "MatMul", inputs, "float16", {}, tiling)
+    k = json.loads(open(path, encoding="utf-8").read())["knowledge"]
+    assert (k["usedCoreNum"], k["l2MTileBlock"], k["l2NTileBlock"]) == (4, 2, 2)
+    too_many = {**tiling, "singleCoreM": 16, "singleCoreN": 16, "baseM": 16, "baseN": 16}  # 24 x ... > 24 blocks
+    assert cann.store_tuned(tmp_path, SOC, CORES, "MatMul", [[64, 256], [256, 256]], "float16", {}, too_many) is None
+
+
+def test_the_bias_counts_in_l1(tmp_path):
+    # (16*128 + 8*256) * 64 * 2 bytes = 524288 = all of L1; the bias's 256*4 bytes overflow it
+    full = {"usedCoreNum": 24, "singleCoreM": 128, "singleCoreN": 256, "baseM": 128, "baseN": 256, "baseK": 64,
+            "depthA1": 16, "depthB1": 8, "stepM": 1, "stepN": 1, "iterateOrder": 0, "stepKa": 8, "stepKb": 4,
+            "dbL0A": 2, "dbL0B": 2, "dbL0C": 1, "l2MTileCnt": 1, "l2NTileCnt": 1, "l2MTileBlock": 32,
+            "l2NTileBlock": 16, "l2IterateOrder": 0, "tilingEnable": 0, "dispatch": 1}
+    inputs = [[4096, 4096], [4096, 4096]]
+    assert cann.store_tuned(tmp_path, SOC, CORES, "MatMul", inputs, "float16", {}, full) is not None
+    with pytest.raises(BankError, match=r"overflows L1: .* \+ baseN\*4 = 525312 > 524288"):
+        cann.store_tuned(tmp_path, SOC, CORES, "MatMul", [*inputs, [4096]], "float16", {}, full)
+
+
+def test_a_write_killed_before_its_rename_leaves_the_old_file(tmp_path, monkeypatch):
+    a, b = [[1024, 1024], [1024, 1024]], [[512, 512], [512, 512]]
+    path = cann.store_tuned(tmp_path, SOC, CORES, "MatMul", a, "float16", {}, _tuned(a))
+    before = open(path, "rb").read()
+    import aoe_native.fileio as fileio
+
+    def killed(src, dst):
+        raise KeyboardInterrupt
+    with monkeypatch.context() as m:
+        m.setattr(fileio.os, "replace", killed)
+        with pytest.raises(KeyboardInterrupt):
+            cann.store_tuned(tmp_path, SOC, CORES, "MatMul", b, "float16", {}, _tuned(b))
+    assert open(path, "rb").read() == before
+    stale = os.path.join(os.path.dirname(path), ".tmp-left-by-kill-9-" + FILE_NAME)  # as a SIGKILL leaves it
+    open(stale, "w").close()
+    cann.store_tuned(tmp_path, SOC, CORES, "MatMul", b, "float16", {}, _tuned(b))
+    assert not os.path.exists(stale) and len(cann.read_bank(path)) == 2
+
+
 def _store_many(root, first):
     for i in range(first, first + 5):
         inputs = [[16 * (i + 1), 256], [256, 512]]

@@ -10,10 +10,10 @@ from typing import Any, Mapping, Sequence
 
 from ..ascend.ops import baseline_tiling
 from ..ascend.platforms import platform
-from ..bank.store import Bank, BankError, bank_dir, make_entry
+from ..bank.store import Bank, bank_dir, make_entry
 from ..graph.partition import task_key
-from .bank_file import (OP_TYPE, CannBankWarning, CannEntry, CannProblem, builtin_bank_path, check_record, custom_bank_path,
-                        entry_of_record, read_bank_report, write_bank)
+from .bank_file import (OP_TYPE, CannBankWarning, CannEntry, CannProblem, builtin_bank_path, check_record,
+                        custom_bank_path, entry_of_record, read_bank_report, write_bank)
 from .keys import key_hash, pack_key
 from .limits import limit_problems
 from .task import task_info
@@ -73,9 +73,6 @@ def store_tuned(root: str | os.PathLike[str] | None, soc: str, core_num: int, op
     entry = entry_for_task(soc, core_num, op_type, inputs, dtype, attrs, tiling, formats)
     if isinstance(entry, str):
         return None
-    problems = limit_problems(entry.record["knowledge"], entry.record["info_dict"], platform(soc))
-    if problems:
-        raise BankError(f"{op_type} {inputs}: tiling not written to CANN's bank: {'; '.join(problems)}")
     path = custom_bank_path(os.path.dirname(bank_dir(soc, root)), soc, core_num)
     write_bank(path, [entry])
     return path

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from .keys import DT_BF16, DT_FLOAT, DT_FLOAT16, FORMAT_FRACTAL_NZ, FORMAT_ND, KEY_FIELDS
+from .keys import DT_FLOAT, DT_FLOAT16, FORMAT_FRACTAL_NZ, FORMAT_ND, KEY_FIELDS
 
 __all__ = ["MATMUL_OPS", "task_info", "task_of_info", "round_up"]
 
