@@ -128,7 +128,8 @@ def _times(e: CannEntry) -> tuple[float, float]:
 def _bank_item(e: CannEntry) -> tuple[str, dict[str, Any]]:
     cann = {"soc_version": e.soc_version, "core_num": e.core_num, "record": e.record}
     if e.tiling is None:
-        key = f"{VERBATIM_OP}:{e.core_num}:{e.key_id:010d}:{e.key.hex()}"
+        # readable, and unique per CANN key (CANN itself keeps one record per id)
+        key = f"{task_key(VERBATIM_OP, e.inputs, e.dtype, e.formats, e.attrs)}|cores={e.core_num}|id={e.key_id}"
         return key, make_entry(VERBATIM_OP, e.inputs, e.dtype, e.formats, e.attrs, {}, 0.0, 0.0, cann=cann,
                                cann_reason=e.reason)
     before, after = _times(e)
