@@ -317,6 +317,33 @@ def test_bad_lines_are_reported_with_their_line_and_skipped(tmp_path):
     assert all(w.category is cann.CannBankWarning for w in caught)
 
 
+def test_hostile_lines_are_reported_never_raised(tmp_path):
+    import random
+    rng = random.Random(0)
+    good = _record()
+    values = [None, True, -1, 2**64, 1e400, float("nan"), "x", [], {}, "HUGE", 0, 1.5, 2**31]
+    lines = []
+    for _ in range(300):
+        rec = json.loads(json.dumps(good))
+        part = rng.choice(["info_dict", "knowledge", None])
+        if part is None:
+            rec[rng.choice(sorted(rec))] = rng.choice(values)
+        else:
+            rec[part][rng.choice(sorted(rec[part]))] = rng.choice(values)
+        text = json.dumps(rec) if rng.random() < 0.9 else json.dumps(rec)[:rng.randrange(1, 200)]
+        lines.append(text.replace('"HUGE"', "1" + "0" * 5000))  # beyond Python's int-parsing limit
+    lines.append("[" * 100000)
+    lines.append(b"\xff\xfe".decode("latin-1"))
+    path = tmp_path / FILE_NAME
+    path.write_text("\n".join(lines) + "\n", encoding="latin-1")
+    r = cann.read_bank_report(path)
+    assert len(r.entries) + len(r.problems) == len(lines)
+    # what loads is a valid record (a field changed to another valid value), each key once
+    assert all(cann.bank_file.check_record(e.record, aoe_native.platform(SOC)) == [] for e in r.entries)
+    assert len({e.key_id for e in r.entries}) == len(r.entries) < 50
+    assert all(p.line >= 1 and p.message for p in r.problems)
+
+
 def test_nothing_is_written_to_a_bank_that_fails_validation(tmp_path):
     path = _bad_file(tmp_path)
     before = open(path, "rb").read()

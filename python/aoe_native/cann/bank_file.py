@@ -282,7 +282,7 @@ def _remove_stale_temps(directory: str, name: str) -> None:
 
 def write_bank(path: str | os.PathLike[str], entries: Iterable[CannEntry]) -> int:
     """Merge `entries` into the MatMulV3 bank file `path` (created with its directories) and
-    return the number of records it now holds.
+    return the number of records it now holds (0 for no entries: nothing is done).
 
     Every entry is checked first (record fields and types, the SoC's buffer limits; its SoC
     and core count must be the file name's): one bad entry raises BankError listing them all and

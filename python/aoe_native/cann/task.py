@@ -52,7 +52,8 @@ def _transposes(op_type: str, attrs: Mapping[str, Any]) -> tuple[bool, bool, boo
     fused = [k for k in _FUSING_ATTRS if attrs.get(k)]
     if fused:
         return f"a fused kernel ({', '.join(fused)}) is not a plain MatMulV3"
-    if gemm and any(float(attrs.get(k, 1.0)) != 1.0 for k in ("alpha", "beta")):
+    if gemm and any(isinstance(attrs.get(k, 1.0), bool) or not isinstance(attrs.get(k, 1.0), (int, float))
+                    or attrs.get(k, 1.0) != 1.0 for k in ("alpha", "beta")):
         return "Gemm with alpha or beta other than 1 is not a plain MatMulV3"
     flags = [_flag(attrs, n) for n in (*names, "bias")]
     if None in flags:
