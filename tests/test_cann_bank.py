@@ -10,9 +10,10 @@ import warnings
 import pytest
 
 import aoe_native
-from aoe_native import cann
 from aoe_native.bank.store import Bank, BankError
 from aoe_native.cli import bank_main
+
+cann = aoe_native.cann  # `import aoe_native` exports the subpackage
 
 SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "reference", "cann",
                        "Ascend910B2_24_AiCore_MatMulV3_runtime_kb.json")

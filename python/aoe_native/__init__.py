@@ -12,14 +12,15 @@ The public API (everything else is reachable through the subpackages):
 - subgraph tuning (SGAT): :func:`tune_subgraphs` (fusion and split policies per subgraph, giving a
   :class:`SubgraphTuneResult`; its ``partition`` feeds ``tune_model(..., kernels=...)``);
 - gradient-split tuning (GDAT): :func:`tune_gradients` on a :class:`Cluster`, giving a
-  :class:`GradientPlan`.
+  :class:`GradientPlan`;
+- :mod:`cann`: CANN's MatMulV3 knowledge-bank files (read, write, store a tuned MatMul where CANN reads it).
 """
 
 from __future__ import annotations
 
 import os as _os
 
-from . import _core, replay, runners
+from . import _core, cann, replay, runners
 from ._core import __version__
 from ._core.space import Objective, SearchSpace, SyntheticObjective, TableObjective
 from ._core.space import strategy_defaults as _strategy_defaults
@@ -83,6 +84,7 @@ __all__ = [
     "__version__",
     "baseline_tiling",
     "calibrate",
+    "cann",
     "cmake_dir",
     "estimate",
     "estimate_batch",
