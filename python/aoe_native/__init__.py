@@ -14,14 +14,15 @@ The public API (everything else is reachable through the subpackages):
 - gradient-split tuning (GDAT): :func:`tune_gradients` on a :class:`Cluster`, giving a
   :class:`GradientPlan`; :func:`predict_timeline` (a model's gradients through the evaluator) and
   :func:`gdat_job` (the whole job, with the bank);
-- every model-tuning result is a :class:`JobResult` (:mod:`aoe_native.results`).
+- every model-tuning result is a :class:`JobResult` (:mod:`aoe_native.results`);
+- :mod:`cann`: CANN's MatMulV3 knowledge-bank files (read, write, store a tuned MatMul where CANN reads it).
 """
 
 from __future__ import annotations
 
 import os as _os
 
-from . import _core, replay, runners
+from . import _core, cann, replay, runners
 from ._core import __version__
 from ._core.space import Objective, SearchSpace, SyntheticObjective, TableObjective
 from ._core.space import strategy_defaults as _strategy_defaults
@@ -89,6 +90,7 @@ __all__ = [
     "__version__",
     "baseline_tiling",
     "calibrate",
+    "cann",
     "cmake_dir",
     "estimate",
     "estimate_batch",

@@ -47,6 +47,7 @@ from rich.console import Console
 
 from .ascend.platforms import DEFAULT_SOC, soc_versions
 from .bank.store import Bank, BankError, bank_dir, merge_banks, root_socs
+from .cann import cli as cann_cli
 from .cluster import Cluster
 from .fileio import json_depth
 from .gradients.buckets import BACKEND_MAX_SEGMENTS
@@ -518,6 +519,7 @@ def bank_main(argv: list[str] | None = None) -> int:
         p.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "show":
             p.add_argument("--op", help="only entries of this op type")
+    cann_cli.add_parsers(sub)
     args = ap.parse_args(argv)
     try:
         return _bank_command(args)
@@ -531,6 +533,8 @@ def bank_main(argv: list[str] | None = None) -> int:
 
 
 def _bank_command(args: argparse.Namespace) -> int:
+    if args.command in cann_cli.COMMANDS:
+        return cann_cli.run(args, bank_root(args.bank))
     if args.command == "merge":
         c = merge_banks(args.sources, args.output)
         print(f"merged {c['source_entries']} entries from {c['sources']} bank(s) into {args.output}: "

@@ -21,16 +21,17 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` atomically: a reader sees the old or the new
     file, never a partial one, whatever happens to this process (temporary file
-    in the same directory, fsync, rename)."""
+    in the same directory, fsync, rename).  mode: the file's permission bits
+    (default 0666 less the umask), set before the rename."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=directory)
     try:
         if hasattr(os, "fchmod"):  # mkstemp creates 0600; give the file the usual mode
-            os.fchmod(fd, 0o666 & ~_UMASK)
+            os.fchmod(fd, (0o666 & ~_UMASK) if mode is None else mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -52,9 +53,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         pass
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> None:
     """Atomic UTF-8 text write (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
 def dump_json(obj: Any) -> str:
