@@ -33,12 +33,12 @@ if TYPE_CHECKING:  # onnx is a dependency, but only a model file is needed to ca
 __all__ = ["tune_model", "tune_torch", "usable_cores", "warn_coverage", "check_device_memory", "CoverageWarning",
            "TuneOpsWarning", "MIN_FLOPS_SHARE"]
 
-# Below this share of the model's FLOPs in modelled kernels, the job warns.
+# Below this share of the model's FLOPs or bytes in modelled kernels, the job warns.
 MIN_FLOPS_SHARE = 0.9
 
 
 class CoverageWarning(UserWarning):
-    """The cost model sees less than MIN_FLOPS_SHARE of the model's FLOPs."""
+    """The cost model sees less than MIN_FLOPS_SHARE of the model's FLOPs or bytes."""
 
 
 class TuneOpsWarning(UserWarning):
@@ -62,13 +62,10 @@ def warn_coverage(graph: Graph, part: Partition) -> None:
         warnings.warn(f"{graph.name}: no kernel to tune (its {part.n_nodes} node(s) are views or unsupported); "
                       "the model time is 0", CoverageWarning, stacklevel=3)
         return
-    cov = part.coverage
-    if cov is not None and cov.flops_share < MIN_FLOPS_SHARE:
-        top = ", ".join(f"{u['op_type']} ({u['count']} nodes, {u['flops_share'] * 100:.1f}% of FLOPs)"
-                        for u in cov.top_unmodelled[:3])
-        warnings.warn(f"{graph.name}: only {cov.flops_share * 100:.1f}% of the model's FLOPs is in modelled kernels; "
-                      f"the improvement is that of the modelled part. Top unmodelled operators: {top}",
-                      CoverageWarning, stacklevel=3)
+    why = part.coverage.shortfall(MIN_FLOPS_SHARE) if part.coverage is not None else None
+    if why is not None:
+        warnings.warn(f"{graph.name}: {why}; the improvement is that of the modelled part", CoverageWarning,
+                      stacklevel=3)
 
 
 def check_launch_overhead(launch_overhead_us: float | None) -> None:
