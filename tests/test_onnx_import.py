@@ -319,7 +319,8 @@ def test_input_shape_error_lists_real_inputs_not_weights():
 
 def _nary_model():
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-             helper.make_node("Sum", ["c", "x", "y"], ["s"], name="sum3"),
+             helper.make_node("Sum", ["c", "x"], ["s2"], name="sum2"),
+             helper.make_node("Sum", ["s2", "x", "y"], ["s"], name="sum3"),
              helper.make_node("Max", ["s", "x", "y"], ["m"], name="max3"),
              helper.make_node("Mean", ["m", "x"], ["a"], name="mean2"),
              helper.make_node("LRN", ["a"], ["l"], name="lrn", size=5, alpha=1e-4, beta=0.75, bias=1.0),
@@ -338,7 +339,7 @@ def test_nary_elementwise_and_lrn_are_modelled(tmp_path):
     assert not p.unsupported and p.coverage.bytes_share == 1.0
     ops = {k.op_type: k for k in p.kernels}
     conv = ops["Conv"]
-    assert conv.attrs["epilogue"] == ["Add", "Add", "Max", "Max", "Add", "Mul"]
+    assert conv.attrs["epilogue"] == ["Add", "Add", "Add", "Max", "Max", "Add", "Mul"]
     assert ops["LRN"].attrs["size"] == 5
     assert [k.op_type for k in p.kernels].count("LRN") == 1
     r = aoe_native.tune_model(_nary_model(), bank=tmp_path, evals_per_task=8, round_evals=8, parallel=1)

@@ -583,7 +583,7 @@ def _expand_nary(steps):
     1/k; one operand is an Identity."""
     out = []
     for op, ins, o in steps:
-        if op not in NARY_OPS or (len(ins) == 2 and op != "Mean"):
+        if op not in NARY_OPS:
             out.append((op, ins, o))
             continue
         if len(ins) == 1:
