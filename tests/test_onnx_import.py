@@ -373,3 +373,13 @@ def test_conv_transpose_is_the_backward_data_convolution():
     tiling = baseline_tiling(spec.op_type, spec.inputs, "float16", "Ascend910B3", spec.attrs)
     flops = estimate(spec.op_type, spec.inputs, "float16", "Ascend910B3", tiling, spec.attrs).breakdown["flops"]
     assert flops == 2 * 8 * 4 * 4 * 4 * 16 * 16  # every input pixel times every kernel tap, no zeros
+
+
+def test_shape_from_run_time_values_is_not_blamed_on_input_shapes():
+    """Every input fixed, a Reshape target fed at run time: the message names that tensor and
+    says --input_shape cannot help, instead of asking for fixed input shapes again."""
+    nodes = [helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape")]
+    m = _old_model(nodes, [_f("x", [2, 8]), helper.make_tensor_value_info("target", TensorProto.INT64, [2])],
+                   [_f("y", None)], 13)
+    with pytest.raises(ValueError, match=r"'reshape' \(Reshape\).*those of 'target'.*fixes shapes, not values"):
+        load_graph(m)

@@ -660,11 +660,16 @@ def _check_shapes(g: onnx.GraphProto, tensors: dict[str, Tensor], where: str, op
                 shapes = ", ".join(f"{x} {list(tensors[x].shape)}" for x in n.input if x)
                 raise ValueError(f"{where}: node {name!r} ({n.op_type}): its inputs' shapes do not fit together: "
                                  f"{clash} ({shapes})")
-            why = (f"its input {lost!r} has no static shape" if lost is not None else
-                   "its output shape depends on values known only at run time")
+            if lost is not None:
+                why = f"its input {lost!r} has no static shape"
+            else:  # every model input is fixed by now (_fix_inputs): values, not shapes, are missing
+                runtime = next((x for x in n.input[1:] if x and not (x in tensors and tensors[x].const)), None)
+                why = ("its output shape depends on values known only at run time" +
+                       (f" (those of {runtime!r})" if runtime else " (a data-dependent operator)") +
+                       "; every model input has a fixed shape, and --input_shape fixes shapes, not values")
             raise ValueError(f"{where}: the shape of {o!r}, output of node {name!r} ({n.op_type}), cannot be "
-                             f"computed: {why}. Give every model input a fixed shape with --input_shape "
-                             f"\"name:d1,d2,...;...\" (and fixed sizes for inputs that feed shape computations)")
+                             f"computed: {why}. Export the model with static shapes, or give every model input "
+                             f"a fixed shape with --input_shape \"name:d1,d2,...;...\"")
 
 
 def _vector_elements(g: onnx.GraphProto) -> int:
