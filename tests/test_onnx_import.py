@@ -232,8 +232,16 @@ def test_ir3_initializers_listed_as_inputs_are_weights():
 
 
 def _nodes_of_opset(opset):
-    """One node per operator whose attributes became inputs across opsets, in its old form."""
+    """One node per operator whose attributes became inputs across opsets, in the form of `opset`."""
     c = dict(name="c")
+    if opset >= 13:  # the constants are initializers (_CONSTS)
+        return [helper.make_node("Unsqueeze", ["x", "ax0"], ["u"], name="a"),
+                helper.make_node("Slice", ["u", "st", "en", "ax"], ["s"], **c),
+                helper.make_node("Pad", ["s", "pads"], ["p"], name="d"),
+                helper.make_node("Clip", ["p", "lo", "hi"], ["k"], name="e"),
+                helper.make_node("Split", ["k", "split"], ["k0", "k1"], name="f", axis=3),
+                helper.make_node("Squeeze", ["k1", "ax0"], ["q"], name="g"),
+                helper.make_node("ReduceSum", ["q", "ax2"], ["r"], name="h", keepdims=0)]
     if opset < 10:
         mid = [helper.make_node("Slice", ["u"], ["s"], starts=[0], ends=[4], axes=[3], **c)]
     else:
@@ -247,14 +255,18 @@ def _nodes_of_opset(opset):
             helper.make_node("ReduceSum", ["q"], ["r"], name="h", axes=[2], keepdims=0)]  # [2, 4]
 
 
-@pytest.mark.parametrize("opset", [7, 9, 10])
+_CONSTS = {"st": [0], "en": [4], "ax": [3], "ax0": [0], "ax2": [2], "pads": [0, 0, 0, 0, 0, 0, 1, 4], "split": [2, 6]}
+
+
+@pytest.mark.parametrize("opset", [7, 9, 10, 13, onnx.defs.onnx_opset_version()])
 def test_operators_in_their_older_forms_import(opset):
     """Unsqueeze/Squeeze/Split/ReduceSum axes and Slice/Pad/Clip bounds were attributes before
-    opsets 10-13 (onnx Changelog); such models are converted, not refused."""
-    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("st", [0]), ("en", [4]), ("ax", [3]))]
+    opsets 10-13 (onnx Changelog); such models are converted, not refused, and the newest
+    opset the installed onnx knows imports as well."""
     nodes = _nodes_of_opset(opset)
-    if opset < 10:
-        inits = []
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in _CONSTS.items()] if opset >= 10 else []
+    if opset >= 13:
+        inits += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", 0.0), ("hi", 6.0))]
     m = _old_model(nodes, [_f("x", [2, 3, 8])], [_f("r", None), _f("k0", None)], opset, inits)
     g = load_graph(m)
     assert (g.shape("u"), g.shape("s"), g.shape("p"), g.shape("q"), g.shape("r")) == \
