@@ -278,13 +278,14 @@ def test_operators_in_their_older_forms_import(opset):
     assert {k.op_type for k in p.kernels} >= {"Slice", "Pad", "Split", "ReduceSum"}
 
 
-@pytest.mark.parametrize("opset", [7, 9])
+@pytest.mark.parametrize("opset", [7, 9, 10])
 def test_upsample_of_old_opsets_is_a_resize(opset):
-    """Upsample: scales an attribute (7), an input (9); deprecated for Resize at 10."""
+    """Upsample: scales an attribute (7), an input (9); deprecated for Resize at 10, whose
+    scales input became the third (after roi) at 11."""
     if opset == 7:
         nodes, inits = [helper.make_node("Upsample", ["x"], ["y"], name="up", scales=[1.0, 1.0, 2.0, 2.0])], []
     else:
-        nodes = [helper.make_node("Upsample", ["x", "sc"], ["y"], name="up")]
+        nodes = [helper.make_node("Upsample" if opset == 9 else "Resize", ["x", "sc"], ["y"], name="up")]
         inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")]
     g = load_graph(_old_model(nodes, [_f("x", [1, 4, 8, 8])], [_f("y", None)], opset, inits))
     assert g.shape("y") == (1, 4, 16, 16)
