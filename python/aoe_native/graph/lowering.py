@@ -190,7 +190,9 @@ def map_node(graph: Graph, node: Node) -> OpSpec:
     if op in _elementwise_ops():
         return OpSpec(op, [_shape(graph, t, node) for t in node.inputs if t], {}, "elementwise")
     if op == "LRN":
-        return OpSpec(op, [_shape(graph, node.inputs[0], node)], {"size": int(a["size"])}, "vector")
+        if not isinstance(a.get("size"), int):
+            raise UnsupportedNode("LRN without an integer size attribute")
+        return OpSpec(op, [_shape(graph, node.inputs[0], node)], {"size": a["size"]}, "vector")
     if op == "BatchNormalization":  # inference BN: a per-channel scale and shift
         return OpSpec(op, [_shape(graph, node.inputs[0], node)], {}, "elementwise")
     if op in ("ReduceSum", "ReduceMean", "ReduceMax"):
