@@ -50,6 +50,7 @@ ALLOWED_ATTRS = {
     "Transpose": {"perm"},
     "MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order", "prologue", "epilogue"},
     "AveragePool": {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad", "prologue", "epilogue"},
+    "LRN": {"size", "alpha", "beta", "bias", "prologue", "epilogue"},
 }
 MOVE = {"output_shape", "axis"}
 ALLOWED_ATTRS.update({
@@ -98,7 +99,7 @@ def _example(entry, name):
     if fam == "conv":
         return [[1, 16, 32, 32], [16, 16, 3, 3]], {}, {}
     if fam == "pool":
-        return [[1, 16, 32, 32]], {"kernel_shape": [2, 2]}, {}
+        return [[1, 16, 32, 32]], ({"size": [5]} if name == "LRN" else {"kernel_shape": [2, 2]}), {}
     if fam == "transpose":
         return [x], {"perm": [1, 0]}, {}
     if fam == "movement":

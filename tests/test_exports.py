@@ -122,10 +122,11 @@ def test_cnn_tasks(exporter):
     unet = _partition(f"unet_{exporter}.onnx")
     by = {k.op_type: k for k in unet.kernels}
     assert by["Resize"].attrs["mode"] in ("nearest", "linear") and by["Concat"].attrs["axis"] == 1
-    # ConvTranspose 2x2 stride 2 of [1, 64, 8, 8]: a Conv over the 15x15 dilated input, padded by 1.
+    # ConvTranspose 2x2 stride 2 of [1, 64, 8, 8]: the backward-data convolution, one 1x1 phase per
+    # output pixel of each 2x2 block (4 x 32 channels) over the 8x8 input, no zeros inserted.
     up = next(k for k in unet.kernels if "ConvTranspose" in k.onnx_types)
-    assert (up.op_type, up.inputs[0], up.inputs[1], up.attrs["pads"]) == ("Conv", [1, 64, 15, 15], [32, 64, 2, 2],
-                                                                          [1, 1, 1, 1])
+    assert (up.op_type, up.inputs[0], up.inputs[1], up.attrs["pads"]) == ("Conv", [1, 64, 8, 8], [128, 64, 1, 1],
+                                                                          [0, 0, 0, 0])
     assert up.output_shape == [1, 32, 16, 16]
 
 

@@ -199,3 +199,200 @@ def test_incompatible_static_shapes_are_named_not_blamed_on_runtime_values(tmp_p
     with pytest.raises(ValueError, match=r"node 'mm' \(MatMul\): its inputs' shapes do not fit together: "
                                          r"Incompatible dimensions .*\(x \[1, 64, 32, 32\], w \[16, 32\]\)"):
         load_graph(str(path))
+
+
+# ---- issue 50: older opsets and IR versions, empty and declared-dynamic dims, coverage ----------
+
+def _old_model(nodes, inputs, outputs, opset, inits=(), ir_version=None, value_info=()):
+    g = helper.make_graph(nodes, "old", inputs, outputs, list(inits), value_info=list(value_info))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    if ir_version is not None:
+        m.ir_version = ir_version
+    return m
+
+
+def _f(name, dims):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
+
+
+def test_ir3_initializers_listed_as_inputs_are_weights():
+    """IR 3 lists every initializer as a graph input; onnx's inference then reads no folded
+    constant that is not such an input (the light models' ConstantOfShape weights)."""
+    shape = numpy_helper.from_array(np.array([8, 3, 3, 3], np.int64), "w_shape")
+    nodes = [helper.make_node("ConstantOfShape", ["w_shape"], ["w"], name="c0",
+                              value=numpy_helper.from_array(np.array([0.5], np.float32))),
+             helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])]
+    m = _old_model(nodes, [_f("x", [1, 3, 16, 16]), helper.make_tensor_value_info("w_shape", TensorProto.INT64, [4])],
+                   [_f("y", None)], 9, [shape], ir_version=3)
+    g = load_graph(m)
+    assert g.inputs == {"x": (1, 3, 16, 16)}
+    assert g.shape("y") == (1, 8, 16, 16)
+    with pytest.raises(KeyError, match=r"'foo', which is not an input of the model \(inputs: x\)"):
+        load_graph(m, "foo:1,3,16,16")
+
+
+def _nodes_of_opset(opset):
+    """One node per operator whose attributes became inputs across opsets, in the form of `opset`."""
+    c = dict(name="c")
+    if opset >= 13:  # the constants are initializers (_CONSTS)
+        return [helper.make_node("Unsqueeze", ["x", "ax0"], ["u"], name="a"),
+                helper.make_node("Slice", ["u", "st", "en", "ax"], ["s"], **c),
+                helper.make_node("Pad", ["s", "pads"], ["p"], name="d"),
+                helper.make_node("Clip", ["p", "lo", "hi"], ["k"], name="e"),
+                helper.make_node("Split", ["k", "split"], ["k0", "k1"], name="f", axis=3),
+                helper.make_node("Squeeze", ["k1", "ax0"], ["q"], name="g"),
+                helper.make_node("ReduceSum", ["q", "ax2"], ["r"], name="h", keepdims=0)]
+    if opset < 10:
+        mid = [helper.make_node("Slice", ["u"], ["s"], starts=[0], ends=[4], axes=[3], **c)]
+    else:
+        mid = [helper.make_node("Slice", ["u", "st", "en", "ax"], ["s"], **c)]
+    return [helper.make_node("Unsqueeze", ["x"], ["u"], name="a", axes=[0]),  # [1, 2, 3, 8]
+            *mid,  # [1, 2, 3, 4]
+            helper.make_node("Pad", ["s"], ["p"], name="d", pads=[0, 0, 0, 0, 0, 0, 1, 4]),  # [1, 2, 4, 8]
+            helper.make_node("Clip", ["p"], ["k"], name="e", min=0.0, max=6.0),
+            helper.make_node("Split", ["k"], ["k0", "k1"], name="f", axis=3, split=[2, 6]),  # [1, 2, 4, 6]
+            helper.make_node("Squeeze", ["k1"], ["q"], name="g", axes=[0]),  # [2, 4, 6]
+            helper.make_node("ReduceSum", ["q"], ["r"], name="h", axes=[2], keepdims=0)]  # [2, 4]
+
+
+_CONSTS = {"st": [0], "en": [4], "ax": [3], "ax0": [0], "ax2": [2], "pads": [0, 0, 0, 0, 0, 0, 1, 4], "split": [2, 6]}
+
+
+@pytest.mark.parametrize("opset", [7, 9, 10, 13, onnx.defs.onnx_opset_version()])
+def test_operators_in_their_older_forms_import(opset):
+    """Unsqueeze/Squeeze/Split/ReduceSum axes and Slice/Pad/Clip bounds were attributes before
+    opsets 10-13 (onnx Changelog); such models are converted, not refused, and the newest
+    opset the installed onnx knows imports as well."""
+    nodes = _nodes_of_opset(opset)
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in _CONSTS.items()] if opset >= 10 else []
+    if opset >= 13:
+        inits += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", 0.0), ("hi", 6.0))]
+    m = _old_model(nodes, [_f("x", [2, 3, 8])], [_f("r", None), _f("k0", None)], opset, inits)
+    g = load_graph(m)
+    assert (g.shape("u"), g.shape("s"), g.shape("p"), g.shape("q"), g.shape("r")) == \
+        ((1, 2, 3, 8), (1, 2, 3, 4), (1, 2, 4, 8), (2, 4, 6), (2, 4))
+    import aoe_native
+    from aoe_native.graph.partition import partition
+    p = partition(g, aoe_native.supported_ops())
+    assert not p.unsupported
+    assert {k.op_type for k in p.kernels} >= {"Slice", "Pad", "Split", "ReduceSum"}
+
+
+@pytest.mark.parametrize("opset", [7, 9, 10])
+def test_upsample_of_old_opsets_is_a_resize(opset):
+    """Upsample: scales an attribute (7), an input (9); deprecated for Resize at 10, whose
+    scales input became the third (after roi) at 11."""
+    if opset == 7:
+        nodes, inits = [helper.make_node("Upsample", ["x"], ["y"], name="up", scales=[1.0, 1.0, 2.0, 2.0])], []
+    else:
+        nodes = [helper.make_node("Upsample" if opset == 9 else "Resize", ["x", "sc"], ["y"], name="up")]
+        inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")]
+    g = load_graph(_old_model(nodes, [_f("x", [1, 4, 8, 8])], [_f("y", None)], opset, inits))
+    assert g.shape("y") == (1, 4, 16, 16)
+    spec = map_node(g, g.nodes[-1])
+    assert (spec.op_type, spec.attrs["output_shape"], spec.attrs["mode"]) == ("Resize", [1, 4, 16, 16], "nearest")
+
+
+def test_an_empty_tensor_has_a_real_size():
+    """A dimension of 0 is a size: paddle2onnx's Resize takes an empty Constant as its roi."""
+    nodes = [helper.make_node("Constant", [], ["roi"], name="Constant_609",
+                              value=numpy_helper.from_array(np.zeros((0,), np.float32))),
+             helper.make_node("Constant", [], ["scales"], name="sc",
+                              value=numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32))),
+             helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize", mode="nearest")]
+    g = load_graph(_old_model(nodes, [_f("x", [1, 3, 8, 8])], [_f("y", None)], 13))
+    assert g.shape("roi") == (0,) and g.shape("y") == (1, 3, 16, 16)
+    assert map_node(g, g.nodes[-1]).attrs["output_shape"] == [1, 3, 16, 16]
+
+
+def test_declared_dynamic_output_and_value_info_are_recomputed():
+    """A declared [-1, 2] output (or a value_info with a named dim) is not the tensor's shape:
+    it is recomputed from the fixed inputs."""
+    w = numpy_helper.from_array(np.zeros((8, 2), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), helper.make_node("Relu", ["h"], ["y"], name="r")]
+    m = _old_model(nodes, [_f("x", ["batch", 8])], [_f("y", [-1, 2])], 17, [w], value_info=[_f("h", [-1, "n"])])
+    g = load_graph(m, "x:4,8")
+    assert g.shape("h") == (4, 2) and g.shape("y") == (4, 2)
+
+
+def test_input_shape_error_lists_real_inputs_not_weights():
+    """Weights taken as graph inputs (no initializer): the message names the data input, not
+    every weight, and stays short."""
+    nodes, inputs, t = [], [_f("x", ["n", 4, 8, 8])], "x"
+    for i in range(200):
+        inputs += [_f(f"w{i}", [4, 4, 1, 1]), _f(f"b{i}", [4])]
+        nodes.append(helper.make_node("Conv", [t, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}"))
+        t = f"c{i}"
+    m = _old_model(nodes, inputs, [_f(t, None)], 13)
+    with pytest.raises(KeyError) as e:
+        load_graph(m, "foo:1,4,8,8")
+    msg = str(e.value)
+    assert "(inputs: x)" in msg and "w17" not in msg and len(msg) < 300
+
+
+def _nary_model():
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Sum", ["c", "x"], ["s2"], name="sum2"),
+             helper.make_node("Sum", ["s2", "x", "y"], ["s"], name="sum3"),
+             helper.make_node("Max", ["s", "x", "y"], ["m"], name="max3"),
+             helper.make_node("Mean", ["m", "x"], ["a"], name="mean2"),
+             helper.make_node("LRN", ["a"], ["l"], name="lrn", size=5, alpha=1e-4, beta=0.75, bias=1.0),
+             helper.make_node("Sum", ["l"], ["o"], name="sum1")]
+    w = numpy_helper.from_array(np.zeros((8, 8, 3, 3), np.float32), "w")
+    return _old_model(nodes, [_f("x", [1, 8, 16, 16]), _f("y", [1, 8, 16, 16])], [_f("o", None)], 13, [w])
+
+
+def test_nary_elementwise_and_lrn_are_modelled(tmp_path):
+    """Sum (n-ary add), Max/Min/Mean of any arity and LRN are modelled: ResNet-50 of onnx's
+    corpus had 16 Sum nodes and 15% of its bytes outside the model."""
+    import aoe_native
+    from aoe_native.graph.partition import partition
+    g = load_graph(_nary_model())
+    p = partition(g, aoe_native.supported_ops())
+    assert not p.unsupported and p.coverage.bytes_share == 1.0
+    ops = {k.op_type: k for k in p.kernels}
+    conv = ops["Conv"]
+    assert conv.attrs["epilogue"] == ["Add", "Add", "Add", "Max", "Max", "Add", "Mul"]
+    assert ops["LRN"].attrs["size"] == 5
+    assert [k.op_type for k in p.kernels].count("LRN") == 1
+    r = aoe_native.tune_model(_nary_model(), bank=tmp_path, evals_per_task=8, round_evals=8, parallel=1)
+    assert {t.op_type for t in r.tasks} == {"Conv", "LRN", "Identity"} and all(t.time_us > 0 for t in r.tasks)
+
+
+def test_coverage_warns_on_bytes_too():
+    """A model whose FLOPs are all modelled but whose bytes are not is named in a warning."""
+    from aoe_native import supported_ops
+    from aoe_native.graph.partition import partition
+    from aoe_native.jobs.opat import CoverageWarning, warn_coverage
+    w = numpy_helper.from_array(np.zeros((256, 256), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), helper.make_node("Sin", ["h"], ["y"], name="sin")]
+    g = load_graph(_old_model(nodes, [_f("x", [256, 256])], [_f("y", None)], 13, [w]))
+    p = partition(g, supported_ops())
+    assert p.coverage.flops_share > 0.99 and p.coverage.bytes_share < 0.9
+    with pytest.warns(CoverageWarning, match=r"only \d+\.\d% of the model's bytes .*Sin \(1 nodes, \d+\.\d% of bytes\)"):
+        warn_coverage(g, p)
+
+
+def test_conv_transpose_is_the_backward_data_convolution():
+    """ConvTranspose stride 2 is charged its own work (the phases of Conv2DBackpropInput), not
+    a stride-1 convolution over the zero-inserted input (about 4x)."""
+    from aoe_native.ascend.ops import baseline_tiling, estimate
+    w = numpy_helper.from_array(np.zeros((8, 4, 4, 4), np.float32), "w")
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[2, 2], pads=[1, 1, 1, 1])
+    g = load_graph(_old_model([node], [_f("x", [1, 8, 16, 16])], [_f("y", None)], 13, [w]))
+    assert g.shape("y") == (1, 4, 32, 32)
+    spec = map_node(g, g.nodes[0])
+    assert spec.op_type == "Conv" and spec.inputs[0] == [1, 8, 16, 16] and spec.inputs[1] == [16, 8, 2, 2]
+    tiling = baseline_tiling(spec.op_type, spec.inputs, "float16", "Ascend910B3", spec.attrs)
+    flops = estimate(spec.op_type, spec.inputs, "float16", "Ascend910B3", tiling, spec.attrs).breakdown["flops"]
+    assert flops == 2 * 8 * 4 * 4 * 4 * 16 * 16  # every input pixel times every kernel tap, no zeros
+
+
+def test_shape_from_run_time_values_is_not_blamed_on_input_shapes():
+    """Every input fixed, a Reshape target fed at run time: the message names that tensor and
+    says --input_shape cannot help, instead of asking for fixed input shapes again."""
+    nodes = [helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape")]
+    m = _old_model(nodes, [_f("x", [2, 8]), helper.make_tensor_value_info("target", TensorProto.INT64, [2])],
+                   [_f("y", None)], 13)
+    with pytest.raises(ValueError, match=r"'reshape' \(Reshape\).*those of 'target'.*fixes shapes, not values"):
+        load_graph(m)

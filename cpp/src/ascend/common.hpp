@@ -163,7 +163,7 @@ std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p);  // reduce/softmax/layernorm
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p);
-std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p);  // MaxPool, AveragePool
+std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p);  // MaxPool, AveragePool, LRN
 std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p);  // Concat, Slice, Gather, Resize...
 
 }  // namespace aoe::ascend::detail

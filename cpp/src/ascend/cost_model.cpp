@@ -74,6 +74,8 @@ const std::vector<OpEntry>& op_table() {
          {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "storage_order", "prologue", "epilogue"}),
       op("AveragePool", {"AvgPoolV2"}, F::Pool,
          {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad", "prologue", "epilogue"}),
+      // Local response normalization: a window along the channels (vector.cpp, make_lrn_model).
+      op("LRN", {}, F::Pool, {"size", "alpha", "beta", "bias", "prologue", "epilogue"}),
       // Data movement on the vector cores (vector.cpp, make_movement_model).
       movement("Concat", {"ConcatD", "ConcatV2"}, {}),
       movement("Split", {"SplitD", "SplitV"}, {"split", "num_outputs"}),

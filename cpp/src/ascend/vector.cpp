@@ -550,7 +550,45 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
   return std::make_shared<VecModel>(k, p);
 }
 
+namespace {
+// LRN (ONNX LRN-13: y = x / (bias + alpha / size * sum of x^2 over `size` neighbouring
+// channels)^beta) on the vector unit, in the pooling pattern above with the window along the
+// channels: each element is squared, summed over its size-1 neighbours' squares in UB (one Add
+// each, as a pool's window), scaled, offset, raised to -beta (exp(beta * ln), Ln costed as
+// Exp as in Pow's recipe) and divided into x.  GM traffic is the input read once and the
+// output written once (neighbouring channels' rows shared between tiles are neglected, as a
+// pool's halo is).
+std::shared_ptr<OpModel> make_lrn_model(const OpDesc& op, const Platform& p) {
+  VecKernel k = start_kernel(op, p, op.kind);
+  if (op.inputs.size() != 1) fail("LRN: expected one input shape, got " + std::to_string(op.inputs.size()));
+  const auto& x = op.inputs[0];
+  check_shape(x, "LRN input");
+  if (x.size() < 3) fail("LRN: the input must be [N, C, D1, ...] (got " + shape_str(x) + ")");
+  const int64_t size = attr_int(op, "size", 0);
+  if (size <= 0 || size > kMaxPoolWindow)
+    fail("LRN: attrs['size'] must be in [1, " + std::to_string(kMaxPoolWindow) + "], got " + std::to_string(size));
+  const std::string cd = compute_dtype(op.dtype);
+  const bool f32 = cd == "float32";
+  auto api = [&](const char* name) { k.elem_prog.push_back({vec_api_cost(name), f32}); };
+  api("Mul");
+  for (int64_t w = 1; w < size; ++w) api("Add");
+  for (const char* a : {"Muls", "Adds", "Exp", "Muls", "Exp", "Div"}) api(a);
+  const double n = double(numel(x));
+  k.units = numel(x);
+  k.unit_elems = 1;
+  k.in_bytes = k.ds;
+  k.out_bytes = k.ds;
+  k.in_streams = 1;
+  k.ub_buffers = 3;  // input, output, the running sum of squares
+  k.unique_bytes = 2 * n * k.ds;
+  fuse_elementwise(k, op, cd, 1.0, n, n, true, "LRN");
+  k.flops = n * double(size + 6);
+  return std::make_shared<VecModel>(k, p);
+}
+}  // namespace
+
 std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
+  if (op.kind == "LRN") return make_lrn_model(op, p);
   // MaxPool / AveragePool over NCHW with ONNX attributes.  On the vector unit
   // a window is kh*kw - 1 Max (or Add) calls over a tile of outputs whose
   // input rows sit in UB; padding is filled in UB (Duplicate), so GM traffic

@@ -15,7 +15,7 @@ import numpy as np
 from ..ascend.ops import auto_pads, op_table
 from .ir import Graph, Node
 
-__all__ = ["OpSpec", "UnsupportedNode", "VIEW_OPS", "map_node", "unary_ops"]
+__all__ = ["NARY_OPS", "OpSpec", "UnsupportedNode", "VIEW_OPS", "map_node", "unary_ops"]
 
 # Nodes that only reinterpret a tensor: no kernel is launched for them.
 VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
@@ -84,31 +84,40 @@ def _movement(graph: Graph, node: Node) -> OpSpec:
 
 
 def _conv_transpose(graph: Graph, node: Node) -> OpSpec:
-    """ConvTranspose as the Conv it equals: a stride-1 convolution of the input dilated by the
-    stride (zeros between pixels), padded by dilation*(k-1) - pad on each side (plus
-    output_padding at the end), with the flipped kernel and the channel axes swapped.  The
-    zeros are charged as cube work: an assumption (a kernel that skips them would be faster),
-    not a measured figure."""
+    """ConvTranspose as the backward-data convolution CANN runs for it (Conv2DBackpropInput /
+    Conv2DTranspose), which multiplies no inserted zeros.  Its work is that of sh*sw stride-1
+    convolutions of the undilated input, one per output phase, each with a sub-kernel of
+    ceil(kh/sh) x ceil(kw/sw) taps (the sub-pixel form: Shi et al. 2016, "Is the
+    deconvolution layer the same as a convolutional layer?", arXiv:1609.07009).  For the cube
+    model they are one Conv of the input with sh*sw times the output channels, padded so that
+    its output covers ceil(Hout/sh) x ceil(Wout/sw) pixels; the pixel shuffle that interleaves
+    the phases is the output write.  Stride 1 is the plain convolution it was before."""
     a = node.attrs
     x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
+    out = _shape(graph, node.outputs[0], node)
     if len(x) != 4:
         raise UnsupportedNode(f"only 2-D transposed convolution is modelled (input rank {len(x)})")
-    if a.get("auto_pad", "NOTSET") != "NOTSET":
-        raise UnsupportedNode("ConvTranspose with auto_pad is not modelled (give explicit pads)")
     group = int(a.get("group", 1))
-    strides = list(a.get("strides", [1, 1]))
-    dil = list(a.get("dilations", [1, 1]))
-    pads = list(a.get("pads", [0, 0, 0, 0]))
-    extra = list(a.get("output_padding", [0, 0]))
-    kh, kw = w[2], w[3]
-    xd = [x[0], x[1], (x[2] - 1) * strides[0] + 1, (x[3] - 1) * strides[1] + 1]
-    cpads = [dil[0] * (kh - 1) - pads[0], dil[1] * (kw - 1) - pads[1],
-             dil[0] * (kh - 1) - pads[2] + extra[0], dil[1] * (kw - 1) - pads[3] + extra[1]]
-    if min(cpads) < 0:
-        raise UnsupportedNode(f"ConvTranspose pads {pads} larger than the kernel extent are not modelled")
-    cw = [w[1] * group, w[0] // group, kh, kw]  # [Cin, Cout/g, kh, kw] -> [Cout, Cin/g, kh, kw]
-    inputs = [xd, cw] + ([[cw[0]]] if len(node.inputs) > 2 and node.inputs[2] else [])
-    return OpSpec("Conv", inputs, {"strides": [1, 1], "pads": cpads, "dilations": dil, "group": group}, "cube")
+    strides = [int(v) for v in a.get("strides", [1, 1])]
+    dil = [int(v) for v in a.get("dilations", [1, 1])]
+    if dil != [1, 1] and strides != [1, 1]:
+        raise UnsupportedNode(f"ConvTranspose with strides {strides} and dilations {dil} is not modelled")
+    cout = w[1] * group  # W is [Cin, Cout/group, kh, kw]
+    sub = [-(-w[2] // strides[0]), -(-w[3] // strides[1])]
+    pads = []
+    for i in range(2):  # total padding for a stride-1 output of ceil(out / stride) pixels
+        span = dil[i] * (sub[i] - 1) + 1
+        total = max(0, -(-out[2 + i] // strides[i]) + span - 1 - x[2 + i])
+        pads.append((total // 2, total - total // 2))
+    cw = [cout * strides[0] * strides[1], w[0] // group, sub[0], sub[1]]
+    inputs = [x, cw] + ([[cw[0]]] if len(node.inputs) > 2 and node.inputs[2] else [])
+    return OpSpec("Conv", inputs, {"strides": [1, 1], "pads": [pads[0][0], pads[1][0], pads[0][1], pads[1][1]],
+                                   "dilations": dil, "group": group}, "cube")
+
+
+# N-ary element-wise ops: Sum and Mean are Adds (Mean then a scale), Max and Min pairwise;
+# partition expands them into one step per pair.
+NARY_OPS = {"Sum": "Add", "Mean": "Add", "Max": "Max", "Min": "Min"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -174,8 +183,16 @@ def map_node(graph: Graph, node: Node) -> OpSpec:
     if op == "Gemm":
         inputs = [_shape(graph, t, node) for t in node.inputs if t]
         return OpSpec("Gemm", inputs, {"transA": int(a.get("transA", 0)), "transB": int(a.get("transB", 0))}, "cube")
+    if op in NARY_OPS:
+        shapes = [_shape(graph, t, node) for t in node.inputs if t]
+        base = NARY_OPS[op] if len(shapes) > 1 else "Identity"
+        return OpSpec(base, shapes, {}, "elementwise")
     if op in _elementwise_ops():
         return OpSpec(op, [_shape(graph, t, node) for t in node.inputs if t], {}, "elementwise")
+    if op == "LRN":
+        if not isinstance(a.get("size"), int):
+            raise UnsupportedNode("LRN without an integer size attribute")
+        return OpSpec(op, [_shape(graph, node.inputs[0], node)], {"size": a["size"]}, "vector")
     if op == "BatchNormalization":  # inference BN: a per-channel scale and shift
         return OpSpec(op, [_shape(graph, node.inputs[0], node)], {}, "elementwise")
     if op in ("ReduceSum", "ReduceMean", "ReduceMax"):

@@ -88,7 +88,7 @@ def _dims(type_proto: onnx.TypeProto) -> list[int | str] | None:
         return None
     dims: list[int | str] = []
     for d in type_proto.tensor_type.shape.dim:
-        if d.HasField("dim_value") and d.dim_value > 0:
+        if d.HasField("dim_value") and d.dim_value >= 0:  # 0 is a real size (an empty roi, an empty list)
             dims.append(int(d.dim_value))
         else:
             dims.append(d.dim_param or "?")
@@ -110,7 +110,7 @@ def _fix_inputs(model: onnx.ModelProto, shapes: dict[str, list[int]], where: str
     for name in shapes:
         if name not in by_name:
             raise KeyError(f"{where}: --input_shape names {name!r}, which is not an input of the model "
-                           f"(inputs: {', '.join(sorted(by_name)) or 'none'})")
+                           f"(inputs: {_input_list(model, by_name)})")
     for vi in data_inputs:
         dims = _dims(vi.type)
         if vi.name in shapes:
@@ -129,6 +129,35 @@ def _fix_inputs(model: onnx.ModelProto, shapes: dict[str, list[int]], where: str
         elif dims is None or any(not isinstance(d, int) for d in dims):
             raise ValueError(f"{where}: input {vi.name!r} has dynamic or unknown dimensions {dims}; "
                              f"fix them with --input_shape \"{vi.name}:d1,d2,...\"")
+
+
+# Operand names (onnx schemas' formal inputs) that hold parameters, not activations: a graph
+# input read only there is a weight the model takes at run time (Caffe2-era exports).
+_WEIGHT_OPERANDS = frozenset({"W", "B", "R", "scale", "bias", "mean", "var", "input_mean", "input_var", "slope"})
+_MAX_LISTED_INPUTS = 12  # a message that lists hundreds of names hides the few that matter
+
+
+def _input_list(model: onnx.ModelProto, data_inputs: Mapping[str, Any]) -> str:
+    """The model's inputs for an error message: without weights (inputs only read as the weight
+    operand of their consumers, e.g. a Conv's W), the ones with dynamic dimensions first, at
+    most _MAX_LISTED_INPUTS of them."""
+    opset = _default_opset(model)
+    weight_use: dict[str, bool] = {}
+    for n in model.graph.node:
+        formal: list[str] = []
+        if n.domain in _DEFAULT_DOMAINS:
+            with contextlib.suppress(Exception):
+                formal = [f.name for f in onnx.defs.get_schema(n.op_type, opset).inputs]
+        for i, x in enumerate(n.input):
+            if x in data_inputs:
+                is_weight = i > 0 and i < len(formal) and formal[i] in _WEIGHT_OPERANDS
+                weight_use[x] = weight_use.get(x, True) and is_weight
+    names = [x for x in data_inputs if not weight_use.get(x, False)]
+    if not names:
+        return "none"
+    names.sort(key=lambda x: (all(isinstance(d, int) for d in (_dims(data_inputs[x].type) or ["?"])), x))
+    more = len(names) - _MAX_LISTED_INPUTS
+    return ", ".join(names[:_MAX_LISTED_INPUTS]) + (f" and {more} more" if more > 0 else "")
 
 
 def _attr_values(node: onnx.NodeProto, where: str) -> dict[str, Any]:
@@ -425,6 +454,56 @@ def _check_supported(model: onnx.ModelProto, where: str) -> None:
                              f"values. Export the model with the branch or loop unrolled (e.g. by tracing)")
 
 
+# Operators changed attributes into inputs up to opset 13 (onnx docs/Changelog.md: Slice-10,
+# Pad-11, Clip-11, Resize-11 and Upsample deprecated at 10, Squeeze-13, Unsqueeze-13, Split-13,
+# ReduceSum-13); an older model is converted to opset 13, the form the rest of the import reads.
+# (ReduceMean & co. took their axes as an input from 18: lowering reads either form.)
+_MIN_OPSET = 13
+
+
+def _normalize(model: onnx.ModelProto, where: str) -> None:
+    """Bring a model of any IR version (3 on) and opset (7 on) to the form the import reads:
+    initializers are weights, not inputs (IR 3 required listing them as graph inputs, which
+    makes onnx's shape inference treat them as run-time values: onnx docs/IR.md, "Graphs");
+    an opset below _MIN_OPSET is converted by onnx.version_converter, the maintained
+    conversion of each operator's older form; declared shapes with dynamic dimensions on
+    outputs and intermediate values are dropped, so inference recomputes them from the inputs."""
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    if any(vi.name in inits for vi in g.input):
+        keep = [vi for vi in g.input if vi.name not in inits]
+        del g.input[:]
+        g.input.extend(keep)
+    model.ir_version = max(model.ir_version, 4)  # from IR 4 an initializer need not be an input
+    opset = _default_opset(model)
+    if opset < _MIN_OPSET and any(o.domain in _DEFAULT_DOMAINS for o in model.opset_import):
+        from onnx import version_converter
+        try:
+            converted = version_converter.convert_version(model, _MIN_OPSET)
+        except Exception as e:  # the converter's message names the operator it has no adapter for
+            msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            raise ValueError(f"{where}: opset {opset} cannot be converted to opset {_MIN_OPSET} by "
+                             f"onnx.version_converter ({msg}); export the model with opset >= {_MIN_OPSET}") from None
+        model.CopyFrom(converted)
+    _forget_dynamic_shapes(model.graph)
+
+
+def _forget_dynamic_shapes(g: onnx.GraphProto) -> None:
+    """Drop the declared shape of each graph output and value_info that has a dimension that is
+    not a fixed size (a name, -1 or none): inference computes it from the fixed inputs, and a
+    declared -1 would otherwise stay as the tensor's shape."""
+    def dynamic(vi: onnx.ValueInfoProto) -> bool:
+        dims = _dims(vi.type)
+        return dims is not None and not all(isinstance(d, int) for d in dims)
+    for vi in g.output:
+        if dynamic(vi):
+            vi.type.tensor_type.ClearField("shape")
+    kept = [vi for vi in g.value_info if not dynamic(vi)]
+    if len(kept) != len(g.value_info):
+        del g.value_info[:]
+        g.value_info.extend(kept)
+
+
 # Operators whose output size is set by input values, not input sizes: they are folded only
 # when inference already knows their (small) output shape.
 _VALUE_SHAPED = frozenset({"ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize", "Upsample", "OneHot",
@@ -581,11 +660,16 @@ def _check_shapes(g: onnx.GraphProto, tensors: dict[str, Tensor], where: str, op
                 shapes = ", ".join(f"{x} {list(tensors[x].shape)}" for x in n.input if x)
                 raise ValueError(f"{where}: node {name!r} ({n.op_type}): its inputs' shapes do not fit together: "
                                  f"{clash} ({shapes})")
-            why = (f"its input {lost!r} has no static shape" if lost is not None else
-                   "its output shape depends on values known only at run time")
+            if lost is not None:
+                why = f"its input {lost!r} has no static shape"
+            else:  # every model input is fixed by now (_fix_inputs): values, not shapes, are missing
+                runtime = next((x for x in n.input[1:] if x and not (x in tensors and tensors[x].const)), None)
+                why = ("its output shape depends on values known only at run time" +
+                       (f" (those of {runtime!r})" if runtime else " (a data-dependent operator)") +
+                       "; every model input has a fixed shape, and --input_shape fixes shapes, not values")
             raise ValueError(f"{where}: the shape of {o!r}, output of node {name!r} ({n.op_type}), cannot be "
-                             f"computed: {why}. Give every model input a fixed shape with --input_shape "
-                             f"\"name:d1,d2,...;...\" (and fixed sizes for inputs that feed shape computations)")
+                             f"computed: {why}. Export the model with static shapes, or give every model input "
+                             f"a fixed shape with --input_shape \"name:d1,d2,...;...\"")
 
 
 def _vector_elements(g: onnx.GraphProto) -> int:
@@ -599,7 +683,7 @@ def _vector_elements(g: onnx.GraphProto) -> int:
     return total
 
 
-def _check_nodes(g: onnx.GraphProto, where: str) -> None:
+def _check_nodes(g: onnx.GraphProto, where: str, opset: int) -> None:
     """Refuse what ONNX shape inference lets through (found by fuzzing): a string field holding
     invalid UTF-8, which protobuf hands out as bytes, nodes with fewer inputs or outputs than
     their operator's schema requires, attributes of another type than the schema's."""
@@ -608,7 +692,10 @@ def _check_nodes(g: onnx.GraphProto, where: str) -> None:
             if not isinstance(s, str):
                 raise ValueError(f"{where}: not a readable ONNX model (node {i} has a name that is not UTF-8: {s!r})")
         if n.domain in ("", "ai.onnx") and onnx.defs.has(n.op_type):
-            schema = onnx.defs.get_schema(n.op_type)
+            try:  # the operator as the model's opset defines it (Unsqueeze took its axes as an attribute before 13)
+                schema = onnx.defs.get_schema(n.op_type, opset)
+            except onnx.defs.SchemaError:  # not in this opset yet: inference reports it
+                continue
             if len(n.input) < schema.min_input or len(n.output) < schema.min_output:
                 raise ValueError(f"{where}: node {n.name or i} ({n.op_type}) has {len(n.input)} inputs and "
                                  f"{len(n.output)} outputs; {n.op_type} needs at least {schema.min_input} and "
@@ -656,10 +743,11 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
     if len(model.graph.node) > _MAX_NODES:
         raise ValueError(f"{where}: {len(model.graph.node)} nodes, more than the limit of {_MAX_NODES}")
     shapes = parse_input_shape(input_shape)
-    _fix_inputs(model, shapes, where)
     _check_supported(model, where)  # first: control flow and custom domains get their own message
-    _check_nodes(model.graph, where)
+    _check_nodes(model.graph, where, _default_opset(model))
     folded_from, declared = _exporter_provenance(model)
+    _normalize(model, where)
+    _fix_inputs(model, shapes, where)
     for name, sources in copies.items():  # the exporter's own record first
         folded_from.setdefault(name, sources)
     try:

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .ir import Graph, Node, numel
-from .lowering import VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
+from .lowering import NARY_OPS, VIEW_OPS, OpSpec, UnsupportedNode, map_node, unary_ops
 
 __all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "Coverage", "partition",
            "max_fused_buffers", "task_key", "node_work", "Atom", "Atoms", "atoms", "kernel_of", "kernel_formats",
@@ -115,6 +115,19 @@ class Coverage:
     @property
     def bytes_share(self) -> float:
         return self.modelled_bytes / self.bytes if self.bytes > 0 else 1.0
+
+    def shortfall(self, min_share: float) -> str | None:
+        """Why the modelled share is too small, or None: the FLOPs and the bytes (a memory-bound
+        model can hold all its FLOPs in modelled kernels and miss a sixth of its traffic), each
+        below `min_share` named with the operator types that miss most of it."""
+        parts = []
+        for what, share, key in (("FLOPs", self.flops_share, "flops_share"), ("bytes", self.bytes_share, "bytes_share")):
+            if share < min_share:
+                top = sorted(self.top_unmodelled, key=lambda u: (-u[key], -u["count"], u["op_type"]))[:3]
+                named = ", ".join(f"{u['op_type']} ({u['count']} nodes, {u[key] * 100:.1f}% of {what})" for u in top)
+                parts.append(f"only {share * 100:.1f}% of the model's {what} is in modelled kernels. "
+                             f"Top unmodelled operators: {named or 'none'}")
+        return "; ".join(parts) or None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -560,8 +573,32 @@ def _shape_of(graph: Graph, t: str) -> list[int]:
     return list(graph.shape(t) or []) or [1]
 
 
+# The scale of Mean: a scalar operand, which no tensor of the graph names.
+_MEAN_SCALE = "\x00mean_scale"
+
+
+def _expand_nary(steps):
+    """N-ary element-wise steps (Sum, Mean, Max, Min of k operands) as k - 1 binary steps on
+    the running value (named as the node's output, which has its size), Mean then a scale by
+    1/k; one operand is an Identity."""
+    out = []
+    for op, ins, o in steps:
+        if op not in NARY_OPS:
+            out.append((op, ins, o))
+            continue
+        if len(ins) == 1:
+            out.append(("Identity", ins, o))
+            continue
+        base = NARY_OPS[op]
+        out.append((base, ins[:2], o))
+        out += [(base, [o, t], o) for t in ins[2:]]
+        if op == "Mean":
+            out.append(("Mul", [o, _MEAN_SCALE], o))
+    return out
+
+
 def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
-    chain = _fuse_patterns(g.chain, graph)
+    chain = _fuse_patterns(_expand_nary(g.chain), graph)
     unary = unary_ops()
     if g.kind in ("cube", "vector"):
         attrs = dict(g.spec.attrs)
@@ -571,7 +608,7 @@ def _kernel_op(g: _Group, graph: Graph, supported: set[str]) -> tuple[str, list[
             return ["BiasAdd" if op == "Add" and any(numel(graph.shape(t) or []) < size for t in ins) else op
                     for op, ins, _ in steps]
         if g.prologue:
-            attrs["prologue"] = names(_fuse_patterns(g.prologue, graph), numel(g.spec.inputs[0]))
+            attrs["prologue"] = names(_fuse_patterns(_expand_nary(g.prologue), graph), numel(g.spec.inputs[0]))
         if chain:
             attrs["epilogue"] = names(chain, g.out_numel)
         return g.spec.op_type, [list(s) for s in g.spec.inputs], attrs

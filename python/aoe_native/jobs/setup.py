@@ -29,12 +29,12 @@ __all__ = ["JobSetup", "prepare_job", "usable_cores", "warn_coverage", "check_de
            "check_positive_int", "unsupported_summary", "MIN_COVERED_SHARE", "DEFAULT_SOC"]
 
 
-# Below this share of the model's FLOPs in modelled kernels, the job warns.
+# Below this share of the model's FLOPs or bytes in modelled kernels, the job warns.
 MIN_COVERED_SHARE = 0.9
 
 
 class CoverageWarning(UserWarning):
-    """The cost model sees less than MIN_COVERED_SHARE of the model's FLOPs."""
+    """The cost model sees less than MIN_COVERED_SHARE of the model's FLOPs or bytes."""
 
 
 @dataclass
@@ -94,19 +94,16 @@ def check_device_memory(graph: Graph, plat: Platform) -> None:
 
 
 def warn_coverage(graph: Graph, part: Partition) -> None:
-    """Warn (:class:`CoverageWarning`) when the modelled kernels hold too little of the model's FLOPs,
+    """Warn (:class:`CoverageWarning`) when the modelled kernels hold too little of the model's FLOPs or bytes,
     or when there is no kernel at all (a model of views only: nothing to tune, 0 ms)."""
     if not part.kernels:
         warnings.warn(f"{graph.name}: no kernel to tune (its {part.n_nodes} node(s) are views or unsupported); "
                       "the model time is 0", CoverageWarning, stacklevel=3)
         return
-    cov = part.coverage
-    if cov is not None and cov.flops_share < MIN_COVERED_SHARE:
-        top = ", ".join(f"{u['op_type']} ({u['count']} nodes, {u['flops_share'] * 100:.1f}% of FLOPs)"
-                        for u in cov.top_unmodelled[:3])
-        warnings.warn(f"{graph.name}: only {cov.flops_share * 100:.1f}% of the model's FLOPs is in modelled kernels; "
-                      f"the improvement is that of the modelled part. Top unmodelled operators: {top}",
-                      CoverageWarning, stacklevel=3)
+    why = part.coverage.shortfall(MIN_COVERED_SHARE) if part.coverage is not None else None
+    if why is not None:
+        warnings.warn(f"{graph.name}: {why}; the improvement is that of the modelled part", CoverageWarning,
+                      stacklevel=3)
 
 
 def unsupported_summary(part: Partition) -> list[dict[str, Any]]:
