@@ -363,7 +363,7 @@ def test_coverage_warns_on_bytes_too():
     """A model whose FLOPs are all modelled but whose bytes are not is named in a warning."""
     from aoe_native import supported_ops
     from aoe_native.graph.partition import partition
-    from aoe_native.jobs.opat import CoverageWarning, warn_coverage
+    from aoe_native.jobs.setup import CoverageWarning, warn_coverage
     w = numpy_helper.from_array(np.zeros((256, 256), np.float32), "w")
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), helper.make_node("Sin", ["h"], ["y"], name="sin")]
     g = load_graph(_old_model(nodes, [_f("x", [256, 256])], [_f("y", None)], 13, [w]))

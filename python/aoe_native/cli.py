@@ -184,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="live progress bar (on/off or true/false; default on)")
     ap.add_argument("--bank", help="knowledge bank root (bank in PATH/<soc_version>); "
                     "overrides $TUNE_BANK_PATH and the default ~/.cache/aoe_native/bank")
+    ap.add_argument("--builtin_bank", metavar="DIR",
+                    help="CANN's built-in bank root (default $ASCEND_OPP_PATH/built-in/data/op): a MatMul found "
+                         "there is what CANN runs untuned, its baseline and a bank hit")
     ap.add_argument("--parallel", type=int, help="worker processes (default $TE_PARALLEL_COMPILER, else the cores)")
     ap.add_argument("--dtype", help="compute data type of the kernels (default float16)")
     ap.add_argument("--seed", type=int, help="random seed (default 0; results are deterministic per seed)")
@@ -213,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
 # rather than silently ignored.  --soc_version, --input_shape and --dtype describe a model, so
 # they do not go with --timeline either.
 _OPTION_JOBS = {
-    "tune_ops_file": {2}, "tune_optimization_level": {1}, "Fnonhomo_split": {1},
+    "tune_ops_file": {2}, "tune_optimization_level": {1}, "Fnonhomo_split": {1}, "builtin_bank": {1, 2},
     "tuning_time_limit": {1, 2}, "bank": {1, 2, 4}, "parallel": {1, 2}, "seed": {1, 2, 4}, "launch_overhead_us": {1, 2},
     "timeline": {4}, "cluster": {4}, "ranks": {4}, "alpha_us": {4}, "gbps": {4}, "servers": {4},
     "max_buckets": {4}, "backend": {4},
@@ -386,6 +389,7 @@ def _aoe(argv: list[str] | None) -> int:
                           repeat_tune=repeat_tune_from_env(), output=args.output,
                           result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd(),
                           launch_overhead_us=args.launch_overhead_us,
+                          builtin_bank=cann_cli.builtin_dir(args.builtin_bank, os.environ.get("ASCEND_OPP_PATH")),
                           progress=ProgressBar(err) if args.progress_bar else None)
             if args.job_type[0] == 1:
                 sg = tune_subgraphs(args.model, optimization_level=args.tune_optimization_level,

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from ..ascend.ops import supported_ops
 from ..ascend.platforms import DEFAULT_SOC, Platform
 from ..bank.policy import beats_bank, repo_summary, serves, update_mode
-from ..bank.store import make_entry
+from ..bank.store import BankError, make_entry
+from ..cann import CannBankWarning, builtin_lookup, store_tuned
 from ..graph.ir import Graph
 from ..graph.partition import Partition, Task, partition
 from ..outputs import write_model_outputs
@@ -44,7 +45,8 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
                output: str | os.PathLike | None = None, result_dir: str | os.PathLike | None = None,
                progress: Callable[[dict[str, Any]], None] | None = None,
                evaluator: TaskEvaluator | None = None, kernels: Partition | None = None,
-               start_tilings: Mapping[str, Tiling] | None = None, start_ms: float | None = None) -> ModelTuneResult:
+               start_tilings: Mapping[str, Tiling] | None = None, start_ms: float | None = None,
+               builtin_bank: str | os.PathLike | None = None) -> ModelTuneResult:
     """Tune every operator of a model (AOE OPAT) and keep the results in the bank.
 
     model: ONNX file path, ModelProto, or an already imported :class:`~aoe_native.graph.ir.Graph`.
@@ -63,7 +65,11 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     start_tilings: {task key: tiling} found earlier (subgraph tuning's): tuning starts there, and
     no task ends slower than its start tiling (one faster than the bank's entry re-tunes a hit).
     start_ms: the model time the earlier stage ended with (recorded in the result, so outputs
-    show this stage's own gain beside the gain over the default tilings).
+    show this stage's own gain beside the gain over the default tilings).  builtin_bank: CANN's
+    built-in bank root (``<opp>/built-in/data/op``): a task found there runs CANN's shipped tiling
+    without tuning, so that is its baseline, and it counts as a bank hit unless `repeat_tune`.
+    A tuned MatMul that CANN's MatMulV3 runs is also written where CANN reads it
+    (:func:`aoe_native.cann.store_tuned`, under the same bank root).
 
     Ctrl-C stops tuning without losing what is finished: the result (and its files) uses
     each task's best tiling so far, the default for the rest, and ``interrupted`` is True;
@@ -86,7 +92,7 @@ def tune_model(model: "str | os.PathLike | onnx.ModelProto | Graph", soc_version
     warn_coverage(job.graph, part)
     if selected is not None:
         _check_tune_ops(selected, part)
-    run = _OperatorTuning(job, part, selected, progress)
+    run = _OperatorTuning(job, part, selected, progress, builtin_bank)
     run.look_up(start_tilings)
     to_tune = run.choose(repeat_tune)
     interrupted = schedule(to_tune, job.evaluator, WorkerPool(min(job.parallel, max(len(to_tune), 1))), seed=seed,
@@ -114,8 +120,9 @@ class _OperatorTuning:
     (stored as they finish) to the result."""
 
     def __init__(self, job: JobSetup, part: Partition, selected: set[str] | None,
-                 progress: Callable[[dict[str, Any]], None] | None) -> None:
+                 progress: Callable[[dict[str, Any]], None] | None, builtin_bank: str | os.PathLike | None) -> None:
         self.job, self.part, self.selected, self.progress = job, part, selected, progress
+        self.builtin_bank = builtin_bank
         self.states: list[TaskState] = []
         self.to_tune: list[TaskState] = []
         # Bank entries as read, by key: a stored result replaces its entry when it beats the entry's
@@ -141,6 +148,7 @@ class _OperatorTuning:
             st = TaskState(task, [])
             try:  # cheap (one estimate); tells the scheduler where the model's time is
                 st.baseline_tiling, st.baseline_us = evaluator.baseline(task)
+                self._builtin_baseline(st)
             except Exception as e:
                 st.error = f"{type(e).__name__}: {e}"
                 self.failed[task.index] = e
@@ -169,9 +177,22 @@ class _OperatorTuning:
                 st.best_tiling, st.best_us = start, evaluator.estimate(task, start)
             self.states.append(st)
 
+    def _builtin_baseline(self, st: TaskState) -> None:
+        """A task CANN's built-in bank holds runs that tiling without tuning: it is the baseline."""
+        t = st.task
+        found = builtin_lookup(self.builtin_bank, self.job.platform.name, int(self.job.platform.cube_cores),
+                               t.op_type, t.inputs, t.dtype, t.attrs, t.formats)
+        if found is not None and found.tiling is not None:
+            tiling = self.job.evaluator.complete_tiling(t, found.tiling)
+            st.baseline_tiling, st.baseline_us = tiling, self.job.evaluator.estimate(t, tiling)
+            st.builtin = True
+
     def choose(self, repeat_tune: bool) -> list[TaskState]:
-        """The tasks to tune: selected, and not served by the bank (unless re-tuning)."""
+        """The tasks to tune: selected, and not served by the bank or CANN's built-in bank (unless
+        re-tuning)."""
         def wanted(st: TaskState) -> bool:
+            if st.builtin and st.bank_entry is None and not repeat_tune:
+                return st.best_tiling is not None and st.best_us < st.baseline_us
             if st.bank_entry is None or repeat_tune:
                 return True
             return st.best_tiling is not None and st.best_us < st.bank_us  # a start tiling beats the bank's
@@ -212,6 +233,17 @@ class _OperatorTuning:
                                       replace={t.key: self.judged[t.key]} if t.key in self.judged else None)
             if out[0].stored:
                 self.stored.add(t.key)
+                self._store_for_cann(st)
+
+    def _store_for_cann(self, st: TaskState) -> None:
+        """A MatMul that CANN's MatMulV3 runs also goes where CANN reads it; a tiling CANN could
+        not run safely (or a damaged CANN file) is a warning, never a lost result."""
+        t, plat = st.task, self.job.platform
+        try:
+            store_tuned(os.path.dirname(self.job.bank.directory), plat.name, int(plat.cube_cores), t.op_type,
+                        t.inputs, t.dtype, t.attrs, st.best_tiling, t.formats)
+        except BankError as e:
+            warnings.warn(f"{t.key}: not written to CANN's bank: {e}", CannBankWarning, stacklevel=2)
 
     def finish(self, interrupted: bool) -> None:
         """After the scheduler: tasks whose tuning failed keep the default tiling; a run that
@@ -237,7 +269,7 @@ class _OperatorTuning:
     def _task_result(self, st: TaskState, tuned: bool) -> TaskResult:
         t = st.task
         selected = self.is_selected(t)
-        hit = st.bank_entry is not None
+        hit = st.bank_entry is not None or st.builtin
         final, tiling = _fastest(st, tuned=selected)  # what the plan runs
         if not selected:  # not tuned; runs with the bank's tiling if it has a faster one
             mode = "skipped"

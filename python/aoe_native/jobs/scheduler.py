@@ -43,6 +43,7 @@ class TaskState:
     baseline_tiling: Tiling | None = None
     baseline_us: float = float("inf")
     roofline_us: float = 0.0
+    builtin: bool = False                    # the baseline is CANN's built-in bank record
     evaluations: int = 0
     space_size: int = 0
     trace: list[float] = field(default_factory=list)
