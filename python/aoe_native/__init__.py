@@ -28,6 +28,7 @@ from .ascend.calibration import Calibration, CalibrationWarning, Measurement, ca
 from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, op_table,
                          supported_ops, tiling_space, tune_op)
 from .ascend.platforms import Platform, load_platform, platform, platform_fields, soc_versions
+from .ascend.records import UnmodelledOperator, predict_record
 from .bank.store import BankError
 from .cluster import Cluster
 from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, RayEvaluator, TaskEvaluator
@@ -80,6 +81,7 @@ __all__ = [
     "TaskEvaluator",
     "TuneResult",
     "TuningInterrupted",
+    "UnmodelledOperator",
     "__version__",
     "baseline_tiling",
     "calibrate",
@@ -91,6 +93,7 @@ __all__ = [
     "op_table",
     "platform",
     "platform_fields",
+    "predict_record",
     "replay",
     "runners",
     "soc_versions",
