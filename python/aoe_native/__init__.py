@@ -5,7 +5,8 @@ The public API (everything else is reachable through the subpackages):
 - search: :class:`SearchSpace`, :func:`tune`, :mod:`replay` (recorded spaces), :mod:`runners`
   (real measurements: host timing, process isolation);
 - the Ascend cost model: :func:`estimate`, :func:`tiling_space`, :func:`tune_op`, SoC tables,
-  :func:`calibrate` (fit the model's constants to measurements; needs the ``calibrate`` extra);
+  :func:`calibrate` (fit the model's constants to measurements; needs the ``calibrate`` extra),
+  :func:`predict_record` (a record of CANN's operator benchmark; :class:`UnmodelledOperator`);
 - model tuning: :func:`tune_model` (OPAT) and :func:`tune_torch` (a PyTorch module, exported in
   memory; needs the ``torch`` extra), with :class:`CostModelEvaluator`, :class:`MeasuredEvaluator` or
   :class:`RayEvaluator`;

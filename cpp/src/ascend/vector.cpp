@@ -177,7 +177,10 @@ class VecModel : public OpModel {
     c.mte3 = c.write_ch / (rate * eff) + double(tiles) * kStoreCall;
     c.port = (c.read_ch + c.write_ch) / (rate * eff);  // MTE2 and MTE3 share the core's GM port
     // Vector: elementwise APIs over each tile; reduce APIs per row.
-    c.vec = double(tiles) * sweeps * vec_cycles(k.elem_prog, tile_elems) * p.vec_cost_scale;
+    // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
+    // with the sum, then the scaling): every element op runs once per element, not per sweep
+    // (per sweep, a 950PR bf16 Softmax over [31, 67, 127, 257] dim 2 was 2x the measured time).
+    c.vec = double(tiles) * vec_cycles(k.elem_prog, tile_elems) * p.vec_cost_scale;
     if (!k.row_prog.empty()) {
       const double rows_in_tile = fits ? double(std::min(rows_per_tile, units_core)) : 1.0;
       const double elems_in_call = fits ? row_elems : double(tile);
@@ -256,7 +259,9 @@ class VecModel : public OpModel {
     }
     // Baseline: the Ascend C sample pattern - all cores (no more than rows),
     // BUFFER_NUM = 2, TILE_NUM = 8, i.e. tileLength = blockLength / 16,
-    // capped by UB; reductions keep whole rows on a core.  A transpose takes the largest
+    // capped by UB; reductions keep whole rows on a core, in one tile where UB holds one (a
+    // 2049-element row in a 2048 tile swept three times: 2x the measured bf16 Softmax on
+    // 910B2 and 950PR).  A transpose takes the largest
     // square tile UB holds (CANN's Transpose: 32x32 tiles wrote 64-byte runs, 3-8x the
     // measured time of 950PR's 2-D transposes).
     const int64_t bd = std::min<int64_t>(p.vector_cores, std::max<int64_t>(1, k.units));
@@ -266,7 +271,7 @@ class VecModel : public OpModel {
     int64_t tile = s.values[1].front();
     for (int64_t v : s.values[1])
       if (v * (per_tile_bytes_db * 2 + fixed) <= ub &&
-          (v <= std::max<int64_t>(block / 16, 1) || v <= k.unit_elems || k.transpose_side)) tile = v;
+          (v <= std::max<int64_t>(block / 16, 1) || v < 2 * k.unit_elems || k.transpose_side)) tile = v;
     s.baseline = {bd_val, tile, 2};
     if (k.split_rows) s.baseline.push_back(0);
     if (vc_index_ >= 0) {
@@ -458,7 +463,7 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     else inner *= x[i];
   }
   const std::string cd = compute_dtype(dtype);
-  if ((sm || ln) && is_integer_dtype(dtype))
+  if ((sm || ln) && is_integer_dtype(dtype) && !byte_dtype(dtype))  // bytes: fp16 between casts, as before
     fail(op.kind + ": " + dtype + " input is not modelled (an exp/normalisation of integers; CANN takes floats)");
   const bool up = cd == "float16" && (sm || ln);  // fp16 softmax/layernorm compute in fp32
   const bool f32 = up || dtype_size(cd) >= 4 || cd == "bfloat16";  // 64 elements per repeat

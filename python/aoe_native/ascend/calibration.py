@@ -13,6 +13,10 @@ reports both errors.  :meth:`Calibration.save` writes a platform JSON that
 The published Ascend measurements the model can express ship as
 ``data/ascend_measured_cases.json`` (:func:`published_cases`), each record citing its
 case in ``ascend_measured_cases.md`` and its source document.
+
+The vector model's constants (:data:`VECTOR_FITTED`) are fitted per SoC on CANN's measured
+kernels (``shared/reference/measured_ops``) by :func:`calibrate_measured`, on the records whose
+benchmark case id % 4 == 0, the others held out; socs.json ships the result for 910B2 and 950PR.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from .platforms import Platform, native_platform
 from .platforms import platform_fields as _native_fields
 
 __all__ = ["Measurement", "RecordFit", "Calibration", "Contradiction", "calibrate", "calibrate_measured",
+           "measurement_of_record",
            "contradictions", "published_cases", "uncalibrated", "CalibrationWarning", "FITTED", "VECTOR_FITTED",
            "BOUNDS", "SECTORS", "FITTABLE", "PIPES"]
 
