@@ -2,6 +2,7 @@
 import json
 import math
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -218,3 +219,60 @@ def test_contradictions_refuses_a_tolerance_outside_0_1(tolerance):
     from aoe_native.ascend.calibration import contradictions
     with pytest.raises(ValueError, match="tolerance must be a relative error in"):
         contradictions([], tolerance=tolerance)
+
+
+# ---- CANN's measured kernels (calibrate_measured) ----------------------------------------------
+
+MEASURED_FILE = (Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" /
+                 "cann_bench_calibration.json")
+
+
+def _sigmoid(rid, case, shape, dtype, t):
+    return {"id": rid, "op": "Sigmoid", "family": "elementwise", "soc": "Ascend910B2", "inputs": [shape],
+            "dtype": [dtype], "attrs": {}, "time_us": t, "single_kernel": True,
+            "source_where": f"tasks/metadata/910b2.json -> level1/sigmoid case {case}"}
+
+
+# cann_bench_calibration.json M0017-M0023 (Sigmoid on 910B2): cases 4 and 8 fit, 2 and 6 held out.
+SIGMOIDS = [_sigmoid("M0017", 2, [2048, 2048], "float32", 18.14), _sigmoid("M0019", 4, [8192, 8192], "float16", 142.2),
+            _sigmoid("M0021", 6, [1023, 1023], "bfloat16", 5.38), _sigmoid("M0023", 8, [1537, 769], "float32", 6.6)]
+
+
+def test_calibrate_measured_fits_on_the_case_id_half_and_reports_the_other():
+    cals = calibration.calibrate_measured(SIGMOIDS, fit=["vec_cost_scale"],
+                                          candidates={"Ascend910B2": ["Ascend910B2"]})
+    cal = cals["Ascend910B2"]
+    assert sorted(r.name for r in cal.fitted_rows) == ["M0019", "M0023"]
+    assert sorted(r.name for r in cal.held_out_rows) == ["M0017", "M0021"]
+    lo, hi = calibration.BOUNDS["vec_cost_scale"]
+    assert lo <= cal.params["vec_cost_scale"] <= hi
+    assert sum(math.log(r.ratio) ** 2 for r in cal.fitted_rows) <= \
+        sum(math.log(r.ratio_before) ** 2 for r in cal.fitted_rows) * (1 + 1e-9)
+    again = calibration.calibrate_measured(SIGMOIDS, fit=["vec_cost_scale"],
+                                           candidates={"Ascend910B2": ["Ascend910B2"]})["Ascend910B2"]
+    assert again.params == cal.params  # deterministic
+
+
+def test_fitted_vector_constants_stay_physical():
+    for soc in ("Ascend910B2", "Ascend950PR"):
+        p = native_platform(soc)
+        for k in calibration.VECTOR_FITTED:
+            lo, hi = calibration.BOUNDS[k]
+            assert lo <= getattr(p, k) <= hi, (soc, k, getattr(p, k))
+            assert an.platform(soc)["sources"][k].startswith("[F]"), (soc, k)
+    with pytest.raises(ValueError, match="vec_rate_share 1.5 must be at most 1"):
+        an.Platform.from_dict({**native_platform("Ascend910B2").to_dict(), "vec_rate_share": 1.5}, "test")
+
+
+def test_calibrate_measured_on_a_sample_of_the_file():
+    if not MEASURED_FILE.is_file():
+        pytest.skip(f"CANN measured kernels not found at {MEASURED_FILE}")
+    recs = json.loads(MEASURED_FILE.read_text(encoding="utf-8"))
+    sample = [r for r in recs if r["op"] in ("Sigmoid", "Maximum") and r["soc"] == "Ascend950PR"][:12]
+    cal = calibration.calibrate_measured(sample, candidates={"Ascend950PR": ["Ascend950PR"]})["Ascend950PR"]
+    assert cal.fitted_rows and cal.held_out_rows
+    # The objective (squared log ratios) does not rise from the shipped constants, its start.
+    cost = sum(math.log(r.ratio) ** 2 for r in cal.fitted_rows)
+    assert cost <= sum(math.log(r.ratio_before) ** 2 for r in cal.fitted_rows) * (1 + 1e-9)
+    for k, v in cal.params.items():
+        assert calibration.BOUNDS[k][0] <= v <= calibration.BOUNDS[k][1]

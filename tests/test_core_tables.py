@@ -83,7 +83,7 @@ def test_op_table_families_operands_and_attrs():
             assert set(e["attrs"]) == ALLOWED_ATTRS[e["name"]], e["name"]
     assert set(ALLOWED_ATTRS) == {n for n, e in TABLE.items() if e["family"] != "elementwise"}
     assert (TABLE["Add"]["operands"], TABLE["Relu"]["operands"], TABLE["Pow"]["operands"]) == (2, 1, 2)
-    assert TABLE["MatMul"]["aliases"] == ["MatMulV2"] and TABLE["Softmax"]["aliases"] == ["SoftmaxV2"]
+    assert TABLE["MatMul"]["aliases"] == ["MatMulV2", "MatMulV3"] and TABLE["Softmax"]["aliases"] == ["SoftmaxV2"]
 
 
 def _example(entry, name):
@@ -170,6 +170,8 @@ def _with(**changes):
     return d
 
 
+# The dtypes a SoC's cube_dtypes / vector_dtypes may list (integer ones since issue 48).
+DTYPES = "['float16', 'bfloat16', 'float32', 'int8', 'uint8', 'bool', 'int16', 'int32', 'int64']"
 W = "socs.json entry 'X'"
 
 
@@ -196,13 +198,13 @@ W = "socs.json entry 'X'"
     (dict(launch_overhead_us="3"), f"{W}: 'launch_overhead_us' must be a non-negative number, got '3'"),
     (dict(fixpipe=1), f"{W}: 'fixpipe' must be true or false"),
     (dict(cube_dtypes=[]), f"{W}: 'cube_dtypes' must be a non-empty list drawn from "
-                           "['float16', 'bfloat16', 'float32', 'int8'], got []"),
+                           f"{DTYPES}, got []"),
     (dict(cube_dtypes=["float64"]), f"{W}: 'cube_dtypes' must be a non-empty list drawn from "
-                                    "['float16', 'bfloat16', 'float32', 'int8'], got ['float64']"),
+                                    f"{DTYPES}, got ['float64']"),
     (dict(vector_dtypes=("float16",)), f"{W}: 'vector_dtypes' must be a non-empty list drawn from "
-                                       "['float16', 'bfloat16', 'float32', 'int8'], got ('float16',)"),
+                                       f"{DTYPES}, got ('float16',)"),
     (dict(vector_dtypes="float16"), f"{W}: 'vector_dtypes' must be a non-empty list drawn from "
-                                    "['float16', 'bfloat16', 'float32', 'int8'], got 'float16'"),
+                                    f"{DTYPES}, got 'float16'"),
 ])
 def test_each_rule_raises_naming_the_field(changes, message):
     with pytest.raises(ValueError) as e:

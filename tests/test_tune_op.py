@@ -154,7 +154,9 @@ def test_random_operators_on_every_soc_are_valid_and_bounded():
             op, ins, at = "Softmax", [[rnd.choice(dims), rnd.choice(dims)]], None
         else:
             op, ins, at = "Transpose", [[rnd.choice(dims), rnd.choice(dims), 8]], {"perm": [1, 0, 2]}
-        dtype = rnd.choice(p["cube_dtypes"] if kind in ("mm", "conv") else p["vector_dtypes"])
+        # (Softmax of int16/int32/int64, which vector_dtypes list since issue 48, is refused.)
+        dtype = rnd.choice(p["cube_dtypes"] if kind in ("mm", "conv") else
+                           [d for d in p["vector_dtypes"] if kind != "sm" or d not in ("int16", "int32", "int64")])
         r = an.tune_op(op, ins, dtype=dtype, soc_version=soc, attrs=at)
         assert r.space_size > 0
         assert r.roofline_us * 0.999 <= r.time_us <= r.baseline_us, (op, ins, at, dtype, soc)

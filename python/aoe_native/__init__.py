@@ -5,7 +5,8 @@ The public API (everything else is reachable through the subpackages):
 - search: :class:`SearchSpace`, :func:`tune`, :mod:`replay` (recorded spaces), :mod:`runners`
   (real measurements: host timing, process isolation);
 - the Ascend cost model: :func:`estimate`, :func:`tiling_space`, :func:`tune_op`, SoC tables,
-  :func:`calibrate` (fit the model's constants to measurements; needs the ``calibrate`` extra);
+  :func:`calibrate` (fit the model's constants to measurements; needs the ``calibrate`` extra),
+  :func:`predict_record` (a record of CANN's operator benchmark; :class:`UnmodelledOperator`);
 - model tuning: :func:`tune_model` (OPAT) and :func:`tune_torch` (a PyTorch module, exported in
   memory; needs the ``torch`` extra), with :class:`CostModelEvaluator`, :class:`MeasuredEvaluator` or
   :class:`RayEvaluator`;
@@ -31,6 +32,7 @@ from .ascend.calibration import Calibration, CalibrationWarning, Measurement, ca
 from .ascend.ops import (Estimate, OpTuneResult, baseline_tiling, estimate, estimate_batch, op_table,
                          supported_ops, tiling_space, tune_op)
 from .ascend.platforms import DEFAULT_SOC, Platform, load_platform, platform, platform_fields, soc_versions
+from .ascend.records import UnmodelledOperator, predict_record
 from .bank.store import BankError
 from .cluster import Cluster
 from .jobs.evaluator import CostModelEvaluator, MeasuredEvaluator, RayEvaluator, TaskEvaluator
@@ -87,6 +89,7 @@ __all__ = [
     "TaskEvaluator",
     "TuneResult",
     "TuningInterrupted",
+    "UnmodelledOperator",
     "__version__",
     "baseline_tiling",
     "calibrate",
@@ -99,6 +102,7 @@ __all__ = [
     "op_table",
     "platform",
     "platform_fields",
+    "predict_record",
     "replay",
     "runners",
     "soc_versions",

@@ -13,7 +13,8 @@ const std::map<std::string, std::string>& dtype_aliases() {
       {"float16", "float16"}, {"fp16", "float16"}, {"half", "float16"},
       {"bfloat16", "bfloat16"}, {"bf16", "bfloat16"},
       {"float32", "float32"}, {"fp32", "float32"}, {"float", "float32"},
-      {"int8", "int8"}, {"int32", "int32"}};
+      {"int8", "int8"}, {"uint8", "uint8"}, {"bool", "bool"}, {"int16", "int16"}, {"int32", "int32"},
+      {"int64", "int64"}};
   return m;
 }
 }  // namespace
@@ -21,15 +22,21 @@ const std::map<std::string, std::string>& dtype_aliases() {
 std::string canonical_dtype(const std::string& dtype) {
   auto it = dtype_aliases().find(dtype);
   if (it == dtype_aliases().end())
-    fail("unknown dtype '" + dtype + "'; valid dtypes: float16, bfloat16, float32, int8 (int32 for outputs)");
+    fail("unknown dtype '" + dtype + "'; valid dtypes: float16, bfloat16, float32, int8, uint8, bool, int16, int32, "
+         "int64");
   return it->second;
 }
 
 int dtype_size(const std::string& dtype) {
   const std::string d = canonical_dtype(dtype);
-  if (d == "float16" || d == "bfloat16") return 2;
-  if (d == "int8") return 1;
+  if (d == "float16" || d == "bfloat16" || d == "int16") return 2;
+  if (d == "int8" || d == "uint8" || d == "bool") return 1;
+  if (d == "int64") return 8;
   return 4;
+}
+
+bool is_integer_dtype(const std::string& d) {
+  return d == "int8" || d == "uint8" || d == "bool" || d == "int16" || d == "int32" || d == "int64";
 }
 
 // Per-repeat cycles = GE k_fp16 x 128 elements, per-call = GE b ([G] §3d).
@@ -64,8 +71,10 @@ const std::map<std::string, std::vector<const char*>>& recipes() {
         {"Exp", {"Exp"}}, {"Log", {"Exp"}},       // Ln: same class as Exp
         {"Sqrt", {"Sqrt"}}, {"Reciprocal", {"Div"}}, {"Rsqrt", {"Sqrt", "Div"}},
         {"Sigmoid", {"Sigmoid"}}, {"Tanh", {"Tanh"}}, {"Erf", {"Erf"}},
-        // Gelu (tanh form): x * 0.5 * (1 + tanh(0.79788 * (x + 0.044715 x^3)))
-        {"Gelu", {"Mul", "Mul", "Muls", "Add", "Muls", "Tanh", "Adds", "Mul", "Muls"}},
+        // Gelu, tanh form without the Tanh (0.5 (1 + tanh z) = 1 / (1 + e^-2z)), as CANN's
+        // Gelu kernel computes it: x / (1 + exp(-sqrt(8/pi) (x + 0.044715 x^3))); the Tanh
+        // form was 2x the measured time on 910B2 and 950PR (issue 48).
+        {"Gelu", {"Mul", "Mul", "Muls", "Add", "Muls", "Exp", "Adds", "Div"}},
         {"Silu", {"Sigmoid", "Mul"}}, {"HardSwish", {"Adds", "Adds", "Muls", "Mul"}},
         {"Clip", {"Adds", "Adds"}}, {"Identity", {}}, {"Dropout", {}},  // inference: identity
         {"Floor", {"Adds"}}, {"Ceil", {"Adds"}}, {"Round", {"Adds"}}, {"Sign", {"Adds"}},
@@ -112,11 +121,27 @@ std::vector<std::string> elementwise_ops() {
 int vec_program(const std::string& op, const std::string& dtype, std::vector<VecStep>& out) {
   auto it = recipes().find(op);
   if (it == recipes().end()) fail("'" + op + "' is not an elementwise op");
-  const bool bf16 = dtype == "bfloat16";
-  const bool fp32 = dtype == "float32" || bf16;
+  // fp16 Mish runs in fp32 between casts, as bf16: CANN's fp16 and fp32 Mish take the same
+  // time per element on 910B2 (cann-bench: 10.0 vs 10.2 us per M elements), its fp16 Sigmoid half.
+  const bool bf16 = dtype == "bfloat16" || (dtype == "float16" && op == "Mish");
+  // 4-byte lanes: 64 elements per repeat.  int64 has no vector ALU: it runs as pairs of
+  // int32 lanes (Ascend C's int64 Add/Max/Compare), twice the repeats of int32.
+  const bool fp32 = dtype == "float32" || bf16 || dtype == "int32" || dtype == "int64";
+  const int passes = dtype == "int64" ? 2 : 1;
+  if (dtype == "int16" || dtype == "int32" || dtype == "int64") {
+    // Integer lanes do integer arithmetic, compares and selects only: the float APIs
+    // (Exp, Div, Sqrt, Sigmoid, Tanh, Erf) have no integer form.
+    for (const char* api : it->second) {
+      const std::string a = api;
+      if (a != "Add" && a != "Adds" && a != "Mul" && a != "Muls")
+        fail(op + " on " + dtype + " is not modelled: its " + a + " has no integer form on the vector unit "
+             "(CANN casts to float first; model the Cast and the float op)");
+    }
+  }
   // bf16 arithmetic runs in fp32 between casts.
   if (bf16) out.push_back({vec_api_cost("CastUp"), false});
-  for (const char* api : it->second) out.push_back({vec_api_cost(api), fp32});
+  for (int pass = 0; pass < passes; ++pass)
+    for (const char* api : it->second) out.push_back({vec_api_cost(api), fp32});
   if (bf16) out.push_back({vec_api_cost("CastDown"), false});
   return *find_op(op)->operands;
 }

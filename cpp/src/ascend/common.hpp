@@ -19,6 +19,8 @@ inline int64_t align_up(int64_t a, int64_t b) { return cdiv(a, b) * b; }
 int dtype_size(const std::string& dtype);
 // The dtype name with aliases resolved ("fp16" -> "float16"); throws listing valid names.
 std::string canonical_dtype(const std::string& dtype);
+// int8, uint8, bool, int16, int32, int64.
+bool is_integer_dtype(const std::string& dtype);
 
 // ---- GM access charging ------------------------------------------------------
 // MTE2 moves GM data in sectors (Platform::gm_sector bytes): a burst

@@ -59,7 +59,9 @@ const char* family_name(OpFamily f) {
 const std::vector<OpEntry>& op_table() {
   using F = OpFamily;
   static const std::vector<OpEntry> t = {
-      cube("MatMul", {"MatMulV2"}, F::MatMul, {"transpose_a", "transpose_b"}),
+      // CANN kernel names (MatMulV3, StridedSliceV3, GatherElementsV2, ...) are aliases:
+      // aoe_native.predict_record reads CANN's benchmark records through them.
+      cube("MatMul", {"MatMulV2", "MatMulV3"}, F::MatMul, {"transpose_a", "transpose_b"}),
       cube("BatchMatMul", {"BatchMatMulV2"}, F::MatMul, {"transpose_a", "transpose_b"}),
       cube("Gemm", {}, F::MatMul, {"alpha", "beta", "transA", "transB"}),
       cube("Conv", {"Conv2D"}, F::Conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}),
@@ -79,9 +81,9 @@ const std::vector<OpEntry>& op_table() {
       // Data movement on the vector cores (vector.cpp, make_movement_model).
       movement("Concat", {"ConcatD", "ConcatV2"}, {}),
       movement("Split", {"SplitD", "SplitV"}, {"split", "num_outputs"}),
-      movement("Slice", {"StridedSlice", "StridedSliceD"}, {"steps"}),
+      movement("Slice", {"StridedSlice", "StridedSliceD", "StridedSliceV3"}, {"steps"}),
       movement("Gather", {"GatherV2"}, {"batch_dims"}),
-      movement("GatherElements", {}, {}),
+      movement("GatherElements", {"GatherElementsV2"}, {}),
       movement("Pad", {"PadD", "PadV3"}, {"mode"}),
       movement("Expand", {"BroadcastTo"}, {}),
       movement("Tile", {"TileD"}, {}),
@@ -178,7 +180,10 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
   op.kind = entry->name;
   op.dtype = canonical_dtype(in.dtype);
   check_op_limits(op, platform);
-  if (op.dtype == "int32") fail(op.kind + ": int32 is an output dtype only; inputs may be float16, bfloat16, float32 or int8");
+  // The cube takes float and int8 inputs; vector kernels any dtype their SoC's vector_dtypes list.
+  if ((entry->family == OpFamily::MatMul || entry->family == OpFamily::Conv) && is_integer_dtype(op.dtype) &&
+      op.dtype != "int8")
+    fail(op.kind + ": " + op.dtype + " is an output dtype only; inputs may be float16, bfloat16, float32 or int8");
   // Square(x) = Mul(x, x): one operand.
   if (in.kind == "Square") op.inputs.push_back(op.inputs.empty() ? std::vector<int64_t>{} : op.inputs[0]);
   switch (entry->family) {

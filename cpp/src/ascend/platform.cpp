@@ -51,7 +51,8 @@ Row mode_field() {
       .choices({"split", "coupled"});
 }
 
-const std::vector<std::string> kDtypes = {"float16", "bfloat16", "float32", "int8"};
+const std::vector<std::string> kDtypes = {"float16", "bfloat16", "float32", "int8",
+                                          "uint8",   "bool",     "int16",   "int32", "int64"};
 
 std::string alternatives(const std::vector<std::string>& c) {  // 'a', 'b' or 'c'
   std::string s;
@@ -140,6 +141,25 @@ const std::vector<PlatformField>& platform_fields() {
       field<&P::same_address>("same_address", Float,
                               "MTE2 time factor of a cube operand's first pass when the cores sharing it read the "
                               "same GM lines at once (kReorderLoad = 0); 1: not modelled")
+          .optional(),
+      field<&P::vec_rate_share>("vec_rate_share", Float,
+                                "fraction of an AI core's ddr_rate one vector core (AIV) moves; 0: cube_cores / "
+                                "vector_cores, the AIVs sharing it (fitted: aoe_native.calibrate)")
+          .optional()
+          .zero_ok(),
+      field<&P::l2_absorb>("l2_absorb", Float,
+                           "fraction of L2 that takes a vector kernel's GM writes at l2_gbps instead of HBM "
+                           "(write-back); 0: every write at HBM speed (fitted: aoe_native.calibrate)")
+          .optional()
+          .zero_ok(),
+      field<&P::vec_launch_cycles>("vec_launch_cycles", Float,
+                                   "start cost of a vector kernel beyond GE's op/MTE heads (launch, first GM "
+                                   "burst), cycles; 0: not modelled (fitted: aoe_native.calibrate)")
+          .optional()
+          .zero_ok(),
+      field<&P::vec_cost_scale>("vec_cost_scale", Float,
+                                "vector instruction cycles as a multiple of GE's per-API costs (VF dual issue: "
+                                "< 1); 1: GE's costs (fitted: aoe_native.calibrate)")
           .optional(),
   };
   return t;
@@ -245,6 +265,12 @@ void check_relations(const Platform& p, const std::string& where) {
     bad("gm_sector " + std::to_string(p.gm_sector) + " must be a power of two (bytes per GM read sector)");
   if (p.same_address < 1)
     bad("same_address " + field_text(FieldValue{p.same_address}) + " must be at least 1 (a slowdown factor; 1: none)");
+  // An AIV moves at most its AI core's rate (the ini's ddr_rate is per AI core), and only
+  // the L2 there is can absorb writes.
+  if (p.vec_rate_share > 1)
+    bad("vec_rate_share " + field_text(FieldValue{p.vec_rate_share}) + " must be at most 1 (a share of ddr_rate)");
+  if (p.l2_absorb > 1)
+    bad("l2_absorb " + field_text(FieldValue{p.l2_absorb}) + " must be at most 1 (a fraction of l2)");
   if (p.split && p.vector_cores % p.cube_cores != 0)
     bad("vector_cores " + std::to_string(p.vector_cores) + " must be a multiple of cube_cores " +
         std::to_string(p.cube_cores) + " on a split SoC (AIVs per AIC)");

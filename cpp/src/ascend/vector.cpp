@@ -47,8 +47,12 @@ class VecModel : public OpModel {
     const double f = p.freq_mhz;
     // Per vector core share of the AI core's GM rate ([R] ddr_rate is per
     // AI core; on split SoCs its AIVs share it).
-    rate_ = p.split ? p.ddr_rate * p.cube_cores / p.vector_cores : p.ddr_rate;
+    // (vec_rate_share, when fitted, is the share one AIV reaches.)
+    rate_ = p.vec_rate_share > 0 ? p.ddr_rate * p.vec_rate_share
+            : p.split             ? p.ddr_rate * p.cube_cores / p.vector_cores
+                                  : p.ddr_rate;
     hbm_Bpus_ = p.hbm_gbps * 1e3;
+    l2_Bpus_ = (p.l2_gbps > 0 ? p.l2_gbps * 1e3 : p.cube_cores * p.l2_rate * p.freq_mhz);
     const double chip_rate =
         std::min(hbm_Bpus_, p.vector_cores * rate_ * f + p.standalone_vector_cores * p.standalone_ddr_rate * p.vec_freq_mhz);
     roofline_us_ = k.unique_bytes / chip_rate;
@@ -86,9 +90,14 @@ class VecModel : public OpModel {
     if (splitR) core_cycles += k.syncs * mte2_head(int(cores), false);  // SyncAll, then combine partials
     const double f = p.freq_mhz;
     const int64_t launched = cores + vcores;
-    const double head_us = (kOpHead + mte2_head(int(launched), ai.tile_bytes >= 25000) + kMte3Head + kVecHead) / f;
-    const double chip_bytes = (ai.read_ch + ai.write_ch) * cores + (vr.read_ch + vr.write_ch) * vcores;
-    const double hbm_us = chip_bytes / hbm_Bpus_;
+    const double head_us =
+        (kOpHead + mte2_head(int(launched), ai.tile_bytes >= 25000) + kMte3Head + kVecHead + p.vec_launch_cycles) / f;
+    // L2 is cleared before the kernel (the benchmark's set-up), so reads come from HBM; writes
+    // that fit the l2_absorb share of L2 stay there (write-back) and go at L2 speed.
+    const double reads = ai.read_ch * cores + vr.read_ch * vcores, writes = ai.write_ch * cores + vr.write_ch * vcores;
+    const double rereads = ai.reread_ch * cores + vr.reread_ch * vcores;
+    const double absorbed = std::min(writes, p.l2 * p.l2_absorb);
+    const double hbm_us = std::max((reads - rereads + writes - absorbed) / hbm_Bpus_, (absorbed + rereads) / l2_Bpus_);
     const double ai_us = core_cycles / f, vc_us = vcores > 0 ? vr.cycles / p.vec_freq_mhz : 0.0;
     const double core_us = std::max(ai_us, vc_us);
     const double time = std::max(core_us, hbm_us) + head_us;
@@ -122,6 +131,7 @@ class VecModel : public OpModel {
   struct CoreRun {
     double mte2 = 0, vec = 0, mte3 = 0, port = 0, cycles = 0;
     double read = 0, write = 0, read_ch = 0, write_ch = 0, tile_bytes = 0;
+    double reread_ch = 0;  // of read_ch: the 2nd and later sweeps over a row (L2 hits when the rows fit L2)
   };
   CoreRun run_core(int64_t units_core, int64_t row, bool splitR, bool fits, int sweeps, int64_t tile, int64_t db,
                    double rate, int64_t cores) const {
@@ -157,13 +167,20 @@ class VecModel : public OpModel {
       return write_charge(run, k.transpose_side ? run * 2 : run) / double(run);
     };
     c.read_ch = c.read * rcharge(rin) + k.bcast_bytes;
+    // A row swept more than once (it does not fit a tile) is read again while every core's
+    // row is in L2 (L2 is cleared before the kernel, so the first sweep comes from HBM).
+    if (sweeps > 1 && double(cores) * double(row) * k.in_bytes <= p.l2)
+      c.reread_ch = (c.read_ch - k.bcast_bytes) * (sweeps - 1) / sweeps;
     c.write_ch = c.write * wcharge(rout);
     const double eff = small_transfer_eff(c.tile_bytes, int(cores));
     c.mte2 = c.read_ch / (rate * eff) + double(tiles) * k.in_streams * sweeps * kLoadCall;
     c.mte3 = c.write_ch / (rate * eff) + double(tiles) * kStoreCall;
     c.port = (c.read_ch + c.write_ch) / (rate * eff);  // MTE2 and MTE3 share the core's GM port
     // Vector: elementwise APIs over each tile; reduce APIs per row.
-    c.vec = double(tiles) * sweeps * vec_cycles(k.elem_prog, tile_elems);
+    // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
+    // with the sum, then the scaling): every element op runs once per element, not per sweep
+    // (per sweep, a 950PR bf16 Softmax over [31, 67, 127, 257] dim 2 was 2x the measured time).
+    c.vec = double(tiles) * vec_cycles(k.elem_prog, tile_elems) * p.vec_cost_scale;
     if (!k.row_prog.empty()) {
       const double rows_in_tile = fits ? double(std::min(rows_per_tile, units_core)) : 1.0;
       const double elems_in_call = fits ? row_elems : double(tile);
@@ -171,7 +188,7 @@ class VecModel : public OpModel {
         const double epr = s.fp32 ? 64.0 : 128.0;
         double reps = rows_in_tile * std::ceil(elems_in_call / epr);
         if (elems_in_call > epr) reps += rows_in_tile * std::ceil(std::ceil(elems_in_call / epr) / epr);
-        c.vec += double(tiles) * (reps * s.cost.per_repeat + s.cost.per_call);
+        c.vec += double(tiles) * (reps * s.cost.per_repeat * p.vec_cost_scale + s.cost.per_call);
       }
     }
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
@@ -242,14 +259,19 @@ class VecModel : public OpModel {
     }
     // Baseline: the Ascend C sample pattern - all cores (no more than rows),
     // BUFFER_NUM = 2, TILE_NUM = 8, i.e. tileLength = blockLength / 16,
-    // capped by UB; reductions keep whole rows on a core.
+    // capped by UB; reductions keep whole rows on a core, in one tile where UB holds one (a
+    // 2049-element row in a 2048 tile swept three times: 2x the measured bf16 Softmax on
+    // 910B2 and 950PR).  A transpose takes the largest
+    // square tile UB holds (CANN's Transpose: 32x32 tiles wrote 64-byte runs, 3-8x the
+    // measured time of 950PR's 2-D transposes).
     const int64_t bd = std::min<int64_t>(p.vector_cores, std::max<int64_t>(1, k.units));
     int64_t bd_val = s.values[0].front();
     for (int64_t v : s.values[0]) if (v <= bd) bd_val = v;
     const int64_t block = cdiv(total, bd_val);
     int64_t tile = s.values[1].front();
     for (int64_t v : s.values[1])
-      if (v * (per_tile_bytes_db * 2 + fixed) <= ub && (v <= std::max<int64_t>(block / 16, 1) || v <= k.unit_elems)) tile = v;
+      if (v * (per_tile_bytes_db * 2 + fixed) <= ub &&
+          (v <= std::max<int64_t>(block / 16, 1) || v < 2 * k.unit_elems || k.transpose_side)) tile = v;
     s.baseline = {bd_val, tile, 2};
     if (k.split_rows) s.baseline.push_back(0);
     if (vc_index_ >= 0) {
@@ -260,7 +282,7 @@ class VecModel : public OpModel {
 
   VecKernel k_;
   Platform p_;
-  double rate_, hbm_Bpus_;
+  double rate_, hbm_Bpus_, l2_Bpus_;
   int vc_index_ = -1;  // position of vcBlocks in a tiling, -1: no standalone Vector Cores
 };
 
@@ -278,8 +300,9 @@ VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& k
   return k;
 }
 
-// int8 elementwise math runs in fp16 between casts.
-std::string compute_dtype(const std::string& dtype) { return dtype == "int8" ? "float16" : dtype; }
+// Byte-wide data (int8, uint8, bool) is computed in fp16 between casts.
+bool byte_dtype(const std::string& d) { return d == "int8" || d == "uint8" || d == "bool"; }
+std::string compute_dtype(const std::string& dtype) { return byte_dtype(dtype) ? "float16" : dtype; }
 
 // Axis in [-rank, rank) -> [0, rank).
 int64_t norm_axis(int64_t a, size_t rank, const std::string& kind) {
@@ -343,7 +366,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   int temps = 0;  // temporaries of the hungriest API in the chain
   int out_size = k.ds;
   const std::string cd = compute_dtype(dtype);
-  if (dtype == "int8") k.elem_prog.push_back({vec_api_cost("CastUp"), false});
+  if (byte_dtype(dtype)) k.elem_prog.push_back({vec_api_cost("CastUp"), false});
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string& o = ops[i];
     if (o == "Cast") {
@@ -372,7 +395,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
     consumed += (i == 0) ? arity : arity - 1;
     for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
   }
-  if (dtype == "int8") k.elem_prog.push_back({vec_api_cost("CastDown"), false});
+  if (byte_dtype(dtype)) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
   k.temp_fp32 += temps;
   if (consumed != op.inputs.size())
     fail(op.kind + ": the ops " + [&] { std::string s; for (auto& o : ops) s += (s.empty() ? "" : ", ") + o; return s; }() +
@@ -440,8 +463,10 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     else inner *= x[i];
   }
   const std::string cd = compute_dtype(dtype);
+  if ((sm || ln) && is_integer_dtype(dtype) && !byte_dtype(dtype))  // bytes: fp16 between casts, as before
+    fail(op.kind + ": " + dtype + " input is not modelled (an exp/normalisation of integers; CANN takes floats)");
   const bool up = cd == "float16" && (sm || ln);  // fp16 softmax/layernorm compute in fp32
-  const bool f32 = cd != "float16" || up;
+  const bool f32 = up || dtype_size(cd) >= 4 || cd == "bfloat16";  // 64 elements per repeat
   auto api = [&](const char* name) { return VecStep{vec_api_cost(name), f32}; };
   if (up) k.elem_prog.push_back({vec_api_cost("CastUp"), false});
   const int64_t elem_align = 32 / k.ds;
@@ -467,8 +492,14 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     k.out_bytes = (sm || ln) ? k.ds : 0;
   } else {
     // Reduction along a non-innermost axis: vector Adds of rows, blocks of
-    // 512 B of the inner axis per unit (so GM runs stay long).
-    const int64_t blk = std::min<int64_t>(align_up(inner, elem_align), 512 / k.ds);
+    // 512 B of the inner axis per unit (so GM runs stay long), narrower (down to one
+    // 32-byte block) while that leaves vector cores idle: CANN's kernels split the
+    // inner axis over the cores (a 950PR Softmax over dim 0 of [8192, 8192] on 32 of
+    // 64 cores was 3.5x the measured time, issue 48).
+    int64_t blk = std::min<int64_t>(align_up(inner, elem_align), 512 / k.ds);
+    // (Not below one GM read sector: shorter bursts cost a whole one.)
+    const int64_t min_blk = std::max<int64_t>(elem_align, p.gm_sector / k.ds);
+    while (blk > min_blk && outer * cdiv(inner, blk) < p.vector_cores) blk = align_up(blk / 2, elem_align);
     k.units = outer * cdiv(inner, blk);
     k.unit_elems = R * blk;
     k.run_in = double(blk) * k.ds;
@@ -488,6 +519,11 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     }
   }
   if (up) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
+  if (cd == "int64") {  // pairs of int32 lanes (vec_program): every step twice
+    const auto e = k.elem_prog, r = k.row_prog;
+    k.elem_prog.insert(k.elem_prog.end(), e.begin(), e.end());
+    k.row_prog.insert(k.row_prog.end(), r.begin(), r.end());
+  }
   if (ln) {
     for (size_t i = 1; i < op.inputs.size() && i < 3; ++i) {
       check_shape(op.inputs[i], "LayerNormalization input " + std::to_string(i));
@@ -543,6 +579,14 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
     k.run_in = double(x[rank - 1]) * kept * k.ds;
     k.run_out = double(x[perm[rank - 1]]) * kept * k.ds;
     k.transpose_side = 1;
+    // An output row shorter than a 32-byte block (perm [0, 2, 3, 1] of 9 channels) is
+    // assembled in UB with the output axes before it: the tile writes that whole slab in one
+    // run (a 950PR int16 NCHW->NHWC of 9 channels ran at 6x the measured time with 18-byte runs).
+    if (k.run_out < 32) {
+      for (size_t i = rank - 1; i-- > 0 && k.run_out < 512;) k.run_out *= double(x[perm[i]]);
+      k.run_out = std::min(k.run_out, double(n) * k.ds);
+      k.transpose_side = 0;
+    }
   }
   k.ub_buffers = 2;
   k.temp_fp32 = k.transpose_side ? 1 : 0;
@@ -638,6 +682,33 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p) {
   return std::make_shared<VecModel>(k, p);
 }
 
+namespace {
+// A strided Slice (attrs "steps", StridedSlice's strides): a step on an outer axis cuts the
+// contiguous run to the axes inside it; a step on the last axis reads the rows' whole span
+// and picks the kept elements in UB (GatherMask: one pass).
+void slice_steps(VecKernel& k, const OpDesc& op, const std::vector<int64_t>& x, const std::vector<int64_t>& out,
+                 double& read_elems, int64_t& run_in) {
+  const auto steps = attr_ints(op, "steps", {});
+  if (steps.empty()) return;
+  const size_t rank = x.size();
+  if (steps.size() != rank) fail("Slice: steps " + shape_str(steps) + " must have one entry per axis of " + shape_str(x));
+  for (size_t j = 0; j < rank; ++j) {
+    if (steps[j] < 1) fail("Slice: steps " + shape_str(steps) + ": only positive steps are modelled");
+    if (steps[j] > 1 && j + 1 < rank) {
+      int64_t in_run = 1;
+      for (size_t i = j + 1; i < rank; ++i) in_run *= out[i];
+      run_in = std::min(run_in, in_run);
+    }
+  }
+  const int64_t last = steps[rank - 1];
+  if (last > 1) {
+    read_elems = std::min(double(numel(x)), double(numel(out)) * double(last));
+    run_in = std::min(x[rank - 1], out[rank - 1] * last);
+    k.elem_prog.push_back({vec_api_cost("Adds"), false});
+  }
+}
+}  // namespace
+
 std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p) {
   // Data movement (Concat, Split, Slice, Gather, Pad, Expand, Tile, Resize,
   // DepthToSpace): memory-bound kernels of the vector pattern above
@@ -695,7 +766,10 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
   } else if (kd == "Slice" || kd == "Pad") {
     need_rank(x, "input");
     run_in = std::min(inner(x, axis), inner(out, axis));
-    if (kd == "Slice") read_elems = double(n_out);  // only the kept elements are read
+    if (kd == "Slice") {
+      read_elems = double(n_out);  // only the kept elements are read
+      slice_steps(k, op, x, out, read_elems, run_in);
+    }
   } else if (kd == "Gather") {
     // data [.., V, rows..] gathered along `axis` by op.inputs[1] (indices, int64).
     if (op.inputs.size() < 2) fail("Gather: give the data and the indices shapes");
@@ -704,9 +778,19 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
     index_bytes = double(numel(op.inputs[1])) * 8;
     run_in = row;
   } else if (kd == "GatherElements") {
-    read_elems = double(n_out);
     index_bytes = double(n_out) * 8;
-    run_in = std::max<int64_t>(1, 32 / k.ds);  // scattered: one 32-byte DataBlock per element
+    const int64_t slab = inner(x, axis);  // input elements under one index of the axes before `axis`
+    if (double(slab) * k.ds * 4 <= p.ub) {
+      // The slab fits UB (with double-buffered index and output tiles): each output slice
+      // reads its slab once, contiguously, and gathers in UB (one vector pass); scattered
+      // 32-byte reads were 4x the measured time of a 950PR gather along an 8 KB last axis.
+      read_elems = double(n_out / std::max<int64_t>(1, inner(out, axis))) * double(slab);
+      run_in = slab;
+      k.elem_prog.push_back({vec_api_cost("Adds"), false});
+    } else {
+      read_elems = double(n_out);
+      run_in = std::max<int64_t>(1, 32 / k.ds);  // scattered: one 32-byte DataBlock per element
+    }
   } else if (kd == "Expand" || kd == "Tile") {
     run_in = inner(x, std::max<int64_t>(0, int64_t(x.size()) - 1));
     k.elem_prog.push_back({vec_api_cost("Adds"), false});  // broadcast copy in UB

@@ -61,6 +61,10 @@ class Platform:
     scalar_start_cycles: float
     scalar_block_cycles: float
     same_address: float
+    vec_rate_share: float
+    l2_absorb: float
+    vec_launch_cycles: float
+    vec_cost_scale: float
     @staticmethod
     def from_dict(d: dict[str, Any], where: str = "platform") -> Platform: ...
     def to_dict(self) -> dict[str, Any]: ...

@@ -13,6 +13,10 @@ reports both errors.  :meth:`Calibration.save` writes a platform JSON that
 The published Ascend measurements the model can express ship as
 ``data/ascend_measured_cases.json`` (:func:`published_cases`), each record citing its
 case in ``ascend_measured_cases.md`` and its source document.
+
+The vector model's constants (:data:`VECTOR_FITTED`) are fitted per SoC on CANN's measured
+kernels (``shared/reference/measured_ops``) by :func:`calibrate_measured`, on the records whose
+benchmark case id % 4 == 0, the others held out; socs.json ships the result for 910B2 and 950PR.
 """
 
 from __future__ import annotations
@@ -32,15 +36,26 @@ from . import ops
 from .platforms import Platform, native_platform
 from .platforms import platform_fields as _native_fields
 
-__all__ = ["Measurement", "RecordFit", "Calibration", "Contradiction", "calibrate", "contradictions",
-           "published_cases", "uncalibrated", "CalibrationWarning", "FITTED", "BOUNDS", "SECTORS", "FITTABLE", "PIPES"]
+__all__ = ["Measurement", "RecordFit", "Calibration", "Contradiction", "calibrate", "calibrate_measured",
+           "measurement_of_record",
+           "contradictions", "published_cases", "uncalibrated", "CalibrationWarning", "FITTED", "VECTOR_FITTED",
+           "BOUNDS", "SECTORS", "FITTABLE", "PIPES"]
 
 # The constants calibrate() fits by default, and their bounds (continuous ones).
 # scalar_block_cycles is fittable but not fitted by default: the published cases do not
 # identify it (fitting it on cases 1, 5, 6 and 11 lowers their error by 0.4 points).
 FITTED = ("mte2_eff", "gm_sector", "mte2_miss_cycles", "scalar_start_cycles")
+# The vector model's constants, fitted on CANN's measured kernels (calibrate_measured).  Bounds
+# keep them physical: an AIV moves between its half of the AI core's ddr_rate (the AIVs sharing
+# it, the model before) and all of it (the ini's per-core rate: no more); at most the whole L2
+# absorbs writes (at l2_gbps, the datasheet's); no negative cost; instruction costs at most 2x
+# faster than GE's per-API table (950PR's VF dual issue: 512 B/cycle against 256, IPC limit ~2,
+# shared/reference/ascend_measured_cases.md §0) and at most 4x slower.
+VECTOR_FITTED = ("vec_rate_share", "l2_absorb", "vec_launch_cycles", "vec_cost_scale")
 BOUNDS = {"mte2_eff": (0.3, 1.0), "mte2_copy_cycles": (0.0, 5000.0), "mte2_miss_cycles": (0.0, 5000.0),
-          "scalar_start_cycles": (0.0, 100000.0), "scalar_block_cycles": (0.0, 10000.0)}
+          "scalar_start_cycles": (0.0, 100000.0), "scalar_block_cycles": (0.0, 10000.0),
+          "vec_rate_share": (0.5, 1.0), "l2_absorb": (0.0, 1.0), "vec_launch_cycles": (0.0, 20000.0),
+          "vec_cost_scale": (0.5, 4.0)}
 # gm_sector is a transfer granule, a power of two: the model's cost is a step
 # function of it, so it is fitted by trying each value, not by gradients.
 SECTORS = (32, 64, 128, 256, 512)
@@ -87,6 +102,17 @@ class Measurement:
         if "op" not in d or "inputs" not in d:
             raise ValueError(f"{where}: a measurement needs 'op' and 'inputs'")
         return cls(**{k: d[k] for k in known if k in d and d[k] is not None})
+
+
+def measurement_of_record(record: Mapping[str, Any], soc_map: Mapping[str, str] | None = None) -> Measurement:
+    """A record of CANN's benchmark file (records.py) as a :class:`Measurement` of the model
+    operator that runs it, at the default tiling, on the record's SoC; UnmodelledOperator
+    or ValueError naming the record as :func:`records.translate_record`."""
+    from . import records
+
+    op, inputs, dtype, attrs = records.translate_record(record)
+    return Measurement(op=op, inputs=inputs, dtype=dtype, attrs=attrs, time_us=float(record["time_us"]),
+                       soc_version=records.record_soc(record, soc_map), name=str(record.get("id", "")))
 
 
 @dataclass(frozen=True)
@@ -412,8 +438,11 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
                                 x_scale=np.maximum(np.abs(x0), margin))
             # A constant no record depends on (its term never binds) keeps its start value.
             x = np.where(np.all(sol.jac == 0, axis=0), [start[k] for k in cont], sol.x)
-            if best is None or _better(float(sol.cost), best[0]):
-                best = (float(sol.cost), params_of(x, sector))
+            # ... and the choice is made at that x: a constant flat at the solution need not be
+            # flat where the others would be had it kept its start value.
+            cost = float(sol.cost) if np.array_equal(x, sol.x) else 0.5 * float(np.sum(residuals(x, sector) ** 2))
+            if best is None or _better(cost, best[0]):
+                best = (cost, params_of(x, sector))
     assert best is not None
     params = best[1]
     rows = []
@@ -422,3 +451,58 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
             for (q, pub), after, before in zip(r.targets, r.predict(params), r.predict(start)):
                 rows.append(RecordFit(r.name, q, held, pub, after, before))
     return Calibration(platform=_with(base, params), params=params, start=start, rows=rows)
+
+
+# ---- CANN's measured kernels ------------------------------------------------------------------
+
+def _vector_measurements(records: Iterable[Mapping[str, Any]], soc: str, soc_map: Mapping[str, str]) -> list[Measurement]:
+    """Single-kernel, modelled, vector (not MatMul: the cube has its own fit) records of ``soc``."""
+    from . import records as recs
+
+    out = []
+    for r in records:
+        if r.get("single_kernel") is not True or r.get("soc") != soc:
+            continue
+        try:
+            m = measurement_of_record(r, soc_map)
+            ops.baseline_tiling(m.op, m.inputs, m.dtype, m.soc_version, m.attrs)  # refused ones are left out
+        except recs.UnmodelledOperator:
+            continue
+        except ValueError:
+            continue
+        if ops.op_model(m.op, m.inputs, m.dtype, m.soc_version, m.attrs).kind not in ("MatMul", "BatchMatMul", "Gemm"):
+            out.append(m)
+    return out
+
+
+def calibrate_measured(records: Sequence[Mapping[str, Any]], fit: Sequence[str] = VECTOR_FITTED,
+                       candidates: Mapping[str, Sequence[str]] | None = None) -> dict[str, Calibration]:
+    """Fit the vector model's constants ``fit`` per SoC on records of CANN's benchmark file
+    (``shared/reference/measured_ops``): the records whose case id % 4 == 0
+    (:func:`records.fit_half`) are fitted, the others predicted (``held_out_rows``).  Only
+    single-kernel records the model runs on the vector cores take part.
+
+    ``candidates`` maps a record's ``soc`` to the built-in SoCs it may be (default: the
+    benchmark's unnamed 950PR is either socs.json's ``Ascend950PR``, 32/64 cores, or the
+    ``Ascend950PR_9579`` ini, 28/56); each is fitted and the one with the lower fit cost
+    is kept.  Returns {record soc: Calibration} (its ``platform.name`` the chosen SKU)."""
+    from . import records as recs
+
+    candidates = dict(candidates or {"Ascend910B2": ["Ascend910B2"], "Ascend950PR": ["Ascend950PR", "Ascend950PR_9579"]})
+    out: dict[str, Calibration] = {}
+    for soc, skus in candidates.items():
+        best: tuple[float, Calibration] | None = None
+        for sku in skus:
+            ms = _vector_measurements(records, soc, {soc: sku})
+            by_id = {str(r.get("id")): r for r in records}
+            fit_ms = [m for m in ms if recs.fit_half(by_id[m.name])]
+            held = [m for m in ms if not recs.fit_half(by_id[m.name])]
+            if not fit_ms:
+                continue
+            cal = calibrate(sku, fit_ms, held, fit=fit)
+            cost = float(np.sum(np.log([r.ratio for r in cal.fitted_rows]) ** 2))
+            if best is None or cost < best[0]:
+                best = (cost, cal)
+        if best is not None:
+            out[soc] = best[1]
+    return out

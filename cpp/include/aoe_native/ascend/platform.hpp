@@ -51,6 +51,12 @@ struct Platform {
   double scalar_start_cycles = 0;  // scalar work before the first MTE2 (Matmul init, tiling), cycles
   double scalar_block_cycles = 0;  // scalar issue and loop control per base-block iteration, cycles
   double same_address = 1;         // MTE2 slow-down of cores missing L2 on the same lines at once (1: none)
+  // Fitted constants of the vector model (aoe_native.calibrate on CANN's measured kernels);
+  // the defaults give the model as it was.
+  double vec_rate_share = 0;       // fraction of an AI core's ddr_rate one AIV moves (0: cube_cores / vector_cores)
+  double l2_absorb = 0;            // fraction of L2 that takes a vector kernel's writes at L2 speed (0: all to HBM)
+  double vec_launch_cycles = 0;    // start cost of a vector kernel beyond the GE heads (launch, first burst), cycles
+  double vec_cost_scale = 1;       // vector instruction cycles relative to GE's per-API costs (dual issue: < 1)
 
   double cycles_per_us() const { return freq_mhz; }
   bool operator==(const Platform& o) const;  // every field of platform_fields()
