@@ -107,8 +107,11 @@ def test_tune_ops_filter_and_result_files(tmp_path):
     opat = doc[1]["OPAT"]
     assert set(opat) == {"model_baseline_performance(ms)", "model_result_performance(ms)",
                          "model_performance_improvement", "opat_tuning_result", "repo_modified_operators",
-                         "repo_summary", "model_coverage"}  # AOE's fields, and ours added
+                         "repo_summary", "model_coverage", "aoe_native_basis"}  # AOE's fields, and ours added
     assert opat["repo_summary"] == r.repo_summary
+    # what the times and the "before" are (issue 47): the cost model's estimates, CANN's defaults
+    assert opat["aoe_native_basis"]["times"] == "cost model estimate"
+    assert sum(opat["aoe_native_basis"]["baselines"].values()) == len(r.tasks)
     cov = opat["model_coverage"]  # the 1-D MaxPool is the one unmodelled node
     assert (cov["nodes"], cov["unmodelled_nodes"], cov["top_unmodelled"][0]["op_type"]) == (r.n_nodes, 1, "MaxPool")
     assert 0.99 < cov["flops_share"] < 1.0 and cov["modelled_nodes"] + cov["unmodelled_nodes"] == r.n_nodes

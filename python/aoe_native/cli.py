@@ -47,6 +47,7 @@ from rich.console import Console
 
 from .ascend.platforms import DEFAULT_SOC, soc_versions
 from .bank.store import Bank, BankError, bank_dir, merge_banks, root_socs
+from .cann import builtin_dir
 from .cann import cli as cann_cli
 from .cluster import Cluster
 from .fileio import json_depth
@@ -389,7 +390,7 @@ def _aoe(argv: list[str] | None) -> int:
                           repeat_tune=repeat_tune_from_env(), output=args.output,
                           result_dir=os.environ.get("ASCEND_WORK_PATH") or os.getcwd(),
                           launch_overhead_us=args.launch_overhead_us,
-                          builtin_bank=cann_cli.builtin_dir(args.builtin_bank, os.environ.get("ASCEND_OPP_PATH")),
+                          builtin_bank=builtin_dir(args.builtin_bank, os.environ.get("ASCEND_OPP_PATH")),
                           progress=ProgressBar(err) if args.progress_bar else None)
             if args.job_type[0] == 1:
                 sg = tune_subgraphs(args.model, optimization_level=args.tune_optimization_level,
@@ -429,7 +430,7 @@ def _aoe(argv: list[str] | None) -> int:
 def _print_outcome(r: JobResult, units: list, what: str) -> None:
     """Model time, bank summary and files written: the same lines for every model-tuning job."""
     s = r.repo_summary
-    print(f"model time ({r.evaluator}) {r.baseline_ms:.4f} ms -> {r.tuned_ms:.4f} ms")
+    print(f"model time ({r.times_are}) {r.baseline_ms:.4f} ms -> {r.tuned_ms:.4f} ms")
     print(f"repo summary: total {s['total_num']}, hit {s['repo_hit_num']} (reserved {s['repo_reserved_num']}, "
           f"update {s['repo_update_num']}), add {s['repo_add_num']}, unsatisfied {s['repo_unsatisfied_num']}; "
           f"bank {r.bank_directory}")
@@ -461,6 +462,7 @@ def _print_opat(out: Console, r) -> None:
     if any(t.update_mode in ("add", "update", "reserved") for t in r.tasks):
         out.print(summary_table(r, narrow=out.width < 80))
     print(f"model {r.model_name}: {len(r.kernels)} kernels, {len(r.tasks)} distinct tasks; {r.coverage_text()}")
+    print(r.basis_text())
     _print_outcome(r, r.tasks, "tasks")
     if r.start_ms is not None:
         print(f"operator tuning's own gain: {r.stage_improvement * 100:.2f}% (from subgraph tuning's "

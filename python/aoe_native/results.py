@@ -44,6 +44,8 @@ class TaskResult(TaskIdentity):
     roofline_us: float
     trace: list[float] = field(default_factory=list)
     error: str | None = None
+    # what the "before" is: "CANN MatMulV3 default", "approximate CANN default" or "built-in bank"
+    baseline_kind: str = ""
 
     @property
     def improvement(self) -> float:
@@ -98,6 +100,11 @@ class JobResult:
         return improvement(self.baseline_ms, self.tuned_ms)
 
     @property
+    def times_are(self) -> str:
+        """What the times are: "cost model estimate" or what the evaluator measured them with."""
+        return "cost model estimate" if self.evaluator == "cost model" else self.evaluator
+
+    @property
     def speedup(self) -> float:
         return self.baseline_ms / self.tuned_ms if self.tuned_ms > 0 else 1.0
 
@@ -128,6 +135,20 @@ class ModelTuneResult(JobResult):
     # Set when operator tuning ran on subgraph tuning's plan (job_type "1,2"): the model time the
     # stage started from (the baseline is then the fused kernels at their default tilings).
     start_ms: float | None = None
+
+    def baseline_kinds(self) -> dict[str, int]:
+        """How many tasks' "before" is each kind of default (CANN's own, approximate, built-in bank)."""
+        out: dict[str, int] = {}
+        for t in self.tasks:
+            if t.baseline_kind:
+                out[t.baseline_kind] = out.get(t.baseline_kind, 0) + 1
+        return out
+
+    def basis_text(self) -> str:
+        """One line saying what the numbers are, e.g. "times: cost model estimate; before: CANN
+        MatMulV3 default (12 tasks), approximate CANN default (15 tasks)"."""
+        kinds = ", ".join(f"{k} ({plural(n, 'task')})" for k, n in sorted(self.baseline_kinds().items()))
+        return f"times: {self.times_are}; before: {kinds or 'default tilings'}"
 
     @property
     def stage_improvement(self) -> float:

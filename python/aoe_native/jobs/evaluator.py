@@ -83,6 +83,10 @@ class TaskEvaluator(ABC):
                                 attrs=task.attrs or None)
         return {k: int(v) for k, v in t.items()}
 
+    def baseline_kind(self, task: TaskLike) -> str:
+        """What the default tiling stands for ("CANN MatMulV3 default", "approximate CANN default")."""
+        return ops.baseline_kind(task.op_type, task.inputs, task.dtype, self.platform, attrs=task.attrs or None)
+
     def baseline(self, task: TaskLike) -> tuple[Tiling, float]:
         """The default tiling and its time."""
         tiling = self.baseline_tiling(task)

@@ -32,6 +32,10 @@ if TYPE_CHECKING:  # onnx is a dependency, but only a model file is needed to ca
 __all__ = ["tune_model", "tune_torch", "TuneOpsWarning"]
 
 
+# What the "before" of a task is when CANN's built-in bank holds it (beside ops.baseline_kind's kinds).
+BUILTIN_BANK = "built-in bank"
+
+
 class TuneOpsWarning(UserWarning):
     """Some names of tune_ops match no operator of the model (the others are tuned)."""
 
@@ -285,7 +289,16 @@ class _OperatorTuning:
                           baseline_tiling=st.baseline_tiling, baseline_us=st.baseline_us, tiling=tiling,
                           time_us=final, update_mode=mode, bank_hit=hit, tuned=tuned,
                           warm_started=bool(st.warm) and not hit and tuned, evaluations=st.evaluations,
-                          space_size=st.space_size, roofline_us=st.roofline_us, trace=st.trace, error=st.error)
+                          space_size=st.space_size, roofline_us=st.roofline_us, trace=st.trace, error=st.error,
+                          baseline_kind=self._baseline_kind(st))
+
+    def _baseline_kind(self, st: TaskState) -> str:
+        if st.builtin:
+            return BUILTIN_BANK
+        try:
+            return self.job.evaluator.baseline_kind(st.task)
+        except Exception:  # a task the model cannot build has no default either
+            return ""
 
     def assemble(self, dtype: str, seed: int) -> ModelTuneResult:
         tuned_set = {id(s) for s in self.to_tune}

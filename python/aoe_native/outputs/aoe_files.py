@@ -58,8 +58,10 @@ def opat_section(r: ModelTuneResult) -> dict[str, Any]:
                                else "tuning successful"),
         "repo_modified_operators": modified,
         "repo_summary": dict(r.repo_summary),
-        # Added by aoe-native (not an AOE field): what the improvement above covers.
+        # Added by aoe-native (not AOE fields): what the improvement above covers, and what the
+        # times and the "before" are.
         "model_coverage": {k: v for k, v in r.coverage.items()},
+        "aoe_native_basis": {"times": r.times_are, "baselines": r.baseline_kinds()},
     }
 
 
@@ -92,6 +94,7 @@ def sgat_section(r: SubgraphTuneResult) -> dict[str, Any]:
         # Added by aoe-native (not AOE fields): the options and what the improvement covers.
         "tune_optimization_level": r.optimization_level,
         "Fnonhomo_split": r.nonhomo_split,
+        "aoe_native_basis": {"times": r.times_are, "baselines": {"fixed fusion rules, default tilings": len(r.subgraphs)}},
         "kernels_before": r.baseline_kernels,
         "kernels_after": len(r.kernels),
         "model_coverage": dict(r.coverage),

@@ -157,7 +157,8 @@ def render_report(r: ModelTuneResult) -> str:
         ["performance improvement (of the modelled part)", percent(r.improvement)],
         ["modelled part", r.coverage_text()],
         ["launch overhead per kernel (us)", r.launch_overhead_us],
-        ["evaluator", r.evaluator],
+        ["times", r.times_are],
+        ["before (default tiling)", ", ".join(f"{k}: {plural(n, 'task')}" for k, n in sorted(r.baseline_kinds().items()))],
         ["graph nodes / kernels / distinct tasks", f"{r.n_nodes} / {len(r.kernels)} / {len(r.tasks)}"],
         ["views and folded nodes (no kernel)", r.n_view_nodes],
         ["bank", r.bank_directory],
@@ -174,11 +175,11 @@ def render_report(r: ModelTuneResult) -> str:
                       ", ".join(u["nodes"][:5])]
                      for u in r.unsupported])
              if r.unsupported else "<p>Every node is modelled.</p>")
-    tasks = _table(["#", "op", "input shapes", "attrs", "occurs", "default (us)", "tuned (us)", "improvement",
-                    "mode", "evaluations", "tiling space"],
+    tasks = _table(["#", "op", "input shapes", "attrs", "occurs", "default (us)", "default is", "tuned (us)",
+                    "improvement", "mode", "evaluations", "tiling space"],
                    [[t.index, t.op_type, _shape_str(t.inputs),
                      attr_text(t.attrs), t.occurrences,
-                     f"{t.baseline_us:.3f}", f"{t.time_us:.3f}", percent(t.improvement),
+                     f"{t.baseline_us:.3f}", t.baseline_kind, f"{t.time_us:.3f}", percent(t.improvement),
                      t.update_mode + (" (warm start)" if t.warm_started else "") + (f" [{t.error}]" if t.error else ""),
                      t.evaluations, t.space_size]
                     for t in sorted(r.tasks, key=lambda t: -t.occurrences * t.baseline_us)])
@@ -191,7 +192,7 @@ def render_report(r: ModelTuneResult) -> str:
         f"<p><b>Performance improved by {percent(r.improvement)}</b> on the modelled part of the model: "
         f"{_e(r.coverage_text())} "
         f"({r.baseline_ms:.4f} ms &rarr; {r.tuned_ms:.4f} ms, model time as the sum of kernel times "
-        f"({_e(r.evaluator)}) plus launch overhead; unmodelled nodes are not counted).</p>",
+        f"({_e(r.times_are)}) plus launch overhead; unmodelled nodes are not counted). {_e(r.basis_text())}.</p>",
         "<h2>Summary</h2>", summary,
         "<h2>Time per kernel, before and after tuning</h2>",
         _kernel_bars([k.baseline_us for k in r.kernels], [k.time_us for k in r.kernels]),
@@ -246,7 +247,7 @@ def render_sgat_report(r: SubgraphTuneResult) -> str:
         ["subgraphs: distinct / faster / fused differently",
          f"{len(r.subgraphs)} / {len(changed)} / {sum(1 for g in r.subgraphs if g.fusion_changed)}"],
         ["candidate kernels tuned / evaluations", f"{r.candidate_kernels} / {r.evaluations}"],
-        ["launch overhead per kernel (us)", r.launch_overhead_us], ["evaluator", r.evaluator],
+        ["launch overhead per kernel (us)", r.launch_overhead_us], ["times", r.times_are],
         ["bank", r.bank_directory],
         ["repo summary", f"total {s['total_num']} = hit {s['repo_hit_num']} (reserved {s['repo_reserved_num']}"
                          f" + update {s['repo_update_num']}) + add {s['repo_add_num']}"
@@ -275,7 +276,7 @@ def render_sgat_report(r: SubgraphTuneResult) -> str:
         _stopped_note(r.interrupted, r.subgraphs, "subgraphs"),
         f"<p><b>Performance improved by {percent(r.improvement)}</b> ({r.baseline_ms:.4f} ms &rarr; "
         f"{r.tuned_ms:.4f} ms, {r.baseline_kernels} &rarr; {len(r.kernels)} kernels; model time as the sum of "
-        f"kernel times ({_e(r.evaluator)}) plus launch overhead, over the modelled part).</p>",
+        f"kernel times ({_e(r.times_are)}) plus launch overhead, over the modelled part).</p>",
         "<h2>Model time</h2>",
         _table(["plan", "model time (ms)", "improvement over the fixed rules", "this stage's own gain"], four),
         "<h2>Summary</h2>", summary,
