@@ -152,6 +152,7 @@ listed, with kind, default and unit, by ``platform_fields()``.
       .def_property_readonly("restrictions", [](const OpModel& o) { return o.spec().restrictions; })
       .def_property_readonly("pruning", [](const OpModel& o) { return o.spec().pruning; })
       .def_property_readonly("baseline", [](const OpModel& o) { return o.spec().baseline; })
+      .def_property_readonly("baseline_kind", [](const OpModel& o) { return o.spec().baseline_kind; })
       .def_property_readonly("added_defaults", [](const OpModel& o) { return o.spec().added_defaults; })
       .def_property_readonly("roofline_us", &OpModel::roofline_us)
       .def("space", &OpModel::space, "The searched tiling space: hardware restrictions plus pruning rules.")
