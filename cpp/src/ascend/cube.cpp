@@ -557,11 +557,9 @@ bool CubeModel::holds_all(const int64_t* t) const {
   if (!mul(bN, bK, l.ds, t[kDbB], x) || x > l.l0b) return false;
   if (!mul(bM, bN, 4, t[kDbC], x) || x > l.l0c) return false;
   if (l.bias_table && (!mul(bN, 4, x) || x > l.bt)) return false;
-  // depthA1 == stepM * stepKa or depthA1 == 2 * stepM * stepKa (and for B)
-  if (!mul(t[kStepM], t[kStepKa], x)) return false;
-  if (t[kDepthA1] != x && (!mul(2, t[kStepM], t[kStepKa], x) || t[kDepthA1] != x)) return false;
-  if (!mul(t[kStepN], t[kStepKb], x)) return false;
-  if (t[kDepthB1] != x && (!mul(2, t[kStepN], t[kStepKb], x) || t[kDepthB1] != x)) return false;
+  // depthA1 % (stepM * stepKa) == 0 (and for B)
+  if (!mul(t[kStepM], t[kStepKa], x) || t[kDepthA1] % x != 0) return false;
+  if (!mul(t[kStepN], t[kStepKb], x) || t[kDepthB1] % x != 0) return false;
   // (baseM * baseK * depthA1 + baseN * baseK * depthB1) * ds [+ baseN * 4] <= L1
   int64_t l1;
   if (!mul(bM, bK, t[kDepthA1], x) || !mul(bN, bK, t[kDepthB1], y) || !add(x, y, l1) || !mul(l1, l.ds, l1)) return false;
@@ -707,8 +705,10 @@ void CubeModel::build_spec() {
   r.push_back("baseN * baseK * " + num(ds) + " * dbL0B <= " + num(l.l0b));
   r.push_back("baseM * baseN * 4 * dbL0C <= " + num(l.l0c));  // L0C holds fp32/int32
   if (l.bias_table) r.push_back("baseN * 4 <= " + num(l.bt));  // bias table
-  r.push_back("depthA1 == stepM * stepKa or depthA1 == 2 * stepM * stepKa");
-  r.push_back("depthB1 == stepN * stepKb or depthB1 == 2 * stepN * stepKb");
+  // L1 holds whole copies ([V3] CalL1Tiling: "depth % (stepKa * stepM) == 0"); the bank CANN
+  // ships has depthB1 = 4 stepKb (more than double buffering, which the model prices as double).
+  r.push_back("depthA1 % (stepM * stepKa) == 0");
+  r.push_back("depthB1 % (stepN * stepKb) == 0");
   r.push_back("(baseM * baseK * depthA1 + baseN * baseK * depthB1) * " + num(ds) +
               (l.bias_table ? " + baseN * 4" : "") + " <= " + num(l.l1));
   // MDL: M (N) may take several base blocks only when K is fully loaded.
@@ -744,7 +744,7 @@ void CubeModel::build_spec() {
   auto& pr = s.pruning;
   pr.push_back("baseM < 2 * singleCoreM and baseN < 2 * singleCoreN");
   pr.push_back("baseM * stepM < 2 * singleCoreM and baseN * stepN < 2 * singleCoreN");
-  pr.push_back("baseK * stepKa < 2 * " + K + " and baseK * stepKb < 2 * " + K);
+  pr.push_back("dispatch == 1 or (baseK * stepKa < 2 * " + K + " and baseK * stepKb < 2 * " + K + ")");
   // Maximal multi-core splits only: no other split uses at least as many
   // pieces along both M and N (and more along one) within the cores.
   // With a K split, maximal within the cores left to each K slice (one wave)
@@ -795,6 +795,8 @@ void CubeModel::build_spec() {
   // L0A/L0B and the two L1 operands are double-buffered alike (Ascend C's
   // recommended setting has both on; the model treats the sides alike).
   pr.push_back("dbL0A == dbL0B");
+  // The searched L1 buffering is single or double ([A] TCubeTiling: depth = step x {1, 2}).
+  pr.push_back("depthA1 <= 2 * stepM * stepKa and depthB1 <= 2 * stepN * stepKb");
   // UnitFlag only overlaps (never slower in the model): the search keeps it on.
   pr.push_back("unitFlag == 1");
   // So does staggered K loading, where it is allowed.
@@ -912,6 +914,7 @@ void CubeModel::add_round_robin_values(const std::vector<int64_t>& b) {
   add_values(v[kDispatch], {1});
   add_values(v[kBM], {b[kBM], b[kBN]});
   add_values(v[kBN], {b[kBN], b[kBM]});
+  add_values(v[kBK], {b[kBK]});
   for (int64_t x : std::vector<int64_t>(v[kBM])) add_values(v[kSM], {x, 2 * x});
   for (int64_t x : std::vector<int64_t>(v[kBN])) add_values(v[kSN], {x});
   add_values(v[kSM], {b[kSM], b[kBM] * b[kStepM]});
@@ -926,6 +929,9 @@ void CubeModel::add_round_robin_values(const std::vector<int64_t>& b) {
   add_values(v[kUsed], {b[kUsed]});
   if (q_.a_bytes + q_.b_bytes + q_.c_bytes > p_.l2) add_values(v[kL2Order], {1});
   add_values(v[kTE], {b[kTE]});
+  // Deterministic multi-core split-K where the model searches K splits at all
+  // (M x N leaves cores idle, or A and B overflow L2).
+  if (v[kSplitK].size() > 1) add_values(v[kTE], {3});
   // Full loads where the kept operand fits half of L1.
   if (double(align_up(q_.N, 16)) * double(Kp_) * q_.in_size <= p_.l1 / 2) add_values(v[kTE], {20});
   if (double(align_up(q_.M, 16)) * double(Kp_) * q_.in_size <= p_.l1 / 2) add_values(v[kTE], {10});
@@ -961,7 +967,12 @@ void CubeModel::add_round_robin_rules(const std::vector<int64_t>& b) {
   pr.push_back("dispatch == 0 or singleCoreM <= 4 * baseM");
   pr.push_back("dispatch == 0 or (singleCoreN <= 4 * baseN or singleCoreN >= " + N + ") and baseM * baseN >= " + area);
   pr.push_back("dispatch == 0 or baseK == " + num(b[kBK]));
-  pr.push_back("dispatch == 0 or singleCoreM == baseM * stepM or (tilingEnable == 20 and singleCoreM == 2 * baseM)");
+  pr.push_back("dispatch == 0 or singleCoreM == baseM * stepM or (tilingEnable == 20 and singleCoreM == 2 * baseM) or "
+               "tilingEnable == 10");
+  // Copies of K longer than twice K only as the baseline's (MatMulV3 sizes stepK from L1, not from K).
+  const std::string K = num(lim_.K);
+  pr.push_back("dispatch == 0 or baseK * stepKa < 2 * " + K + " or stepKa == " + num(b[kStepKa]));
+  pr.push_back("dispatch == 0 or baseK * stepKb < 2 * " + K + " or stepKb == " + num(b[kStepKb]));
   pr.push_back("dispatch == 0 or singleCoreN == baseN * stepN or singleCoreN >= " + N);
   pr.push_back("dispatch == 0 or usedCoreNum == " + num(p_.cube_cores) + " or usedCoreNum == " + num(b[kUsed]));
   // Static splits only as single-core split-K (template 2, where it is the baseline's).
