@@ -983,6 +983,11 @@ void CubeModel::add_round_robin_rules(const std::vector<int64_t>& b) {
   pr.push_back("dispatch == 0 or tilingEnable != 0 or (stepM == 1 and stepN == 1)");
   pr.push_back("dispatch == 0 or tilingEnable != 0 or (depthA1 == 2 * stepKa and depthB1 == 2 * stepKb)");
   pr.push_back("dispatch == 0 or (dbL0A == 2 and dbL0B == 2)");
+  // Full-load and split-K templates run over one L2 tile ([V3] DoBL1FullLoadTilingBase,
+  // DoAL1FullLoadTiling set one tile; the split-K ones keep the whole output per K slice),
+  // and split-K loads A and B in equal K steps ([V3] SetBasicBlockOfMK33/NK33, SetBasicBlockOf24).
+  pr.push_back("tilingEnable == 0 or (l2MTileCnt == 1 and l2NTileCnt == 1)");
+  pr.push_back("tilingEnable != 3 or (stepKa == stepKb and stepM * stepN <= 3)");
 }
 
 // Without a bias table (before C220) the bias is added on the vector unit.
