@@ -153,6 +153,9 @@ listed, with kind, default and unit, by ``platform_fields()``.
       .def_property_readonly("pruning", [](const OpModel& o) { return o.spec().pruning; })
       .def_property_readonly("baseline", [](const OpModel& o) { return o.spec().baseline; })
       .def_property_readonly("baseline_kind", [](const OpModel& o) { return o.spec().baseline_kind; })
+      .def_property_readonly("api_baseline", [](const OpModel& o) {
+        return o.spec().api_baseline.empty() ? o.spec().baseline : o.spec().api_baseline;
+      })
       .def_property_readonly("added_defaults", [](const OpModel& o) { return o.spec().added_defaults; })
       .def_property_readonly("roofline_us", &OpModel::roofline_us)
       .def("space", &OpModel::space, "The searched tiling space: hardware restrictions plus pruning rules.")

@@ -854,6 +854,7 @@ void CubeModel::build_spec() {
   const bool use_v3 = v3 && holds_all(v3->data());  // (never fails on the built-in SoCs)
   s.baseline = use_v3 ? *v3 : ascendc_baseline_;
   s.baseline_kind = use_v3 ? kind : "approximate CANN default";
+  if (use_v3) s.api_baseline = ascendc_baseline_;
   if (use_v3) {
     add_round_robin_values(s.baseline);
     add_round_robin_rules(s.baseline);
