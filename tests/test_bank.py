@@ -188,7 +188,10 @@ def test_a_bank_written_by_the_previous_layout_still_serves_its_entries(tmp_path
     # Written before the cube knobs splitK, unitFlag and kReorderLoad: served with their defaults (no K
     # split, no UnitFlag, no staggered K loads), which reproduce the time the entries had, so they are still hits.
     assert all("splitK" not in e["tiling"] and "unitFlag" not in e["tiling"] for e in old.entries.values())
-    added = {"splitK": 1, "unitFlag": 0, "kReorderLoad": 0}
+    # (and before MatMulV3's knobs, issue 47: dispatch 0, all cores, one neutral L2 tile, template 0)
+    from aoe_native.ascend import ops
+    added = ops.op_model("MatMul", [[64, 64], [64, 64]], "float16", plat).added_defaults
+    assert {"splitK": 1, "unitFlag": 0, "kReorderLoad": 0, "dispatch": 0, "tilingEnable": 0}.items() <= added.items()
     assert all(t.update_mode == "reserved" and t.tiling == {**old.entries[t.key]["tiling"],
                                                             **(added if t.key.startswith("MatMul") else {})}
                for t in r.tasks)

@@ -55,9 +55,13 @@ def test_published_case_step2_base_block_and_step3_large_packets():
 
 
 def test_published_case_tuning_finds_at_least_the_manual_result():
+    # The manual result is a custom Ascend C kernel (one static rectangle per core); tune_op
+    # searches the kernel CANN runs, MatMulV3's round-robin (issue 47), and comes within 2% of it.
+    # (Before issue 47 the search was over static splits and had to reach it exactly.)
     r = an.tune_op(**CASE)
     step3 = case_estimate(mm_tiling(1024, 1024, (128, 256, 64), step_k=4))
-    assert r.time_us <= step3.time_us * 1.0001
+    assert r.tiling["dispatch"] == 1 and step3.tiling["dispatch"] == 0
+    assert r.time_us <= step3.time_us * 1.02
     assert r.baseline_us > r.time_us
 
 
@@ -71,7 +75,9 @@ def test_tilings_stored_before_the_new_knobs_read_them_at_their_defaults():
     """A tiling without splitK/unitFlag/kReorderLoad (a bank entry written before them) is estimated as
     the model without them: exactly the time of the same tiling with the defaults filled in."""
     model = ops.op_model("MatMul", CASE["inputs"], "float16", B3, attrs=CASE["attrs"])
-    assert model.added_defaults == {"splitK": 1, "unitFlag": 0, "kReorderLoad": 0}
+    assert model.added_defaults == {"splitK": 1, "unitFlag": 0, "kReorderLoad": 0, "dispatch": 0, "usedCoreNum": 20,
+                                    "l2MTileCnt": 1, "l2NTileCnt": 1, "l2MTileBlock": 1, "l2NTileBlock": 1,
+                                    "l2IterateOrder": 0, "tilingEnable": 0}
     old = mm_tiling(1024, 1024, (128, 256, 64), step_k=4)
     assert "splitK" not in old
     filled = {**old, **model.added_defaults}
@@ -367,15 +373,20 @@ def test_conv_tiles_shorter_than_a_row_read_only_their_columns():
 
 
 def test_l2_reuse_when_operands_fit():
-    big = an.tune_op("MatMul", [[16384, 16384], [16384, 16384]], max_evals=2000)
+    shape = [[16384, 16384], [16384, 16384]]
+    big = an.tune_op("MatMul", shape, max_evals=2000)
     small = an.tune_op("MatMul", [[2048, 2048], [2048, 2048]], max_evals=2000)
     def miss(r):
         return r.breakdown["hbm_read_bytes"] / r.breakdown["gm_read_bytes"]
-    # Over the whole K, the big GEMM's operands (1 GB) overflow L2: more of its reads miss.
-    whole_k = an.estimate("MatMul", [[16384, 16384], [16384, 16384]], "float16", B3, {**big.tiling, "splitK": 1})
-    assert miss(small) < miss(whole_k)
-    # K slabs whose operands fit L2 (splitK in waves, the L2 blocking) cut its misses and its time.
-    assert big.tiling["splitK"] > 1 and miss(big) < miss(whole_k) / 4 and big.time_us < whole_k.time_us
+    # In one L2 tile over the whole output, the big GEMM's operands (1 GB) overflow L2: more of
+    # its reads miss.
+    t = big.tiling
+    mb, nb = -(-16384 // t["singleCoreM"]), -(-16384 // t["singleCoreN"])
+    one_tile = an.estimate("MatMul", shape, "float16", B3, {**t, "l2MTileCnt": 1, "l2NTileCnt": 1,
+                                                            "l2MTileBlock": mb, "l2NTileBlock": nb})
+    assert miss(small) < miss(one_tile)
+    # L2 tiles whose operands fit L2 (MatMulV3's L2 tiling) cut its misses and its time.
+    assert t["l2MTileCnt"] * t["l2NTileCnt"] > 1 and miss(big) < miss(one_tile) / 4 and big.time_us < one_tile.time_us
 
 
 def test_more_cores_and_waves():
@@ -459,8 +470,10 @@ def test_tiling_outside_the_space_names_the_constraint():
     t = an.baseline_tiling("MatMul", shape)
     with pytest.raises(ValueError, match=r"baseM \* baseK \* 2 \* dbL0A <= 65536"):
         an.estimate("MatMul", shape, "float16", B3, {**t, "baseM": 256, "baseK": 256})
-    with pytest.raises(ValueError, match="<= 20"):
-        an.estimate("MatMul", shape, "float16", B3, {**t, "singleCoreM": 128, "singleCoreN": 128})
+    static = {**t, "dispatch": 0, "usedCoreNum": 20, "l2MTileCnt": 1, "l2NTileCnt": 1, "l2MTileBlock": 1,
+              "l2NTileBlock": 1, "l2IterateOrder": 0}
+    with pytest.raises(ValueError, match="<= 20"):  # a static split: one rectangle per core
+        an.estimate("MatMul", shape, "float16", B3, {**static, "singleCoreM": 128, "singleCoreN": 128})
     with pytest.raises(ValueError, match="missing baseK"):
         an.estimate("MatMul", shape, "float16", B3, {k: v for k, v in t.items() if k != "baseK"})
     with pytest.raises(ValueError, match="unknown tileSize"):

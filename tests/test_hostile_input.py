@@ -418,7 +418,7 @@ def test_the_native_cost_objective_checks_tilings_of_a_users_space():
     bad = SearchSpace({k: [v] for k, v in {**tiling, "singleCoreM": 4096, "baseM": 4096}.items()})
     r = aoe.tune(bad, model.objective(), max_evals=1)
     assert r.best_config is None and "MatMul tiling violates" in r.failed[0][1]
-    with pytest.raises(ValueError, match=r"the space has 1 parameters, the MatMul model's tilings 18 \(singleCoreM"):
+    with pytest.raises(ValueError, match=r"the space has 1 parameters, the MatMul model's tilings 26 \(dispatch, tilingEnable, singleCoreM"):
         aoe.tune(SearchSpace({"a": [1]}), model.objective(), max_evals=1)
 
 

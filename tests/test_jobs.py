@@ -157,8 +157,12 @@ def test_measured_search_starts_at_the_default_tilings_nearest_searched_tiling(t
         timed = [dict(tiling) for key, tiling in lines if key == t.key]
         base = an.baseline_tiling(t.op_type, t.inputs, t.dtype, SOC, attrs=t.attrs or None)
         space = an.tiling_space(t.op_type, t.inputs, t.dtype, SOC, attrs=t.attrs or None)
-        assert space.index(base) is None and timed[0] == base
-        assert timed[1] == nearest_valid_tilings(space, [base])[0]
+        if an.ascend.ops.baseline_kind(t.op_type, t.inputs, t.dtype, SOC, attrs=t.attrs or None) == "CANN MatMulV3 default":
+            # MatMulV3's default is a tiling of its own searched neighbourhood (issue 47): timed first, in the space
+            assert space.index(base) is not None and timed[0] == base
+        else:
+            assert space.index(base) is None and timed[0] == base
+            assert timed[1] == nearest_valid_tilings(space, [base])[0]
 
 
 def failing_measure(task, tiling):

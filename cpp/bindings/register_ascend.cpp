@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "aoe_native/ascend/cost_model.hpp"
+#include "aoe_native/ascend/matmul_v3.hpp"
 
 namespace py = pybind11;
 using namespace aoe::ascend;
@@ -151,6 +152,10 @@ listed, with kind, default and unit, by ``platform_fields()``.
       .def_property_readonly("restrictions", [](const OpModel& o) { return o.spec().restrictions; })
       .def_property_readonly("pruning", [](const OpModel& o) { return o.spec().pruning; })
       .def_property_readonly("baseline", [](const OpModel& o) { return o.spec().baseline; })
+      .def_property_readonly("baseline_kind", [](const OpModel& o) { return o.spec().baseline_kind; })
+      .def_property_readonly("api_baseline", [](const OpModel& o) {
+        return o.spec().api_baseline.empty() ? o.spec().baseline : o.spec().api_baseline;
+      })
       .def_property_readonly("added_defaults", [](const OpModel& o) { return o.spec().added_defaults; })
       .def_property_readonly("roofline_us", &OpModel::roofline_us)
       .def("space", &OpModel::space, "The searched tiling space: hardware restrictions plus pruning rules.")
@@ -224,6 +229,28 @@ listed, with kind, default and unit, by ``platform_fields()``.
   m.def("conv_auto_pads", &aoe::ascend::conv_auto_pads, py::arg("mode"), py::arg("x"), py::arg("w"),
         py::arg("strides"), py::arg("dilations"),
         "ONNX auto_pad of a 2-D convolution as explicit pads [top, left, bottom, right].");
+  m.def(
+      "matmul_v3_default_tiling",
+      [](int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b, bool bias, const std::string& dtype, bool b_nz,
+         int64_t aic, int64_t l1, int64_t l0a, int64_t l0b, int64_t l0c, int64_t ub, int64_t l2, int64_t bt) {
+        const auto t = aoe::ascend::matmul_v3_default_tiling({m, k, n, trans_a, trans_b, bias, dtype, b_nz},
+                                                             {aic, l1, l0a, l0b, l0c, ub, l2, bt});
+        return py::dict(py::arg("usedCoreNum") = t.usedCoreNum, py::arg("singleCoreM") = t.singleCoreM,
+                        py::arg("singleCoreN") = t.singleCoreN, py::arg("singleCoreK") = t.singleCoreK,
+                        py::arg("baseM") = t.baseM, py::arg("baseN") = t.baseN, py::arg("baseK") = t.baseK,
+                        py::arg("depthA1") = t.depthA1, py::arg("depthB1") = t.depthB1, py::arg("stepM") = t.stepM,
+                        py::arg("stepN") = t.stepN, py::arg("iterateOrder") = t.iterateOrder,
+                        py::arg("stepKa") = t.stepKa, py::arg("stepKb") = t.stepKb, py::arg("dbL0A") = t.dbL0A,
+                        py::arg("dbL0B") = t.dbL0B, py::arg("dbL0C") = t.dbL0C, py::arg("l2MTileCnt") = t.l2MTileCnt,
+                        py::arg("l2NTileCnt") = t.l2NTileCnt, py::arg("l2MTileBlock") = t.l2MTileBlock,
+                        py::arg("l2NTileBlock") = t.l2NTileBlock, py::arg("l2IterateOrder") = t.l2IterateOrder,
+                        py::arg("tilingEnable") = t.tilingEnable, py::arg("exact") = t.exact, py::arg("note") = t.note);
+      },
+      py::arg("m"), py::arg("k"), py::arg("n"), py::arg("trans_a") = false, py::arg("trans_b") = false,
+      py::arg("bias") = false, py::arg("dtype") = "float16", py::arg("b_nz") = false, py::arg("aic") = 24,
+      py::arg("l1") = 524288, py::arg("l0a") = 65536, py::arg("l0b") = 65536, py::arg("l0c") = 131072,
+      py::arg("ub") = 196608, py::arg("l2") = 201326592, py::arg("bt") = 1024,
+      "CANN MatMulV3's default tiling (its 23 knowledge fields in CANN's names, plus exact and note).");
   m.def("supported_ops", &supported_ops, "Accepted op type names (names and aliases of op_table()), sorted.");
   m.def("op_table", [] {
     py::list out;

@@ -203,7 +203,8 @@ void OpModel::finish_spec() {
   for (const auto& r : spec_.restrictions) checks_.emplace_back(r, spec_.names);
   min_value_.clear();
   // Knobs whose "off" is 0 (TCubeTiling's iterateOrder and the switches this model adds).
-  static const std::set<std::string> zero_ok = {"iterateOrder", "splitR", "unitFlag", "kReorderLoad", "vcBlocks"};
+  static const std::set<std::string> zero_ok = {"iterateOrder", "splitR", "unitFlag", "kReorderLoad", "vcBlocks",
+                                                "dispatch", "l2IterateOrder", "tilingEnable"};
   for (const auto& n : spec_.names) min_value_.push_back(zero_ok.count(n) ? 0 : 1);
   // The default tiling shrinks to the platform's buffers; if even the smallest does not fit,
   // the platform (a user's, the built-in ones are tested) is too small for this operator.

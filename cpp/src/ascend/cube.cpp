@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "aoe_native/ascend/matmul_v3.hpp"
 #include "common.hpp"
 
 namespace aoe::ascend::detail {
@@ -41,16 +42,25 @@ constexpr double kNd2nzBlockCycles = 2.0;
 // TilingSpec::added_defaults) give the model without them, so tilings stored
 // before still read the same (kReorderLoad = 0 pays the same-address term,
 // as the Matmul API's default does).
-enum P { kSM, kSN, kBM, kBN, kBK, kStepM, kStepN, kStepKa, kStepKb, kDepthA1, kDepthB1, kDbA, kDbB, kDbC, kOrder,
-         kSplitK, kUnitFlag, kReorder, kNP };
-const char* const kNames[kNP] = {"singleCoreM", "singleCoreN", "baseM", "baseN", "baseK", "stepM", "stepN",
-                                 "stepKa", "stepKb", "depthA1", "depthB1", "dbL0A", "dbL0B", "dbL0C",
-                                 "iterateOrder", "splitK", "unitFlag", "kReorderLoad"};
+// dispatch, usedCoreNum, the L2 tiling and tilingEnable (issue 47) came later
+// still: dispatch 0 (static split), all cores, one neutral L2 tile and the
+// base template are the model before them.  Their names are MatMulV3's
+// knowledge fields (python/aoe_native/ascend/matmul_v3.py maps the two).
+// dispatch and tilingEnable come first: the space is enumerated depth-first
+// in this order, and the rules of each dispatch mode prune as soon as the
+// block sizes are bound.
+enum P { kDispatch, kTE, kSM, kSN, kBM, kBN, kBK, kStepM, kStepN, kStepKa, kStepKb, kDepthA1, kDepthB1, kDbA, kDbB,
+         kDbC, kOrder, kSplitK, kUnitFlag, kReorder, kUsed, kL2MCnt, kL2NCnt, kL2MBlk, kL2NBlk, kL2Order, kNP };
+const char* const kNames[kNP] = {"dispatch", "tilingEnable", "singleCoreM", "singleCoreN", "baseM", "baseN", "baseK",
+                                 "stepM", "stepN", "stepKa", "stepKb", "depthA1", "depthB1", "dbL0A", "dbL0B",
+                                 "dbL0C", "iterateOrder", "splitK", "unitFlag", "kReorderLoad", "usedCoreNum",
+                                 "l2MTileCnt", "l2NTileCnt", "l2MTileBlock", "l2NTileBlock", "l2IterateOrder"};
 
 // A GEMM C[M,N] = A[M,K] B[K,N] repeated `batch` times, plus how its
 // operands sit in GM.
 struct CubeProblem {
   std::string kind;
+  std::string dtype;  // input dtype (canonical name)
   int64_t M = 0, N = 0, K = 0, batch = 1;
   int in_size = 2, out_size = 2;
   int k0 = 16;  // K elements per cube cycle fractal (16 fp16/bf16, 8 fp32, 32 int8: DtypeMKN)
@@ -93,9 +103,17 @@ class CubeModel : public OpModel {
 
   double evaluate(const int64_t* t, Breakdown* out) const override;
   bool holds_all(const int64_t* t) const override;
+  bool holds_round_robin(const int64_t* t, int64_t mBlocks, int64_t nBlocks) const;
 
  private:
   void build_spec();
+  // MatMulV3's default tiling as this model's knobs, when CANN runs MatMulV3
+  // (A2/A3-class SoCs); sets `kind` to the baseline's label.
+  std::optional<std::vector<int64_t>> v3_baseline(std::string& kind) const;
+  // Value lists of the round-robin (dispatch 1) part of the space, around `base`.
+  void add_round_robin_values(const std::vector<int64_t>& base);
+  void add_round_robin_rules(const std::vector<int64_t>& base);
+  std::vector<int64_t> ascendc_baseline_;  // the Ascend C API-style default (Conv's, and the fallback)
   // The constants of the restrictions, shared by their text (build_spec) and
   // their native check (holds_all).
   struct Limits {
@@ -113,6 +131,8 @@ class CubeModel : public OpModel {
   double new_sector_share(bool k_rows, int64_t t, int64_t tL1, int64_t Kc, int64_t kL1, double copies,
                           int64_t pitch_elems) const;
   double sectors_touched(double rows, double row_bytes, double pitch) const;
+  // Round-robin dispatch: the A and B bytes read from HBM, given the L2 tiles.
+  double l2_tile_reads(const int64_t* t, double chip_reads) const;
 
   CubeProblem q_;
   Platform p_;
@@ -207,6 +227,27 @@ double CubeModel::new_sector_share(bool k_rows, int64_t t, int64_t tL1, int64_t 
   return std::min(1.0, unique / (copies * each));
 }
 
+// MatMulV3 deals the blocks of one L2 tile (l2MTileBlock x l2NTileBlock
+// blocks) before the next ([V3] matmul_v3_base_tiling.cpp DoL2CacheTiling;
+// the kernel's L2 tile loop, mat_mul_base_block.h).  When A + B + C fit L2,
+// every operand byte comes from HBM once (the static model's assumption).
+// Otherwise a tile whose rows of A, columns of B and block of C fit L2 reads
+// them once, and consecutive tiles share A (l2IterateOrder 0: along N) or B
+// (1: along M); a tile larger than L2 re-reads from HBM in proportion to its
+// overflow.
+double CubeModel::l2_tile_reads(const int64_t* t, double chip_reads) const {
+  const double unique = q_.a_bytes + q_.b_bytes;
+  if (unique + q_.c_bytes <= p_.l2 || q_.conv) return unique;
+  const double fa = std::min(1.0, double(t[kL2MBlk]) * double(t[kSM]) / double(q_.M));
+  const double fb = std::min(1.0, double(t[kL2NBlk]) * double(t[kSN]) / double(q_.N));
+  const double per = 1.0 / double(q_.batch);  // one matrix of a batch
+  const double tile = (fa * q_.a_bytes + fb * q_.b_bytes + fa * fb * q_.c_bytes) * per;
+  const double once = t[kL2Order] == 0 ? q_.a_bytes + q_.b_bytes * double(t[kL2MCnt])
+                                       : q_.a_bytes * double(t[kL2NCnt]) + q_.b_bytes;
+  if (tile <= p_.l2) return std::min(chip_reads, once);
+  return std::min(chip_reads, once + (chip_reads - once) * std::max(0.0, 1.0 - p_.l2 / tile));
+}
+
 double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const Platform& p = p_;
   const CubeProblem& q = q_;
@@ -220,8 +261,13 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const int64_t split = t[kSplitK];
   const int64_t Kc = split == 1 ? q.K : std::min(q.K, align_up(cdiv(q.K, split), lim_.kq));
   const int64_t tasks = q.batch * mB * nB * split;
-  const int64_t cores = std::min<int64_t>(p.cube_cores, tasks);
-  const int64_t waves = cdiv(tasks, p.cube_cores);
+  // Static split (dispatch 0): each task is one core's rectangle, so tasks
+  // beyond the cores come only from a batch or a K split.  MatMulV3's
+  // round-robin (dispatch 1) deals the output blocks over usedCoreNum cores in
+  // waves ([V3-kernel] ops-nn matmul/mat_mul_v3/op_kernel/mat_mul_base_block.h).
+  const int64_t ncores = t[kDispatch] == 1 ? t[kUsed] : int64_t(p.cube_cores);
+  const int64_t cores = std::min<int64_t>(ncores, tasks);
+  const int64_t waves = cdiv(tasks, ncores);
   // The critical core runs full sM x sN blocks; tail blocks finish earlier.
   const int64_t tm = std::min(sM, q.M), tn = std::min(sN, q.N);
   const int64_t Mt = align_up(tm, 16), Nt = align_up(tn, 16);
@@ -240,16 +286,22 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   }
   const double ds = q.in_size;
   const double a_one = a_read_charge(tm, mL1, kA, Kc), b_one = b_read_charge(tn, nL1, kB, Kc);  // one load
-  const double a_ch = double(a_loads) * a_one, b_ch = double(b_loads) * b_one;
+  // Full-load templates keep one operand in L1 across a core's tasks: it is
+  // loaded once per core, not once per wave (B for BL1, 20; A for AL1, 10).
+  const int64_t te = t[kTE];
+  const double keep_a = te == 10 && waves > 1 ? 1.0 / double(waves) : 1.0;
+  const double keep_b = te == 20 && waves > 1 ? 1.0 / double(waves) : 1.0;
+  const double a_ch = keep_a * double(a_loads) * a_one, b_ch = keep_b * double(b_loads) * b_one;
   const double a_copies_per_load = double(mOut) * cdiv(Kc, kA), b_copies_per_load = double(nOut) * cdiv(Kc, kB);
-  const double a_copies = double(a_loads) * a_copies_per_load, b_copies = double(b_loads) * b_copies_per_load;
+  const double a_copies = keep_a * double(a_loads) * a_copies_per_load;
+  const double b_copies = keep_b * double(b_loads) * b_copies_per_load;
 
   // Where reads are served: first touch from HBM; a re-read hits L2 when
   // the data touched by all active cores between two reads of the same
   // block (its reuse footprint) fits L2 ([A] L2-Cache切分.md).
   const double core_ch = a_ch + b_ch;
   const double chip_ch = core_ch * tasks;
-  const double unique = q.a_bytes + q.b_bytes;
+  const double unique = t[kDispatch] == 1 ? l2_tile_reads(t, chip_ch) : q.a_bytes + q.b_bytes;
   const double act_m = double(std::min<int64_t>(mB * q.batch, cores)), act_n = double(std::min<int64_t>(nB * q.batch, cores));
   const double kb = double(Kc) * ds;
   double fp_a, fp_b;  // footprints between re-reads of A and of B
@@ -353,7 +405,11 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     fix_bytes = double(tm) * (full * write_charge(bN * dc, pitch) + (tail ? write_charge(tail * dc, pitch) : 0));
   }
   const double fix_rate = (p.split || p.fixpipe) ? p.l2_write_rate : p.l0c_to_ub;
-  double fix = fix_bytes / fix_rate + kFixStart * mIter * nIter;
+  // Single-core split-K (template 2) loops K in chunks of stepKa x baseK and
+  // adds each chunk's partial block into C in GM (atomic add in L2).
+  const int64_t kchunks = te == 2 ? cdiv(Kc, bK * t[kStepKa]) : 1;
+  fix_bytes *= double(kchunks);
+  double fix = fix_bytes / fix_rate + kFixStart * mIter * nIter * kchunks;
   // Epilogue on the vector units: on split SoCs the AIVs read the tile back
   // from GM (L2) with any extra operand and write the result; on coupled SoCs
   // the tile goes L0C -> UB -> GM (MTE3).
@@ -415,18 +471,18 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double head_us = (kOpHead + mte2_head(int(cores), true) + p.scalar_start_cycles) / f;
   // A K split also zeroes C first (one more write of it); each later partial
   // sum's atomic add reads C back, from HBM for the part L2 cannot hold.
-  const double chip_write = double(tasks) * (out_elems * dc) + (split > 1 ? q.c_bytes : 0);
+  const double chip_write = double(tasks) * (out_elems * dc) * double(kchunks) + (split > 1 || kchunks > 1 ? q.c_bytes : 0);
   const double atomic_read = split > 1 ? double(split - 1) * q.c_bytes * std::max(0.0, 1 - p.l2 / q.c_bytes) : 0;
   const double chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
   const double hbm_us = (hbm_read + chip_write + chip_extra + atomic_read) / hbm_Bpus_;
-  const double l2_us = (chip_ch + chip_extra + (split > 1 ? chip_write : 0)) / l2_Bpus_;  // atomic adds run in L2
+  const double l2_us = (chip_ch + chip_extra + (split > 1 || kchunks > 1 ? chip_write : 0)) / l2_Bpus_;  // atomic adds run in L2
   // A last partial wave of `rem` tasks: uniform splits run it at full task
   // size; a non-uniform split cuts each of its tasks (along M, 16 rows at
   // least) over the idle cores, at the cost of one more pipeline fill.
   double wave_count = double(waves);
-  const int64_t rem = tasks % p.cube_cores;
+  const int64_t rem = tasks % ncores;
   if (q.nonuniform && rem && waves >= 1) {
-    const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores / rem, Mt / 16));
+    const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(ncores / rem, Mt / 16));
     // never worse than the uniform split, which the kernel can always fall back to
     wave_count = std::min(double(waves), double(waves - 1) + 1.0 / double(pieces) + (pieces > 1 ? fill / core_cycles : 0.0));
   }
@@ -486,7 +542,9 @@ bool CubeModel::holds_all(const int64_t* t) const {
   const int64_t sM = t[kSM], sN = t[kSN], bM = t[kBM], bN = t[kBN], bK = t[kBK];
   int64_t x, y;
   // ((M + singleCoreM - 1) / singleCoreM) * ((N + singleCoreN - 1) / singleCoreN) <= cores
-  if (!add(l.M, sM, x) || !add(l.N, sN, y) || !mul((x - 1) / sM, (y - 1) / sN, x) || x > l.cores) return false;
+  if (!add(l.M, sM, x) || !add(l.N, sN, y) || !mul((x - 1) / sM, (y - 1) / sN, x)) return false;
+  const int64_t mBlocks = (l.M + sM - 1) / sM, nBlocks = (l.N + sN - 1) / sN;
+  if (t[kDispatch] != 1 && x > l.cores) return false;
   // splitK == 1, or splitK * kq <= K where a K split is allowed; the switches' upper bounds
   if (l.k_split ? (!mul(t[kSplitK], l.kq, x) || x > l.K) : t[kSplitK] != 1) return false;
   if (t[kUnitFlag] > 1 || t[kDbA] > 2 || t[kDbB] > 2 || t[kDbC] > 2 || t[kOrder] > 1) return false;
@@ -499,11 +557,9 @@ bool CubeModel::holds_all(const int64_t* t) const {
   if (!mul(bN, bK, l.ds, t[kDbB], x) || x > l.l0b) return false;
   if (!mul(bM, bN, 4, t[kDbC], x) || x > l.l0c) return false;
   if (l.bias_table && (!mul(bN, 4, x) || x > l.bt)) return false;
-  // depthA1 == stepM * stepKa or depthA1 == 2 * stepM * stepKa (and for B)
-  if (!mul(t[kStepM], t[kStepKa], x)) return false;
-  if (t[kDepthA1] != x && (!mul(2, t[kStepM], t[kStepKa], x) || t[kDepthA1] != x)) return false;
-  if (!mul(t[kStepN], t[kStepKb], x)) return false;
-  if (t[kDepthB1] != x && (!mul(2, t[kStepN], t[kStepKb], x) || t[kDepthB1] != x)) return false;
+  // depthA1 % (stepM * stepKa) == 0 (and for B)
+  if (!mul(t[kStepM], t[kStepKa], x) || t[kDepthA1] % x != 0) return false;
+  if (!mul(t[kStepN], t[kStepKb], x) || t[kDepthB1] % x != 0) return false;
   // (baseM * baseK * depthA1 + baseN * baseK * depthB1) * ds [+ baseN * 4] <= L1
   int64_t l1;
   if (!mul(bM, bK, t[kDepthA1], x) || !mul(bN, bK, t[kDepthB1], y) || !add(x, y, l1) || !mul(l1, l.ds, l1)) return false;
@@ -511,13 +567,51 @@ bool CubeModel::holds_all(const int64_t* t) const {
   if (l1 > l.l1) return false;
   // stepM == 1 or baseK * stepKa >= K (and for N); kA, kB: K per L1 load of A, B
   int64_t kA, kB;
-  if (t[kStepM] != 1 && (!mul(bK, t[kStepKa], x) || x < l.K)) return false;
-  if (t[kStepN] != 1 && (!mul(bK, t[kStepKb], x) || x < l.K)) return false;
+  if (!add(l.K, t[kSplitK], x)) return false;
+  const int64_t Kc = ((x - 1) / t[kSplitK] + l.kq - 1) / l.kq * l.kq;
+  if (t[kStepM] != 1 && t[kTE] != 2 && (!mul(bK, t[kStepKa], x) || x < Kc)) return false;
+  if (t[kStepN] != 1 && t[kTE] != 2 && (!mul(bK, t[kStepKb], x) || x < Kc)) return false;
   // One K-loop count divides the other: ((K + kA - 1) / kA) % ((K + kB - 1) / kB) == 0 or the reverse.
   if (!mul(bK, t[kStepKa], kA) || !add(l.K, kA, x)) return false;
   if (!mul(bK, t[kStepKb], kB) || !add(l.K, kB, y)) return false;
   const int64_t loopsA = (x - 1) / kA, loopsB = (y - 1) / kB;
-  return loopsA % loopsB == 0 || loopsB % loopsA == 0;
+  if (loopsA % loopsB != 0 && loopsB % loopsA != 0) return false;
+  return holds_round_robin(t, mBlocks, nBlocks);
+}
+
+// The restrictions on MatMulV3's knobs (build_spec: "dispatch <= 1 ..." on).
+bool CubeModel::holds_round_robin(const int64_t* t, int64_t mBlocks, int64_t nBlocks) const {
+  const Limits& l = lim_;
+  const int64_t d = t[kDispatch], te = t[kTE], split = t[kSplitK];
+  if (d > 1 || t[kL2Order] > 1 || t[kUsed] > l.cores) return false;
+  if (d == 0 && (t[kUsed] != l.cores || t[kL2MCnt] != 1 || t[kL2NCnt] != 1 || t[kL2MBlk] != 1 || t[kL2NBlk] != 1 ||
+                 t[kL2Order] != 0))
+    return false;
+  if (d == 1 && (t[kL2MCnt] != (mBlocks + t[kL2MBlk] - 1) / t[kL2MBlk] || t[kL2NCnt] != (nBlocks + t[kL2NBlk] - 1) / t[kL2NBlk]))
+    return false;
+  if (te != 0 && te != 2 && te != 3 && te != 10 && te != 20) return false;
+  if (te == 0 && d == 1 && split != 1) return false;
+  if (te == 2 && (d != 0 || split != 1)) return false;
+  if (te == 3 && (d != 1 || split <= 1)) return false;
+  int64_t x;
+  if (te == 20 && (d != 1 || split != 1 || !mul(t[kBN], t[kStepN], x) || x < l.N || !mul(t[kBK], t[kStepKb], x) || x < l.K))
+    return false;
+  if (te == 10 && (d != 1 || split != 1 || !mul(t[kBM], t[kStepM], x) || x < l.M || !mul(t[kBK], t[kStepKa], x) || x < l.K))
+    return false;
+  return true;
+}
+
+// A tiling from TCubeTiling's 18 knobs (singleCoreM .. kReorderLoad, in the
+// order they had before issue 47) and MatMulV3's 8 (dispatch, tilingEnable,
+// usedCoreNum, l2MTileCnt, l2NTileCnt, l2MTileBlock, l2NTileBlock, l2IterateOrder).
+std::vector<int64_t> tiling_row(const std::vector<int64_t>& cube, const std::vector<int64_t>& v3) {
+  static const P kCube[] = {kSM, kSN, kBM, kBN, kBK, kStepM, kStepN, kStepKa, kStepKb, kDepthA1, kDepthB1,
+                            kDbA, kDbB, kDbC, kOrder, kSplitK, kUnitFlag, kReorder};
+  static const P kV3[] = {kDispatch, kTE, kUsed, kL2MCnt, kL2NCnt, kL2MBlk, kL2NBlk, kL2Order};
+  std::vector<int64_t> row(kNP, 0);
+  for (size_t i = 0; i < cube.size(); ++i) row[kCube[i]] = cube[i];
+  for (size_t i = 0; i < v3.size(); ++i) row[kV3[i]] = v3[i];
+  return row;
 }
 
 std::string num(double v) {
@@ -576,7 +670,17 @@ void CubeModel::build_spec() {
   // factor to avoid (none measured: the knob would change nothing); Conv's load3d has no such knob.
   const bool reorder = !q.conv && p.same_address > 1;
   s.values[kReorder] = reorder ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
-  s.added_defaults = {{kNames[kSplitK], 1}, {kNames[kUnitFlag], 0}, {kNames[kReorder], 0}};
+  // The knobs of MatMulV3's round-robin kernel; add_round_robin_values()
+  // widens them for MatMul (Conv keeps the static split).
+  s.values[kDispatch] = {0};
+  s.values[kUsed] = {cores};
+  s.values[kL2MCnt] = s.values[kL2NCnt] = s.values[kL2MBlk] = s.values[kL2NBlk] = {1};
+  s.values[kL2Order] = {0};
+  s.values[kTE] = {0};
+  s.added_defaults = {{kNames[kSplitK], 1},   {kNames[kUnitFlag], 0}, {kNames[kReorder], 0},
+                      {kNames[kDispatch], 0}, {kNames[kUsed], cores}, {kNames[kL2MCnt], 1},
+                      {kNames[kL2NCnt], 1},   {kNames[kL2MBlk], 1},   {kNames[kL2NBlk], 1},
+                      {kNames[kL2Order], 0},  {kNames[kTE], 0}};
 
   lim_ = {q.M, q.N, Kq, cores, ds, kq, int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c),
           int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0, k_split, reorder};
@@ -586,7 +690,8 @@ void CubeModel::build_spec() {
   const std::string nB = "((" + N + " + singleCoreN - 1) / singleCoreN)";
   auto& r = s.restrictions;
   // [A] TCubeTiling table 2.
-  r.push_back(mB + " * " + nB + " <= " + num(cores));
+  // (A static split: one rectangle per core; round-robin deals any number of blocks.)
+  r.push_back("dispatch == 1 or " + mB + " * " + nB + " <= " + num(cores));
   r.push_back(l.k_split ? "splitK * " + num(kq) + " <= " + K : std::string("splitK == 1"));
   // Switches (double buffers, iteration order, UnitFlag) take their listed values only.
   r.push_back("unitFlag <= 1 and dbL0A <= 2 and dbL0B <= 2 and dbL0C <= 2 and iterateOrder <= 1");
@@ -600,25 +705,46 @@ void CubeModel::build_spec() {
   r.push_back("baseN * baseK * " + num(ds) + " * dbL0B <= " + num(l.l0b));
   r.push_back("baseM * baseN * 4 * dbL0C <= " + num(l.l0c));  // L0C holds fp32/int32
   if (l.bias_table) r.push_back("baseN * 4 <= " + num(l.bt));  // bias table
-  r.push_back("depthA1 == stepM * stepKa or depthA1 == 2 * stepM * stepKa");
-  r.push_back("depthB1 == stepN * stepKb or depthB1 == 2 * stepN * stepKb");
+  // L1 holds whole copies ([V3] CalL1Tiling: "depth % (stepKa * stepM) == 0"); the bank CANN
+  // ships has depthB1 = 4 stepKb (more than double buffering, which the model prices as double).
+  r.push_back("depthA1 % (stepM * stepKa) == 0");
+  r.push_back("depthB1 % (stepN * stepKb) == 0");
   r.push_back("(baseM * baseK * depthA1 + baseN * baseK * depthB1) * " + num(ds) +
               (l.bias_table ? " + baseN * 4" : "") + " <= " + num(l.l1));
   // MDL: M (N) may take several base blocks only when K is fully loaded.
-  r.push_back("stepM == 1 or baseK * stepKa >= " + K);
-  r.push_back("stepN == 1 or baseK * stepKb >= " + K);
+  // (K of one task: a K split's slice; single-core split-K's chunk is a step.)
+  const std::string Kc = "((" + K + " + splitK - 1) / splitK + " + num(kq - 1) + ") / " + num(kq) + " * " + num(kq);
+  r.push_back("stepM == 1 or tilingEnable == 2 or baseK * stepKa >= " + Kc);
+  r.push_back("stepN == 1 or tilingEnable == 2 or baseK * stepKb >= " + Kc);
   r.push_back("((" + K + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + K +
               " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + K + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
               K + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
+  // MatMulV3's knobs ([V3] matmul_v3_tuning.h MatMulV3TunnerTiling; the kernel
+  // templates of CheckAoeTilingEnable).  Static splits keep them neutral.
+  r.push_back("dispatch <= 1 and l2IterateOrder <= 1 and usedCoreNum <= " + num(cores));
+  r.push_back("dispatch == 1 or (usedCoreNum == " + num(cores) +
+              " and l2MTileCnt == 1 and l2NTileCnt == 1 and l2MTileBlock == 1 and l2NTileBlock == 1 and "
+              "l2IterateOrder == 0)");
+  r.push_back("dispatch == 0 or (l2MTileCnt == (" + mB + " + l2MTileBlock - 1) / l2MTileBlock and l2NTileCnt == (" +
+              nB + " + l2NTileBlock - 1) / l2NTileBlock)");
+  r.push_back("tilingEnable == 0 or tilingEnable == 2 or tilingEnable == 3 or tilingEnable == 10 or tilingEnable == 20");
+  r.push_back("tilingEnable != 0 or dispatch == 0 or splitK == 1");
+  r.push_back("tilingEnable != 2 or (dispatch == 0 and splitK == 1)");
+  r.push_back("tilingEnable != 3 or (dispatch == 1 and splitK > 1)");
+  // Full load: all of B's (A's) K and N (M) in L1 at once.
+  r.push_back("tilingEnable != 20 or (dispatch == 1 and splitK == 1 and baseN * stepN >= " + N +
+              " and baseK * stepKb >= " + K + ")");
+  r.push_back("tilingEnable != 10 or (dispatch == 1 and splitK == 1 and baseM * stepM >= " + M +
+              " and baseK * stepKa >= " + K + ")");
   // holds_all() checks exactly these restrictions natively: one added or removed here must be there too.
-  if (r.size() != 15 + size_t(l.bias_table))
+  if (r.size() != 24 + size_t(l.bias_table))
     throw std::logic_error("internal: CubeModel::holds_all does not cover the restrictions of build_spec");
   // Pruning: no block or L1 extent beyond twice what it covers; use at least
   // half of the cores the shape can occupy.
   auto& pr = s.pruning;
   pr.push_back("baseM < 2 * singleCoreM and baseN < 2 * singleCoreN");
   pr.push_back("baseM * stepM < 2 * singleCoreM and baseN * stepN < 2 * singleCoreN");
-  pr.push_back("baseK * stepKa < 2 * " + K + " and baseK * stepKb < 2 * " + K);
+  pr.push_back("dispatch == 1 or (baseK * stepKa < 2 * " + K + " and baseK * stepKb < 2 * " + K + ")");
   // Maximal multi-core splits only: no other split uses at least as many
   // pieces along both M and N (and more along one) within the cores.
   // With a K split, maximal within the cores left to each K slice (one wave)
@@ -664,16 +790,18 @@ void CubeModel::build_spec() {
       else if (!any.empty())
         by_split += (by_split.empty() ? "" : " or ") + std::string("(splitK == ") + num(ks) + " and (" + any + "))";
     }
-    if (!by_split.empty()) pr.push_back(by_split);
+    if (!by_split.empty()) pr.push_back("dispatch == 1 or (" + by_split + ")");
   }
   // L0A/L0B and the two L1 operands are double-buffered alike (Ascend C's
   // recommended setting has both on; the model treats the sides alike).
   pr.push_back("dbL0A == dbL0B");
+  // The searched L1 buffering is single or double ([A] TCubeTiling: depth = step x {1, 2}).
+  pr.push_back("depthA1 <= 2 * stepM * stepKa and depthB1 <= 2 * stepN * stepKb");
   // UnitFlag only overlaps (never slower in the model): the search keeps it on.
   pr.push_back("unitFlag == 1");
   // So does staggered K loading, where it is allowed.
   if (l.reorder) pr.push_back("kReorderLoad == 1 or (" + k_full + ")");
-  pr.push_back("depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
+  pr.push_back("dispatch == 1 or depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
 
   // Baseline ([A] TCubeTiling recommended values; [M] heuristics): all cores
   // (one wave of the batch's tasks) with the most even split, base (128, 256,
@@ -714,7 +842,153 @@ void CubeModel::build_spec() {
   }
   int64_t depth = 2;
   if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias && p.bt > 0 ? bn * 4 : 0) > p.l1) depth = 1;
-  s.baseline = {best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0, 1, 0, 0};
+  ascendc_baseline_ = tiling_row({best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0, 1, 0, 0},
+                                 {0, 0, cores, 1, 1, 1, 1, 0});
+  // MatMulV3's heuristic where CANN runs it; otherwise (Conv: closed TBE
+  // Conv2D on 910B; other SoCs) the Ascend C API-style default above stands in.
+  // Where MatMulV3 runs, its round-robin kernel is what AOE tunes: the searched
+  // space is its neighbourhood (the static split stays valid for estimates of
+  // custom Ascend C kernels and of tilings stored before issue 47).
+  std::string kind = "approximate CANN default";
+  const auto v3 = v3_baseline(kind);
+  const bool use_v3 = v3 && holds_all(v3->data());  // (never fails on the built-in SoCs)
+  s.baseline = use_v3 ? *v3 : ascendc_baseline_;
+  s.baseline_kind = use_v3 ? kind : "approximate CANN default";
+  if (use_v3) s.api_baseline = ascendc_baseline_;
+  if (use_v3) {
+    add_round_robin_values(s.baseline);
+    add_round_robin_rules(s.baseline);
+  }
+}
+
+std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  // MatMulV3's 910B tiler: split AIC/AIV, FixPipe L0C -> GM, 128 KiB L0C
+  // ([V3] GetMoreArgs' L0C switch); fp16/bf16/fp32 ([V3] GetDtype).
+  const bool a2 = p.split && p.fixpipe && int64_t(p.l0c) == 131072;
+  if (q.conv || !a2 || (q.dtype != "float16" && q.dtype != "bfloat16" && q.dtype != "float32")) return std::nullopt;
+  MatMulV3Case c{q.M, q.K, q.N, q.trans_a, q.trans_b, q.bias, q.dtype, false};
+  MatMulV3Hw hw{p.cube_cores, int64_t(p.l1), int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c), int64_t(p.ub),
+                int64_t(p.l2), int64_t(p.bt)};
+  const MatMulV3Tiling v = matmul_v3_default_tiling(c, hw);
+  // The model's template: split-K variants 5 (NKM) and 6 (GM -> L1) are
+  // priced as 2; the FixPipe digit (thousands) is not priced.
+  const int64_t units = v.tilingEnable % 10, tens = v.tilingEnable / 10 % 10;
+  int64_t te = 0;
+  if (units == 2 || units == 5 || units == 6) te = 2;
+  else if (units == 3) te = 3;
+  else if (tens == 1 || tens == 2) te = 10 * tens;
+  const bool exact = v.exact && q.batch == 1 && te == v.tilingEnable % 1000;
+  const int64_t dispatch = te == 2 ? 0 : 1;
+  const int64_t sM = align_up(v.singleCoreM, 16), sN = align_up(v.singleCoreN, 16);
+  const int64_t split = te == 3 ? cdiv(q.K, v.singleCoreK) : 1;
+  const int64_t mB = cdiv(q.M, sM), nB = cdiv(q.N, sN);
+  int64_t mBlk = std::min(std::max<int64_t>(v.l2MTileBlock, 1), mB), nBlk = std::min(std::max<int64_t>(v.l2NTileBlock, 1), nB);
+  if (te == 3) mBlk = mB, nBlk = nB;  // the split-K templates run over one L2 tile
+  const int64_t used = dispatch == 1 ? v.usedCoreNum : int64_t(p.cube_cores);
+  std::vector<int64_t> b = tiling_row({sM, sN, v.baseM, v.baseN, v.baseK, v.stepM, v.stepN, v.stepKa, v.stepKb, v.depthA1,
+                                       v.depthB1, v.dbL0A, v.dbL0B, v.dbL0C, v.iterateOrder, split,
+                                       1,  // unitFlag: MatMulV3's kernels use MM_CFG_NO_PRELOAD ([V3-kernel] mat_mul_v3_common.h)
+                                       0},
+                                      {dispatch, te, used, cdiv(mB, mBlk), cdiv(nB, nBlk), mBlk, nBlk, v.l2IterateOrder});
+  if (dispatch == 0) b[kL2MCnt] = b[kL2NCnt] = b[kL2MBlk] = b[kL2NBlk] = 1, b[kL2Order] = 0;
+  kind = exact ? "CANN MatMulV3 default" : "approximate CANN default";
+  return b;
+}
+
+
+namespace {
+void add_values(std::vector<int64_t>& list, std::initializer_list<int64_t> more) {
+  for (int64_t v : more)
+    if (v > 0 && std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+  std::sort(list.begin(), list.end());
+}
+}  // namespace
+
+// Round-robin (dispatch 1) values: the baseline's, the other orientation of
+// its block, blocks dealt as one or two base blocks, and L2 tiles of 1..8
+// blocks' worth of tiles per axis (AOE's neighbourhood, issue 47 / B.5 of
+// ../shared/reference/cann_bank_and_default_tiling.md).
+void CubeModel::add_round_robin_values(const std::vector<int64_t>& b) {
+  auto& v = spec_.values;
+  add_values(v[kDispatch], {1});
+  add_values(v[kBM], {b[kBM], b[kBN]});
+  add_values(v[kBN], {b[kBN], b[kBM]});
+  add_values(v[kBK], {b[kBK]});
+  for (int64_t x : std::vector<int64_t>(v[kBM])) add_values(v[kSM], {x, 2 * x});
+  for (int64_t x : std::vector<int64_t>(v[kBN])) add_values(v[kSN], {x});
+  add_values(v[kSM], {b[kSM], b[kBM] * b[kStepM]});
+  add_values(v[kSN], {b[kSN], b[kBN] * b[kStepN], align_up(q_.N, 16)});
+  add_values(v[kStepM], {b[kStepM]});
+  add_values(v[kStepN], {b[kStepN]});
+  add_values(v[kStepKa], {b[kStepKa]});
+  add_values(v[kStepKb], {b[kStepKb]});
+  add_values(v[kDepthA1], {b[kDepthA1], 2 * b[kStepKa]});
+  add_values(v[kDepthB1], {b[kDepthB1], 2 * b[kStepKb]});
+  add_values(v[kSplitK], {b[kSplitK]});
+  add_values(v[kUsed], {b[kUsed]});
+  if (q_.a_bytes + q_.b_bytes + q_.c_bytes > p_.l2) add_values(v[kL2Order], {1});
+  add_values(v[kTE], {b[kTE]});
+  // Deterministic multi-core split-K where the model searches K splits at all
+  // (M x N leaves cores idle, or A and B overflow L2).
+  if (v[kSplitK].size() > 1) add_values(v[kTE], {3});
+  // Full loads where the kept operand fits half of L1.
+  if (double(align_up(q_.N, 16)) * double(Kp_) * q_.in_size <= p_.l1 / 2) add_values(v[kTE], {20});
+  if (double(align_up(q_.M, 16)) * double(Kp_) * q_.in_size <= p_.l1 / 2) add_values(v[kTE], {10});
+  // L2 tiles matter only when A + B + C overflow L2 (l2_tile_reads); else one tile.
+  const bool tiles = q_.a_bytes + q_.b_bytes + q_.c_bytes > p_.l2;
+  add_values(v[kL2MCnt], {b[kL2MCnt]});
+  add_values(v[kL2NCnt], {b[kL2NCnt]});
+  add_values(v[kL2MBlk], {b[kL2MBlk]});
+  add_values(v[kL2NBlk], {b[kL2NBlk]});
+  for (int64_t sm : std::vector<int64_t>(v[kSM])) {
+    const int64_t mb = cdiv(q_.M, sm);
+    add_values(v[kL2MBlk], {mb});
+    if (tiles)
+      for (int64_t c : {2, 3, 4, 6, 8}) add_values(v[kL2MBlk], {cdiv(mb, c)}), add_values(v[kL2MCnt], {cdiv(mb, cdiv(mb, c))});
+  }
+  for (int64_t sn : std::vector<int64_t>(v[kSN])) {
+    const int64_t nb = cdiv(q_.N, sn);
+    add_values(v[kL2NBlk], {nb});
+    if (tiles)
+      for (int64_t c : {2, 3, 4, 6, 8}) add_values(v[kL2NBlk], {cdiv(nb, c)}), add_values(v[kL2NCnt], {cdiv(nb, cdiv(nb, c))});
+  }
+}
+
+// The searched round-robin tilings: AOE's neighbourhood of MatMulV3's block
+// (the bank CANN ships keeps baseK and, but for orientation, the block area:
+// B.5 of ../shared/reference/cann_bank_and_default_tiling.md), each task one
+// base block (two for BL1 full load, stepM blocks for split-K), all cores or
+// the baseline's count.
+void CubeModel::add_round_robin_rules(const std::vector<int64_t>& b) {
+  auto& pr = spec_.pruning;
+  const std::string area = num(b[kBM] * b[kBN] / 2), N = num(q_.N);
+  // (One rule per last-bound knob: the space is enumerated in parameter order.)
+  pr.push_back("dispatch == 0 or singleCoreM <= 4 * baseM");
+  pr.push_back("dispatch == 0 or (singleCoreN <= 4 * baseN or singleCoreN >= " + N + ") and baseM * baseN >= " + area);
+  pr.push_back("dispatch == 0 or baseK == " + num(b[kBK]));
+  pr.push_back("dispatch == 0 or singleCoreM == baseM * stepM or (tilingEnable == 20 and singleCoreM == 2 * baseM) or "
+               "tilingEnable == 10");
+  // Copies of K longer than twice K only as the baseline's (MatMulV3 sizes stepK from L1, not from K).
+  const std::string K = num(lim_.K);
+  pr.push_back("dispatch == 0 or baseK * stepKa < 2 * " + K + " or stepKa == " + num(b[kStepKa]));
+  pr.push_back("dispatch == 0 or baseK * stepKb < 2 * " + K + " or stepKb == " + num(b[kStepKb]));
+  pr.push_back("dispatch == 0 or singleCoreN == baseN * stepN or singleCoreN >= " + N);
+  pr.push_back("dispatch == 0 or usedCoreNum == " + num(p_.cube_cores) + " or usedCoreNum == " + num(b[kUsed]));
+  // Static splits only as single-core split-K (template 2, where it is the baseline's).
+  pr.push_back("dispatch == 1 or tilingEnable == 2");
+  // The base template: one base block per task, L1 double-buffered (depth =
+  // 2 x stepK, [V3] CalL1Tiling); dbL0A/dbL0B are not read from the bank
+  // ([V3] TranslateAoeTiling keeps the API's 2).
+  pr.push_back("dispatch == 0 or tilingEnable != 0 or (stepM == 1 and stepN == 1)");
+  pr.push_back("dispatch == 0 or tilingEnable != 0 or (depthA1 == 2 * stepKa and depthB1 == 2 * stepKb)");
+  pr.push_back("dispatch == 0 or (dbL0A == 2 and dbL0B == 2)");
+  // Full-load and split-K templates run over one L2 tile ([V3] DoBL1FullLoadTilingBase,
+  // DoAL1FullLoadTiling set one tile; the split-K ones keep the whole output per K slice),
+  // and split-K loads A and B in equal K steps ([V3] SetBasicBlockOfMK33/NK33, SetBasicBlockOf24).
+  pr.push_back("tilingEnable == 0 or (l2MTileCnt == 1 and l2NTileCnt == 1)");
+  pr.push_back("tilingEnable != 3 or (stepKa == stepKb and stepM * stepN <= 3)");
 }
 
 // Without a bias table (before C220) the bias is added on the vector unit.
@@ -765,6 +1039,7 @@ void read_split_policy(const OpDesc& op, const Platform& p, CubeProblem& q) {
 std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) {
   CubeProblem q;
   q.kind = op.kind;
+  q.dtype = op.dtype;
   const std::string dtype = op.dtype;
   check_cube_dtype(dtype, p, op.kind);
   const bool gemm = op.kind == "Gemm";

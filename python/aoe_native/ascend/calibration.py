@@ -251,7 +251,8 @@ class _Record:
             if m.op not in ops.supported_ops():
                 raise ValueError(f"unknown op {m.op!r}")
             model = ops.op_model(m.op, m.inputs, m.dtype, self.base, m.attrs)
-            self.row = list(model.baseline) if m.tiling is None else ops._tiling_row(model, m.tiling)
+            # (a custom Ascend C kernel's record without a tiling ran the API's default, not MatMulV3's)
+            self.row = list(model.api_baseline) if m.tiling is None else ops._tiling_row(model, m.tiling)
             bad = model.violation(self.row)
             if bad:
                 raise ValueError(f"tiling {dict(zip(model.param_names, self.row))} is impossible: {bad}")

@@ -23,7 +23,8 @@ from ..tuning import check_max_evals, improvement, tune
 from .platforms import DEFAULT_SOC, Platform, is_builtin, native_platform
 
 
-__all__ = ["Estimate", "OpTuneResult", "baseline_tiling", "complete_tiling", "estimate", "estimate_batch", "supported_ops",
+__all__ = ["Estimate", "OpTuneResult", "baseline_tiling", "baseline_kind", "BASELINE_EXACT", "BASELINE_APPROXIMATE",
+           "complete_tiling", "estimate", "estimate_batch", "supported_ops",
            "op_table", "op_model", "build_op_model", "clear_caches", "tiling_space", "tune_op", "choose_strategy", "auto_pads", "TUNE_OP_POLICY",
            "nearest_valid_tilings"]
 
@@ -54,6 +55,11 @@ _ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 6: "int3
 _FLOAT_ATTRS = {"alpha", "beta", "epsilon", "momentum", "min", "max"}
 # Attributes accepted for ONNX compatibility that the model derives itself.
 _IGNORED_ATTRS = {"noop_with_empty_axes", "stash_type"}
+# What a default ("before") tiling stands for (baseline_kind): CANN MatMulV3's own heuristic
+# (MatMul/Gemm on A2/A3 SoCs, shapes its restatement reproduces), or a stand-in for CANN's
+# default (Conv: 910B's Conv2D tiling is closed TBE code; other ops and SoCs: this model's rules).
+BASELINE_EXACT = "CANN MatMulV3 default"
+BASELINE_APPROXIMATE = "approximate CANN default"
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,8 @@ class OpTuneResult:
     soc_version: str
     strategy: str = ""
     elapsed_s: float = 0.0
+    # BASELINE_EXACT or BASELINE_APPROXIMATE: what baseline_tiling stands for (baseline_kind)
+    baseline_kind: str = BASELINE_APPROXIMATE
     extra: dict[str, Any] = field(default_factory=dict)
     # this run's evaluations (indices into the tiling space, times in us): `known` of a later run
     history_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -328,9 +336,20 @@ def tiling_space(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", 
 
 def baseline_tiling(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = DEFAULT_SOC,
                     attrs: Mapping[str, Any] | None = None) -> dict[str, int]:
-    """The tiling a compiler would pick without tuning (Ascend C recommendations)."""
+    """The tiling CANN would run without tuning: MatMulV3's heuristic for MatMul/Gemm on A2/A3
+    SoCs, else a stand-in (:func:`baseline_kind` says which)."""
     model, _ = _model(op_type, inputs, dtype, soc_version, attrs)
     return dict(zip(model.param_names, model.baseline))
+
+
+def baseline_kind(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
+                  attrs: Mapping[str, Any] | None = None) -> str:
+    """What :func:`baseline_tiling` stands for: ``BASELINE_EXACT`` ("CANN MatMulV3 default", CANN
+    MatMulV3's heuristic, for MatMul/Gemm on A2/A3 SoCs) or ``BASELINE_APPROXIMATE`` ("approximate
+    CANN default": Conv, whose 910B tiling is closed TBE code, BatchMatMul, other ops and SoCs, and
+    the MatMul shapes CANN tiles with code that is not public).  Outputs print it next to gains."""
+    model, _ = _model(op_type, inputs, dtype, soc_version, attrs)
+    return str(model.baseline_kind)
 
 
 def complete_tiling(op_type: str, inputs: Sequence[Shape], dtype: str, soc_version: PlatformLike,
@@ -496,4 +515,5 @@ def tune_op(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_v
         evaluations=int(res.evaluations), space_size=len(space), trace=np.asarray(res.trace, dtype=float),
         op_type=op_type, inputs=[list(s) for s in _shapes(inputs, op_type)], dtype=dtype,
         soc_version=native_platform(soc_version).name, strategy=strat, elapsed_s=float(res.elapsed_s),
+        baseline_kind=str(model.baseline_kind),
         history_ids=res.history_ids, history_values=res.history_values)

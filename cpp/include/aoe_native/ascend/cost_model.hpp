@@ -64,6 +64,14 @@ struct TilingSpec {
   std::vector<std::string> restrictions;
   std::vector<std::string> pruning;
   std::vector<int64_t> baseline;  // what a compiler picks without tuning
+  // How close `baseline` is to what CANN runs untuned: "CANN MatMulV3 default"
+  // (MatMulV3's heuristic, matmul_v3.hpp) or "approximate CANN default" (a
+  // stand-in: Conv2D's tiling on 910B is closed, vector ops use this model's rules).
+  std::string baseline_kind = "approximate CANN default";
+  // The Ascend C API-style default of a custom kernel (the cube's static split), where it
+  // differs from `baseline` (MatMulV3's); empty: the same.  Measured custom-kernel cases
+  // recorded without a tiling ran it (aoe_native.ascend.calibration).
+  std::vector<int64_t> api_baseline;
   // Knobs added after tilings were first stored (bank entries, plans), with the
   // value that reproduces the model without them: a stored tiling lacking one
   // is read with this value (aoe_native.ascend.ops.complete_tiling).
