@@ -147,9 +147,10 @@ def test_store_tuned_writes_where_and_what_cann_reads(tmp_path):
     assert list(k) == list(cann.keys.KNOWLEDGE_FIELDS)
     assert all(type(v) is int for v in k.values())
     assert {n: k[n] for n in tiling if n in k} == {n: v for n, v in tiling.items() if n in k}
-    blocks_m, blocks_n = -(-1000 // tiling["singleCoreM"]), -(-2048 // tiling["singleCoreN"])
-    assert (k["singleCoreK"], k["usedCoreNum"], k["tilingEnable"]) == (4096, blocks_m * blocks_n, 0)
-    assert (k["l2MTileCnt"], k["l2NTileCnt"], k["l2MTileBlock"], k["l2NTileBlock"]) == (1, 1, blocks_m, blocks_n)
+    # MatMulV3's default is a round-robin tiling of the base template: the record is its fields
+    assert tiling["dispatch"] == 1
+    assert (k["singleCoreK"], k["usedCoreNum"], k["tilingEnable"]) == (4096, tiling["usedCoreNum"], 0)
+    assert all(k[f] == tiling[f] for f in ("l2MTileCnt", "l2NTileCnt", "l2MTileBlock", "l2NTileBlock"))
     # the file reads back as the task (M 1000 comes back as 1007: same key)
     [entry] = cann.read_bank(path)
     assert (entry.op, entry.inputs, entry.dtype, entry.soc_version, entry.core_num) == \
@@ -211,14 +212,17 @@ def test_store_tuned_never_writes_a_tiling_that_overflows(tmp_path):
     assert open(path, "rb").read() == before
 
 
-def test_store_tuned_uses_the_blocks_of_a_static_split(tmp_path):
+def test_a_static_split_is_not_a_matmulv3_tiling(tmp_path):
+    """An Ascend C custom kernel's static split (dispatch 0, base template) has no MatMulV3
+    kernel: nothing is written; the same blocks dealt round-robin are."""
     inputs = [[64, 256], [256, 96]]
-    tiling = {**_tuned(inputs), "singleCoreM": 32, "singleCoreN": 48, "baseM": 32, "baseN": 48}
-    path = cann.store_tuned(tmp_path, SOC, CORES, "MatMul", inputs, "float16", {}, tiling)
+    tiling = {**_tuned(inputs), "singleCoreM": 32, "singleCoreN": 48, "baseM": 32, "baseN": 48, "depthA1": 8,
+              "depthB1": 8, "stepKa": 4, "stepKb": 4}
+    assert cann.store_tuned(tmp_path, SOC, CORES, "MatMul", inputs, "float16", {}, {**tiling, "dispatch": 0}) is None
+    assert not os.path.exists(os.path.join(tmp_path, SOC))
+    path = cann.store_tuned(tmp_path, SOC, CORES, "MatMul", inputs, "float16", {}, {**tiling, "dispatch": 1})
     k = json.loads(open(path, encoding="utf-8").read())["knowledge"]
-    assert (k["usedCoreNum"], k["l2MTileBlock"], k["l2NTileBlock"]) == (4, 2, 2)
-    too_many = {**tiling, "singleCoreM": 16, "singleCoreN": 16, "baseM": 16, "baseN": 16}  # 24 x ... > 24 blocks
-    assert cann.store_tuned(tmp_path, SOC, CORES, "MatMul", [[64, 256], [256, 256]], "float16", {}, too_many) is None
+    assert (k["singleCoreM"], k["singleCoreN"], k["baseM"], k["baseN"]) == (32, 48, 32, 48)
 
 
 def test_the_bias_counts_in_l1(tmp_path):

@@ -342,7 +342,7 @@ def baseline_tiling(op_type: str, inputs: Sequence[Shape], dtype: str = "float16
     return dict(zip(model.param_names, model.baseline))
 
 
-def baseline_kind(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = "Ascend910B3",
+def baseline_kind(op_type: str, inputs: Sequence[Shape], dtype: str = "float16", soc_version: PlatformLike = DEFAULT_SOC,
                   attrs: Mapping[str, Any] | None = None) -> str:
     """What :func:`baseline_tiling` stands for: ``BASELINE_EXACT`` ("CANN MatMulV3 default", CANN
     MatMulV3's heuristic, for MatMul/Gemm on A2/A3 SoCs) or ``BASELINE_APPROXIMATE`` ("approximate

@@ -53,7 +53,7 @@ def entry_for_task(soc_version: str, core_num: int, op_type: str, inputs: Sequen
     if isinstance(info, str):
         return info
     M, K, N = _mnk(info, inputs)
-    knowledge = tiling_to_knowledge(tiling, M, K, N, core_num)
+    knowledge = tiling_to_knowledge(tiling, inputs, dtype, soc_version, attrs, M, K, N)
     if isinstance(knowledge, str):
         return knowledge
     record = {"id": key_hash(info), "info_dict": info, "knowledge": knowledge, "op": OP_TYPE, "version": 0}

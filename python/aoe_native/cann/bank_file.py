@@ -164,8 +164,10 @@ def entry_of_record(record: dict[str, Any], soc_version: str, core_num: int, lin
         op, inputs, dtype, attrs, formats = _describe(info)
         return CannEntry(op, inputs, dtype, attrs, soc_version, core_num, None, record, formats, task, line)
     inputs, dtype, attrs = task
-    tiling = knowledge_to_tiling(record["knowledge"])
-    reason = model_accepts(inputs, dtype, soc_version, tiling, attrs)
+    (m, k), (_, n) = (inputs[0][::-1] if attrs.get("transpose_a") else inputs[0]), \
+        (inputs[1][::-1] if attrs.get("transpose_b") else inputs[1])
+    tiling = knowledge_to_tiling(record["knowledge"], m, k, n, dtype, soc_version)
+    reason = tiling if isinstance(tiling, str) else model_accepts(inputs, dtype, soc_version, tiling, attrs)
     return CannEntry("MatMul", inputs, dtype, attrs, soc_version, core_num, None if reason else tiling, record,
                      ["ND"] * len(inputs), reason and f"the cost model does not take it: {reason}", line)
 
