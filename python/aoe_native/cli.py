@@ -40,6 +40,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from typing import Any, Mapping
 
@@ -318,24 +319,42 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+# A stop (Ctrl-C, or SIGTERM through _on_sigterm) that Python dropped, waiting to be delivered again.
+_lost: dict[str, Any] = {"signum": None, "at": 0.0, "watcher": None, "done": threading.Event()}
+_REDELIVER_AFTER_S = 0.01   # first delivery, once the finalizer has returned
+_RETRY_AFTER_S = 0.2        # again, if the run has not taken it (it landed somewhere it was dropped)
+
+
 def _redeliver_lost_interrupt(unraisable: Any, fallback: Any) -> None:
-    # A KeyboardInterrupt (Ctrl-C, or SIGTERM through _on_sigterm) raised while a finalizer runs
-    # (a lock's __del__, a weakref callback) is printed and dropped by Python, and the run would
-    # go on as if never stopped. Deliver the signal again a moment later, outside the finalizer;
-    # if that lands in a finalizer too, this runs again.
+    # A KeyboardInterrupt raised while a finalizer runs (a lock's __del__, a weakref callback) is
+    # printed and dropped by Python, and the run would go on as if never stopped.  A watcher thread
+    # delivers the signal again, outside the finalizer, until main() has taken it.  The hook itself
+    # only records the signal, last: a delivery that landed inside the hook would be dropped too.
     if not issubclass(unraisable.exc_type, KeyboardInterrupt):
         fallback(unraisable)
         return
-    signum = signal.SIGTERM if _sigterm["received"] else signal.SIGINT
-    again = threading.Timer(0.01, _thread.interrupt_main, (signum,))
-    again.daemon = True
-    again.start()
+    watcher = _lost["watcher"]
+    if watcher is None or not watcher.is_alive():
+        watcher = threading.Thread(target=_redeliver, args=(_lost["done"],), daemon=True)
+        _lost["watcher"] = watcher
+        watcher.start()
+    _lost["at"] = time.monotonic() - _RETRY_AFTER_S + _REDELIVER_AFTER_S
+    _lost["signum"] = signal.SIGTERM if _sigterm["received"] else signal.SIGINT
+
+
+def _redeliver(done: threading.Event) -> None:
+    while not done.wait(_REDELIVER_AFTER_S):
+        signum = _lost["signum"]
+        if signum is not None and time.monotonic() - _lost["at"] >= _RETRY_AFTER_S:
+            _lost["at"] = time.monotonic()
+            _thread.interrupt_main(signum)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``aoe``: exit status 0 on success, 1 on an error in the input, 2 on a usage error,
     130 when Ctrl-C stopped the run (what was finished is kept and written), 143 when SIGTERM did."""
     _sigterm["received"] = False
+    _lost.update(signum=None, done=threading.Event(), watcher=None)  # a watcher of an earlier run stops by itself
     previous = None
     hook = sys.unraisablehook
     if threading.current_thread() is threading.main_thread():
@@ -344,12 +363,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status = _aoe(argv)
     except KeyboardInterrupt:
+        _lost["signum"] = None  # taken: the watcher stops delivering it
         print("aoe: interrupted; tilings tuned so far are kept in the knowledge bank (run again to resume)",
               file=sys.stderr)
         status = 130
     except BrokenPipeError:
         return _closed_stdout()
     finally:
+        _lost["done"].set()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
             sys.unraisablehook = hook
