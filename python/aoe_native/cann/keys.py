@@ -106,20 +106,25 @@ def _check_value(name: str, code: str, v: Any) -> str | None:
     return None if lo <= v <= hi else f"{name}={v} is out of range [{lo}, {hi}]"
 
 
+def _presence(what: str, obj: dict, names: list[str]) -> list[str]:
+    """Missing and unknown fields of a record's object, as problems."""
+    problems = []
+    missing = [n for n in names if n not in obj]
+    if missing:
+        problems.append(f"{what} lacks {', '.join(missing)}")
+    unknown = sorted(str(k) for k in obj if k not in names)
+    if unknown:
+        problems.append(f"{what} has unknown field(s) {', '.join(unknown)}")
+    return problems
+
+
 def check_info_dict(info: Any) -> list[str]:
     """The problems of an ``info_dict`` as a MatMulV3 key: not an object, missing or unknown
     fields (CANN's nlohmann ``from_json`` drops a record lacking one), wrong JSON types or
     out-of-range values.  [] when it packs."""
     if not isinstance(info, dict):
         return [f"info_dict must be an object, got {type(info).__name__}"]
-    names = [n for n, _ in KEY_FIELDS]
-    problems = []
-    missing = [n for n in names if n not in info]
-    if missing:
-        problems.append(f"info_dict lacks {', '.join(missing)}")
-    unknown = sorted(k for k in info if k not in names)
-    if unknown:
-        problems.append(f"info_dict has unknown field(s) {', '.join(map(str, unknown))}")
+    problems = _presence("info_dict", info, [n for n, _ in KEY_FIELDS])
     for name, code in KEY_FIELDS:
         if name in info:
             p = _check_value(name, code, info[name])
@@ -133,13 +138,7 @@ def check_knowledge(knowledge: Any) -> list[str]:
     leaves a missing one uninitialised) as an unsigned 32-bit integer."""
     if not isinstance(knowledge, dict):
         return [f"knowledge must be an object, got {type(knowledge).__name__}"]
-    problems = []
-    missing = [n for n in KNOWLEDGE_FIELDS if n not in knowledge]
-    if missing:
-        problems.append(f"knowledge lacks {', '.join(missing)}")
-    unknown = sorted(k for k in knowledge if k not in KNOWLEDGE_FIELDS)
-    if unknown:
-        problems.append(f"knowledge has unknown field(s) {', '.join(map(str, unknown))}")
+    problems = _presence("knowledge", knowledge, list(KNOWLEDGE_FIELDS))
     for n in KNOWLEDGE_FIELDS:
         v = knowledge.get(n, 0)
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= _MASK:
