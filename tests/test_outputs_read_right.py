@@ -11,7 +11,7 @@ import pytest
 import aoe_native as an
 from aoe_native import cli, zoo
 from aoe_native.outputs import report
-from aoe_native.outputs.console import subgraph_table, summary_table
+from aoe_native.outputs.console import subgraph_table
 from aoe_native.outputs.text import attr_text, number
 from aoe_native.results import plural
 
@@ -112,7 +112,7 @@ def test_gradient_split_tuning_leads_with_the_platform_default(tmp_path, capsys,
     grads = [(f"g{i}", (i % 7 + 1) * 1_000_000, 10.0 * i) for i in range(40)]
     plan = an.tune_gradients(grads, an.Cluster(ranks=8, alpha_us=20.0, gbps=100.0))
     assert plan.reference_baseline == "hccl_default" and plan.improvement == plan.gain["hccl_default"]
-    assert report.baselines_in_order(plan)[0][0] == "hccl_default"
+    assert plan.ordered_baselines()[0][0] == "hccl_default"
     html = report.render_gdat_report(plan, "t")
     assert "faster than hccl_default" in html and "hccl_default (the default here)" in html
     assert re.search(r"all-reduce \(1 bucket\)|all-reduce \(\d+ buckets\)", html) is not None

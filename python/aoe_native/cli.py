@@ -59,7 +59,6 @@ from .jobs.opat import TuneOpsWarning, tune_model
 from .jobs.setup import CoverageWarning, usable_cores
 from .jobs.sgat import LEVELS, tune_subgraphs
 from .outputs.console import ProgressBar, subgraph_table, summary_table
-from .outputs.report import baselines_in_order
 from .results import JobResult, plural
 from .tuning import improvement
 
@@ -297,7 +296,7 @@ def _gdat_main(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"plan served from the knowledge bank {plan.bank_directory}")
     print(f"backward {plan.backward_us:.1f} us; tuned: {plural(len(plan.buckets), 'bucket')}, step end "
           f"{plan.time_us:.1f} us, exposed communication {plan.exposed_us:.1f} us")
-    for k, t in baselines_in_order(plan):  # the platform's (or backend's) default first
+    for k, t in plan.ordered_baselines():  # the platform's (or backend's) default first
         print(f"  {k + (' (default)' if k == ref else ''):<25} {plural(len(plan.baseline_buckets[k]), 'bucket'):>12}  "
               f"{t:>12.1f} us  tuned faster by {plan.gain[k] * 100:.2f}%")
     print(f"HCCL set_split_strategy_by_idx({plan.hccl_split_idx})")

@@ -144,11 +144,15 @@ class ModelTuneResult(JobResult):
                 out[t.baseline_kind] = out.get(t.baseline_kind, 0) + 1
         return out
 
-    def basis_text(self) -> str:
-        """One line saying what the numbers are, e.g. "times: cost model estimate; before: CANN
-        MatMulV3 default (12 tasks), approximate CANN default (15 tasks)"."""
+    def baselines_text(self) -> str:
+        """What the tasks' "before" is, e.g. "CANN MatMulV3 default (12 tasks), approximate CANN
+        default (15 tasks)"."""
         kinds = ", ".join(f"{k} ({plural(n, 'task')})" for k, n in sorted(self.baseline_kinds().items()))
-        return f"times: {self.times_are}; before: {kinds or 'default tilings'}"
+        return kinds or "default tilings"
+
+    def basis_text(self) -> str:
+        """One line saying what the numbers are: "times: cost model estimate; before: ..."."""
+        return f"times: {self.times_are}; before: {self.baselines_text()}"
 
     @property
     def stage_improvement(self) -> float:
@@ -286,6 +290,13 @@ class GradientPlan:
         """Gain over the backend's default rule (``reference_baseline``; without a backend the
         platform's own, HCCL's default split on an Ascend SoC)."""
         return self.gain[self.reference_baseline]
+
+    def ordered_baselines(self) -> list[tuple[str, float]]:
+        """The baselines with their times, the reference (the platform's or backend's default)
+        first, then the others from fastest to slowest."""
+        ref = self.reference_baseline
+        return [(ref, self.baselines[ref])] + sorted(((k, t) for k, t in self.baselines.items() if k != ref),
+                                                      key=lambda kv: kv[1])
 
     @property
     def ends(self) -> list[int]:

@@ -103,7 +103,7 @@ def tiling_from_knowledge(knowledge: Mapping[str, int], m: int, k: int, n: int, 
     with ``cube_cores`` cube cores (see the module docstring for the rules).  ValueError
     names a missing field or a template the model cannot price."""
     _dims(m, k, n)
-    kq = _k_granule(dtype)
+    _k_granule(dtype)  # checks the dtype
     missing = [f for f in KNOWLEDGE_FIELDS if f not in knowledge]
     if missing:
         raise ValueError(f"MatMulV3 knowledge: missing field(s) {', '.join(missing)}")

@@ -100,7 +100,6 @@ def gdat_job(cluster: Cluster, *, timeline: str | os.PathLike | None = None, mod
     input is checked before anything is written."""
     if (timeline is None) == (model is None):
         raise ValueError("give a gradient timeline file or an ONNX model (one of them)")
-    t0 = time.perf_counter()
     job = prepare_job(model, soc_version, evaluator=evaluator,
                       input_shape=input_shape, dtype=dtype, bank=bank, parallel=1, tuning_time_limit=None,
                       launch_overhead_us=None, output=output, result_dir=result_dir)
@@ -108,9 +107,8 @@ def gdat_job(cluster: Cluster, *, timeline: str | os.PathLike | None = None, mod
         grads: Iterable[Gradient] = load_timeline(timeline)
         name, evaluated_by = os.path.splitext(os.path.basename(os.fspath(timeline)))[0], None
         source = _digest(list(grads))
-    else:
+    else:  # a model: prepare_job imported it
         name, evaluated_by = job.graph.name, job.evaluator.name
-        assert job.graph is not None
         source = _digest([job.evaluator.name, dtype, max_evals, seed, _graph_signature(job.graph)])
     key = f"{GDAT_OP}({source})|{_digest(cluster.to_dict())}|max_buckets={max_buckets}|backend={backend}"
     plan = None if repeat_tune else _served(job.bank, key)
@@ -120,7 +118,7 @@ def gdat_job(cluster: Cluster, *, timeline: str | os.PathLike | None = None, mod
         plan = tune_gradients(grads, cluster, max_buckets=max_buckets, backend=backend)
         _store(job.bank, key, plan, name, dtype)
     plan.model_name, plan.soc_version, plan.evaluator = name, job.platform.name, evaluated_by
-    plan.bank_directory, plan.tuning_time_s = job.bank.directory, time.perf_counter() - t0
+    plan.bank_directory, plan.tuning_time_s = job.bank.directory, job.elapsed()
     plan.result_file, plan.report_file = write_gdat_outputs(plan, name, output=output, result_dir=result_dir)
     return plan
 

@@ -158,7 +158,7 @@ def render_report(r: ModelTuneResult) -> str:
         ["modelled part", r.coverage_text()],
         ["launch overhead per kernel (us)", r.launch_overhead_us],
         ["times", r.times_are],
-        ["before (default tiling)", ", ".join(f"{k}: {plural(n, 'task')}" for k, n in sorted(r.baseline_kinds().items()))],
+        ["before (default tiling)", r.baselines_text()],
         ["graph nodes / kernels / distinct tasks", f"{r.n_nodes} / {len(r.kernels)} / {len(r.tasks)}"],
         ["views and folded nodes (no kernel)", r.n_view_nodes],
         ["bank", r.bank_directory],
@@ -209,7 +209,7 @@ def render_report(r: ModelTuneResult) -> str:
 
 def _stage_note(r: ModelTuneResult) -> str:
     """Operator tuning that continued subgraph tuning's plan (job_type "1,2"): its own gain beside
-    the gain over the fixed rules at default tilings, so the two are never confused."""
+    the gain over the fused kernels at their default tilings, so the two are never confused."""
     if r.start_ms is None:
         return ""
     return (f"<p>This run started from subgraph tuning's plan ({r.start_ms:.4f} ms): operator tuning's own gain "
@@ -310,14 +310,6 @@ def _gdat_timeline(rows: list[tuple[str, float, list[tuple[float, float]]]]) -> 
     return _svg(10, 0.9 * len(rows) + 1.0, draw)
 
 
-def baselines_in_order(plan: Any) -> list[tuple[str, float]]:
-    """The plan's baselines, the reference (the platform's or backend's default) first, then the
-    others from fastest to slowest."""
-    ref = plan.reference_baseline
-    return [(ref, plan.baselines[ref])] + sorted(((k, t) for k, t in plan.baselines.items() if k != ref),
-                                                  key=lambda kv: kv[1])
-
-
 def render_gdat_report(plan: Any, name: str) -> str:
     """The GDAT report of a :class:`~aoe_native.results.GradientPlan` as one HTML string."""
     before = plan.reference_baseline  # the backend's own default rule
@@ -340,7 +332,7 @@ def render_gdat_report(plan: Any, name: str) -> str:
                     [[lv["name"], lv["ranks"], lv["alpha_us"], lv["gbps"], lv["source"]] for lv in c["levels"]])
     base = _table(["baseline", "buckets", "step end (us)", "tuned is faster by"],
                   [[k + (" (the default here)" if k == before else ""), len(plan.baseline_buckets[k]), f"{t:.1f}",
-                    percent(plan.gain[k])] for k, t in baselines_in_order(plan)])
+                    percent(plan.gain[k])] for k, t in plan.ordered_baselines()])
     buckets = _table(["#", "gradients", "first .. last", "bytes", "start (us)", "end (us)"],
                      [[k, len(b), f"{b[0]} .. {b[-1]}", plan.bucket_bytes[k], f"{plan.bucket_start_us[k]:.1f}",
                        f"{plan.bucket_end_us[k]:.1f}"] for k, b in enumerate(plan.buckets)])
