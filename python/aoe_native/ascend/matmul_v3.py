@@ -67,7 +67,7 @@ def _dims(m: int, k: int, n: int) -> None:
             raise ValueError(f"MatMulV3: {name} must be a positive integer, got {v!r}")
 
 
-def default_tiling(m: int, k: int, n: int, trans_a: bool = False, trans_b: bool = False, bias: bool = False,
+def default_tiling(m: int, k: int, n: int, *, trans_a: bool = False, trans_b: bool = False, bias: bool = False,
                    dtype: str = "float16", b_nz: bool = False, soc_version: Union[str, Platform] = "Ascend910B2") -> dict[str, Any]:
     """CANN MatMulV3's default tiling for C[m, n] = A[m, k] B[k, n] on ``soc_version``: the 23
     knowledge fields (CANN's names) plus ``exact`` (False where CANN takes a path the

@@ -63,7 +63,7 @@ def entry_for_task(soc_version: str, core_num: int, op_type: str, inputs: Sequen
 
 def store_tuned(root: str | os.PathLike[str] | None, soc: str, core_num: int, op_type: str,
                 inputs: Sequence[Sequence[int]], dtype: str, attrs: Mapping[str, Any] | None,
-                tiling: Mapping[str, int], formats: Sequence[str] | None = None) -> str | None:
+                tiling: Mapping[str, int], *, formats: Sequence[str] | None = None) -> str | None:
     """Write a tuned MatMul tiling where CANN reads it: merged by key into
     ``<root>/<soc>/unified_bank/<soc>_<core_num>_AiCore_MatMulV3_runtime_kb.json`` (root: our
     bank root, None for its default).  Returns the file's path, or None when MatMulV3 does not

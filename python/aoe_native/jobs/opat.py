@@ -245,7 +245,7 @@ class _OperatorTuning:
         t, plat = st.task, self.job.platform
         try:
             store_tuned(os.path.dirname(self.job.bank.directory), plat.name, int(plat.cube_cores), t.op_type,
-                        t.inputs, t.dtype, t.attrs, st.best_tiling, t.formats)
+                        t.inputs, t.dtype, t.attrs, st.best_tiling, formats=t.formats)
         except BankError as e:
             warnings.warn(f"{t.key}: not written to CANN's bank: {e}", CannBankWarning, stacklevel=2)
 
