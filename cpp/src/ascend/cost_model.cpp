@@ -167,8 +167,12 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
   }
   // Attribute kinds: a value in the wrong map would otherwise be ignored (Cast's "to" given as
   // ONNX's integer code, "strides" as strings).
-  static const std::set<std::string> kStringAttrs = {"auto_pad", "epilogue", "mode", "ops", "out_dtype",
-                                                     "prologue", "to"};
+  // input_dtypes: one per input ("" for an absent optional one) where an operator mixes them
+  // (quantised matmuls: int8/int4 weights beside float16/bfloat16 activations).
+  static const std::set<std::string> kStringAttrs = {"auto_pad",     "epilogue",     "mode",        "ops",
+                                                     "out_dtype",    "prologue",     "to",          "input_layout",
+                                                     "input_dtypes", "output_dtype", "weight_dtype", "rotary_mode",
+                                                     "quant_mode"};
   for (const auto& [name, values] : in.int_attrs)
     if (kStringAttrs.count(name))
       fail(in.kind + ": attribute '" + name + "' takes strings (str_attrs), got integers " + detail::shape_str(values));
