@@ -167,5 +167,7 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p);  
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p);  // MaxPool, AveragePool, LRN
 std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p);  // Concat, Slice, Gather, Resize...
+// attention.cpp: FusedInferAttentionScore (PromptFlashAttention, IncreFlashAttention), SparseFlashAttention, MlaProlog.
+std::shared_ptr<OpModel> make_attention_model(const OpDesc& op, const Platform& p);
 
 }  // namespace aoe::ascend::detail

@@ -48,6 +48,7 @@ const char* family_name(OpFamily f) {
     case OpFamily::Transpose: return "transpose";
     case OpFamily::Pool: return "pool";
     case OpFamily::Movement: return "movement";
+    case OpFamily::Attention: return "attention";
   }
   return "?";
 }
@@ -110,6 +111,13 @@ const std::vector<OpEntry>& op_table() {
       elementwise("And", 2), elementwise("Or", 2), elementwise("Xor", 2), elementwise("GreaterOrEqual", 2),
       elementwise("LessOrEqual", 2), elementwise("PRelu", 2), elementwise("Mod", 2),
       elementwise("Where", 3, {"Select", "SelectV2"}),
+      // LLM attention (attention.cpp; issue 49).  Inputs in aclnn order: query, key, value, then
+      // atten_mask (FusedInferAttentionScore) or sparse_indices (SparseFlashAttention).
+      op("FusedInferAttentionScore", {"PromptFlashAttention", "IncreFlashAttention"}, F::Attention,
+         {"input_layout", "num_heads", "num_key_value_heads", "causal", "actual_seq_lengths",
+          "actual_seq_lengths_kv"}),
+      op("SparseFlashAttention", {}, F::Attention, {"input_layout", "num_heads", "num_key_value_heads", "causal"}),
+      op("MlaProlog", {}, F::Attention, {"num_heads"}),
   };
   return t;
 }
@@ -198,6 +206,7 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
     case OpFamily::Transpose: return make_transpose_model(op, platform);
     case OpFamily::Pool: return make_pool_model(op, platform);
     case OpFamily::Movement: return make_movement_model(op, platform);
+    case OpFamily::Attention: return make_attention_model(op, platform);
   }
   fail("internal: unhandled op family");
 }
@@ -208,7 +217,7 @@ void OpModel::finish_spec() {
   min_value_.clear();
   // Knobs whose "off" is 0 (TCubeTiling's iterateOrder and the switches this model adds).
   static const std::set<std::string> zero_ok = {"iterateOrder", "splitR", "unitFlag", "kReorderLoad", "vcBlocks",
-                                                "dispatch", "l2IterateOrder", "tilingEnable"};
+                                                "dispatch", "l2IterateOrder", "tilingEnable", "gqaPack"};
   for (const auto& n : spec_.names) min_value_.push_back(zero_ok.count(n) ? 0 : 1);
   // The default tiling shrinks to the platform's buffers; if even the smallest does not fit,
   // the platform (a user's, the built-in ones are tested) is too small for this operator.

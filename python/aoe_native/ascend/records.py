@@ -220,6 +220,68 @@ _TRANSLATIONS: dict[str, Callable[..., Translation]] = {
 }
 
 
+# ---- attention (issue 49): GQA, MHA, MLA and FlashAttention are cann-bench task names whose
+# reference call is one FusedInferAttentionScore kernel (the records' notes say so). -------------
+
+def _attention_layout(rid: str, op: str, attrs: dict) -> str:
+    layout = str(attrs.get("inputLayout", attrs.get("input_layout", "BSND")))
+    if layout not in ("BSND", "BNSD", "BSH", "TND"):
+        raise UnmodelledOperator(op, f"input layout {layout!r}", rid)
+    return layout
+
+
+def _attention(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    """GQA/MHA/FlashAttention: query, key, value; is_causal -> causal."""
+    _need(rid, op, shapes, 3)
+    out: dict[str, Any] = {"input_layout": _attention_layout(rid, op, attrs),
+                           "causal": int(bool(attrs.get("is_causal", False)))}
+    return "FusedInferAttentionScore", shapes, dtypes[0], out
+
+
+def _mla(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    """MLA: q_nope, q_rope, k_nope, k_rope, value.  The kernel takes the rope parts beside the
+    nope parts (query_rope/key_rope); its cost is that of one head dim of nope + rope for Q K^T,
+    so the model takes query and key with the two concatenated along the head dim."""
+    _need(rid, op, shapes, 5)
+    layout = _attention_layout(rid, op, attrs)
+    q_nope, q_rope, k_nope, k_rope, value = shapes
+    if q_nope[:-1] != q_rope[:-1] or k_nope[:-1] != k_rope[:-1]:
+        raise ValueError(f"record {rid}: MLA rope inputs {q_rope}, {k_rope} do not match the nope ones "
+                         f"{q_nope}, {k_nope} except in the head dim")
+    query = q_nope[:-1] + [q_nope[-1] + q_rope[-1]]
+    key = k_nope[:-1] + [k_nope[-1] + k_rope[-1]]
+    out: dict[str, Any] = {"input_layout": layout, "causal": int(bool(attrs.get("is_causal", False)))}
+    if "numKVHeads" in attrs:
+        out["num_key_value_heads"] = int(attrs["numKVHeads"])
+    return "FusedInferAttentionScore", [query, key, value], dtypes[0], out
+
+
+def _sparse_flash_attention(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    """query, key, value, sparse_indices (top-k key positions per query token and KV head)."""
+    _need(rid, op, shapes, 4)
+    out: dict[str, Any] = {"input_layout": _attention_layout(rid, op, attrs),
+                           "causal": int(bool(attrs.get("is_causal", False)))}
+    return "SparseFlashAttention", shapes, dtypes[0], out
+
+
+def _mla_prolog(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    """token_x, weight_dq, weight_uq_qr, weight_uk, weight_dkv_kr, the two RmsNorm gammas,
+    rope_sin, rope_cos (the record's inputs, the KV caches absent)."""
+    present = [s for s in shapes if s is not None]
+    if len(present) < 7:
+        raise ValueError(f"record {rid}: MlaProlog takes at least 7 inputs, got {shapes!r}")
+    out: dict[str, Any] = {}
+    if "n_heads" in attrs:
+        out["num_heads"] = int(attrs["n_heads"])
+    return "MlaProlog", present, dtypes[0], out
+
+
+_TRANSLATIONS.update({
+    "GQA": _attention, "MHA": _attention, "FlashAttention": _attention, "MLA": _mla,
+    "SparseFlashAttention": _sparse_flash_attention, "MlaProlog": _mla_prolog,
+})
+
+
 def translate_record(record: Mapping[str, Any]) -> Translation:
     """(op_type, inputs, dtype, attrs) of the model operator that runs ``record``'s CANN
     operator; :class:`UnmodelledOperator` for an operator without one, ValueError naming

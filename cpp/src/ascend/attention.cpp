@@ -1,0 +1,568 @@
+// Attention on the AI Core: FusedInferAttentionScore (its prefill form PromptFlashAttention and
+// its decode form IncreFlashAttention), SparseFlashAttention and the MLA prologue MlaProlog.
+//
+// The flash-attention kernel, as CANN's ops-transformer runs it on split SoCs (A2/A3/950:
+// one AIC with two AIVs per AI core): each task is one (batch, head, query block).  Per
+// key/value block the cube computes S = Q K^T into a GM workspace, the AIVs run the online
+// softmax on S (scale, row max, exp, row sum, cast to P) and write P back, the cube computes
+// P V, and the AIVs rescale the running output.  The stages are pipelined over the blocks
+// (the kernel preloads the next block), so a block costs its slowest stage.  A causal mask
+// skips the key blocks right of the diagonal; GQA lets the query heads of one KV head share
+// K/V (IncreFlashAttention stacks them as the rows of one task, PromptFlashAttention runs one
+// task per query head and re-reads K/V from L2).  Decode reads the KV cache once: memory
+// bound, and when batch x KV heads leaves cores idle the KV length is split over cores
+// (flash decoding) and the partial outputs combined.
+//
+// Where this is assumed rather than read from CANN: the workspace round trip of S and P
+// through L2, the per-block and per-task scalar costs (fitted, below), the balancing of
+// unequal causal tasks (total work shared evenly, no task split), and the combine step of
+// flash decoding.  docs/llm_operators.md "Attention" lists them.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common.hpp"
+
+namespace aoe::ascend::detail {
+
+namespace {
+
+// ---- fitted constants ---------------------------------------------------------------------
+// Fitted on the calibration file's fit half only (records.fit_half; GQA, MHA, MLA, FlashAttention
+// records of 910B2 and 950PR), by hand on the log ratio; docs/llm_operators.md has the held-out
+// accuracy.  Physical meaning: cycles of scalar and synchronisation work the pipes do not hide.
+constexpr double kBlockSyncCycles = 600;   // per key/value block: AIC<->AIV flags, Matmul API set-up of mm1 and mm2
+constexpr double kTaskCycles = 1500;       // per task: tiling offsets, first loads, softmax state init
+constexpr double kGatherRowCycles = 12;    // SparseFlashAttention: issue cost of one gathered K/V row
+
+// Softmax of one score element in fp32 (ops-transformer's online softmax): scale (Muls), minus the
+// row max (Sub: Add class), Exp, cast to the P dtype (CastDown), and the row max and row sum
+// (WholeReduceSum class: vector.cpp's Softmax uses the same two).
+std::vector<VecStep> softmax_program(bool masked) {
+  std::vector<VecStep> prog = {{vec_api_cost("Muls"), true},     {vec_api_cost("Add"), true},
+                               {vec_api_cost("Exp"), true},      {vec_api_cost("CastDown"), true},
+                               {vec_api_cost("WholeReduceSum"), true}, {vec_api_cost("WholeReduceSum"), true}};
+  if (masked) prog.push_back({vec_api_cost("Add"), true});  // Select by the mask: compare-select, Add class
+  return prog;
+}
+
+// Rescale of the running output per block: O = O * exp(m_old - m_new) + P V (fp32).
+std::vector<VecStep> rescale_program() { return {{vec_api_cost("Mul"), true}, {vec_api_cost("Add"), true}}; }
+
+std::string layout_of(const OpDesc& op) {
+  auto v = attr_strs(op, "input_layout");
+  if (v.empty()) return "BSND";
+  if (v.size() != 1 || (v[0] != "BSND" && v[0] != "BNSD" && v[0] != "BSH" && v[0] != "TND"))
+    fail(op.kind + ": input_layout must be one of BSND, BNSD, BSH, TND, got " + (v.empty() ? "" : v[0]));
+  return v[0];
+}
+
+// One group of batches with the same query and key/value lengths.
+struct SeqGroup {
+  int64_t s1, s2, count;
+};
+
+struct AttnProblem {
+  std::string kind;
+  int64_t B = 1, N = 1, Nkv = 1, G = 1, Dk = 0, Dv = 0;
+  int64_t S1max = 0, S2max = 0;
+  std::vector<SeqGroup> groups;
+  bool causal = false, mask = false;
+  int e = 2;          // bytes per query/key/value element
+  int64_t topk = 0;   // SparseFlashAttention: key/value rows each query attends to (0: dense)
+  bool mla = false;   // MLA form (head dim above 256, e.g. 512 + 64 rope): IncreFlashAttention's rope path
+  bool bf16 = false;
+};
+
+// Shape of one of query/key/value as (batch, seq, heads, dim) for the dense layouts.
+struct Bsnd {
+  int64_t b, s, n, d;
+};
+
+Bsnd read_bsnd(const OpDesc& op, size_t i, const char* name, const std::string& layout, int64_t heads) {
+  const auto& s = op.inputs[i];
+  const size_t want = layout == "BSH" ? 3 : 4;
+  if (s.size() != want)
+    fail(op.kind + ": " + name + " must have rank " + std::to_string(want) + " in layout " + layout + ", got " +
+         shape_str(s));
+  if (layout == "BSND") return {s[0], s[1], s[2], s[3]};
+  if (layout == "BNSD") return {s[0], s[2], s[1], s[3]};
+  if (s[2] % heads != 0)
+    fail(op.kind + ": " + name + " hidden size " + std::to_string(s[2]) + " is not a multiple of its " +
+         std::to_string(heads) + " heads (layout BSH)");
+  return {s[0], s[1], heads, s[2] / heads};
+}
+
+// TND: per-batch lengths from the cumulative lists, grouped by (s1, s2).
+std::vector<SeqGroup> tnd_groups(const OpDesc& op, int64_t T, int64_t Tkv) {
+  const auto q = attr_ints(op, "actual_seq_lengths", {});
+  const auto kv = attr_ints(op, "actual_seq_lengths_kv", {});
+  if (q.empty() || kv.empty())
+    fail(op.kind + ": layout TND needs actual_seq_lengths and actual_seq_lengths_kv (cumulative, one per batch)");
+  if (q.size() != kv.size())
+    fail(op.kind + ": actual_seq_lengths has " + std::to_string(q.size()) + " batches, actual_seq_lengths_kv " +
+         std::to_string(kv.size()));
+  if (q.back() != T)
+    fail(op.kind + ": actual_seq_lengths end at " + std::to_string(q.back()) + ", but query has T = " +
+         std::to_string(T) + " tokens (the cumulative lengths must sum to T)");
+  if (kv.back() != Tkv)
+    fail(op.kind + ": actual_seq_lengths_kv end at " + std::to_string(kv.back()) + ", but key has T = " +
+         std::to_string(Tkv) + " tokens (the cumulative lengths must sum to T)");
+  std::map<std::pair<int64_t, int64_t>, int64_t> count;
+  for (size_t b = 0; b < q.size(); ++b) {
+    const int64_t s1 = q[b] - (b ? q[b - 1] : 0), s2 = kv[b] - (b ? kv[b - 1] : 0);
+    if (s1 < 0 || s2 < 0) fail(op.kind + ": actual_seq_lengths must be cumulative (non-decreasing)");
+    if (s1 > 0) count[{s1, s2}] += 1;
+  }
+  std::vector<SeqGroup> g;
+  for (const auto& [k, c] : count) g.push_back({k.first, k.second, c});
+  if (g.empty()) fail(op.kind + ": actual_seq_lengths hold no query token");
+  return g;
+}
+
+void check_mask(const OpDesc& op, const AttnProblem& q, const std::vector<int64_t>& m) {
+  // CANN's masks: [S1, S2], [B, S1, S2], [B or 1, N or 1, S1, S2]; decode also [B, S2].
+  bool ok = m.size() >= 2 && m.size() <= 4 && m.back() == q.S2max &&
+            (m[m.size() - 2] == q.S1max || (m.size() == 2 && q.S1max == 1 && m[0] == q.B));
+  if (ok && m.size() >= 3) ok = m[0] == 1 || m[0] == q.B;
+  if (ok && m.size() == 4) ok = m[1] == 1 || m[1] == q.N;
+  if (!ok)
+    fail(op.kind + ": atten_mask has shape " + shape_str(m) + "; expected [S1, S2], [B, S1, S2] or [B, 1, S1, S2] "
+         "with S1 = " + std::to_string(q.S1max) + ", S2 = " + std::to_string(q.S2max) + ", B = " + std::to_string(q.B));
+}
+
+void check_heads(const OpDesc& op, AttnProblem& q, int64_t nq, int64_t nk) {
+  const int64_t want_n = attr_int(op, "num_heads", nq), want_kv = attr_int(op, "num_key_value_heads", nk);
+  if (want_n != nq)
+    fail(op.kind + ": num_heads is " + std::to_string(want_n) + " but query has " + std::to_string(nq) + " heads");
+  if (want_kv != nk && want_kv != 0)
+    fail(op.kind + ": num_key_value_heads is " + std::to_string(want_kv) + " but key has " + std::to_string(nk) +
+         " heads");
+  if (nk <= 0 || nq % nk != 0)
+    fail(op.kind + ": key has " + std::to_string(nk) + " heads, which does not divide the query's " +
+         std::to_string(nq) + " (num_key_value_heads)");
+  q.N = nq;
+  q.Nkv = nk;
+  q.G = nq / nk;
+}
+
+// Query/key/value of FusedInferAttentionScore and SparseFlashAttention in every layout.
+AttnProblem read_attention(const OpDesc& op) {
+  AttnProblem q;
+  q.kind = op.kind;
+  const std::string layout = layout_of(op);
+  if (op.inputs.size() < 3) fail(op.kind + ": takes query, key, value (and optional inputs), got " +
+                                 std::to_string(op.inputs.size()) + " inputs");
+  if (op.dtype != "float16" && op.dtype != "bfloat16")
+    fail(op.kind + ": query/key/value dtype must be float16 or bfloat16, got " + op.dtype);
+  q.e = dtype_size(op.dtype);
+  q.bf16 = op.dtype == "bfloat16";
+  q.causal = attr_flag(op, "causal");
+  const auto &qs = op.inputs[0], &ks = op.inputs[1], &vs = op.inputs[2];
+  if (layout == "TND") {
+    for (size_t i = 0; i < 3; ++i)
+      if (op.inputs[i].size() != 3)
+        fail(op.kind + ": " + std::string(i == 0 ? "query" : i == 1 ? "key" : "value") +
+             " must be [T, N, D] in layout TND, got " + shape_str(op.inputs[i]));
+    if (vs[0] != ks[0] || vs[1] != ks[1])
+      fail(op.kind + ": value has shape " + shape_str(vs) + ", which disagrees with key's " + shape_str(ks) +
+           " (tokens and heads must match)");
+    check_heads(op, q, qs[1], ks[1]);
+    q.Dk = qs[2];
+    if (ks[2] != q.Dk) fail(op.kind + ": key head dim " + std::to_string(ks[2]) + " differs from the query's " +
+                            std::to_string(q.Dk));
+    q.Dv = vs[2];
+    q.groups = tnd_groups(op, qs[0], ks[0]);
+    q.B = 0;
+    for (const auto& g : q.groups) {
+      q.B += g.count;
+      q.S1max = std::max(q.S1max, g.s1);
+      q.S2max = std::max(q.S2max, g.s2);
+    }
+  } else {
+    const int64_t n_attr = attr_int(op, "num_heads", 0), kv_attr = attr_int(op, "num_key_value_heads", 0);
+    if (layout == "BSH" && n_attr <= 0) fail(op.kind + ": layout BSH needs num_heads");
+    const Bsnd Q = read_bsnd(op, 0, "query", layout, n_attr);
+    const Bsnd K = read_bsnd(op, 1, "key", layout, kv_attr > 0 ? kv_attr : n_attr);
+    const Bsnd V = read_bsnd(op, 2, "value", layout, kv_attr > 0 ? kv_attr : n_attr);
+    if (V.b != K.b || V.s != K.s || V.n != K.n)
+      fail(op.kind + ": value has shape " + shape_str(vs) + ", which disagrees with key's " + shape_str(ks) +
+           " (batch, sequence and heads must match)");
+    if (K.b != Q.b)
+      fail(op.kind + ": key has batch " + std::to_string(K.b) + ", the query " + std::to_string(Q.b));
+    check_heads(op, q, Q.n, K.n);
+    if (K.d != Q.d) fail(op.kind + ": key head dim " + std::to_string(K.d) + " differs from the query's " +
+                         std::to_string(Q.d));
+    q.B = Q.b;
+    q.Dk = Q.d;
+    q.Dv = V.d;
+    q.S1max = Q.s;
+    q.S2max = K.s;
+    q.groups = {{Q.s, K.s, Q.b}};
+  }
+  for (const auto& g : q.groups)
+    if (q.causal && g.s2 < g.s1)
+      fail(op.kind + ": key/value hold " + std::to_string(g.s2) + " positions, fewer than the query's " +
+           std::to_string(g.s1) + " (a causal KV cache shorter than the query)");
+  q.mla = q.Dk > 256;
+  return q;
+}
+
+// ---- the flash-attention model ---------------------------------------------------------
+
+class FlashModel : public OpModel {
+ public:
+  FlashModel(const AttnProblem& q, const Platform& p) : q_(q), p_(p) {
+    kind_ = q.kind;
+    vpc_ = p.split ? double(p.vector_cores) / p.cube_cores : 1.0;
+    hbm_Bpus_ = p.hbm_gbps * 1e3;
+    l2_Bpus_ = p.l2_gbps > 0 ? p.l2_gbps * 1e3 : p.cube_cores * p.l2_rate * p.freq_mhz;
+    vec_l2_rate_ = p.l2_rate * (p.vec_rate_share > 0 ? p.vec_rate_share : 1.0 / vpc_);
+    soft_ = softmax_program(false);
+    soft_mask_ = softmax_program(true);
+    resc_ = rescale_program();
+    // Unique bytes: each of Q, K, V, the output (and the mask) once.
+    double q_elems = 0, kv_rows = 0, mask = 0;
+    for (const auto& g : q.groups) {
+      q_elems += double(g.count) * g.s1 * q.N;
+      kv_rows += double(g.count) * kv_len(g) * q.Nkv;
+      mask += q.mask ? double(g.count) * g.s1 * g.s2 : 0;
+    }
+    unique_kv_ = kv_rows * (q.Dk + q.Dv) * q.e;
+    unique_bytes_ = q_elems * (q.Dk + q.Dv) * q.e + unique_kv_ + mask;
+    flops_ = 0;
+    for (const auto& g : q.groups)
+      flops_ += 2.0 * g.count * q.N * g.s1 * kv_len(g) * (q.Dk + q.Dv) * (q.causal && !q.topk ? 0.5 : 1.0);
+    const double peak = double(p.cube_cores) * 16 * 16 * 16 * 2 * p.freq_mhz;  // fp16/bf16 fractal per cycle (DtypeMKN)
+    roofline_us_ = std::max(flops_ / peak, unique_bytes_ / hbm_Bpus_);
+    build_spec();
+    finish_spec();
+  }
+
+  double evaluate(const int64_t* t, Breakdown* out) const override;
+
+ private:
+  // Key/value rows one query row of group g may see (all, or the sparse top-k).
+  int64_t kv_len(const SeqGroup& g) const { return q_.topk > 0 ? std::min(q_.topk, g.s2) : g.s2; }
+  void build_spec();
+  std::vector<int64_t> cann_default() const;
+  struct Stage {
+    double cube, vec, mte2;
+  };
+  // One key/value block of `c` columns for `m` query rows.
+  Stage block(int64_t m, int64_t c, bool masked, double hbm_share) const;
+
+  AttnProblem q_;
+  Platform p_;
+  double vpc_, hbm_Bpus_, l2_Bpus_, vec_l2_rate_, unique_kv_ = 0, unique_bytes_ = 0, flops_ = 0;
+  int64_t s1_limit_ = 0, s2_limit0_ = 0, s2_limit1_ = 0;
+  std::vector<VecStep> soft_, soft_mask_, resc_;
+};
+
+FlashModel::Stage FlashModel::block(int64_t m, int64_t c, bool masked, double hbm_share) const {
+  const Platform& p = p_;
+  const int64_t mf = cdiv(m, 16);
+  // Cube: S = Q K^T (m x c x Dk), O += P V (m x Dv x c), 16 x 16 x 16 fractals per cycle.
+  double cube = double(mf) * cdiv(c, 16) * cdiv(q_.Dk, 16) + double(mf) * cdiv(q_.Dv, 16) * cdiv(c, 16);
+  // FixPipe writes S (fp32) and the P V partial to the workspace, beside the cube.
+  cube = std::max(cube, double(m) * (c + q_.Dv) * 4 / p.l2_write_rate);
+  // MTE2 of the AIC: the K and V rows (HBM on first touch, else L2), and P back from the workspace.
+  const double kv_bytes = double(c) * (q_.Dk + q_.Dv) * q_.e;
+  const double l2r = p.l2_rate * p.mte2_eff;
+  double mte2 = kv_bytes * (hbm_share / p.ddr_rate + (1 - hbm_share) / l2r) + double(m) * c * q_.e / l2r;
+  if (q_.topk > 0) mte2 += 2.0 * c * kGatherRowCycles;  // one copy per gathered K row and V row
+  // AIVs: each takes m / vpc rows; softmax on m x c, rescale on m x Dv, S in and P out through L2.
+  const double rows = std::ceil(double(m) / vpc_);
+  const double vcomp = (vec_cycles(masked ? soft_mask_ : soft_, rows * c) + vec_cycles(resc_, rows * q_.Dv)) *
+                       p.vec_cost_scale;
+  const double vmove = rows * (c * (4.0 + q_.e + (masked && q_.mask ? 1.0 : 0.0)) + q_.Dv * 4.0) / vec_l2_rate_;
+  return {cube, std::max(vcomp, vmove), mte2};
+}
+
+void FlashModel::build_spec() {
+  const Platform& p = p_;
+  spec_.names = {"s1Base", "s2Base", "kvSplit", "gqaPack"};
+  spec_.values.push_back(pow2_range(16, 512));
+  spec_.values.push_back(pow2_range(128, 8192));
+  std::vector<int64_t> splits;
+  for (int64_t s = 1; s <= p.cube_cores; ++s)
+    if (s <= 8 || s % 4 == 0 || s == p.cube_cores) splits.push_back(s);
+  spec_.values.push_back(splits);
+  spec_.values.push_back({0, 1});
+  // The query block stays in L1 (half of it; the other half double-buffers K/V base tiles).
+  s1_limit_ = int64_t(p.l1 / 2) / (q_.Dk * q_.e);
+  spec_.restrictions.push_back("s1Base <= " + std::to_string(s1_limit_));
+  // The AIV's UB holds a strip of up to 8 rows of the fp32 score block.
+  s2_limit0_ = int64_t(p.ub) / (4 * std::min<int64_t>(8, q_.S1max));
+  s2_limit1_ = int64_t(p.ub) / (4 * std::min<int64_t>(8, q_.G * q_.S1max));
+  spec_.restrictions.push_back("(gqaPack == 0 and s2Base <= " + std::to_string(s2_limit0_) +
+                               ") or (gqaPack == 1 and s2Base <= " + std::to_string(s2_limit1_) + ")");
+  // Pruning: blocks no larger than the rows/keys they cover; each KV split at least one block of keys.
+  const int64_t r0 = std::max<int64_t>(16, align_up(q_.S1max, 16)), r1 = std::max<int64_t>(16, align_up(q_.G * q_.S1max, 16));
+  spec_.pruning.push_back("(gqaPack == 0 and s1Base < " + std::to_string(2 * r0) + ") or (gqaPack == 1 and s1Base < " +
+                          std::to_string(2 * r1) + ")");
+  int64_t kv = 0;
+  for (const auto& g : q_.groups) kv = std::max(kv, kv_len(g));
+  spec_.pruning.push_back("s2Base < " + std::to_string(2 * std::max<int64_t>(128, kv)));
+  spec_.pruning.push_back("kvSplit == 1 or kvSplit * s2Base <= " + std::to_string(align_up(kv, 128)));
+  spec_.baseline = cann_default();
+  spec_.baseline_kind = "approximate CANN default";
+}
+
+// ops-transformer's defaults (hicann/ops-transformer @ c29bc10):
+// - IncreFlashAttention (query length 1; MLA and GQA speculative decode up to 16): the query
+//   heads of a KV head stacked as rows (G x S1, split at gMax 128); sInnerSize 8192/4096/2048 by
+//   G / 5 (incre_flash_attention_tiling.cpp CalcInnerSize), 512 for MLA (ropeFlag); flash
+//   decoding when B x Nkv < 0.4 x cores (0.5 in the cube-view modes) and, with GQA, a KV length
+//   of at least 2048: kvSplit = cores / (B x Nkv), lowered until each split holds 512 keys
+//   (SplitBNS, incre_flash_attention_tiling_check.cpp IsFlashDecode/CheckCoreOkFlag).
+// - PromptFlashAttention: one task per query head; S1 base 128 per AIV, x2 per AIC (CV_RATIO), 64
+//   for bf16 with D >= 200; S2 base 1024, 512 when the KV length is <= 1024 or bf16
+//   (prompt_flash_attention_tiling.cpp AdjustCVTilingCVDiff); 2048 for S1 <= 16 without a mask.
+std::vector<int64_t> FlashModel::cann_default() const {
+  const int64_t S1 = q_.S1max, S2 = q_.topk > 0 ? std::min(q_.topk, q_.S2max) : q_.S2max;
+  const bool ifa = S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla)) || q_.topk > 0;
+  int64_t s1, s2, split = 1, pack = ifa ? 1 : 0;
+  if (ifa) {
+    s1 = std::min<int64_t>(128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
+    const int64_t inner[3] = {8192, 4096, 2048};
+    s2 = q_.mla ? 512 : inner[std::min<int64_t>(q_.G / 5, 2)];
+    const int64_t bn = q_.B * q_.Nkv;
+    if (S1 == 1 && 10 * bn < 4 * p_.cube_cores && (q_.G == 1 || S2 >= 2048) && q_.groups.size() == 1) {
+      split = p_.cube_cores / bn;
+      while (split > 1 && S2 / split < 512) --split;
+    }
+  } else {
+    s1 = 2 * (S1 <= 16 ? 16 : ((q_.Dk >= 200 && q_.bf16) ? 64 : 128));
+    s2 = (S1 <= 16 && !q_.mask) ? 2048 : ((S2 <= 1024 || q_.bf16) ? 512 : 1024);
+  }
+  // No larger than what the keys fill (CANN sets sInnerSize to the length when it is shorter).
+  while (s2 > 128 && s2 / 2 >= S2) s2 /= 2;
+  std::vector<int64_t> t = {s1, s2, split, pack};
+  // Shrink to the buffers (a large head dim, a small UB).
+  while (t[0] > 16 && t[0] > s1_limit_) t[0] /= 2;
+  while (t[1] > 128 && t[1] > (pack ? s2_limit1_ : s2_limit0_)) t[1] /= 2;
+  return t;
+}
+
+
+double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
+  const Platform& p = p_;
+  const int64_t s1b = t[0], s2b = t[1], ks = t[2];
+  const bool pack = t[3] != 0;
+  const int64_t rpp = pack ? q_.G : 1, heads = pack ? q_.Nkv : q_.N;  // rows per query position, tasks per batch
+  // Keys row block r of group g needs (causal: up to its last position, bottom-right aligned).
+  auto needed = [&](const SeqGroup& g, int64_t r0, int64_t m, int64_t* span) {
+    const int64_t first = r0 / rpp, last = (r0 + m - 1) / rpp;
+    *span = last - first + 1;
+    if (!q_.causal || q_.topk > 0) return kv_len(g);
+    return std::clamp<int64_t>(last + 1 + g.s2 - g.s1, 0, g.s2);
+  };
+  // First pass: K/V bytes read by all tasks; the share HBM serves (first touch), the rest hits L2.
+  double kv_reads = 0;
+  for (const auto& g : q_.groups) {
+    const int64_t rows = g.s1 * rpp;
+    for (int64_t r0 = 0, span = 0; r0 < rows; r0 += s1b)
+      kv_reads += double(g.count) * heads * needed(g, r0, std::min(s1b, rows - r0), &span);
+  }
+  kv_reads *= double(q_.Dk + q_.Dv) * q_.e;
+  const double hbm_share = kv_reads > 0 ? std::min(1.0, unique_kv_ / kv_reads) : 1.0;
+  double total = 0, max_task = 0, n_tasks = 0, fill = 0, ws_bytes = 0, comb_bytes = 0;
+  double sum_cube = 0, sum_vec = 0, sum_mte2 = 0;
+  for (const auto& g : q_.groups) {
+    const int64_t rows = g.s1 * rpp;
+    for (int64_t r0 = 0; r0 < rows; r0 += s1b) {
+      const int64_t m = std::min(s1b, rows - r0);
+      int64_t span = 0;
+      const int64_t L = needed(g, r0, m, &span), Ls = cdiv(L, ks);
+      const int64_t nb = Ls > 0 ? cdiv(Ls, s2b) : 0, tail = Ls - (nb - 1) * s2b;
+      // Share of blocks the mask touches: the diagonal ones (causal), all (an explicit mask).
+      const double mfrac = q_.mask ? 1.0 : (q_.causal && nb > 0 ? std::min(1.0, double(cdiv(span, s2b) + 1) / (nb * ks)) : 0.0);
+      auto stage = [&](int64_t c) {
+        const Stage a = block(m, c, false, hbm_share), b = block(m, c, true, hbm_share);
+        return Stage{a.cube, (1 - mfrac) * a.vec + mfrac * b.vec, a.mte2};
+      };
+      double w = kTaskCycles + double(m) * q_.Dk * q_.e / p.ddr_rate + double(m) * q_.Dv * q_.e / vec_l2_rate_;
+      if (nb > 0) {
+        const Stage f = stage(s2b), tl = stage(tail);
+        w += (nb - 1) * (std::max({f.cube, f.vec, f.mte2}) + kBlockSyncCycles) +
+             std::max({tl.cube, tl.vec, tl.mte2}) + kBlockSyncCycles;
+        fill = std::max(fill, tl.cube + tl.vec + tl.mte2 - std::max({tl.cube, tl.vec, tl.mte2}));
+        const double cnt = double(g.count) * heads * ks;
+        sum_cube += cnt * ((nb - 1) * f.cube + tl.cube);
+        sum_vec += cnt * ((nb - 1) * f.vec + tl.vec);
+        sum_mte2 += cnt * ((nb - 1) * f.mte2 + tl.mte2);
+        // Workspace round trips through L2: S (fp32) out and in, P out and in, the P V partial out and in.
+        ws_bytes += cnt * 2.0 * m * (double(Ls) * (4 + q_.e) + double(nb) * q_.Dv * 4);
+      }
+      const double cnt = double(g.count) * heads * ks;
+      total += w * cnt;
+      n_tasks += cnt;
+      max_task = std::max(max_task, w);
+      if (ks > 1) comb_bytes += double(g.count) * heads * m * (ks * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
+    }
+  }
+  const int64_t cores = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores, int64_t(n_tasks)));
+  const double waves = std::ceil(n_tasks / cores);
+  const double core_cycles = std::max(waves * total / std::max(1.0, n_tasks), max_task) + fill;
+  const double f = p.freq_mhz;
+  // Flash decoding: the partial outputs (fp32 O, max and sum) combined by the AIVs after a SyncAll.
+  const double comb_us = ks > 1 ? (comb_bytes / (p.vector_cores * vec_l2_rate_) + mte2_head(int(cores), false)) / f : 0;
+  const double head_us = (kOpHead + mte2_head(int(cores), true) + kMte3Head + kVecHead + p.scalar_start_cycles +
+                          p.vec_launch_cycles) / f;
+  const double hbm_us = unique_bytes_ / hbm_Bpus_, l2_us = (kv_reads + ws_bytes) / l2_Bpus_;
+  const double core_us = core_cycles / f;
+  const double time = std::max({core_us, hbm_us, l2_us}) + head_us + comb_us;
+  if (out) {
+    Breakdown& b = *out;
+    b.time_us = time;
+    b.cube_us = sum_cube / cores / f;
+    b.vector_us = sum_vec / cores / f;
+    b.mte2_us = sum_mte2 / cores / f;
+    b.head_us = head_us + comb_us;
+    b.gm_read_bytes = kv_reads + unique_bytes_ - unique_kv_;
+    b.hbm_read_bytes = unique_bytes_;
+    b.gm_write_bytes = unique_bytes_ - unique_kv_;  // the output, about Q's size (Dv for Dk)
+    b.ub_bytes = ws_bytes;
+    b.flops = flops_;
+    b.cores_used = int(cores);
+    b.waves = int(waves);
+    b.roofline_us = roofline_us_;
+    if (b.head_us > 0.5 * time) b.bound = "latency";
+    else if (hbm_us >= core_us || b.mte2_us >= std::max(b.cube_us, b.vector_us)) b.bound = "memory";
+    else b.bound = "compute";
+  }
+  return time;
+}
+
+// ---- MlaProlog ------------------------------------------------------------------------------
+// DeepSeek's MLA prologue as one kernel (ops-transformer attention/mla_prolog): for T = B x S
+// tokens, cq = RmsNorm(x W_dq); q = cq W_uq_qr (per head 128 nope + 64 rope); q_nope W_uk per
+// head (the absorbed key up-projection, to the 512-wide latent); ckv_kr = x W_dkv_kr; RmsNorm of
+// the 512 latent, RoPE of the 64 rope dims of q and k, and the KV cache write.  Modelled as its
+// matmuls, each as the cube model runs it at its default tiling (one launch for all), then the
+// vector work on the AIVs; the stages are serial (each matmul needs the previous one's output).
+class MlaPrologModel : public OpModel {
+ public:
+  MlaPrologModel(const OpDesc& op, const Platform& p) : p_(p) {
+    kind_ = op.kind;
+    const auto& in = op.inputs;
+    if (in.size() < 7) fail(op.kind + ": takes token_x, weight_dq, weight_uq_qr, weight_uk, weight_dkv_kr, "
+                            "rmsnorm_gamma_cq, rmsnorm_gamma_ckv (, rope_sin, rope_cos), got " +
+                            std::to_string(in.size()) + " inputs");
+    const auto &x = in[0], &wdq = in[1], &wuq = in[2], &wuk = in[3], &wdkv = in[4];
+    if (x.size() < 2) fail(op.kind + ": token_x must be [B, S, He] or [T, He], got " + shape_str(x));
+    const int64_t He = x.back(), T = numel(x) / He;
+    auto need = [&](bool ok, const char* name, const std::vector<int64_t>& s, const std::string& want) {
+      if (!ok) fail(op.kind + ": " + name + " has shape " + shape_str(s) + ", expected " + want);
+    };
+    need(wdq.size() == 2 && wdq[0] == He, "weight_dq", wdq, "[" + std::to_string(He) + ", Hcq]");
+    const int64_t Hcq = wdq[1];
+    need(wuk.size() == 3, "weight_uk", wuk, "[N, D_nope, D_latent]");
+    const int64_t N = wuk[0], Dn = wuk[1], Dl = wuk[2];
+    if (attr_int(op, "num_heads", N) != N)
+      fail(op.kind + ": num_heads is " + std::to_string(attr_int(op, "num_heads", N)) + " but weight_uk has " +
+           std::to_string(N) + " heads");
+    need(wuq.size() == 2 && wuq[0] == Hcq && wuq[1] % N == 0 && wuq[1] / N > Dn, "weight_uq_qr", wuq,
+         "[" + std::to_string(Hcq) + ", N x (D_nope + D_rope)]");
+    const int64_t Dr = wuq[1] / N - Dn;
+    need(wdkv.size() == 2 && wdkv[0] == He && wdkv[1] == Dl + Dr, "weight_dkv_kr", wdkv,
+         "[" + std::to_string(He) + ", " + std::to_string(Dl + Dr) + "]");
+    const std::string dt = op.dtype;
+    const std::vector<OpDesc> mms = {
+        {"MatMul", {{T, He}, {He, Hcq}}, dt},
+        {"MatMul", {{T, Hcq}, {Hcq, wuq[1]}}, dt},
+        {"BatchMatMul", {{N, T, Dn}, {N, Dn, Dl}}, dt},
+        {"MatMul", {{T, He}, {He, Dl + Dr}}, dt},
+    };
+    double heads = 0;
+    for (const auto& mm : mms) {
+      auto m = make_matmul_model(mm, p);
+      Breakdown b;
+      m->evaluate(m->spec().baseline.data(), &b);
+      mm_us_ += b.time_us - b.head_us;
+      heads = std::max(heads, b.head_us);
+      flops_ += b.flops;
+      bytes_ += double(numel(mm.inputs[1])) * dtype_size(dt);
+    }
+    mm_us_ += heads;
+    // Vector work per token: RmsNorm of cq (Hcq) and of the latent (Dl): square, sum, rsqrt, scale,
+    // gamma; RoPE of N x Dr query and Dr key dims: two multiplies and an add on the rotated halves.
+    rms_elems_ = double(T) * (Hcq + Dl);
+    rope_elems_ = double(T) * (N + 1) * Dr;
+    out_bytes_ = double(T) * (N * (Dl + Dr) + Dl + Dr) * dtype_size(dt);
+    bytes_ += out_bytes_ + double(T) * He * dtype_size(dt);
+    roofline_us_ = std::max(flops_ / (double(p.cube_cores) * 16 * 16 * 16 * 2 * p.freq_mhz), bytes_ / (p.hbm_gbps * 1e3));
+    const int64_t vpc = p.split ? std::max<int64_t>(1, p.vector_cores / p.cube_cores) : 1;
+    spec_.names = {"mixRatio"};
+    std::vector<int64_t> r;
+    for (int64_t v = 1; v <= vpc; ++v) r.push_back(v);
+    spec_.values = {r};
+    spec_.baseline = {vpc};  // the kernel runs as a mix kernel with every AIV (C1V2 on A2/A3)
+    spec_.baseline_kind = "approximate CANN default";
+    finish_spec();
+  }
+
+  double evaluate(const int64_t* t, Breakdown* out) const override {
+    const Platform& p = p_;
+    const double aivs = double(p.cube_cores) * t[0];
+    static const std::vector<VecStep> rms = {{vec_api_cost("Mul"), true},      {vec_api_cost("WholeReduceSum"), true},
+                                             {vec_api_cost("Mul"), true},      {vec_api_cost("Mul"), true},
+                                             {vec_api_cost("CastUp"), true},   {vec_api_cost("CastDown"), true}};
+    static const std::vector<VecStep> rope = {{vec_api_cost("Mul"), true}, {vec_api_cost("Mul"), true},
+                                              {vec_api_cost("Add"), true}, {vec_api_cost("CastUp"), true},
+                                              {vec_api_cost("CastDown"), true}};
+    const double vcyc = (vec_cycles(rms, std::ceil(rms_elems_ / aivs)) + vec_cycles(rope, std::ceil(rope_elems_ / aivs))) *
+                        p.vec_cost_scale;
+    const double rate = p.ddr_rate * (p.vec_rate_share > 0 ? p.vec_rate_share : double(p.cube_cores) / p.vector_cores);
+    const double vec_us = std::max(vcyc, out_bytes_ / aivs / rate) / p.vec_freq_mhz;
+    const double time = mm_us_ + vec_us;
+    if (out) {
+      out->time_us = time;
+      out->cube_us = mm_us_;
+      out->vector_us = vec_us;
+      out->flops = flops_;
+      out->hbm_read_bytes = out->gm_read_bytes = bytes_ - out_bytes_;
+      out->gm_write_bytes = out_bytes_;
+      out->cores_used = p.cube_cores;
+      out->waves = 1;
+      out->roofline_us = roofline_us_;
+      out->bound = mm_us_ > vec_us ? "memory" : "compute";
+    }
+    return time;
+  }
+
+ private:
+  Platform p_;
+  double mm_us_ = 0, flops_ = 0, bytes_ = 0, rms_elems_ = 0, rope_elems_ = 0, out_bytes_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<OpModel> make_attention_model(const OpDesc& op, const Platform& p) {
+  if (op.kind == "MlaProlog") {
+    if (op.dtype != "float16" && op.dtype != "bfloat16")
+      fail(op.kind + ": token_x dtype must be float16 or bfloat16, got " + op.dtype);
+    return std::make_shared<MlaPrologModel>(op, p);
+  }
+  AttnProblem q = read_attention(op);
+  if (op.kind == "SparseFlashAttention") {
+    if (op.inputs.size() < 4 || op.inputs[3].empty())
+      fail(op.kind + ": needs sparse_indices (input 3: [B, S1, Nkv, top_k] in BSND, [B, Nkv, S1, top_k] in BNSD)");
+    const auto& idx = op.inputs[3];
+    if (idx.size() < 2 || idx[0] != (q.groups.size() == 1 ? q.B : idx[0]))
+      fail(op.kind + ": sparse_indices has shape " + shape_str(idx) + ", expected [B, S1, Nkv, top_k] with B = " +
+           std::to_string(q.B));
+    q.topk = idx.back();
+  } else if (op.inputs.size() > 3 && !op.inputs[3].empty()) {
+    q.mask = true;
+    check_mask(op, q, op.inputs[3]);
+  }
+  if (op.inputs.size() > 4)
+    fail(op.kind + ": takes at most 4 inputs (query, key, value, " +
+         (op.kind == "SparseFlashAttention" ? "sparse_indices" : "atten_mask") + "), got " +
+         std::to_string(op.inputs.size()));
+  return std::make_shared<FlashModel>(q, p);
+}
+
+}  // namespace aoe::ascend::detail
