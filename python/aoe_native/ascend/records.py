@@ -220,7 +220,7 @@ _TRANSLATIONS: dict[str, Callable[..., Translation]] = {
 }
 
 
-# ---- attention (issue 49): GQA, MHA, MLA and FlashAttention are cann-bench task names whose
+# ---- attention (issue 49): GQA, MHA and MLA are cann-bench task names whose
 # reference call is one FusedInferAttentionScore kernel (the records' notes say so). -------------
 
 def _attention_layout(rid: str, op: str, attrs: dict) -> str:
@@ -231,7 +231,7 @@ def _attention_layout(rid: str, op: str, attrs: dict) -> str:
 
 
 def _attention(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
-    """GQA/MHA/FlashAttention: query, key, value; is_causal -> causal."""
+    """GQA/MHA: query, key, value; is_causal -> causal."""
     _need(rid, op, shapes, 3)
     out: dict[str, Any] = {"input_layout": _attention_layout(rid, op, attrs),
                            "causal": int(bool(attrs.get("is_causal", False)))}
@@ -277,7 +277,7 @@ def _mla_prolog(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> T
 
 
 _TRANSLATIONS.update({
-    "GQA": _attention, "MHA": _attention, "FlashAttention": _attention, "MLA": _mla,
+    "GQA": _attention, "MHA": _attention, "MLA": _mla,
     "SparseFlashAttention": _sparse_flash_attention, "MlaProlog": _mla_prolog,
 })
 
