@@ -52,6 +52,13 @@ ALLOWED_ATTRS = {
     "AveragePool": {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad", "prologue", "epilogue"},
     "LRN": {"size", "alpha", "beta", "bias", "prologue", "epilogue"},
 }
+# Attention (issue 49, attention.cpp).
+ALLOWED_ATTRS.update({
+    "FusedInferAttentionScore": {"input_layout", "num_heads", "num_key_value_heads", "causal", "actual_seq_lengths",
+                                 "actual_seq_lengths_kv"},
+    "SparseFlashAttention": {"input_layout", "num_heads", "num_key_value_heads", "causal"},
+    "MlaProlog": {"num_heads"},
+})
 MOVE = {"output_shape", "axis"}
 ALLOWED_ATTRS.update({
     "Concat": MOVE, "Split": MOVE | {"split", "num_outputs"}, "Slice": MOVE | {"steps"},
@@ -73,7 +80,7 @@ def test_op_table_covers_supported_ops_exactly():
 
 def test_op_table_families_operands_and_attrs():
     for e in ascend.op_table():
-        assert e["family"] in ("matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement")
+        assert e["family"] in ("matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "attention")
         if e["family"] == "elementwise":
             assert e["attrs"] is None  # any attribute
             assert e["operands"] in ((None,) if e["name"] == "FusedElementwise" else
@@ -102,6 +109,11 @@ def _example(entry, name):
         return [[1, 16, 32, 32]], ({"size": [5]} if name == "LRN" else {"kernel_shape": [2, 2]}), {}
     if fam == "transpose":
         return [x], {"perm": [1, 0]}, {}
+    if fam == "attention":
+        if entry["name"] == "MlaProlog":
+            return [[1, 2, 256], [256, 64], [64, 4 * 48], [4, 32, 64], [256, 80], [64], [64]], {}, {}
+        qkv = [[1, 64, 4, 64], [1, 64, 2, 64], [1, 64, 2, 64]]
+        return qkv + ([[1, 64, 2, 16]] if entry["name"] == "SparseFlashAttention" else []), {}, {}
     if fam == "movement":
         return [x] + ([[64, 4]] if entry["name"].startswith("Gather") else []), \
             {"output_shape": [64, 128], **({"blocksize": [2]} if "blocksize" in (entry["attrs"] or []) else {})}, {}
