@@ -31,8 +31,10 @@ namespace {
 // Fitted on the calibration file's fit half only (records.fit_half; GQA, MHA, MLA, FlashAttention
 // records of 910B2 and 950PR), by hand on the log ratio; docs/llm_operators.md has the held-out
 // accuracy.  Physical meaning: cycles of scalar and synchronisation work the pipes do not hide.
-// A grid over these two (300..1800 x 500..4000 cycles) moves the fit half's mean |log ratio| only
-// between 0.18 and 0.22: they are weakly determined, the structure carries the estimate.
+// Both are the AIV side's issue and wait time, so they scale with the SoC's fitted vector issue cost
+// (Platform::vec_cost_scale: 1.1 on 910B2, 0.5 on 950PR); without that scaling the fit half's mean
+// |log ratio| is 0.144 at best, with it 0.134.  A grid over 600..2000 x 1500..4000 cycles moves it
+// only between 0.133 and 0.150: weakly determined, the structure carries the estimate.
 constexpr double kBlockSyncCycles = 1200;  // per key/value block: AIC<->AIV flags, Matmul API set-up of mm1 and mm2
 constexpr double kTaskCycles = 2500;       // per task: tiling offsets, first loads, softmax state init
 // SparseFlashAttention: issue cost of one gathered K/V row (a DataCopy per selected token).  Not
@@ -236,7 +238,8 @@ class FlashModel : public OpModel {
       mask += q.mask ? double(g.count) * g.s1 * g.s2 : 0;
     }
     unique_kv_ = kv_rows * (q.Dk + q.Dv) * q.e;
-    unique_bytes_ = q_elems * (q.Dk + q.Dv) * q.e + unique_kv_ + mask;
+    out_bytes_ = q_elems * q.Dv * q.e;
+    unique_bytes_ = q_elems * q.Dk * q.e + unique_kv_ + mask + out_bytes_;
     flops_ = 0;
     for (const auto& g : q.groups)
       flops_ += 2.0 * g.count * q.N * g.s1 * kv_len(g) * (q.Dk + q.Dv) * (q.causal && !q.topk ? 0.5 : 1.0);
@@ -261,7 +264,7 @@ class FlashModel : public OpModel {
 
   AttnProblem q_;
   Platform p_;
-  double vpc_, hbm_Bpus_, l2_Bpus_, vec_l2_rate_, unique_kv_ = 0, unique_bytes_ = 0, flops_ = 0;
+  double vpc_, hbm_Bpus_, l2_Bpus_, vec_l2_rate_, unique_kv_ = 0, out_bytes_ = 0, unique_bytes_ = 0, flops_ = 0;
   int64_t s1_limit_ = 0, s2_limit0_ = 0, s2_limit1_ = 0;
   std::vector<VecStep> resc_;  // rescale of the running output: O = O * exp(m_old - m_new) + P V (fp32)
 };
@@ -357,6 +360,7 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   const int64_t s1b = t[0], s2b = t[1], ks = t[2];
   const bool pack = t[3] != 0;
   const int64_t rpp = pack ? q_.G : 1, heads = pack ? q_.Nkv : q_.N;  // rows per query position, tasks per batch
+  const double sync = kBlockSyncCycles * p.vec_cost_scale, task_cycles = kTaskCycles * p.vec_cost_scale;
   // Keys row block r of group g needs (causal: up to its last position, bottom-right aligned).
   auto needed = [&](const SeqGroup& g, int64_t r0, int64_t m, int64_t* span) {
     const int64_t first = r0 / rpp, last = (r0 + m - 1) / rpp;
@@ -388,11 +392,10 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
         const Stage a = block(m, c, false, hbm_share), b = block(m, c, true, hbm_share);
         return Stage{a.cube, (1 - mfrac) * a.vec + mfrac * b.vec, a.mte2};
       };
-      double w = kTaskCycles + double(m) * q_.Dk * q_.e / p.ddr_rate + double(m) * q_.Dv * q_.e / vec_l2_rate_;
+      double w = task_cycles + double(m) * q_.Dk * q_.e / p.ddr_rate + double(m) * q_.Dv * q_.e / vec_l2_rate_;
       if (nb > 0) {
         const Stage f = stage(s2b), tl = stage(tail);
-        w += (nb - 1) * (std::max({f.cube, f.vec, f.mte2}) + kBlockSyncCycles) +
-             std::max({tl.cube, tl.vec, tl.mte2}) + kBlockSyncCycles;
+        w += (nb - 1) * (std::max({f.cube, f.vec, f.mte2}) + sync) + std::max({tl.cube, tl.vec, tl.mte2}) + sync;
         fill = std::max(fill, tl.cube + tl.vec + tl.mte2 - std::max({tl.cube, tl.vec, tl.mte2}));
         const double cnt = double(g.count) * heads * ks;
         sum_cube += cnt * ((nb - 1) * f.cube + tl.cube);
@@ -429,9 +432,9 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
     b.vector_us = sum_vec / cores / f;
     b.mte2_us = sum_mte2 / cores / f;
     b.head_us = head_us + comb_us;
-    b.gm_read_bytes = kv_reads + unique_bytes_ - unique_kv_;
-    b.hbm_read_bytes = unique_bytes_;
-    b.gm_write_bytes = unique_bytes_ - unique_kv_;  // the output, about Q's size (Dv for Dk)
+    b.gm_read_bytes = kv_reads + unique_bytes_ - unique_kv_ - out_bytes_;  // Q and the mask once, K/V per task
+    b.hbm_read_bytes = unique_bytes_ - out_bytes_;
+    b.gm_write_bytes = out_bytes_;
     b.ub_bytes = ws_bytes;
     b.flops = flops_;
     b.cores_used = int(cores);
@@ -559,9 +562,10 @@ std::shared_ptr<OpModel> make_attention_model(const OpDesc& op, const Platform& 
     if (op.inputs.size() < 4 || op.inputs[3].empty())
       fail(op.kind + ": needs sparse_indices (input 3: [B, S1, Nkv, top_k] in BSND, [B, Nkv, S1, top_k] in BNSD)");
     const auto& idx = op.inputs[3];
-    if (idx.size() < 2 || idx[0] != (q.groups.size() == 1 ? q.B : idx[0]))
-      fail(op.kind + ": sparse_indices has shape " + shape_str(idx) + ", expected [B, S1, Nkv, top_k] with B = " +
-           std::to_string(q.B));
+    const bool tnd = layout_of(op) == "TND";  // [T, Nkv, top_k]
+    if (idx.size() != (tnd ? 3u : 4u) || (!tnd && idx[0] != q.B))
+      fail(op.kind + ": sparse_indices has shape " + shape_str(idx) + ", expected " +
+           (tnd ? std::string("[T, Nkv, top_k]") : "[B, S1, Nkv, top_k] with B = " + std::to_string(q.B)));
     q.topk = idx.back();
   } else if (op.inputs.size() > 3 && !op.inputs[3].empty()) {
     q.mask = true;
