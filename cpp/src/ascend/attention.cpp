@@ -28,7 +28,7 @@ namespace aoe::ascend::detail {
 namespace {
 
 // ---- fitted constants ---------------------------------------------------------------------
-// Fitted on the calibration file's fit half only (records.fit_half; GQA, MHA, MLA, FlashAttention
+// Fitted on the calibration file's fit half only (records.fit_half; GQA, MHA, MLA, SparseFlashAttention
 // records of 910B2 and 950PR), by hand on the log ratio; docs/llm_operators.md has the held-out
 // accuracy.  Physical meaning: cycles of scalar and synchronisation work the pipes do not hide.
 // Both are the AIV side's issue and wait time, so they scale with the SoC's fitted vector issue cost
@@ -56,7 +56,6 @@ double softmax_cycles(double rows, double cols, bool masked, const Platform& p) 
   static const VecCost whole = vec_api_cost("WholeReduceSum");
   double c = vec_cycles(elem, rows * cols) + (masked ? vec_cycles(mask, rows * cols) : 0.0);
   c += 2 * (rows * whole.per_repeat + whole.per_call);  // one repeat per row, max and sum
-  // Rescale of the running output: O = O * exp(m_old - m_new) + P V (fp32), per row of Dv.
   return c * p.vec_cost_scale;
 }
 
@@ -345,15 +344,14 @@ std::vector<int64_t> FlashModel::cann_default() const {
     s1 = 2 * (S1 <= 16 ? 16 : ((q_.Dk >= 200 && q_.bf16) ? 64 : 128));
     s2 = (S1 <= 16 && !q_.mask) ? 2048 : ((S2 <= 1024 || q_.bf16) ? 512 : 1024);
   }
-  // No larger than what the keys fill (CANN sets sInnerSize to the length when it is shorter).
-  while (s2 > 128 && s2 / 2 >= S2) s2 /= 2;
+  // No larger than what the keys of one split fill (CANN sets sInnerSize to the length when shorter).
+  while (s2 > 128 && s2 / 2 >= cdiv(S2, split)) s2 /= 2;
   std::vector<int64_t> t = {s1, s2, split, pack};
   // Shrink to the buffers (a large head dim, a small UB).
   while (t[0] > 16 && t[0] > s1_limit_) t[0] /= 2;
   while (t[1] > 128 && t[1] > (pack ? s2_limit1_ : s2_limit0_)) t[1] /= 2;
   return t;
 }
-
 
 double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   const Platform& p = p_;
