@@ -36,6 +36,7 @@ def test_aliases_and_layouts_describe_the_same_kernel():
     assert est(bnsd, {"input_layout": "BNSD"}).time_us == pytest.approx(base)
     bsh = [[2, 512, 16 * 128], [2, 512, 4 * 128], [2, 512, 4 * 128]]
     assert est(bsh, {"input_layout": "BSH", "num_heads": 16, "num_key_value_heads": 4}).time_us == pytest.approx(base)
+    assert est(bsh, {"input_layout": "BSH", "num_heads": 16}).time_us == pytest.approx(base)  # KV heads from the key
     tnd = [[1024, 16, 128], [1024, 4, 128], [1024, 4, 128]]
     t = est(tnd, {"input_layout": "TND", "actual_seq_lengths": [512, 1024], "actual_seq_lengths_kv": [512, 1024]})
     assert t.time_us == pytest.approx(base)

@@ -193,8 +193,16 @@ AttnProblem read_attention(const OpDesc& op) {
     const int64_t n_attr = attr_int(op, "num_heads", 0), kv_attr = attr_int(op, "num_key_value_heads", 0);
     if (layout == "BSH" && n_attr <= 0) fail(op.kind + ": layout BSH needs num_heads");
     const Bsnd Q = read_bsnd(op, 0, "query", layout, n_attr);
-    const Bsnd K = read_bsnd(op, 1, "key", layout, kv_attr > 0 ? kv_attr : n_attr);
-    const Bsnd V = read_bsnd(op, 2, "value", layout, kv_attr > 0 ? kv_attr : n_attr);
+    // BSH without num_key_value_heads: the key's hidden size over the query's head dim (GQA/MQA).
+    int64_t kv_heads = kv_attr;
+    if (layout == "BSH" && kv_heads <= 0) {
+      if (ks.size() != 3 || ks[2] % Q.d != 0)
+        fail(op.kind + ": key has shape " + shape_str(ks) + ", whose hidden size is not a multiple of the query's "
+             "head dim " + std::to_string(Q.d) + " (layout BSH; give num_key_value_heads)");
+      kv_heads = ks[2] / Q.d;
+    }
+    const Bsnd K = read_bsnd(op, 1, "key", layout, kv_heads);
+    const Bsnd V = read_bsnd(op, 2, "value", layout, kv_heads);
     if (V.b != K.b || V.s != K.s || V.n != K.n)
       fail(op.kind + ": value has shape " + shape_str(vs) + ", which disagrees with key's " + shape_str(ks) +
            " (batch, sequence and heads must match)");
