@@ -133,6 +133,7 @@ struct VecKernel {
   // double-buffered tile UB holds, not the Ascend C sample's block / 16.
   bool baseline_max_tile = false;
   double fixed_us = 0;              // a phase outside the tiled loop (a sort before a gather), added as is
+  double unit_cycles = 0;           // per unit, not overlapped: waits for a unit's dependent gathers
 };
 
 // A VecKernel named `kind` streaming op.dtype data (throws when the SoC's vector unit lacks it).

@@ -46,6 +46,22 @@ void check_input_dtypes(const OpDesc& op) {
     if (!d[i].empty()) canonical_dtype(d[i]);  // throws naming the valid ones
 }
 
+// ---- fitted constants ---------------------------------------------------------------------
+// [F] fitted on the fit half (case id % 4 == 0) of shared/reference/measured_ops/
+// cann_bench_calibration.json (CANN's operator benchmark, hicann/cann-bench @ d59d44ca), both
+// SoCs pooled (docs/llm_operators.md):
+// - a kernel's scalar prologue and epilogue (tiling parse, index set-up, per-expert counts),
+//   cycles once per kernel;
+// - a gathered token row waited for before its arithmetic (a dependent DataCopy whose source
+//   row comes from an index read just before), cycles per row on its core; MoeReRouting copies
+//   whole (rank, expert) blocks and pays per token only its index bookkeeping.
+// Fitted two at a time per operator (setup, per row) minimising the mean |log(pred / measured)|.
+constexpr double kGatherWaitCycles = 330;      // MoeFinalizeRouting, 6 fit records
+constexpr double kFinalizeSetupCycles = 3250;
+constexpr double kReRoutingRowCycles = 40;      // MoeReRouting, 9 fit records
+constexpr double kReRoutingSetupCycles = 6000;
+constexpr double kTopKSetupCycles = 3000;       // MoeGatingTopKSoftmax, 2 fit records (950PR only)
+
 VecStep f32(const char* api) { return {vec_api_cost(api), true}; }
 
 // 16-bit data computed in fp32 between casts, as vector.cpp's Softmax.
@@ -82,6 +98,7 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   for (int64_t i = 0; i < topk; ++i) k.row_prog.push_back(f32("WholeReduceSum"));  // max with its index
   k.ub_buffers = 2;
   k.temp_fp32 = 2;
+  k.fixed_us = kTopKSetupCycles / p.freq_mhz;
   k.unique_bytes = double(T) * (E * k.ds + double(topk) * (k.ds + 8));
   k.flops = double(T) * double(E) * double(body.size() + k.row_prog.size());
   return make_vec_model(k, p);
@@ -116,14 +133,19 @@ std::shared_ptr<OpModel> make_init_routing(const OpDesc& op, const Platform& p) 
     fail(op.kind + ": active_num " + std::to_string(active) + " must be in [1, tokens x k = " + std::to_string(pairs) + "]");
   if (attr_int(op, "expert_num", 1) < 1) fail(op.kind + ": expert_num must be positive");
   VecKernel k = start_vec_kernel(op, p, op.kind);
-  k.units = active * H;
+  // No MoeInitRouting record to fit: each output row is a gathered row as in MoeFinalizeRouting
+  // (its wait), the set-up MoeReRouting's (ASSUMED alike: index bookkeeping of the same kind).
+  k.units = active;
+  k.unit_elems = H;
+  k.unit_cycles = kGatherWaitCycles;
   k.in_bytes = k.ds;
   k.out_bytes = k.ds + 8.0 / double(H);  // the row and its expanded_row_idx, expert id (int32)
   k.run_in = double(H) * k.ds;          // one token row per copy
   k.ub_buffers = 2;
   const int64_t sort_cores = std::min<int64_t>(p.vector_cores, std::max<int64_t>(1, cdiv(pairs, 1024)));
   const double sort_cyc = sort_cycles(cdiv(pairs, sort_cores)) + (sort_cores > 1 ? sort_cycles(pairs) / sort_cores : 0);
-  k.fixed_us = (sort_cyc * p.vec_cost_scale + (sort_cores > 1 ? mte2_head(int(sort_cores), false) : 0)) / p.freq_mhz;
+  k.fixed_us = (kReRoutingSetupCycles + sort_cyc * p.vec_cost_scale +
+                (sort_cores > 1 ? mte2_head(int(sort_cores), false) : 0)) / p.freq_mhz;
   k.unique_bytes = double(T) * H * k.ds + double(active) * (H * k.ds + 8) + double(pairs) * 4;
   return make_vec_model(k, p);
 }
@@ -143,7 +165,10 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
          std::to_string(A) + ")");
   VecKernel k = start_vec_kernel(op, p, op.kind);
   const double side = (scales ? 8.0 : 0.0) + 4.0;  // scales in and out, permute_token_idx
-  k.units = A * H;
+  k.units = A;
+  k.unit_elems = H;
+  k.unit_cycles = kReRoutingRowCycles;
+  k.fixed_us = kReRoutingSetupCycles / p.freq_mhz;
   k.in_bytes = k.ds + (scales ? 4.0 / double(H) : 0.0);
   k.out_bytes = k.ds + (side - (scales ? 4.0 : 0.0)) / double(H);
   k.run_in = k.run_out = double(std::max<int64_t>(1, A / (R * E))) * H * k.ds;
@@ -154,8 +179,9 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
 
 // out [T, H] = skip1 + skip2 + sum_j scales[t, j] (expanded_x[row of (t, j)] + bias[expert of
 // (t, j)]) (MoeFinalizeRoutingV2; drop_pad_mode 1: expanded_x is [E, capacity, H]).  Each
-// output element reads its k gathered rows (one row per copy), k bias rows (L2-resident) and
-// the skips.
+// output element reads its k gathered rows (one row per copy) and the skips from HBM; the bias
+// table ([experts, H], a few hundred KB at most) is read from L2 after its first use, so its k
+// rows per token cost vector work (the Add) but no HBM traffic.
 std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform& p) {
   need_float(op);
   static const char* kNames[] = {"expanded_x", "expanded_row_idx", "skip1", "skip2", "bias", "scales", "expert_idx"};
@@ -184,11 +210,14 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
   if (scaled && op.inputs[5] != eidx)
     fail(op.kind + ": scales " + shape_str(op.inputs[5]) + " must have expert_idx's shape " + shape_str(eidx));
   VecKernel k = start_vec_kernel(op, p, op.kind);
-  k.units = T * H;
-  k.in_bytes = double(2 * topk + skips) * k.ds + (double(topk) * (scaled ? 8 : 4) + 4 * topk) / double(H);
+  k.units = T;
+  k.unit_elems = H;
+  k.unit_cycles = double(topk) * kGatherWaitCycles;
+  k.fixed_us = kFinalizeSetupCycles / p.freq_mhz;
+  k.in_bytes = double(topk + skips) * k.ds + (double(topk) * (scaled ? 8 : 4) + 4 * topk) / double(H);
   k.out_bytes = k.ds;
   k.run_in = double(H) * k.ds;  // one gathered row per copy
-  k.in_streams = int(2 * topk + skips);
+  k.in_streams = int(2 * topk + skips);  // the bias rows pass through UB too
   k.ub_buffers = k.in_streams + 1;
   std::vector<VecStep> body;
   for (int64_t j = 0; j < topk; ++j)

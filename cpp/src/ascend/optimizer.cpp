@@ -38,6 +38,14 @@ void need_float(const OpDesc& op) {
     fail(op.kind + ": dtype " + op.dtype + " is not supported (float16, bfloat16 or float32)");
 }
 
+// [F] A kernel's fixed cycles beyond vector.cpp's launch heads (scalar prologue: the tiling
+// parse, each tensor's address and share; the epilogue: partial results combined), fitted per
+// operator on the fit half (case id % 4 == 0) of shared/reference/measured_ops/
+// cann_bench_calibration.json (hicann/cann-bench @ d59d44ca), 910B2 and 950PR pooled.
+constexpr double kAddcdivSetupCycles = 13750;
+constexpr double kNormSetupCycles = 6500;
+constexpr double kAdamWSetupCycles = 3500;
+
 // A kernel streaming `n` elements: `in` inputs read and `out` outputs written per element.
 VecKernel streaming(const OpDesc& op, const Platform& p, int64_t n, int in, int out) {
   VecKernel k = start_vec_kernel(op, p, op.kind);
@@ -88,27 +96,30 @@ std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
   VecKernel k = streaming(op, p, n, 3, 1);
   add_fp32_steps(k.elem_prog, op.dtype, {"Div", "Muls", "Add"}, 3, 1);
   k.temp_fp32 = k.ds == 4 ? 0 : 3;  // the fp32 copies of the three inputs
+  k.fixed_us = kAddcdivSetupCycles / p.freq_mhz;
   k.flops = 3.0 * double(n);
   return make_vec_model(k, p);
 }
 
-// The p-norm of each tensor of a list: every element is read once and accumulated in an fp32
-// tile (|x|, |x|^2, max |x| or |x|^p), each core's partial results combined at the end (a few
-// scalars per tensor, neglected).  norm_type: 1 (L1, default), 2 (L2), 0 (infinity) or 3 (any
-// other p: |x|^p = exp(p ln |x|), Ln costed as Exp as in common.cpp's Pow recipe).
+// The p-norm of each tensor of a list: every element is read once, |x| (|x|^2, |x|^p) of each
+// UB tile reduced to one fp32 partial (ReduceSum, or ReduceMax for the infinity norm: the
+// WholeReduceSum class, per element of the tile), the partials of each tensor combined at the
+// end (a few scalars per tensor, in the fixed cost).  norm_type: 1 (L1, default), 2 (L2), 0
+// (infinity) or 3 (any other p: |x|^p = exp(p ln |x|), Ln costed as Exp as in common.cpp's Pow).
 std::shared_ptr<OpModel> make_foreach_norm(const OpDesc& op, const Platform& p) {
   need_float(op);
   const int64_t n = foreach_lists(op, 1, {"x"});
   const int64_t norm = attr_int(op, "norm_type", 1);
   std::vector<const char*> apis;
-  if (norm == 1 || norm == 0) apis = {"Adds", "Add"};  // Abs, then Add (L1) or Max (inf): Add class
-  else if (norm == 2) apis = {"Mul", "Add"};
-  else if (norm == 3) apis = {"Adds", "Exp", "Muls", "Exp", "Add"};
+  if (norm == 1 || norm == 0) apis = {"Adds", "WholeReduceSum"};  // Abs (a scalar-operand op), reduce
+  else if (norm == 2) apis = {"Mul", "WholeReduceSum"};
+  else if (norm == 3) apis = {"Adds", "Exp", "Muls", "Exp", "WholeReduceSum"};
   else fail(op.kind + ": norm_type must be 0 (infinity), 1, 2 or 3 (another p), got " + std::to_string(norm));
   VecKernel k = streaming(op, p, n, 1, 0);
   add_fp32_steps(k.elem_prog, op.dtype, apis, 1, 0);
   k.ub_buffers = 1;
   k.temp_fp32 = 1;  // the accumulator
+  k.fixed_us = kNormSetupCycles / p.freq_mhz;
   k.unique_bytes = double(n) * k.ds;
   k.flops = double(apis.size()) * double(n);
   return make_vec_model(k, p);
@@ -142,6 +153,7 @@ std::shared_ptr<OpModel> make_adamw(const OpDesc& op, const Platform& p) {
   if (amsgrad) apis.push_back("Add");                     // max(v_max, v): Add class
   add_fp32_steps(k.elem_prog, op.dtype, apis, in, out);
   k.temp_fp32 = 2;
+  k.fixed_us = kAdamWSetupCycles / p.freq_mhz;
   k.flops = double(apis.size()) * double(n);
   return make_vec_model(k, p);
 }

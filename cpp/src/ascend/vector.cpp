@@ -172,6 +172,7 @@ class VecModel : public OpModel {
       c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + per_tile_mte2 + per_tile_mte3;
     else
       c.cycles = std::max(c.mte2 + c.vec + c.mte3, c.port);
+    c.cycles += double(units_core) * k.unit_cycles;
     return c;
   }
 
