@@ -123,9 +123,9 @@ OPS = ("ForeachAddcdivScalar", "ForeachNorm", "ApplyAdamW", "Gcd", "MhcSinkhorn"
        "MoeReRouting", "MoeFinalizeRouting")
 # Held-out floors (share of single-kernel held-out records within 2x, both SoCs), measured
 # with the fitted constants (docs/llm_operators.md has the table); Gcd's iteration count is
-# assumed, not fitted, and is far off: its floor only guards against getting worse.
+# assumed, not fitted, and the benchmark's degenerate data (zeros, equal values) stops its loop early.
 FLOOR_2X = {"ForeachAddcdivScalar": 0.9, "ForeachNorm": 0.8, "ApplyAdamW": 0.85, "MoeReRouting": 0.9,
-            "MoeFinalizeRouting": 0.85, "MoeGatingTopKSoftmax": 0.6, "MhcSinkhorn": 1.0, "Gcd": 0.1}
+            "MoeFinalizeRouting": 0.85, "MoeGatingTopKSoftmax": 0.6, "MhcSinkhorn": 1.0, "Gcd": 0.4}
 
 
 @pytest.fixture(scope="module")

@@ -158,14 +158,16 @@ std::shared_ptr<OpModel> make_adamw(const OpDesc& op, const Platform& p) {
   return make_vec_model(k, p);
 }
 
-// Euclid's algorithm per element pair, on the vector unit in float: a mod b = a - floor(a / b)
-// b (Cast in and out, Div, Mul, Sub), then (a, b) <- (b, a mod b) with compare-selects where
-// b is 0.  The step count is data dependent and a tile loops until its slowest lane is done:
-// we ASSUME 30 steps (attribute "iterations" overrides it).  Why 30: for b uniform below 2^31
-// the step count is close to normal with mean 12 ln2 / pi^2 ln b = 18.1 and variance about
-// 0.52 ln b = 11 (Dixon 1970; Hensley 1994), and the slowest of the thousands of lanes of a
-// tile is about 3.5 standard deviations above the mean.  Not fitted: the calibration file
-// has no Gcd record on its fit half.  int64 runs as int32 pairs (common.cpp vec_program).
+// Stein's binary GCD per element pair, as CANN's kernel runs it (hicann/ops-math
+// math/gcd/op_kernel/arch35/gcd_dag.h: per lane, strip the common factor of two, then loop
+// {b >>= ctz(b); (a, b) = (min, max); b -= a} until b is 0; no division): per iteration a
+// count-trailing-zeros and a shift (scalar-operand class) and a compare, two selects and a
+// subtract (Add class), int64 as int32 pairs.  That kernel is SIMT (the 950 generation); the
+// SIMD per-API costs stand in for its lanes, and 910B's kernel is ASSUMED to be the same loop.
+// The step count is data dependent and a tile (or warp) loops until its slowest lane is done:
+// binary GCD takes 0.706 lg(max) steps on average (Brent 1976; Knuth TAOCP 4.5.2), and we
+// ASSUME the slowest lanes 30% more: 0.706 x 1.3 x (bits - 1), 28 for int32 (attribute
+// "iterations" overrides it).  Not fitted: the calibration file has no Gcd record on its fit half.
 std::shared_ptr<OpModel> make_gcd(const OpDesc& op, const Platform& p) {
   if (op.dtype != "int32" && op.dtype != "int64" && op.dtype != "int16")
     fail(op.kind + ": dtype " + op.dtype + " is not supported (int16, int32 or int64)");
@@ -175,7 +177,8 @@ std::shared_ptr<OpModel> make_gcd(const OpDesc& op, const Platform& p) {
   const auto out = broadcast(op.inputs[0], op.inputs[1], op.kind + " (x1 and x2)");
   check_fits(p, double(numel(out)), dtype_size(op.dtype), op.kind + " output " + shape_str(out));
   const int64_t n = numel(out);
-  const int64_t iters = attr_int(op, "iterations", 30);
+  const int64_t bits = 8 * dtype_size(op.dtype) - 1;
+  const int64_t iters = attr_int(op, "iterations", std::llround(0.706 * 1.3 * double(bits)));
   if (iters < 1 || iters > 128) fail(op.kind + ": iterations must be in [1, 128], got " + std::to_string(iters));
   VecKernel k = start_vec_kernel(op, p, op.kind);
   k.units = n;
@@ -186,10 +189,10 @@ std::shared_ptr<OpModel> make_gcd(const OpDesc& op, const Platform& p) {
   }
   k.out_bytes = k.ds;
   k.ub_buffers = k.in_streams + 1;
-  k.temp_fp32 = 3;  // a, b and the quotient in float
+  k.temp_fp32 = 1;  // the shift of the common factor of two
   k.baseline_max_tile = true;
   const int passes = op.dtype == "int64" ? 2 : 1;
-  const std::vector<const char*> step = {"CastUp", "CastUp", "Div", "CastDown", "Mul", "Add", "Add", "Add"};
+  const std::vector<const char*> step = {"Adds", "Adds", "Add", "Add", "Add", "Add"};
   for (int64_t i = 0; i < iters * passes; ++i)
     for (const char* a : step) k.elem_prog.push_back({vec_api_cost(a), true});
   k.unique_bytes = double(numel(op.inputs[0]) + numel(op.inputs[1]) + n) * k.ds;
