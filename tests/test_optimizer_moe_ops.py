@@ -82,6 +82,7 @@ def test_gcd_takes_integers_and_its_iterations():
     ("ApplyAdamW", [SQ, SQ, SQ2, SQ], {}, r"ApplyAdamW: v has shape \[2048, 2048\], var \[1024, 1024\]"),
     ("MoeGatingTopKSoftmax", [[64, 8]], {"k": 9}, r"MoeGatingTopKSoftmax: k = 9 .*experts of x \[64, 8\]"),
     ("MoeInitRouting", [[64, 128], [32, 2]], {}, r"MoeInitRouting: expert_idx \[32, 2\] has 32 tokens, x"),
+    ("MoeInitRouting", [[64, 128], [64, 8]], {"expert_num": 4}, r"MoeInitRouting: expert_idx \[64, 8\] picks k = 8"),
     ("MoeFinalizeRouting", [[512, 64], [100], [64, 64], [], [8, 64], [64, 4], [64, 4]], {},
      r"MoeFinalizeRouting: expanded_row_idx \[100\] must have tokens x k = 256"),
     ("MoeFinalizeRouting", [[256, 64], [256], [64, 64], [], [8, 64], [64, 2], [64, 4]], {},

@@ -131,7 +131,10 @@ std::shared_ptr<OpModel> make_init_routing(const OpDesc& op, const Platform& p) 
   const int64_t active = attr_int(op, "active_num", pairs);
   if (active < 1 || active > pairs)
     fail(op.kind + ": active_num " + std::to_string(active) + " must be in [1, tokens x k = " + std::to_string(pairs) + "]");
-  if (attr_int(op, "expert_num", 1) < 1) fail(op.kind + ": expert_num must be positive");
+  const int64_t experts = attr_int(op, "expert_num", topk);
+  if (experts < topk)
+    fail(op.kind + ": expert_idx " + shape_str(idx) + " picks k = " + std::to_string(topk) + " experts per token, more " +
+         "than expert_num = " + std::to_string(experts));
   VecKernel k = start_vec_kernel(op, p, op.kind);
   // No MoeInitRouting record to fit: each output row is a gathered row as in MoeFinalizeRouting
   // (its wait), the set-up MoeReRouting's (ASSUMED alike: index bookkeeping of the same kind).
