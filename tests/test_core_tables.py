@@ -67,6 +67,27 @@ ALLOWED_ATTRS.update({
                       "extrapolation_value", "antialias", "axes", "keep_aspect_ratio_policy"},
     "DepthToSpace": MOVE | {"blocksize", "mode"}, "SpaceToDepth": MOVE | {"blocksize"},
 })
+# Issue 49's optimizer and MoE routing kernels (optimizer.cpp, moe_routing.cpp): attributes and
+# an example (inputs, int attrs, str attrs, dtype) of each.
+ALLOWED_ATTRS.update({
+    "ForeachAddcdivScalar": {"tensor_count"}, "ForeachNorm": {"tensor_count", "norm_type"},
+    "ApplyAdamW": {"amsgrad", "maximize"}, "Gcd": {"iterations"}, "MoeGatingTopKSoftmax": {"k", "input_dtypes"},
+    "MoeInitRouting": {"expert_num", "active_num", "expert_capacity", "drop_pad_mode",
+                       "expert_tokens_count_or_cumsum_flag", "expert_tokens_before_capacity_flag", "input_dtypes"},
+    "MoeReRouting": {"expert_token_num_type", "idx_type", "input_dtypes"},
+    "MoeFinalizeRouting": {"drop_pad_mode", "input_dtypes"}, "MhcSinkhorn": {"iter_step"},
+})
+LLM_EXAMPLES = {
+    "ForeachAddcdivScalar": ([[64, 128]] * 3, {}, {}, "float16"), "ForeachNorm": ([[64, 128]], {}, {}, "float16"),
+    "ApplyAdamW": ([[64, 128]] * 4, {}, {}, "float16"), "Gcd": ([[64, 128]] * 2, {}, {}, "int32"),
+    "MoeGatingTopKSoftmax": ([[64, 8]], {"k": [2]}, {}, "float16"),
+    "MoeInitRouting": ([[64, 128], [64, 2]], {}, {}, "float16"),
+    "MoeReRouting": ([[64, 128], [4, 4], [64]], {}, {}, "float16"),
+    "MoeFinalizeRouting": ([[128, 64], [128], [64, 64], [], [8, 64], [64, 2], [64, 2]], {}, {}, "float16"),
+    "MhcSinkhorn": ([[64, 4, 4]], {}, {}, "float32"),
+}
+LLM_EXAMPLES.update({"MoeInitRoutingV2": LLM_EXAMPLES["MoeInitRouting"],
+                     "MoeFinalizeRoutingV2": LLM_EXAMPLES["MoeFinalizeRouting"]})
 # ONNX elementwise ops the cost model has no recipe for: no entry.
 UNSUPPORTED_ONNX = {"Sin", "Cos", "Tan", "Asin", "BitShift", "NonZero", "TopK", "Einsum"}
 
@@ -80,7 +101,8 @@ def test_op_table_covers_supported_ops_exactly():
 
 def test_op_table_families_operands_and_attrs():
     for e in ascend.op_table():
-        assert e["family"] in ("matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "attention")
+        assert e["family"] in ("matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "attention",
+                               "optimizer", "routing")
         if e["family"] == "elementwise":
             assert e["attrs"] is None  # any attribute
             assert e["operands"] in ((None,) if e["name"] == "FusedElementwise" else
@@ -97,6 +119,8 @@ def _example(entry, name):
     """(inputs, int_attrs, str_attrs) that build a model of op `name`."""
     x = [64, 128]
     fam = entry["family"]
+    if name in LLM_EXAMPLES:
+        return LLM_EXAMPLES[name][:3]
     if fam == "elementwise":
         if name == "FusedElementwise":
             return [x, x], {}, {"ops": ["Add", "Relu"]}
@@ -125,10 +149,11 @@ def test_every_alias_resolves_to_the_canonical_model(name):
     p = Platform.from_dict(B3)
     entry = TABLE[name]
     inputs, ints, strs = _example(entry, name)
-    m = ascend.op_model(p, name, inputs, "float16", ints, strs)
+    dtype = LLM_EXAMPLES[name][3] if name in LLM_EXAMPLES else "float16"
+    m = ascend.op_model(p, name, inputs, dtype, ints, strs)
     assert m.kind == name
     for alias in entry["aliases"]:
-        a = ascend.op_model(p, alias, _example(entry, alias)[0], "float16", ints, strs)
+        a = ascend.op_model(p, alias, _example(entry, alias)[0], dtype, ints, strs)
         assert a.kind == name
         assert a.param_names == m.param_names
         assert a.estimate(a.baseline)["time_us"] == m.estimate(m.baseline)["time_us"]

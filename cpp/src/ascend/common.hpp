@@ -104,6 +104,42 @@ inline double vec_cycles(const std::vector<VecStep>& prog, double elems) {
   return c;
 }
 
+// ---- the vector kernel pattern (vector.cpp) ------------------------------------
+// Kernels of the Ascend C vector pattern are described by a VecKernel and modelled by one
+// class (vector.cpp): the LLM operators' files build their kernels with these.
+// The work as the model sees it: `units` independent rows of `unit_elems`
+// elements (unit_elems = 1 for plain elementwise work).
+struct VecKernel {
+  std::string kind;
+  int ds = 2;                       // bytes per element of the streamed data
+  int64_t units = 1, unit_elems = 1;
+  double in_bytes = 0;              // GM bytes read per element per sweep
+  double out_bytes = 0;             // GM bytes written per element
+  double out_bytes_per_unit = 0;    // GM bytes written per unit (reductions)
+  double bcast_bytes = 0;           // small operands read once per core, kept in UB
+  int in_streams = 1;               // GM->UB copies per tile
+  std::vector<VecStep> elem_prog;   // per element
+  std::vector<VecStep> row_prog;    // per unit (reduce APIs: repeats per row)
+  int sweeps_if_split = 1;          // GM passes when a unit does not fit one tile
+  double run_in = 0, run_out = 0;   // contiguous run in GM (0: the whole tile)
+  int transpose_side = 0;           // >0: runs limited by the square tile side
+  int ub_buffers = 2;               // tile-sized queue buffers (x bufferNum)
+  int temp_fp32 = 0;                // tile-sized fp32 temporaries
+  bool split_rows = false;          // cores may split the rows (splitR)
+  int syncs = 1;                    // core syncs when rows are split (one per row statistic)
+  double unique_bytes = 0;          // for the roofline
+  double flops = 0;
+  // CANN's default for kernels whose tiling fills UB (Foreach*, ApplyAdamW): the largest
+  // double-buffered tile UB holds, not the Ascend C sample's block / 16.
+  bool baseline_max_tile = false;
+  double fixed_us = 0;              // a phase outside the tiled loop (a sort before a gather), added as is
+  double unit_cycles = 0;           // per unit, not overlapped: waits for a unit's dependent gathers
+};
+
+// A VecKernel named `kind` streaming op.dtype data (throws when the SoC's vector unit lacks it).
+VecKernel start_vec_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
+std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p);
+
 // ---- start costs (GE ATT, [G] perf_param_v1.cpp / pipe_perf_expr.cpp) ---------
 constexpr double kOpHead = 300.0;         // per kernel
 constexpr double kMte3Head = 497.36;
@@ -169,5 +205,12 @@ std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p);  
 std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p);  // Concat, Slice, Gather, Resize...
 // attention.cpp: FusedInferAttentionScore (PromptFlashAttention, IncreFlashAttention), SparseFlashAttention, MlaProlog.
 std::shared_ptr<OpModel> make_attention_model(const OpDesc& op, const Platform& p);
+// ---- LLM operators (issue 49) -----------------------------------------------------------
+// optimizer.cpp: ForeachAddcdivScalar, ForeachNorm, ApplyAdamW (multi-tensor elementwise
+// kernels) and Gcd (an integer elementwise loop).
+std::shared_ptr<OpModel> make_optimizer_model(const OpDesc& op, const Platform& p);
+// moe_routing.cpp: MoeGatingTopKSoftmax, MoeInitRouting, MoeReRouting, MoeFinalizeRouting and
+// MhcSinkhorn (the doubly stochastic mixing matrix of hyper-connections).
+std::shared_ptr<OpModel> make_routing_model(const OpDesc& op, const Platform& p);
 
 }  // namespace aoe::ascend::detail

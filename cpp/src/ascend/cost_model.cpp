@@ -49,6 +49,8 @@ const char* family_name(OpFamily f) {
     case OpFamily::Pool: return "pool";
     case OpFamily::Movement: return "movement";
     case OpFamily::Attention: return "attention";
+    case OpFamily::Optimizer: return "optimizer";
+    case OpFamily::Routing: return "routing";
   }
   return "?";
 }
@@ -118,6 +120,20 @@ const std::vector<OpEntry>& op_table() {
           "actual_seq_lengths_kv"}),
       op("SparseFlashAttention", {}, F::Attention, {"input_layout", "num_heads", "num_key_value_heads", "causal"}),
       op("MlaProlog", {}, F::Attention, {"num_heads"}),
+      // ---- issue 49, optimizer and MoE routing kernels (optimizer.cpp, moe_routing.cpp) ----
+      // Foreach inputs are lists of tensors flattened list after list; tensor_count is a list's length.
+      op("ForeachAddcdivScalar", {}, F::Optimizer, {"tensor_count"}),
+      op("ForeachNorm", {}, F::Optimizer, {"tensor_count", "norm_type"}),
+      op("ApplyAdamW", {}, F::Optimizer, {"amsgrad", "maximize"}),
+      op("Gcd", {}, F::Optimizer, {"iterations"}),
+      op("MoeGatingTopKSoftmax", {}, F::Routing, {"k", "input_dtypes"}),
+      op("MoeInitRouting", {"MoeInitRoutingV2"}, F::Routing,
+         {"expert_num", "active_num", "expert_capacity", "drop_pad_mode", "expert_tokens_count_or_cumsum_flag",
+          "expert_tokens_before_capacity_flag", "input_dtypes"}),
+      op("MoeReRouting", {}, F::Routing, {"expert_token_num_type", "idx_type", "input_dtypes"}),
+      op("MoeFinalizeRouting", {"MoeFinalizeRoutingV2"}, F::Routing, {"drop_pad_mode", "input_dtypes"}),
+      op("MhcSinkhorn", {}, F::Routing, {"iter_step"}),
+      // ---- end of issue 49 optimizer/routing block ----
   };
   return t;
 }
@@ -207,6 +223,8 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
     case OpFamily::Pool: return make_pool_model(op, platform);
     case OpFamily::Movement: return make_movement_model(op, platform);
     case OpFamily::Attention: return make_attention_model(op, platform);
+    case OpFamily::Optimizer: return make_optimizer_model(op, platform);
+    case OpFamily::Routing: return make_routing_model(op, platform);
   }
   fail("internal: unhandled op family");
 }

@@ -14,30 +14,6 @@
 namespace aoe::ascend::detail {
 namespace {
 
-// The work as the model sees it: `units` independent rows of `unit_elems`
-// elements (unit_elems = 1 for plain elementwise work).
-struct VecKernel {
-  std::string kind;
-  int ds = 2;                       // bytes per element of the streamed data
-  int64_t units = 1, unit_elems = 1;
-  double in_bytes = 0;              // GM bytes read per element per sweep
-  double out_bytes = 0;             // GM bytes written per element
-  double out_bytes_per_unit = 0;    // GM bytes written per unit (reductions)
-  double bcast_bytes = 0;           // small operands read once per core, kept in UB
-  int in_streams = 1;               // GM->UB copies per tile
-  std::vector<VecStep> elem_prog;   // per element
-  std::vector<VecStep> row_prog;    // per unit (reduce APIs: repeats per row)
-  int sweeps_if_split = 1;          // GM passes when a unit does not fit one tile
-  double run_in = 0, run_out = 0;   // contiguous run in GM (0: the whole tile)
-  int transpose_side = 0;           // >0: runs limited by the square tile side
-  int ub_buffers = 2;               // tile-sized queue buffers (x bufferNum)
-  int temp_fp32 = 0;                // tile-sized fp32 temporaries
-  bool split_rows = false;          // cores may split the rows (splitR)
-  int syncs = 1;                    // core syncs when rows are split (one per row statistic)
-  double unique_bytes = 0;          // for the roofline
-  double flops = 0;
-};
-
 enum P { kBlockDim, kTileLen, kBufferNum, kSplitR };
 
 class VecModel : public OpModel {
@@ -100,7 +76,7 @@ class VecModel : public OpModel {
     const double hbm_us = std::max((reads - rereads + writes - absorbed) / hbm_Bpus_, (absorbed + rereads) / l2_Bpus_);
     const double ai_us = core_cycles / f, vc_us = vcores > 0 ? vr.cycles / p.vec_freq_mhz : 0.0;
     const double core_us = std::max(ai_us, vc_us);
-    const double time = std::max(core_us, hbm_us) + head_us;
+    const double time = std::max(core_us, hbm_us) + head_us + k.fixed_us;
     if (out) {
       // Per-pipe times of the slowest core.
       const CoreRun& w = vc_us > ai_us ? vr : ai;
@@ -196,6 +172,7 @@ class VecModel : public OpModel {
       c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + per_tile_mte2 + per_tile_mte3;
     else
       c.cycles = std::max(c.mte2 + c.vec + c.mte3, c.port);
+    c.cycles += double(units_core) * k.unit_cycles;
     return c;
   }
 
@@ -271,7 +248,9 @@ class VecModel : public OpModel {
     int64_t tile = s.values[1].front();
     for (int64_t v : s.values[1])
       if (v * (per_tile_bytes_db * 2 + fixed) <= ub &&
-          (v <= std::max<int64_t>(block / 16, 1) || v < 2 * k.unit_elems || k.transpose_side)) tile = v;
+          (v <= std::max<int64_t>(block / 16, 1) || v < 2 * k.unit_elems || k.transpose_side ||
+           (k.baseline_max_tile && v < 2 * block)))
+        tile = v;
     s.baseline = {bd_val, tile, 2};
     if (k.split_rows) s.baseline.push_back(0);
     if (vc_index_ >= 0) {
@@ -337,6 +316,11 @@ void fuse_elementwise(VecKernel& k, const OpDesc& op, const std::string& cd, dou
 }
 
 }  // namespace
+
+VecKernel start_vec_kernel(const OpDesc& op, const Platform& p, const std::string& kind) {
+  return start_kernel(op, p, kind);
+}
+std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p) { return std::make_shared<VecModel>(k, p); }
 
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p) {
   VecKernel k = start_kernel(op, p, op.kind);

@@ -212,11 +212,87 @@ def _matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Trans
     return "MatMulV3", shapes, dtypes[0], out
 
 
+# ---- issue 49: optimizer and MoE routing kernels (optimizer.cpp, moe_routing.cpp) ----------
+
+def _flatten_tensor_lists(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Foreach record holds one LIST of tensors per input and one dtype for all: the model
+    takes the lists flattened one after the other, one dtype per tensor, the length of a list
+    as attrs["tensor_count"].  Lists of different lengths are an error naming the record."""
+    inputs = record.get("inputs")
+    if not isinstance(inputs, list) or not all(isinstance(x, list) and x and isinstance(x[0], list) for x in inputs):
+        return record  # not lists of shapes: _checked names what is wrong
+    rid = record.get("id", "?")
+    lengths = [len(x) for x in inputs]
+    if len(set(lengths)) != 1:
+        raise ValueError(f"record {rid}: {record.get('op')}'s tensor lists have different lengths {lengths}")
+    dtypes = record.get("dtype") or []
+    if not isinstance(dtypes, list) or len(dtypes) not in (1, len(inputs)):
+        raise ValueError(f"record {rid}: 'dtype' must give one dtype, or one per list, got {dtypes!r}")
+    flat_dtypes = [dtypes[min(i, len(dtypes) - 1)] for i in range(len(inputs)) for _ in range(lengths[0])]
+    attrs = {**(record.get("attrs") or {}), "tensor_count": lengths[0]}
+    return {**record, "inputs": [s for x in inputs for s in x], "dtype": flat_dtypes, "attrs": attrs}
+
+
+def _foreach_addcdiv(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # The scalar (x1 + scalar * x2 / x3) does not change the cost.
+    return op, shapes, dtypes[0], {"tensor_count": int(attrs["tensor_count"])}
+
+
+def _foreach_norm(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # The benchmark's scalar is the norm's p: 1 and 2 run ForeachNorm, inf and other p ran
+    # CANN's LpNormV2 kernels (the records say which); norm_type 0 = inf, 3 = another p.
+    p = float(attrs.get("scalar", 2.0))
+    norm = 0 if math.isinf(p) else (int(p) if p in (1.0, 2.0) else 3)
+    return op, shapes, dtypes[0], {"tensor_count": int(attrs["tensor_count"]), "norm_type": norm}
+
+
+def _apply_adamw(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # var, m, v, grad (max_grad_norm with amsgrad); lr, betas, eps and weight decay are scalars.
+    shapes = [s if s is not None else [] for s in shapes]
+    out = {"maximize": int(bool(attrs.get("maximize", False))), "amsgrad": int(bool(attrs.get("amsgrad", False)))}
+    return op, shapes, dtypes[0], out
+
+
+def _gcd(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    _need(rid, op, shapes, 2)
+    if dtypes[0] != dtypes[1]:
+        raise UnmodelledOperator(op, f"mixed input dtypes {dtypes}", rid)
+    return op, shapes, dtypes[0], {}
+
+
+def _routing(*int_attrs: str) -> Callable[..., Translation]:
+    """A routing kernel: absent optional inputs as [], input_dtypes from the record, the
+    named integer attributes (booleans as 0/1); eps and other float scalars are dropped."""
+    def translate(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+        out: dict[str, Any] = {k: int(attrs[k]) for k in int_attrs if k in attrs}
+        out["input_dtypes"] = [d if s is not None else "" for s, d in zip(shapes, dtypes)]
+        return op, [s if s is not None else [] for s in shapes], dtypes[0], out
+    return translate
+
+
+def _sinkhorn(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    _need(rid, op, shapes, 1)
+    return op, shapes, dtypes[0], {"iter_step": int(attrs.get("iter_step", 20))}
+
+
+_LIST_INPUT_OPS = frozenset({"ForeachAddcdivScalar", "ForeachNorm"})
+_ISSUE49_OPTIMIZER_ROUTING: dict[str, Callable[..., Translation]] = {
+    "ForeachAddcdivScalar": _foreach_addcdiv, "ForeachNorm": _foreach_norm, "ApplyAdamW": _apply_adamw,
+    "Gcd": _gcd, "MhcSinkhorn": _sinkhorn,
+    "MoeGatingTopKSoftmax": _routing("k"),
+    "MoeInitRouting": _routing("expert_num", "active_num", "expert_capacity", "drop_pad_mode"),
+    "MoeReRouting": _routing("expert_token_num_type", "idx_type"),
+    "MoeFinalizeRouting": _routing("drop_pad_mode"),
+}
+# ---- end of issue 49 optimizer/routing block ----------------------------------------------
+
+
 _TRANSLATIONS: dict[str, Callable[..., Translation]] = {
     "Sigmoid": _unary, "Gelu": _unary, "Mish": _unary, "Exp": _unary,
     "Maximum": _binary, "Minimum": _binary,
     "Softmax": _softmax, "Transpose": _transpose, "StridedSlice": _strided_slice,
     "AdaptiveAvgPool3D": _adaptive_avg_pool3d, "Gather": _gather_elements, "MatMul": _matmul,
+    **_ISSUE49_OPTIMIZER_ROUTING,
 }
 
 
@@ -288,6 +364,8 @@ def translate_record(record: Mapping[str, Any]) -> Translation:
     the record for malformed input."""
     if isinstance(record, Mapping) and record.get("op") not in _TRANSLATIONS and "op" in record:
         raise UnmodelledOperator(str(record["op"]), "no model of it in the operator table", str(record.get("id", "?")))
+    if record.get("op") in _LIST_INPUT_OPS:
+        record = _flatten_tensor_lists(record)
     rid, op, shapes, dtypes, attrs = _checked(record)
     return _TRANSLATIONS[op](rid, op, shapes, dtypes, attrs)
 

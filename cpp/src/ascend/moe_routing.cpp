@@ -1,0 +1,273 @@
+// MoE routing kernels of LLM inference and training (issue 49): MoeGatingTopKSoftmax (the
+// router's softmax and top-k), MoeInitRouting (tokens sorted by expert), MoeReRouting (tokens
+// regrouped from rank-major to expert-major after an all-to-all), MoeFinalizeRouting (the
+// experts' outputs gathered back and weighted), and MhcSinkhorn (the doubly stochastic
+// mixing matrix of manifold-constrained hyper-connections, DeepSeek V4's mHC).  Each is one
+// kernel of the Ascend C vector pattern (vector.cpp, VecKernel): token rows (or matrices) are
+// split over the vector cores (blockDim) and streamed through UB tiles (tileLen, bufferNum).
+// The kernels' structure (which rows a core reads, contiguous runs, the vector steps) is
+// ASSUMED from their interfaces and hicann/ops-transformer's kernel names (moe/*); the tiling
+// baseline is vector.cpp's rule (all cores, whole rows per core).
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "common.hpp"
+
+namespace aoe::ascend::detail {
+namespace {
+
+const std::vector<int64_t>& input(const OpDesc& op, size_t i, const std::string& name) {
+  if (op.inputs.size() <= i) fail(op.kind + ": missing input " + std::to_string(i) + " (" + name + ")");
+  return op.inputs[i];
+}
+
+// A 2-D (or, for x, flattened leading axes) shape's [rows, cols].
+std::pair<int64_t, int64_t> rows_cols(const OpDesc& op, const std::vector<int64_t>& s, const std::string& name) {
+  check_shape(s, op.kind + " " + name);
+  if (s.size() < 2) fail(op.kind + ": " + name + " " + shape_str(s) + " must have at least 2 dimensions");
+  return {numel(s) / s.back(), s.back()};
+}
+
+void need_float(const OpDesc& op) {
+  if (op.dtype != "float16" && op.dtype != "bfloat16" && op.dtype != "float32")
+    fail(op.kind + ": dtype " + op.dtype + " is not supported (float16, bfloat16 or float32)");
+}
+
+// input_dtypes, when given, has one entry per input ("" for an absent one).  The models read
+// the data input's dtype (op.dtype); index, mask and scale inputs are small beside the rows.
+void check_input_dtypes(const OpDesc& op) {
+  const auto d = attr_strs(op, "input_dtypes");
+  if (d.empty()) return;
+  if (d.size() != op.inputs.size())
+    fail(op.kind + ": input_dtypes has " + std::to_string(d.size()) + " entries for " + std::to_string(op.inputs.size()) +
+         " inputs");
+  for (size_t i = 0; i < d.size(); ++i)
+    if (!d[i].empty()) canonical_dtype(d[i]);  // throws naming the valid ones
+}
+
+// ---- fitted constants ---------------------------------------------------------------------
+// [F] fitted on the fit half (case id % 4 == 0) of shared/reference/measured_ops/
+// cann_bench_calibration.json (CANN's operator benchmark, hicann/cann-bench @ d59d44ca), both
+// SoCs pooled (docs/llm_operators.md):
+// - a kernel's scalar prologue and epilogue (tiling parse, index set-up, per-expert counts),
+//   cycles once per kernel;
+// - a gathered token row waited for before its arithmetic (a dependent DataCopy whose source
+//   row comes from an index read just before), cycles per row on its core; MoeReRouting copies
+//   whole (rank, expert) blocks and pays per token only its index bookkeeping.
+// Fitted two at a time per operator (setup, per row) minimising the mean |log(pred / measured)|.
+constexpr double kGatherWaitCycles = 330;      // MoeFinalizeRouting, 6 fit records
+constexpr double kFinalizeSetupCycles = 3250;
+constexpr double kReRoutingRowCycles = 40;      // MoeReRouting, 9 fit records
+constexpr double kReRoutingSetupCycles = 6000;
+constexpr double kTopKSetupCycles = 3000;       // MoeGatingTopKSoftmax, 2 fit records (950PR only)
+
+VecStep f32(const char* api) { return {vec_api_cost(api), true}; }
+
+// 16-bit data computed in fp32 between casts, as vector.cpp's Softmax.
+void cast_around(VecKernel& k, const std::string& dtype, const std::vector<VecStep>& body) {
+  const bool cast = dtype != "float32";
+  if (cast) k.elem_prog.push_back({vec_api_cost("CastUp"), false});
+  k.elem_prog.insert(k.elem_prog.end(), body.begin(), body.end());
+  if (cast) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
+}
+
+// x [tokens, experts] (+ finished [tokens], bool): softmax over the experts, then k rounds of
+// reduce-max with its index and a select masking the winner.  Outputs y [tokens, k] (x's
+// dtype), expert_idx and row_idx [tokens, k] (int32).  A token's row is one unit.
+std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) {
+  need_float(op);
+  const auto [T, E] = rows_cols(op, input(op, 0, "x"), "x");
+  if (op.inputs.size() > 2) fail(op.kind + ": expected x and an optional finished, got " + std::to_string(op.inputs.size()) + " inputs");
+  const bool finished = op.inputs.size() == 2 && !op.inputs[1].empty();
+  if (finished && numel(op.inputs[1]) != T)
+    fail(op.kind + ": finished " + shape_str(op.inputs[1]) + " must have one entry per token (" + std::to_string(T) + ")");
+  const int64_t topk = attr_int(op, "k", 1);
+  if (topk < 1 || topk > E)
+    fail(op.kind + ": k = " + std::to_string(topk) + " must be in [1, " + std::to_string(E) +
+         "] (the experts of x " + shape_str(op.inputs[0]) + ")");
+  VecKernel k = start_vec_kernel(op, p, op.kind);
+  k.units = T;
+  k.unit_elems = align_up(E, 32 / k.ds);
+  k.in_bytes = k.ds + (finished ? 1.0 / double(E) : 0.0);
+  k.out_bytes_per_unit = double(topk) * (k.ds + 4 + 4);
+  std::vector<VecStep> body = {f32("Add"), f32("Exp"), f32("Mul")};  // x - max, exp, * 1 / sum
+  for (int64_t i = 0; i < topk; ++i) body.push_back(f32("Add"));    // mask the winner (select)
+  cast_around(k, op.dtype, body);
+  k.row_prog = {f32("WholeReduceSum"), f32("WholeReduceSum")};  // max, sum
+  for (int64_t i = 0; i < topk; ++i) k.row_prog.push_back(f32("WholeReduceSum"));  // max with its index
+  k.ub_buffers = 2;
+  k.temp_fp32 = 2;
+  k.fixed_us = kTopKSetupCycles / p.freq_mhz;
+  k.unique_bytes = double(T) * (E * k.ds + double(topk) * (k.ds + 8));
+  k.flops = double(T) * double(E) * double(body.size() + k.row_prog.size());
+  return make_vec_model(k, p);
+}
+
+// Cycles of sorting `n` (key, index) pairs on one core: Sort32 over groups of 32, then 4-way
+// MrgSort passes until one list remains (ops-transformer moe_init_routing tiling:
+// SORT32_ALIGN_ELEMENT, MRG_LIST_NUM).  Each pass is costed as one fp32 Add-class repeat per
+// 64 pairs per word of a pair (key and index): an ASSUMED rate (the GE table lists no Sort).
+double sort_cycles(int64_t n) {
+  const double reps = std::ceil(double(n) * 2 / 64.0);
+  int passes = 1;  // Sort32
+  for (int64_t lists = cdiv(n, 32); lists > 1; lists = cdiv(lists, 4)) ++passes;
+  const VecCost c = vec_api_cost("Add");
+  return passes * (reps * c.per_repeat + c.per_call);
+}
+
+// x [tokens, H], expert_idx [tokens, k] (int32): the tokens x k (token, expert) pairs are
+// sorted by expert (each core sorts its share, then the shares are merged), then each output
+// row copies its token's row of x: expanded_x [active rows, H], expanded_row_idx, and the
+// per-expert token counts.  The gather is the tiled loop; the sort a fixed phase before it.
+std::shared_ptr<OpModel> make_init_routing(const OpDesc& op, const Platform& p) {
+  const auto [T, H] = rows_cols(op, input(op, 0, "x"), "x");
+  const auto& idx = input(op, 1, "expert_idx");
+  const auto [Ti, topk] = rows_cols(op, idx, "expert_idx");
+  if (Ti != T)
+    fail(op.kind + ": expert_idx " + shape_str(idx) + " has " + std::to_string(Ti) + " tokens, x " +
+         shape_str(op.inputs[0]) + " " + std::to_string(T));
+  const int64_t pairs = T * topk;
+  const int64_t active = attr_int(op, "active_num", pairs);
+  if (active < 1 || active > pairs)
+    fail(op.kind + ": active_num " + std::to_string(active) + " must be in [1, tokens x k = " + std::to_string(pairs) + "]");
+  const int64_t experts = attr_int(op, "expert_num", topk);
+  if (experts < topk)
+    fail(op.kind + ": expert_idx " + shape_str(idx) + " picks k = " + std::to_string(topk) + " experts per token, more " +
+         "than expert_num = " + std::to_string(experts));
+  VecKernel k = start_vec_kernel(op, p, op.kind);
+  // No MoeInitRouting record to fit: each output row is a gathered row as in MoeFinalizeRouting
+  // (its wait), the set-up MoeReRouting's (ASSUMED alike: index bookkeeping of the same kind).
+  k.units = active;
+  k.unit_elems = H;
+  k.unit_cycles = kGatherWaitCycles;
+  k.in_bytes = k.ds;
+  k.out_bytes = k.ds + 8.0 / double(H);  // the row and its expanded_row_idx, expert id (int32)
+  k.run_in = double(H) * k.ds;          // one token row per copy
+  k.ub_buffers = 2;
+  const int64_t sort_cores = std::min<int64_t>(p.vector_cores, std::max<int64_t>(1, cdiv(pairs, 1024)));
+  const double sort_cyc = sort_cycles(cdiv(pairs, sort_cores)) + (sort_cores > 1 ? sort_cycles(pairs) / sort_cores : 0);
+  k.fixed_us = (kReRoutingSetupCycles + sort_cyc * p.vec_cost_scale +
+                (sort_cores > 1 ? mte2_head(int(sort_cores), false) : 0)) / p.freq_mhz;
+  k.unique_bytes = double(T) * H * k.ds + double(active) * (H * k.ds + 8) + double(pairs) * 4;
+  return make_vec_model(k, p);
+}
+
+// tokens [A, H] grouped by (source rank, expert), expert_token_num_per_rank [R, E] (int32 or
+// int64), per_token_scales [A] (float32, optional): the tokens regrouped by (expert, rank),
+// with permute_token_idx [A] and the scales permuted alongside.  The tokens of one (rank,
+// expert) block are contiguous in both layouts: a core copies blocks, runs of A / (R E) rows.
+std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
+  const auto [A, H] = rows_cols(op, input(op, 0, "tokens"), "tokens");
+  const auto& counts = input(op, 1, "expert_token_num_per_rank");
+  const auto [R, E] = rows_cols(op, counts, "expert_token_num_per_rank");
+  if (counts.size() != 2) fail(op.kind + ": expert_token_num_per_rank " + shape_str(counts) + " must be [ranks, experts]");
+  const bool scales = op.inputs.size() > 2 && !op.inputs[2].empty();
+  if (scales && numel(op.inputs[2]) != A)
+    fail(op.kind + ": per_token_scales " + shape_str(op.inputs[2]) + " must have one entry per token (" +
+         std::to_string(A) + ")");
+  VecKernel k = start_vec_kernel(op, p, op.kind);
+  const double side = (scales ? 8.0 : 0.0) + 4.0;  // scales in and out, permute_token_idx
+  k.units = A;
+  k.unit_elems = H;
+  k.unit_cycles = kReRoutingRowCycles;
+  k.fixed_us = kReRoutingSetupCycles / p.freq_mhz;
+  k.in_bytes = k.ds + (scales ? 4.0 / double(H) : 0.0);
+  k.out_bytes = k.ds + (side - (scales ? 4.0 : 0.0)) / double(H);
+  k.run_in = k.run_out = double(std::max<int64_t>(1, A / (R * E))) * H * k.ds;
+  k.ub_buffers = 2;
+  k.unique_bytes = 2.0 * double(A) * H * k.ds + double(A) * side + double(R * E) * 4;
+  return make_vec_model(k, p);
+}
+
+// out [T, H] = skip1 + skip2 + sum_j scales[t, j] (expanded_x[row of (t, j)] + bias[expert of
+// (t, j)]) (MoeFinalizeRoutingV2; drop_pad_mode 1: expanded_x is [E, capacity, H]).  Each
+// output element reads its k gathered rows (one row per copy) and the skips from HBM; the bias
+// table ([experts, H], a few hundred KB at most) is read from L2 after its first use, so its k
+// rows per token cost vector work (the Add) but no HBM traffic.
+std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform& p) {
+  need_float(op);
+  static const char* kNames[] = {"expanded_x", "expanded_row_idx", "skip1", "skip2", "bias", "scales", "expert_idx"};
+  if (op.inputs.size() != 7)
+    fail(op.kind + ": expected 7 input shapes (expanded_x, expanded_row_idx, skip1, skip2, bias, scales, expert_idx; "
+         "[] for an absent one), got " + std::to_string(op.inputs.size()));
+  const auto [rows, H] = rows_cols(op, op.inputs[0], kNames[0]);
+  const auto& eidx = op.inputs[6];
+  const auto [T, topk] = rows_cols(op, eidx, kNames[6]);
+  const bool drop_pad = attr_flag(op, "drop_pad_mode");
+  if (numel(input(op, 1, kNames[1])) != T * topk)
+    fail(op.kind + ": expanded_row_idx " + shape_str(op.inputs[1]) + " must have tokens x k = " +
+         std::to_string(T * topk) + " entries (expert_idx " + shape_str(eidx) + ")");
+  if (!drop_pad && rows < T * topk)
+    fail(op.kind + ": expanded_x " + shape_str(op.inputs[0]) + " has fewer rows than tokens x k = " + std::to_string(T * topk));
+  int skips = 0;
+  for (size_t i : {size_t(2), size_t(3)}) {
+    if (op.inputs[i].empty()) continue;
+    if (op.inputs[i] != std::vector<int64_t>{T, H})
+      fail(op.kind + ": " + kNames[i] + " " + shape_str(op.inputs[i]) + " must be [tokens, H] = " + shape_str({T, H}));
+    ++skips;
+  }
+  if (op.inputs[4].empty() || op.inputs[4].size() != 2 || op.inputs[4][1] != H)
+    fail(op.kind + ": bias " + shape_str(op.inputs[4]) + " must be [experts, H] with H = " + std::to_string(H));
+  const bool scaled = !op.inputs[5].empty();
+  if (scaled && op.inputs[5] != eidx)
+    fail(op.kind + ": scales " + shape_str(op.inputs[5]) + " must have expert_idx's shape " + shape_str(eidx));
+  VecKernel k = start_vec_kernel(op, p, op.kind);
+  k.units = T;
+  k.unit_elems = H;
+  k.unit_cycles = double(topk) * kGatherWaitCycles;
+  k.fixed_us = kFinalizeSetupCycles / p.freq_mhz;
+  k.in_bytes = double(topk + skips) * k.ds + (double(topk) * (scaled ? 8 : 4) + 4 * topk) / double(H);
+  k.out_bytes = k.ds;
+  k.run_in = double(H) * k.ds;  // one gathered row per copy
+  k.in_streams = int(2 * topk + skips);  // the bias rows pass through UB too
+  k.ub_buffers = k.in_streams + 1;
+  std::vector<VecStep> body;
+  for (int64_t j = 0; j < topk; ++j)
+    for (const char* a : {"Add", "Muls", "Add"}) body.push_back(f32(a));  // + bias, * scale, accumulate
+  for (int s = 0; s < skips; ++s) body.push_back(f32("Add"));
+  cast_around(k, op.dtype, body);
+  k.temp_fp32 = 2;
+  k.unique_bytes = (double(T * topk) + skips * T) * H * k.ds + double(numel(op.inputs[4])) * k.ds + double(T) * H * k.ds;
+  k.flops = double(T) * H * double(body.size());
+  return make_vec_model(k, p);
+}
+
+// x [..., n, n] (float32): exp, then iter_step rounds of row and column normalisation (a sum
+// and a divide each), on each n x n matrix in UB; one matrix is a unit.
+std::shared_ptr<OpModel> make_sinkhorn(const OpDesc& op, const Platform& p) {
+  need_float(op);
+  const auto& x = input(op, 0, "x");
+  const auto [rows, n] = rows_cols(op, x, "x");
+  if (x[x.size() - 2] != n) fail(op.kind + ": x " + shape_str(x) + " must end in a square matrix [n, n]");
+  const int64_t iters = attr_int(op, "iter_step", 20);
+  if (iters < 1 || iters > 1024) fail(op.kind + ": iter_step must be in [1, 1024], got " + std::to_string(iters));
+  VecKernel k = start_vec_kernel(op, p, op.kind);
+  k.units = rows / n;
+  k.unit_elems = align_up(n * n, 32 / k.ds);
+  k.in_bytes = k.ds;
+  k.out_bytes = k.ds;
+  std::vector<VecStep> body = {f32("Exp")};
+  for (int64_t i = 0; i < iters; ++i)
+    for (const char* a : {"Add", "Div", "Add", "Div"}) body.push_back(f32(a));
+  cast_around(k, op.dtype, body);
+  k.ub_buffers = 2;
+  k.temp_fp32 = 2;
+  k.unique_bytes = 2.0 * double(numel(x)) * k.ds;
+  k.flops = double(numel(x)) * double(body.size());
+  return make_vec_model(k, p);
+}
+
+}  // namespace
+
+std::shared_ptr<OpModel> make_routing_model(const OpDesc& op, const Platform& p) {
+  check_input_dtypes(op);
+  if (op.kind == "MoeGatingTopKSoftmax") return make_topk_softmax(op, p);
+  if (op.kind == "MoeInitRouting") return make_init_routing(op, p);
+  if (op.kind == "MoeReRouting") return make_re_routing(op, p);
+  if (op.kind == "MoeFinalizeRouting") return make_finalize_routing(op, p);
+  if (op.kind == "MhcSinkhorn") return make_sinkhorn(op, p);
+  fail("internal: no routing model for " + op.kind);
+}
+
+}  // namespace aoe::ascend::detail

@@ -1,0 +1,151 @@
+"""Issue 49's optimizer and MoE routing kernels (cpp/src/ascend/optimizer.cpp, moe_routing.cpp):
+ForeachAddcdivScalar, ForeachNorm, ApplyAdamW, Gcd, MoeGatingTopKSoftmax, MoeInitRouting,
+MoeReRouting, MoeFinalizeRouting and MhcSinkhorn."""
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+import aoe_native as an
+from aoe_native.ascend import records
+
+FILE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" / \
+    "cann_bench_calibration.json"
+SOC = "Ascend910B2"
+
+# (op_type, inputs, dtype, attrs) of a small and of a larger instance of each operator.
+SQ, SQ2 = [1024, 1024], [2048, 2048]
+CASES = {
+    "ForeachAddcdivScalar": (([SQ] * 3, "float16", {"tensor_count": 1}),
+                             ([SQ, SQ2] * 3, "float16", {"tensor_count": 2})),
+    "ForeachNorm": (([SQ, SQ], "float32", {"tensor_count": 2, "norm_type": 2}),
+                    ([SQ2, SQ2], "float32", {"tensor_count": 2, "norm_type": 2})),
+    "ApplyAdamW": (([SQ] * 4, "bfloat16", {}), ([SQ2] * 4, "bfloat16", {})),
+    "Gcd": (([SQ, SQ], "int32", {}), ([SQ2, SQ2], "int32", {})),
+    "MoeGatingTopKSoftmax": (([[512, 64]], "float16", {"k": 8}), ([[8192, 64]], "float16", {"k": 8})),
+    "MoeInitRouting": (([[512, 4096], [512, 8]], "bfloat16", {"expert_num": 64}),
+                       ([[4096, 4096], [4096, 8]], "bfloat16", {"expert_num": 64})),
+    "MoeReRouting": (([[1024, 512], [8, 8], [1024]], "float16", {}),
+                     ([[16384, 512], [8, 8], [16384]], "float16", {})),
+    "MoeFinalizeRouting": (([[2048, 512], [2048], [512, 512], [], [16, 512], [512, 4], [512, 4]], "float16", {}),
+                           ([[8192, 512], [8192], [2048, 512], [], [16, 512], [2048, 4], [2048, 4]], "float16", {})),
+    "MhcSinkhorn": (([[64, 4, 4]], "float32", {"iter_step": 20}), ([[8192, 4, 4]], "float32", {"iter_step": 20})),
+}
+
+
+def _time(op, inputs, dtype, attrs, soc=SOC):
+    tiling = an.baseline_tiling(op, inputs, dtype, soc, attrs)
+    return an.estimate(op, inputs, dtype, soc, tiling, attrs).time_us
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_more_data_costs_more(op):
+    (small, large) = CASES[op]
+    t_small, t_large = _time(op, *small), _time(op, *large)
+    assert 0 < t_small < t_large
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_tiling_space_holds_the_baseline(op):
+    inputs, dtype, attrs = CASES[op][1]
+    space = an.tiling_space(op, inputs, dtype, SOC, attrs)
+    base = an.baseline_tiling(op, inputs, dtype, SOC, attrs)
+    assert len(space.configs()) > 1
+    assert space.index([base[n] for n in space.param_names]) is not None
+    assert an.ascend.ops.baseline_kind(op, inputs, dtype, SOC, attrs) == "approximate CANN default"
+    # Tuning can only help: the best tiling of the space is no slower than the baseline.
+    best = an.tune_op(op, inputs, dtype, SOC, attrs=attrs, max_evals=64)
+    assert best.time_us <= _time(op, inputs, dtype, attrs) * (1 + 1e-9)
+
+
+def test_more_experts_and_more_topk_cost_more():
+    assert _time("MoeGatingTopKSoftmax", [[4096, 64]], "float16", {"k": 8}) > \
+        _time("MoeGatingTopKSoftmax", [[4096, 64]], "float16", {"k": 1})
+    k1 = [[2048, 512], [2048], [2048, 512], [], [16, 512], [2048, 1], [2048, 1]]
+    k4 = [[8192, 512], [8192], [2048, 512], [], [16, 512], [2048, 4], [2048, 4]]
+    assert _time("MoeFinalizeRouting", k4, "float16", {}) > _time("MoeFinalizeRouting", k1, "float16", {})
+
+
+def test_gcd_takes_integers_and_its_iterations():
+    base = _time("Gcd", [SQ, SQ], "int32", {})
+    assert _time("Gcd", [SQ, SQ], "int32", {"iterations": 60}) > base
+    assert _time("Gcd", [SQ, SQ], "int64", {}) > base  # int32 pairs
+    with pytest.raises(ValueError, match="Gcd: dtype float16"):
+        _time("Gcd", [SQ, SQ], "float16", {})
+
+
+@pytest.mark.parametrize("op, inputs, attrs, match", [
+    ("ForeachAddcdivScalar", [SQ] * 5, {"tensor_count": 2}, r"ForeachAddcdivScalar: 5 input tensors .*x1, x2, x3"),
+    ("ForeachAddcdivScalar", [SQ, SQ, SQ2], {"tensor_count": 1}, r"ForeachAddcdivScalar: x3\[0\] has shape \[2048"),
+    ("ForeachNorm", [SQ], {"norm_type": 7}, r"ForeachNorm: norm_type"),
+    ("ApplyAdamW", [SQ, SQ, SQ2, SQ], {}, r"ApplyAdamW: v has shape \[2048, 2048\], var \[1024, 1024\]"),
+    ("MoeGatingTopKSoftmax", [[64, 8]], {"k": 9}, r"MoeGatingTopKSoftmax: k = 9 .*experts of x \[64, 8\]"),
+    ("MoeInitRouting", [[64, 128], [32, 2]], {}, r"MoeInitRouting: expert_idx \[32, 2\] has 32 tokens, x"),
+    ("MoeInitRouting", [[64, 128], [64, 8]], {"expert_num": 4}, r"MoeInitRouting: expert_idx \[64, 8\] picks k = 8"),
+    ("MoeFinalizeRouting", [[512, 64], [100], [64, 64], [], [8, 64], [64, 4], [64, 4]], {},
+     r"MoeFinalizeRouting: expanded_row_idx \[100\] must have tokens x k = 256"),
+    ("MoeFinalizeRouting", [[256, 64], [256], [64, 64], [], [8, 64], [64, 2], [64, 4]], {},
+     r"MoeFinalizeRouting: scales \[64, 2\] must have expert_idx's shape \[64, 4\]"),
+    ("MoeReRouting", [[1024, 64], [8, 8], [1000]], {}, r"MoeReRouting: per_token_scales \[1000\]"),
+    ("MhcSinkhorn", [[64, 4, 5]], {}, r"MhcSinkhorn: x \[64, 4, 5\] must end in a square matrix"),
+])
+def test_bad_input_names_the_operator_and_input(op, inputs, attrs, match):
+    dtype = "float16" if op != "MhcSinkhorn" else "float32"
+    with pytest.raises(ValueError, match=match):
+        _time(op, inputs, dtype, attrs)
+
+
+# ---- the calibration file's records --------------------------------------------------------
+
+ADDCDIV = {"id": "M0101", "op": "ForeachAddcdivScalar", "family": "elementwise", "soc": "Ascend910B2",
+           "inputs": [[[2048, 2048]] * 3, [[2048, 2048]] * 3, [[2048, 2048]] * 3], "dtype": ["float16"],
+           "attrs": {"scalar": 1.0}, "time_us": 89.62, "single_kernel": True, "source_where": "x case 2"}
+FINALIZE = {"id": "M0322", "op": "MoeFinalizeRouting", "family": "data_movement_pool_misc", "soc": "Ascend910B2",
+            "inputs": [[512, 1024], [512], [512, 1024], [512, 1024], [8, 1024], None, [512, 1]],
+            "dtype": ["float16", "int32", "float16", "float16", "float16", "float16", "int32"],
+            "attrs": {"drop_pad_mode": 0}, "time_us": 16.44, "single_kernel": True, "source_where": "x case 6"}
+
+
+@pytest.mark.parametrize("rec", [ADDCDIV, FINALIZE], ids=["foreach-lists", "finalize-absent-input"])
+def test_predict_record_reads_lists_and_absent_inputs(rec):
+    est = records.predict_record(rec)
+    assert math.isfinite(est.time_us) and est.time_us > 0
+    assert 1 / 4 < est.time_us / rec["time_us"] < 4
+
+
+def test_foreach_record_with_lists_of_different_lengths_is_refused():
+    bad = {**ADDCDIV, "inputs": [[[2048, 2048]] * 3, [[2048, 2048]] * 2, [[2048, 2048]] * 3]}
+    with pytest.raises(ValueError, match=r"M0101: ForeachAddcdivScalar's tensor lists have different lengths"):
+        records.predict_record(bad)
+
+
+OPS = ("ForeachAddcdivScalar", "ForeachNorm", "ApplyAdamW", "Gcd", "MhcSinkhorn", "MoeGatingTopKSoftmax",
+       "MoeReRouting", "MoeFinalizeRouting")
+# Held-out floors (share of single-kernel held-out records within 2x, both SoCs), measured
+# with the fitted constants (docs/llm_operators.md has the table); Gcd's iteration count is
+# assumed, not fitted, and the benchmark's degenerate data (zeros, equal values) stops its loop early.
+FLOOR_2X = {"ForeachAddcdivScalar": 0.9, "ForeachNorm": 0.8, "ApplyAdamW": 0.85, "MoeReRouting": 0.9,
+            "MoeFinalizeRouting": 0.85, "MoeGatingTopKSoftmax": 0.6, "MhcSinkhorn": 1.0, "Gcd": 0.4}
+
+
+@pytest.fixture(scope="module")
+def held_out():
+    if not FILE.exists():
+        pytest.skip("shared/reference/measured_ops is not beside the repository")
+    out = {}
+    for r in records.load_records(str(FILE)):
+        if r["op"] in OPS:
+            ratio = records.predict_record(r).time_us / r["time_us"]  # every record translates
+            if not records.fit_half(r) and r.get("single_kernel") is True:
+                out.setdefault(r["op"], []).append(ratio)
+    return out
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_held_out_accuracy_floor(held_out, op):
+    ratios = held_out[op]
+    within = sum(0.5 <= x <= 2 for x in ratios) / len(ratios)
+    assert within >= FLOOR_2X[op], (op, sorted(round(x, 2) for x in ratios))
+    if op != "Gcd":
+        assert 0.5 <= statistics.median(ratios) <= 2, op
