@@ -81,6 +81,14 @@ struct CubeProblem {
   bool nonuniform = false;
   // Ops fused after the GEMM (ReLU on FixPipe included): a K split would apply them to partial sums.
   bool fused_after = false;
+  // Weight-quantised matmuls (CubeQuant): B sits in GM narrower than the cube reads it
+  // (b_gm_scale of in_size) and the vector cores convert each B copy first (b_prologue per
+  // element, reading b_prologue_extra bytes of scales per element beside it).
+  double b_gm_scale = 1;
+  std::vector<VecStep> b_prologue;
+  double b_prologue_extra = 0;
+  bool b_workspace = false;  // the converted copy goes through a GM workspace (AIV -> GM -> AIC's L1)
+  bool v3_kernel = true;     // CANN runs it as MatMulV3 (its default tiling is then MatMulV3's)
 };
 
 class CubeModel : public OpModel {
@@ -459,16 +467,27 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // Scalar: issue and loop control of each base-block iteration runs beside
   // the pipes; the kernel's set-up runs before its first MTE2 (§1 cases 2, 5, 10).
   const double scalar = p.scalar_block_cycles * blocks;
-  const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem;
+  // Weight antiquant (WeightQuantBatchMatmul): the vector cores of this cube core convert
+  // each B copy before the cube loads it, reading the narrow weight (and its scales) and,
+  // through a GM workspace, writing the converted copy that the cube's MTE2 then reads from L2.
+  double vec_pre = 0, vec_pre_mem = 0;
+  if (!q.b_prologue.empty()) {
+    const double per_copy = double(std::min(nL1, tn)) * double(std::min(kB, Kc));
+    vec_pre = b_copies * vec_cycles(q.b_prologue, per_copy) / vec_per_core_;
+    const double elems = b_copies * per_copy;
+    const double bytes = b_ch * q.b_gm_scale + elems * q.b_prologue_extra + (q.b_workspace ? b_ch : 0);
+    vec_pre_mem = bytes / (p.mte2_eff * p.l2_rate * vec_per_core_);
+  }
+  const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem + vec_pre + vec_pre_mem;
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).
   const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
-  const double cv_sync = (p.split && !q.epilogue.empty()) ? kCvExposure / q.slots * cv_short * cv_short / cv_long : 0;
+  const double cv_sync = (p.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? kCvExposure / q.slots * cv_short * cv_short / cv_long : 0;
   const double busy_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec_side, mte3, scalar});
   const double core_cycles = std::max({cube_side, vec_side, mte3, scalar}) + cv_sync + tail;
   const double fill = core_cycles - cv_sync - busy_cycles;  // what the fill adds to the busiest pipe
 
   const double f = p.freq_mhz;
-  const double head_us = (kOpHead + mte2_head(int(cores), true) + p.scalar_start_cycles) / f;
+  const double head_us = cube_head_us(p, int(cores));
   // A K split also zeroes C first (one more write of it); each later partial
   // sum's atomic add reads C back, from HBM for the part L2 cannot hold.
   const double chip_write = double(tasks) * (out_elems * dc) * double(kchunks) + (split > 1 || kchunks > 1 ? q.c_bytes : 0);
@@ -501,7 +520,7 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     b.mte1_us = waves * (mte1_a + mte1_b) / f;
     b.cube_us = waves * cube / f;
     b.fixpipe_us = waves * fix / f;
-    b.vector_us = waves * vec / f;
+    b.vector_us = waves * (vec + vec_pre) / f;
     b.mte3_us = waves * mte3 / f;
     b.head_us = head_us + waves * fill / f;
     b.gm_read_bytes = chip_ch + chip_extra;
@@ -853,7 +872,7 @@ void CubeModel::build_spec() {
   const auto v3 = v3_baseline(kind);
   const bool use_v3 = v3 && holds_all(v3->data());  // (never fails on the built-in SoCs)
   s.baseline = use_v3 ? *v3 : ascendc_baseline_;
-  s.baseline_kind = use_v3 ? kind : "approximate CANN default";
+  s.baseline_kind = use_v3 && q.v3_kernel ? kind : "approximate CANN default";
   if (use_v3) s.api_baseline = ascendc_baseline_;
   if (use_v3) {
     add_round_robin_values(s.baseline);
@@ -1036,7 +1055,10 @@ void read_split_policy(const OpDesc& op, const Platform& p, CubeProblem& q) {
 
 }  // namespace
 
-std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) {
+namespace {
+// The GEMM of a MatMul / Gemm / BatchMatMul description (make_matmul_model; the quantised
+// matmuls build theirs from it, grouped_quant_matmul.cpp).
+CubeProblem matmul_problem(const OpDesc& op, const Platform& p) {
   CubeProblem q;
   q.kind = op.kind;
   q.dtype = op.dtype;
@@ -1103,7 +1125,36 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
   q.fused_after = !attr_strs(op, "epilogue").empty() || attr_flag(op, "relu");
   finish_bias(q, p, dtype);
   read_split_policy(op, p, q);
+  return q;
+}
+}  // namespace
+
+std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) {
+  return std::make_shared<CubeModel>(matmul_problem(op, p), p);
+}
+
+std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform& p, const CubeQuant& quant,
+                                               const std::string& kind) {
+  CubeProblem q = matmul_problem(op, p);
+  q.kind = kind;
+  q.v3_kernel = false;  // its own kernel: MatMulV3's tiling only approximates its default
+  if (quant.weight_bytes > 0) {
+    q.b_gm_scale = quant.weight_bytes / q.in_size;
+    q.b_bytes *= q.b_gm_scale;
+  }
+  q.b_prologue = quant.antiquant;
+  q.b_prologue_extra = quant.antiquant_extra;
+  q.b_workspace = quant.workspace;
+  q.extra_bytes += quant.extra_bytes;
+  q.epilogue.insert(q.epilogue.end(), quant.dequant.begin(), quant.dequant.end());
+  q.epi_extra_per_elem += quant.dequant_extra;
+  // (a vector epilogue or prologue rules out partial sums, as for fused ops)
+  q.fused_after = q.fused_after || !quant.dequant.empty() || !quant.antiquant.empty();
   return std::make_shared<CubeModel>(q, p);
+}
+
+double cube_head_us(const Platform& p, int cores) {
+  return (kOpHead + mte2_head(cores, true) + p.scalar_start_cycles) / p.freq_mhz;
 }
 
 std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {

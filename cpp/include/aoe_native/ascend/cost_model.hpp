@@ -123,8 +123,8 @@ class OpModel {
 // make_op_model() accepts and supported_ops(); Python reads it through
 // _core.ascend.op_table() (to classify ONNX nodes, check attribute names).
 
-enum class OpFamily { MatMul, Conv, Elementwise, Rows, Transpose, Pool, Movement };
-// "matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement"
+enum class OpFamily { MatMul, Conv, Elementwise, Rows, Transpose, Pool, Movement, GroupedMatmul };
+// "matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "grouped_matmul"
 const char* family_name(OpFamily f);
 
 struct OpEntry {
