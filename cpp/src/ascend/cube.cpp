@@ -1148,8 +1148,8 @@ std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform&
   q.extra_bytes += quant.extra_bytes;
   q.epilogue.insert(q.epilogue.end(), quant.dequant.begin(), quant.dequant.end());
   q.epi_extra_per_elem += quant.dequant_extra;
-  // (a vector epilogue or prologue rules out partial sums, as for fused ops)
-  q.fused_after = q.fused_after || !quant.dequant.empty() || !quant.antiquant.empty();
+  // (a vector dequant rules out partial sums, as fused ops do; the antiquant runs before the MMADs)
+  q.fused_after = q.fused_after || !quant.dequant.empty();
   return std::make_shared<CubeModel>(q, p);
 }
 

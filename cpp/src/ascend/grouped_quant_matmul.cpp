@@ -201,10 +201,10 @@ std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platfor
 namespace {
 
 // The grouped kernel's knobs: one base block and L1 tiling for every group, and how the groups'
-// blocks reach the cores (groupDispatch 1: dealt round-robin on from the last group's last
+// blocks reach the cores (dispatch 1: dealt round-robin on from the last group's last
 // core, as CANN's kernel does; 0: each group starts again at core 0, so its last partial wave idles cores).
 enum G { gDispatch, gBM, gBN, gBK, gStepKa, gStepKb, gDepthA1, gDepthB1, gNP };
-const char* const kGNames[gNP] = {"groupDispatch", "baseM", "baseN", "baseK", "stepKa", "stepKb", "depthA1", "depthB1"};
+const char* const kGNames[gNP] = {"dispatch", "baseM", "baseN", "baseK", "stepKa", "stepKb", "depthA1", "depthB1"};
 
 class GroupedMatmulModel : public OpModel {
  public:
@@ -264,7 +264,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   // meet by construction: L0A/L0B double-buffered, L0C single, L1, the K loops.
   const std::string Kq = std::to_string(align_up(K, kq)), D = std::to_string(ds);
   auto& r = s.restrictions;
-  r.push_back("groupDispatch <= 1");
+  r.push_back("dispatch <= 1");
   r.push_back("baseM % 16 == 0 and baseN % 16 == 0 and baseK % " + std::to_string(kq) + " == 0");
   r.push_back("baseM * baseK * " + D + " * 2 <= " + std::to_string(int64_t(p.l0a)));
   r.push_back("baseN * baseK * " + D + " * 2 <= " + std::to_string(int64_t(p.l0b)));
