@@ -590,11 +590,14 @@ bool CubeModel::holds_all(const int64_t* t) const {
   const int64_t Kc = ((x - 1) / t[kSplitK] + l.kq - 1) / l.kq * l.kq;
   if (t[kStepM] != 1 && t[kTE] != 2 && (!mul(bK, t[kStepKa], x) || x < Kc)) return false;
   if (t[kStepN] != 1 && t[kTE] != 2 && (!mul(bK, t[kStepKb], x) || x < Kc)) return false;
-  // One K-loop count divides the other: ((K + kA - 1) / kA) % ((K + kB - 1) / kB) == 0 or the reverse.
-  if (!mul(bK, t[kStepKa], kA) || !add(l.K, kA, x)) return false;
-  if (!mul(bK, t[kStepKb], kB) || !add(l.K, kB, y)) return false;
-  const int64_t loopsA = (x - 1) / kA, loopsB = (y - 1) / kB;
-  if (loopsA % loopsB != 0 && loopsB % loopsA != 0) return false;
+  // One K step a multiple of the other, or one K-loop count divides the other:
+  // ((K + kA - 1) / kA) % ((K + kB - 1) / kB) == 0 or the reverse.
+  if (t[kStepKa] % t[kStepKb] != 0 && t[kStepKb] % t[kStepKa] != 0) {
+    if (!mul(bK, t[kStepKa], kA) || !add(l.K, kA, x)) return false;
+    if (!mul(bK, t[kStepKb], kB) || !add(l.K, kB, y)) return false;
+    const int64_t loopsA = (x - 1) / kA, loopsB = (y - 1) / kB;
+    if (loopsA % loopsB != 0 && loopsB % loopsA != 0) return false;
+  }
   return holds_round_robin(t, mBlocks, nBlocks);
 }
 
@@ -735,7 +738,10 @@ void CubeModel::build_spec() {
   const std::string Kc = "((" + K + " + splitK - 1) / splitK + " + num(kq - 1) + ") / " + num(kq) + " * " + num(kq);
   r.push_back("stepM == 1 or tilingEnable == 2 or baseK * stepKa >= " + Kc);
   r.push_back("stepN == 1 or tilingEnable == 2 or baseK * stepKb >= " + Kc);
-  r.push_back("((" + K + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + K +
+  // The K steps of A and B: one a multiple of the other ([A] TCubeTiling: stepKa and stepKb
+  // in a multiple relation; MatMulV3's default with a bias takes stepKa 16, stepKb 4 on K = 7168),
+  // or K loops that nest.
+  r.push_back("stepKa % stepKb == 0 or stepKb % stepKa == 0 or ((" + K + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + K +
               " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + K + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
               K + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
   // MatMulV3's knobs ([V3] matmul_v3_tuning.h MatMulV3TunnerTiling; the kernel

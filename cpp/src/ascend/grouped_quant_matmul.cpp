@@ -274,7 +274,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   r.push_back("depthA1 % stepKa == 0 and depthB1 % stepKb == 0");
   r.push_back("(baseM * baseK * depthA1 + baseN * baseK * depthB1) * " + D + (bt ? " + baseN * 4" : "") +
               " <= " + std::to_string(int64_t(p.l1)));
-  r.push_back("((" + Kq + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + Kq +
+  r.push_back("stepKa % stepKb == 0 or stepKb % stepKa == 0 or ((" + Kq + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + Kq +
               " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + Kq + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
               Kq + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
   s.pruning.push_back("baseK * stepKa < 2 * " + Kq + " and baseK * stepKb < 2 * " + Kq);
