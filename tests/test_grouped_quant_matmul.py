@@ -42,8 +42,11 @@ def test_weight_quant_is_cheaper_than_fp16_when_memory_bound():
     assert w8 > hbm_us
 
 
-def test_per_group_scales_cost_more_than_per_channel():
-    assert _wqbmm(4, 4096, 4096, group=128) > _wqbmm(4, 4096, 4096)
+def test_per_group_scales_cost_no_less_than_per_channel():
+    # Per-group scales are read per weight element beside the weight (hidden when the cube side
+    # is the longer one); int4's unpack is one more vector pass per element.
+    assert _wqbmm(4, 4096, 4096, group=128) >= _wqbmm(4, 4096, 4096)
+    assert _wqbmm(4, 4096, 4096, "int4", group=128) >= _wqbmm(4, 4096, 4096, "int4")
 
 
 def test_w8a8_runs_at_the_int8_cube_rate():
@@ -129,15 +132,16 @@ def test_bad_input_names_operator_and_input(op, inputs, dtype, attrs, words):
         assert w in str(e.value)
 
 
-# Held-out accuracy floors (tests/test_grouped_quant_matmul.py measured them on the case id % 4 == 2
-# half; docs/llm_operators.md): per (op, soc), the share within 2x and the median's band.
+# Held-out accuracy floors (case id % 4 == 2; measured figures in docs/llm_operators.md): per
+# (op, soc) the share within 2x and the band of the median predicted / measured.  On 950PR
+# QuantBatchMatmulV3 is known slow (about 1.5x): the floors keep that bias from growing.
 FLOORS = {
-    ("GroupedMatmul", "Ascend910B2"): (0.8, 0.75, 1.35),
-    ("QuantBatchMatmulV3", "Ascend910B2"): (0.9, 0.8, 1.3),
-    ("WeightQuantBatchMatmul", "Ascend910B2"): (0.6, 0.8, 1.6),
-    ("GroupedMatmul", "Ascend950PR"): (0.6, 0.6, 1.7),
-    ("QuantBatchMatmulV3", "Ascend950PR"): (0.5, 0.8, 2.3),
-    ("WeightQuantBatchMatmul", "Ascend950PR"): (0.6, 0.8, 2.0),
+    ("GroupedMatmul", "Ascend910B2"): (0.75, 0.8, 1.25),
+    ("GroupedMatmul", "Ascend950PR"): (0.6, 0.7, 1.2),
+    ("QuantBatchMatmulV3", "Ascend910B2"): (0.8, 0.9, 1.35),
+    ("QuantBatchMatmulV3", "Ascend950PR"): (0.5, 1.0, 2.0),
+    ("WeightQuantBatchMatmul", "Ascend910B2"): (0.8, 0.7, 1.1),
+    ("WeightQuantBatchMatmul", "Ascend950PR"): (0.8, 1.0, 1.5),
 }
 
 

@@ -31,6 +31,11 @@ constexpr double kFixStart = 26;     // per L0C block written out (same issue co
 // §5.5 MatMul+GELU fused 4241.9 vs 4236.9 (+0.1%, from its per-pipe times), §2
 // GroupedMatmul 4 slots 133.2 vs 131.8 (+1.1%, from its 1:1 and 1:2 steps).
 constexpr double kCvExposure = 1.5006;
+// The same hand-over when the vector cores feed the cube (WeightQuantBatchMatmul's antiquant
+// through its workspace slots): fitted on the 9 fit-half WeightQuantBatchMatmul records of
+// cann_bench_calibration.json (910B2, 950PR), least squares of log(predicted / measured) over
+// 0..kCvExposure: 0, i.e. the weight stream hides the hand-over (910B2's 4 alone: 0.27).
+constexpr double kCvPrologueExposure = 0.0;
 // ND2NZ inside MTE2 from ND rows whose GM pitch is not a multiple of 32 B
 // moves one 32 B C0 block per request: cycles per block, from
 // ascend_measured_cases.md §5.8 (A2, half [12288, 12287] GM->L1 on 24 cores:
@@ -481,7 +486,8 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem + vec_pre + vec_pre_mem;
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).
   const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
-  const double cv_sync = (p.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? kCvExposure / q.slots * cv_short * cv_short / cv_long : 0;
+  const double exposure = !q.epilogue.empty() ? kCvExposure : kCvPrologueExposure;
+  const double cv_sync = (p.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
   const double busy_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec_side, mte3, scalar});
   const double core_cycles = std::max({cube_side, vec_side, mte3, scalar}) + cv_sync + tail;
   const double fill = core_cycles - cv_sync - busy_cycles;  // what the fill adds to the busiest pipe
