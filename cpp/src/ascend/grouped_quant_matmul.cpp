@@ -211,7 +211,7 @@ class GroupedMatmulModel : public OpModel {
   struct Group {
     int64_t m, count;               // rows, experts with this many rows
     std::shared_ptr<OpModel> cube;  // its MatMul
-    std::vector<int> slot;          // the cube's knob i <- value of slot[i] in fill()'s table
+    std::vector<int> slot;          // the cube's knob i <- entry slot[i] of group_row()'s table
   };
   GroupedMatmulModel(std::vector<Group> groups, const Platform& p, int64_t K, int64_t N, int ds, int kq, bool bias,
                      double roofline)
@@ -232,13 +232,12 @@ class GroupedMatmulModel : public OpModel {
 
 // The MatMul knobs every group's cube model takes, by name, for a grouped tiling `t` and a
 // group of m rows: round-robin dispatch of baseM x baseN blocks on all cores, one L2 tile.
-std::vector<int64_t> group_row(const GroupedMatmulModel::Group& g, const int64_t* t, int64_t N, int64_t cores) {
+// (`row` holds the cube's knobs; a model has at most 32: CostObjective's bound.)
+void group_row(const GroupedMatmulModel::Group& g, const int64_t* t, int64_t N, int64_t cores, int64_t* row) {
   const int64_t mB = cdiv(g.m, t[gBM]), nB = cdiv(N, t[gBN]);
   const int64_t v[] = {1, 0, t[gBM], t[gBN], t[gBM], t[gBN], t[gBK], 1, 1, t[gStepKa], t[gStepKb], t[gDepthA1],
                        t[gDepthB1], 2, 2, 1, 0, 1, 1, 0, cores, 1, 1, mB, nB, 0};
-  std::vector<int64_t> row(g.slot.size());
-  for (size_t i = 0; i < row.size(); ++i) row[i] = v[g.slot[i]];
-  return row;
+  for (size_t i = 0; i < g.slot.size(); ++i) row[i] = v[g.slot[i]];
 }
 // The MatMul knob names in the order of group_row's table.
 const std::vector<std::string>& row_names() {
@@ -304,9 +303,10 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
   Breakdown big{};
   int64_t big_m = -1;
   for (const auto& g : groups_) {
-    const auto row = group_row(g, t, N_, cores);
+    int64_t row[32];
+    group_row(g, t, N_, cores, row);
     Breakdown b;
-    const double time = g.cube->evaluate(row.data(), &b);
+    const double time = g.cube->evaluate(row, &b);
     const double work = time - cube_head_us(p_, b.cores_used);  // the launch is paid once
     const double nb = double(cdiv(g.m, t[gBM]) * cdiv(N_, t[gBN]));
     serial += double(g.count) * work;
@@ -383,7 +383,7 @@ std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platf
     for (const auto& n : names) {
       const auto& rn = row_names();
       const auto it = std::find(rn.begin(), rn.end(), n);
-      if (it == rn.end()) fail("internal: GroupedMatmul does not set the MatMul knob " + n);
+      if (it == rn.end() || names.size() > 32) fail("internal: GroupedMatmul does not set the MatMul knob " + n);
       g.slot.push_back(int(it - rn.begin()));
     }
     groups.push_back(std::move(g));
