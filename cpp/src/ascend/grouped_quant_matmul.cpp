@@ -47,10 +47,10 @@ void need_rank(const OpDesc& op, size_t i, size_t rank, const std::string& name)
     fail(op.kind + ": " + name + " must be " + std::to_string(rank) + "-D, got " + shape_str(op.inputs[i]));
 }
 
-// The cube attributes a quantised matmul passes to the MatMul it runs.
+// The MatMul a grouped or quantised matmul runs, with the cube attributes it passes on.
 OpDesc inner_matmul(const OpDesc& op, std::vector<std::vector<int64_t>> inputs, const std::string& dtype,
                     bool trans_a, bool trans_b) {
-  OpDesc mm{"MatMul", std::move(inputs), dtype, {}, {}};
+  OpDesc mm{op.kind, std::move(inputs), dtype, {}, {}};  // (errors of the MatMul then name the operator)
   for (const char* a : {"mix_ratio", "workspace_slots", "nonuniform_split", "relu"})
     if (op.int_attrs.count(a)) mm.int_attrs[a] = op.int_attrs.at(a);
   if (op.str_attrs.count("epilogue")) mm.str_attrs["epilogue"] = op.str_attrs.at("epilogue");
