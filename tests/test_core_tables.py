@@ -59,6 +59,13 @@ ALLOWED_ATTRS.update({
     "SparseFlashAttention": {"input_layout", "num_heads", "num_key_value_heads", "causal"},
     "MlaProlog": {"num_heads"},
 })
+# The LLM matmuls (qmm49).
+ALLOWED_ATTRS.update({
+    "WeightQuantBatchMatmul": CUBE | {"input_dtypes", "weight_dtype", "antiquant_group_size", "transpose_x",
+                                      "transpose_weight"},
+    "QuantBatchMatmulV3": CUBE | {"input_dtypes", "output_dtype", "transpose_x1", "transpose_x2"},
+    "GroupedMatmul": {"group_list", "group_list_type", "transpose_weight", "split_item", "input_dtypes"},
+})
 MOVE = {"output_shape", "axis"}
 ALLOWED_ATTRS.update({
     "Concat": MOVE, "Split": MOVE | {"split", "num_outputs"}, "Slice": MOVE | {"steps"},
@@ -102,7 +109,7 @@ def test_op_table_covers_supported_ops_exactly():
 def test_op_table_families_operands_and_attrs():
     for e in ascend.op_table():
         assert e["family"] in ("matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "attention",
-                               "optimizer", "routing")
+                               "optimizer", "routing", "grouped_matmul")
         if e["family"] == "elementwise":
             assert e["attrs"] is None  # any attribute
             assert e["operands"] in ((None,) if e["name"] == "FusedElementwise" else
@@ -125,6 +132,12 @@ def _example(entry, name):
         if name == "FusedElementwise":
             return [x, x], {}, {"ops": ["Add", "Relu"]}
         return [x] * (1 if name == "Square" else entry["operands"]), {}, {}
+    if entry["name"] == "WeightQuantBatchMatmul":
+        return [[64, 64], [64, 64], [64]], {}, {}
+    if entry["name"] == "QuantBatchMatmulV3":
+        return [[64, 64], [64, 64], [64]], {}, {}
+    if fam == "grouped_matmul":
+        return [[64, 64], [2, 64, 64]], {"group_list": [16, 64]}, {}
     if fam == "matmul":
         return ([[2, 64, 64], [2, 64, 64]] if entry["name"] == "BatchMatMul" else [[64, 64], [64, 64]]), {}, {}
     if fam == "conv":
@@ -149,7 +162,7 @@ def test_every_alias_resolves_to_the_canonical_model(name):
     p = Platform.from_dict(B3)
     entry = TABLE[name]
     inputs, ints, strs = _example(entry, name)
-    dtype = LLM_EXAMPLES[name][3] if name in LLM_EXAMPLES else "float16"
+    dtype = LLM_EXAMPLES[name][3] if name in LLM_EXAMPLES else ("int8" if name == "QuantBatchMatmulV3" else "float16")
     m = ascend.op_model(p, name, inputs, dtype, ints, strs)
     assert m.kind == name
     for alias in entry["aliases"]:

@@ -198,6 +198,27 @@ std::vector<int64_t> pow2_range(int64_t lo, int64_t hi);
 
 std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p);
+
+// ---- grouped and quantised matmuls (qmm49: cube.cpp, grouped_quant_matmul.cpp) ----------------
+// What a quantised matmul adds to the MatMul it runs (a MatMul OpDesc, cube.cpp's model).
+struct CubeQuant {
+  double weight_bytes = 0;         // GM bytes per B element when B is stored narrower (int8 1, int4 0.5); 0: as read
+  std::vector<VecStep> antiquant;  // vector program per B element before the cube reads it
+  double antiquant_extra = 0;      // bytes of scales/offsets read per B element beside it
+  bool workspace = false;          // the antiquantised B goes AIV -> GM workspace -> AIC (no UB -> L1 path)
+  std::vector<VecStep> dequant;    // vector program per output element (dequant not on FixPipe)
+  double dequant_extra = 0;        // bytes read per output element beside the output tile
+  double extra_bytes = 0;          // small operands read once (scales, offsets)
+};
+// The cube model of MatMul `op` with `quant` applied, reporting `kind`.
+std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform& p, const CubeQuant& quant,
+                                               const std::string& kind);
+// The fixed start of a cube kernel on `cores` cores (us): what one launch pays once.
+double cube_head_us(const Platform& p, int cores);
+// GroupedMatmul, WeightQuantBatchMatmul, QuantBatchMatmulV3 (grouped_quant_matmul.cpp).
+std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platform& p);
+std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const Platform& p);
+std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p);  // reduce/softmax/layernorm
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p);

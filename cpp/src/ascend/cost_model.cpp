@@ -51,6 +51,7 @@ const char* family_name(OpFamily f) {
     case OpFamily::Attention: return "attention";
     case OpFamily::Optimizer: return "optimizer";
     case OpFamily::Routing: return "routing";
+    case OpFamily::GroupedMatmul: return "grouped_matmul";
   }
   return "?";
 }
@@ -67,6 +68,13 @@ const std::vector<OpEntry>& op_table() {
       cube("MatMul", {"MatMulV2", "MatMulV3"}, F::MatMul, {"transpose_a", "transpose_b"}),
       cube("BatchMatMul", {"BatchMatMulV2"}, F::MatMul, {"transpose_a", "transpose_b"}),
       cube("Gemm", {}, F::MatMul, {"alpha", "beta", "transA", "transB"}),
+      // The LLM matmuls (qmm49, grouped_quant_matmul.cpp; input order in docs/llm_operators.md).
+      cube("WeightQuantBatchMatmul", {"WeightQuantBatchMatmulV2"}, F::MatMul,
+           {"input_dtypes", "weight_dtype", "antiquant_group_size", "transpose_x", "transpose_weight"}),
+      cube("QuantBatchMatmulV3", {"QuantBatchMatmul"}, F::MatMul,
+           {"input_dtypes", "output_dtype", "transpose_x1", "transpose_x2"}),
+      op("GroupedMatmul", {}, F::GroupedMatmul,
+         {"group_list", "group_list_type", "transpose_weight", "split_item", "input_dtypes"}),
       cube("Conv", {"Conv2D"}, F::Conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}),
       op("ReduceSum", {"ReduceSumD"}, F::Rows, kReduceAttrs),
       op("ReduceMean", {"ReduceMeanD"}, F::Rows, kReduceAttrs),
@@ -215,7 +223,11 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
   // Square(x) = Mul(x, x): one operand.
   if (in.kind == "Square") op.inputs.push_back(op.inputs.empty() ? std::vector<int64_t>{} : op.inputs[0]);
   switch (entry->family) {
-    case OpFamily::MatMul: return make_matmul_model(op, platform);
+    case OpFamily::MatMul:
+      if (op.kind == "WeightQuantBatchMatmul") return make_weight_quant_matmul_model(op, platform);
+      if (op.kind == "QuantBatchMatmulV3") return make_quant_matmul_model(op, platform);
+      return make_matmul_model(op, platform);
+    case OpFamily::GroupedMatmul: return make_grouped_matmul_model(op, platform);
     case OpFamily::Conv: return make_conv_model(op, platform);
     case OpFamily::Elementwise: return make_elementwise_model(op, platform);
     case OpFamily::Rows: return make_rows_model(op, platform);

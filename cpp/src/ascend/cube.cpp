@@ -31,6 +31,11 @@ constexpr double kFixStart = 26;     // per L0C block written out (same issue co
 // §5.5 MatMul+GELU fused 4241.9 vs 4236.9 (+0.1%, from its per-pipe times), §2
 // GroupedMatmul 4 slots 133.2 vs 131.8 (+1.1%, from its 1:1 and 1:2 steps).
 constexpr double kCvExposure = 1.5006;
+// The same hand-over when the vector cores feed the cube (WeightQuantBatchMatmul's antiquant
+// through its workspace slots): fitted on the 9 fit-half WeightQuantBatchMatmul records of
+// cann_bench_calibration.json (910B2, 950PR), least squares of log(predicted / measured) over
+// 0..kCvExposure: 0, i.e. the weight stream hides the hand-over (910B2's 4 alone: 0.27).
+constexpr double kCvPrologueExposure = 0.0;
 // ND2NZ inside MTE2 from ND rows whose GM pitch is not a multiple of 32 B
 // moves one 32 B C0 block per request: cycles per block, from
 // ascend_measured_cases.md §5.8 (A2, half [12288, 12287] GM->L1 on 24 cores:
@@ -81,6 +86,14 @@ struct CubeProblem {
   bool nonuniform = false;
   // Ops fused after the GEMM (ReLU on FixPipe included): a K split would apply them to partial sums.
   bool fused_after = false;
+  // Weight-quantised matmuls (CubeQuant): B sits in GM narrower than the cube reads it
+  // (b_gm_scale of in_size) and the vector cores convert each B copy first (b_prologue per
+  // element, reading b_prologue_extra bytes of scales per element beside it).
+  double b_gm_scale = 1;
+  std::vector<VecStep> b_prologue;
+  double b_prologue_extra = 0;
+  bool b_workspace = false;  // the converted copy goes through a GM workspace (AIV -> GM -> AIC's L1)
+  bool v3_kernel = true;     // CANN runs it as MatMulV3 (its default tiling is then MatMulV3's)
 };
 
 class CubeModel : public OpModel {
@@ -459,16 +472,28 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // Scalar: issue and loop control of each base-block iteration runs beside
   // the pipes; the kernel's set-up runs before its first MTE2 (§1 cases 2, 5, 10).
   const double scalar = p.scalar_block_cycles * blocks;
-  const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem;
+  // Weight antiquant (WeightQuantBatchMatmul): the vector cores of this cube core convert
+  // each B copy before the cube loads it, reading the narrow weight (and its scales) and,
+  // through a GM workspace, writing the converted copy that the cube's MTE2 then reads from L2.
+  double vec_pre = 0, vec_pre_mem = 0;
+  if (!q.b_prologue.empty()) {
+    const double per_copy = double(std::min(nL1, tn)) * double(std::min(kB, Kc));
+    vec_pre = b_copies * vec_cycles(q.b_prologue, per_copy) / vec_per_core_;
+    const double elems = b_copies * per_copy;
+    const double bytes = b_ch * q.b_gm_scale + elems * q.b_prologue_extra + (q.b_workspace ? b_ch : 0);
+    vec_pre_mem = bytes / (p.mte2_eff * p.l2_rate * vec_per_core_);
+  }
+  const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem + vec_pre + vec_pre_mem;
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).
   const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
-  const double cv_sync = (p.split && !q.epilogue.empty()) ? kCvExposure / q.slots * cv_short * cv_short / cv_long : 0;
+  const double exposure = !q.epilogue.empty() ? kCvExposure : kCvPrologueExposure;
+  const double cv_sync = (p.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
   const double busy_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec_side, mte3, scalar});
   const double core_cycles = std::max({cube_side, vec_side, mte3, scalar}) + cv_sync + tail;
   const double fill = core_cycles - cv_sync - busy_cycles;  // what the fill adds to the busiest pipe
 
   const double f = p.freq_mhz;
-  const double head_us = (kOpHead + mte2_head(int(cores), true) + p.scalar_start_cycles) / f;
+  const double head_us = cube_head_us(p, int(cores));
   // A K split also zeroes C first (one more write of it); each later partial
   // sum's atomic add reads C back, from HBM for the part L2 cannot hold.
   const double chip_write = double(tasks) * (out_elems * dc) * double(kchunks) + (split > 1 || kchunks > 1 ? q.c_bytes : 0);
@@ -501,7 +526,7 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     b.mte1_us = waves * (mte1_a + mte1_b) / f;
     b.cube_us = waves * cube / f;
     b.fixpipe_us = waves * fix / f;
-    b.vector_us = waves * vec / f;
+    b.vector_us = waves * (vec + vec_pre) / f;
     b.mte3_us = waves * mte3 / f;
     b.head_us = head_us + waves * fill / f;
     b.gm_read_bytes = chip_ch + chip_extra;
@@ -571,11 +596,14 @@ bool CubeModel::holds_all(const int64_t* t) const {
   const int64_t Kc = ((x - 1) / t[kSplitK] + l.kq - 1) / l.kq * l.kq;
   if (t[kStepM] != 1 && t[kTE] != 2 && (!mul(bK, t[kStepKa], x) || x < Kc)) return false;
   if (t[kStepN] != 1 && t[kTE] != 2 && (!mul(bK, t[kStepKb], x) || x < Kc)) return false;
-  // One K-loop count divides the other: ((K + kA - 1) / kA) % ((K + kB - 1) / kB) == 0 or the reverse.
-  if (!mul(bK, t[kStepKa], kA) || !add(l.K, kA, x)) return false;
-  if (!mul(bK, t[kStepKb], kB) || !add(l.K, kB, y)) return false;
-  const int64_t loopsA = (x - 1) / kA, loopsB = (y - 1) / kB;
-  if (loopsA % loopsB != 0 && loopsB % loopsA != 0) return false;
+  // One K step a multiple of the other, or one K-loop count divides the other:
+  // ((K + kA - 1) / kA) % ((K + kB - 1) / kB) == 0 or the reverse.
+  if (t[kStepKa] % t[kStepKb] != 0 && t[kStepKb] % t[kStepKa] != 0) {
+    if (!mul(bK, t[kStepKa], kA) || !add(l.K, kA, x)) return false;
+    if (!mul(bK, t[kStepKb], kB) || !add(l.K, kB, y)) return false;
+    const int64_t loopsA = (x - 1) / kA, loopsB = (y - 1) / kB;
+    if (loopsA % loopsB != 0 && loopsB % loopsA != 0) return false;
+  }
   return holds_round_robin(t, mBlocks, nBlocks);
 }
 
@@ -716,7 +744,10 @@ void CubeModel::build_spec() {
   const std::string Kc = "((" + K + " + splitK - 1) / splitK + " + num(kq - 1) + ") / " + num(kq) + " * " + num(kq);
   r.push_back("stepM == 1 or tilingEnable == 2 or baseK * stepKa >= " + Kc);
   r.push_back("stepN == 1 or tilingEnable == 2 or baseK * stepKb >= " + Kc);
-  r.push_back("((" + K + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + K +
+  // The K steps of A and B: one a multiple of the other ([A] TCubeTiling: stepKa and stepKb
+  // in a multiple relation; MatMulV3's default with a bias takes stepKa 16, stepKb 4 on K = 7168),
+  // or K loops that nest.
+  r.push_back("stepKa % stepKb == 0 or stepKb % stepKa == 0 or ((" + K + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + K +
               " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + K + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
               K + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
   // MatMulV3's knobs ([V3] matmul_v3_tuning.h MatMulV3TunnerTiling; the kernel
@@ -853,7 +884,7 @@ void CubeModel::build_spec() {
   const auto v3 = v3_baseline(kind);
   const bool use_v3 = v3 && holds_all(v3->data());  // (never fails on the built-in SoCs)
   s.baseline = use_v3 ? *v3 : ascendc_baseline_;
-  s.baseline_kind = use_v3 ? kind : "approximate CANN default";
+  s.baseline_kind = use_v3 && q.v3_kernel ? kind : "approximate CANN default";
   if (use_v3) s.api_baseline = ascendc_baseline_;
   if (use_v3) {
     add_round_robin_values(s.baseline);
@@ -1036,7 +1067,10 @@ void read_split_policy(const OpDesc& op, const Platform& p, CubeProblem& q) {
 
 }  // namespace
 
-std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) {
+namespace {
+// The GEMM of a MatMul / Gemm / BatchMatMul description (make_matmul_model; the quantised
+// matmuls build theirs from it, grouped_quant_matmul.cpp).
+CubeProblem matmul_problem(const OpDesc& op, const Platform& p) {
   CubeProblem q;
   q.kind = op.kind;
   q.dtype = op.dtype;
@@ -1103,7 +1137,36 @@ std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) 
   q.fused_after = !attr_strs(op, "epilogue").empty() || attr_flag(op, "relu");
   finish_bias(q, p, dtype);
   read_split_policy(op, p, q);
+  return q;
+}
+}  // namespace
+
+std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p) {
+  return std::make_shared<CubeModel>(matmul_problem(op, p), p);
+}
+
+std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform& p, const CubeQuant& quant,
+                                               const std::string& kind) {
+  CubeProblem q = matmul_problem(op, p);
+  q.kind = kind;
+  q.v3_kernel = false;  // its own kernel: MatMulV3's tiling only approximates its default
+  if (quant.weight_bytes > 0) {
+    q.b_gm_scale = quant.weight_bytes / q.in_size;
+    q.b_bytes *= q.b_gm_scale;
+  }
+  q.b_prologue = quant.antiquant;
+  q.b_prologue_extra = quant.antiquant_extra;
+  q.b_workspace = quant.workspace;
+  q.extra_bytes += quant.extra_bytes;
+  q.epilogue.insert(q.epilogue.end(), quant.dequant.begin(), quant.dequant.end());
+  q.epi_extra_per_elem += quant.dequant_extra;
+  // (a vector dequant rules out partial sums, as fused ops do; the antiquant runs before the MMADs)
+  q.fused_after = q.fused_after || !quant.dequant.empty();
   return std::make_shared<CubeModel>(q, p);
+}
+
+double cube_head_us(const Platform& p, int cores) {
+  return (kOpHead + mte2_head(cores, true) + p.scalar_start_cycles) / p.freq_mhz;
 }
 
 std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p) {

@@ -285,9 +285,68 @@ _ISSUE49_OPTIMIZER_ROUTING: dict[str, Callable[..., Translation]] = {
     "MoeFinalizeRouting": _routing("drop_pad_mode"),
 }
 # ---- end of issue 49 optimizer/routing block ----------------------------------------------
+# ---- the LLM matmuls (qmm49): the benchmark's torch_npu calls -> the operator table's order ----
+
+def _dtypes_attr(shapes: list, dtypes: list) -> list[str]:
+    return ["" if s is None else str(d) for s, d in zip(shapes, dtypes)]
+
+
+def _present(shapes: list) -> list[list[int]]:
+    return [[] if s is None else s for s in shapes]
+
+
+def _weight_quant_matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # npu_weight_quant_batchmatmul(x, weight, antiquant_scale, antiquant_offset, ..., bias): the
+    # benchmark passes x, weight, scale, then the offset and the bias it has (case notes:
+    # "有offset无bias" = offset, no bias).  The operator takes x, weight, antiquant_scale,
+    # antiquant_offset, quant_scale, quant_offset, bias.
+    if not 3 <= len(shapes) <= 5 or any(s is None for s in shapes[:3]):
+        raise ValueError(f"record {rid}: {op} takes x, weight, antiquant_scale and optionally the offset and "
+                         f"the bias, got {shapes!r}")
+    inputs, dts = list(shapes[:4]), list(dtypes[:4])
+    if len(shapes) == 5:
+        inputs += [None, None, shapes[4]]
+        dts += ["", "", dtypes[4]]
+    out = {"input_dtypes": _dtypes_attr(inputs, dts)}
+    if "antiquant_group_size" in attrs:
+        out["antiquant_group_size"] = int(attrs["antiquant_group_size"])
+    return "WeightQuantBatchMatmul", _present(inputs), dtypes[0], out
+
+
+def _quant_matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # npu_quant_matmul(x1, x2, scale, offset=, pertoken_scale=, bias=, output_dtype=): the record
+    # lists x1, x2, scale, offset, pertoken_scale, bias; the operator takes the bias before the
+    # per-token scale.
+    if not 3 <= len(shapes) <= 6 or any(s is None for s in shapes[:3]):
+        raise ValueError(f"record {rid}: {op} takes x1, x2, scale and optionally offset, pertoken_scale, bias, "
+                         f"got {shapes!r}")
+    padded, pd = shapes + [None] * (6 - len(shapes)), dtypes + [""] * (6 - len(dtypes))
+    inputs, dts = padded[:4] + [padded[5], padded[4]], pd[:4] + [pd[5], pd[4]]
+    while len(inputs) > 3 and inputs[-1] is None:
+        inputs.pop()
+        dts.pop()
+    out: dict[str, Any] = {"input_dtypes": _dtypes_attr(inputs, dts),
+                           "output_dtype": str(attrs.get("output_dtype") or "float16")}
+    for k in ("transpose_x1", "transpose_x2"):
+        if k in attrs:
+            out[k] = int(bool(attrs[k]))
+    return "QuantBatchMatmulV3", _present(inputs), dtypes[0], out
+
+
+def _grouped_matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # npu_grouped_matmul(x, weight, bias, group_list=cumulative, split_item, transpose_weight).
+    if not 2 <= len(shapes) <= 3 or shapes[0] is None or shapes[1] is None:
+        raise ValueError(f"record {rid}: {op} takes x, weight and optionally bias, got {shapes!r}")
+    out = {"group_list": [int(v) for v in attrs.get("group_list", [])],
+           "group_list_type": int(attrs.get("group_list_type", 0)),
+           "transpose_weight": int(bool(attrs.get("transpose_weight", False))),
+           "input_dtypes": _dtypes_attr(shapes, dtypes)}
+    return "GroupedMatmul", _present(shapes), dtypes[0], out
 
 
 _TRANSLATIONS: dict[str, Callable[..., Translation]] = {
+    "WeightQuantBatchMatmul": _weight_quant_matmul, "QuantBatchMatmulV3": _quant_matmul,
+    "GroupedMatmul": _grouped_matmul,
     "Sigmoid": _unary, "Gelu": _unary, "Mish": _unary, "Exp": _unary,
     "Maximum": _binary, "Minimum": _binary,
     "Softmax": _softmax, "Transpose": _transpose, "StridedSlice": _strided_slice,

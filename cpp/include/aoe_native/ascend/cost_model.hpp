@@ -123,8 +123,10 @@ class OpModel {
 // make_op_model() accepts and supported_ops(); Python reads it through
 // _core.ascend.op_table() (to classify ONNX nodes, check attribute names).
 
-enum class OpFamily { MatMul, Conv, Elementwise, Rows, Transpose, Pool, Movement, Attention, Optimizer, Routing };
-// "matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "attention", "optimizer", "routing"
+enum class OpFamily { MatMul, Conv, Elementwise, Rows, Transpose, Pool, Movement, Attention, Optimizer, Routing,
+                      GroupedMatmul };
+// "matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "attention", "optimizer", "routing",
+// "grouped_matmul"
 const char* family_name(OpFamily f);
 
 struct OpEntry {

@@ -1,0 +1,399 @@
+// The LLM matmuls of CANN (issue 49): GroupedMatmul (MoE experts), WeightQuantBatchMatmul
+// (W8A16 / W4A16) and QuantBatchMatmulV3 (W8A8).  Each is cube.cpp's MatMul model plus what
+// the kernel adds, so the MatMul tiling knobs and the memory/pipe model are shared:
+// - QuantBatchMatmulV3: an int8 x int8 GEMM (int32 in L0C) whose per-channel / per-tensor
+//   dequantisation rides on FixPipe on the way out; a per-token scale is applied on the vector
+//   cores, which read the int32 tile back ([O] ops-nn matmul/quant_batch_matmul_v3: the pertoken
+//   kernels are MIX AIC+AIV kernels).
+// - WeightQuantBatchMatmul: an fp16/bf16 GEMM whose weight sits in GM as int8 / int4; the vector
+//   cores antiquantise each weight copy, (w + offset) * scale, before the cube reads it.  On
+//   C220 (910B/910C, split cores, no UB -> L1 path) the converted copy goes through a GM
+//   workspace ([O] ops-nn matmul/weight_quant_batch_matmul_v2/op_kernel: the __CCE_AICORE__ ==
+//   220 "custom" kernel); on 950 (arch35) it is converted in the vector registers on its way
+//   ([O] .../op_kernel/arch35/weight_quant_batch_matmul_v2_reg_base.h).
+// - GroupedMatmul: one GEMM per expert over its rows of x (group_list), one tiling for every
+//   group (the kernel's sizes are runtime values), the base blocks of all groups dealt over the
+//   cores ([O] ops-transformer gmm/grouped_matmul/op_kernel: the block index carries on
+//   from group to group).
+// [O]: CANN's open operator sources, hicann/ops-nn and hicann/ops-transformer (master, 2025).
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "common.hpp"
+
+namespace aoe::ascend::detail {
+namespace {
+
+bool present(const OpDesc& op, size_t i) { return i < op.inputs.size() && !op.inputs[i].empty(); }
+
+// A dtype name with aliases resolved; int4 (packed weights only) is known here, not to the vector ops.
+std::string canon(const std::string& d) { return d == "int4" ? d : canonical_dtype(d); }
+
+// The dtype of input i: the "input_dtypes" attribute (one per input, "" for an absent one) or `dflt`.
+std::string input_dtype(const OpDesc& op, size_t i, const std::string& dflt) {
+  const auto d = attr_strs(op, "input_dtypes");
+  if (d.empty()) return dflt;
+  if (d.size() != op.inputs.size())
+    fail(op.kind + ": input_dtypes lists " + std::to_string(d.size()) + " dtypes for " +
+         std::to_string(op.inputs.size()) + " inputs (one per input, \"\" for an absent one)");
+  return i < d.size() && !d[i].empty() ? canon(d[i]) : dflt;
+}
+
+void need_rank(const OpDesc& op, size_t i, size_t rank, const std::string& name) {
+  if (!present(op, i)) fail(op.kind + ": input " + std::to_string(i) + " (" + name + ") is required");
+  check_shape(op.inputs[i], op.kind + " input " + name);
+  if (op.inputs[i].size() != rank)
+    fail(op.kind + ": " + name + " must be " + std::to_string(rank) + "-D, got " + shape_str(op.inputs[i]));
+}
+
+// The MatMul a grouped or quantised matmul runs, with the cube attributes it passes on.
+OpDesc inner_matmul(const OpDesc& op, std::vector<std::vector<int64_t>> inputs, const std::string& dtype,
+                    bool trans_a, bool trans_b) {
+  OpDesc mm{op.kind, std::move(inputs), dtype, {}, {}};  // (errors of the MatMul then name the operator)
+  for (const char* a : {"mix_ratio", "workspace_slots", "nonuniform_split", "relu"})
+    if (op.int_attrs.count(a)) mm.int_attrs[a] = op.int_attrs.at(a);
+  if (op.str_attrs.count("epilogue")) mm.str_attrs["epilogue"] = op.str_attrs.at("epilogue");
+  mm.int_attrs["transpose_a"] = {trans_a ? 1 : 0};
+  mm.int_attrs["transpose_b"] = {trans_b ? 1 : 0};
+  return mm;
+}
+
+// (w + offset) * scale per weight element on the vector cores: int4 unpacks to int8 first,
+// int8 casts to fp16; bf16 runs the arithmetic in fp32 (no bf16 vector ALU on C220: [A] the
+// vector instructions' dtypes) and casts down.
+std::vector<VecStep> antiquant_program(const std::string& act, bool int4, bool offset) {
+  std::vector<VecStep> v;
+  if (int4) v.push_back({vec_api_cost("CastUp"), false});
+  v.push_back({vec_api_cost("CastUp"), false});
+  const bool fp32 = act == "bfloat16";
+  if (fp32) v.push_back({vec_api_cost("CastUp"), false});
+  if (offset) v.push_back({vec_api_cost("Add"), fp32});
+  v.push_back({vec_api_cost("Mul"), fp32});
+  if (fp32) v.push_back({vec_api_cost("CastDown"), false});
+  return v;
+}
+
+}  // namespace
+
+// ---- WeightQuantBatchMatmul -------------------------------------------------------------
+// inputs: x [M, K], weight [K, N] ([N, K] with transpose_weight), antiquant_scale, (antiquant_offset),
+// (quant_scale), (quant_offset), (bias [N]).
+std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const Platform& p) {
+  const std::string& K_ = op.kind;
+  if (op.inputs.size() < 3 || op.inputs.size() > 7)
+    fail(K_ + ": expected inputs x, weight, antiquant_scale and optionally antiquant_offset, quant_scale, "
+              "quant_offset, bias (7 at most), got " + std::to_string(op.inputs.size()));
+  if (op.dtype != "float16" && op.dtype != "bfloat16")
+    fail(K_ + ": x must be float16 or bfloat16 (the activations), got " + op.dtype);
+  need_rank(op, 0, 2, "x");
+  need_rank(op, 1, 2, "weight");
+  const auto dts = attr_strs(op, "weight_dtype");
+  const std::string wdt = input_dtype(op, 1, dts.empty() ? "int8" : canon(dts[0]));
+  if (wdt != "int8" && wdt != "int4")
+    fail(K_ + ": weight must be int8 or int4, got " + wdt);
+  const bool trans_x = attr_flag(op, "transpose_x"), trans_w = attr_flag(op, "transpose_weight");
+  const auto& x = op.inputs[0];
+  const auto& w = op.inputs[1];
+  const int64_t Kx = trans_x ? x[0] : x[1], Kw = trans_w ? w[1] : w[0], N = trans_w ? w[0] : w[1];
+  if (Kx != Kw)
+    fail(K_ + ": x " + shape_str(x) + " has K=" + std::to_string(Kx) + ", weight " + shape_str(w) + " has K=" +
+         std::to_string(Kw) + " (transpose_weight=" + std::to_string(int(trans_w)) + ")");
+  const bool int4 = wdt == "int4";
+  if (int4 && Kx % 2)
+    fail(K_ + ": an int4 weight packs two values per byte along K: K must be even, got K=" + std::to_string(Kx));
+  const int64_t g = attr_int(op, "antiquant_group_size", 0);
+  if (g < 0 || (g > 0 && g >= Kx))
+    fail(K_ + ": antiquant_group_size must be 0 (per channel) or in 1.." + std::to_string(Kx - 1) + " (K=" +
+         std::to_string(Kx) + "), got " + std::to_string(g));
+  // antiquant_scale: [N] or [1] per channel / tensor, [ceil(K/g), N] per group; the offset likewise.
+  const std::vector<int64_t> per_group{cdiv(Kx, std::max<int64_t>(g, 1)), N};
+  auto check_scale = [&](size_t i, const std::string& name) {
+    if (!present(op, i)) return;
+    const auto& s = op.inputs[i];
+    const bool ok = g > 0 ? s == per_group : (s == std::vector<int64_t>{N} || s == std::vector<int64_t>{1});
+    if (!ok)
+      fail(K_ + ": " + name + " " + shape_str(s) + " must be " +
+           (g > 0 ? shape_str(per_group) + " (per group of " + std::to_string(g) + " along K)"
+                  : "[" + std::to_string(N) + "] (per channel) or [1] (per tensor)") +
+           " for weight " + shape_str(w));
+  };
+  if (!present(op, 2)) fail(K_ + ": antiquant_scale (input 2) is required");
+  check_scale(2, "antiquant_scale");
+  check_scale(3, "antiquant_offset");
+  const bool quant_out = present(op, 4);
+  for (size_t i : {size_t(4), size_t(5), size_t(6)})
+    if (present(op, i) && numel(op.inputs[i]) != N && numel(op.inputs[i]) != 1)
+      fail(K_ + ": " + std::string(i == 6 ? "bias" : i == 4 ? "quant_scale" : "quant_offset") + " " +
+           shape_str(op.inputs[i]) + " must have " + std::to_string(N) + " elements (or 1)");
+  std::vector<std::vector<int64_t>> mm_in{x, w};
+  if (present(op, 6)) mm_in.push_back({N});
+  OpDesc mm = inner_matmul(op, mm_in, op.dtype, trans_x, trans_w);
+  if (quant_out) mm.str_attrs["out_dtype"] = {"int8"};
+  CubeQuant cq;
+  cq.weight_bytes = int4 ? 0.5 : 1.0;
+  cq.antiquant = antiquant_program(op.dtype, int4, present(op, 3));
+  const int ds = dtype_size(op.dtype);
+  const double scales = double(numel(op.inputs[2])) * (present(op, 3) ? 2 : 1) * ds;
+  if (g > 0) cq.antiquant_extra = double(ds) * (present(op, 3) ? 2 : 1) / double(g);
+  cq.extra_bytes = scales;
+  // C220: split cores, FixPipe, 128 KiB L0C (the test cube.cpp's MatMulV3 baseline uses for 910B).
+  cq.workspace = p.split && int64_t(p.l0c) == 131072;
+  if (quant_out) cq.dequant = {{vec_api_cost("Mul"), true}, {vec_api_cost("CastDown"), false}};
+  return make_quant_cube_model(mm, p, cq, K_);
+}
+
+// ---- QuantBatchMatmulV3 ---------------------------------------------------------------------
+// inputs: x1 [M, K] int8, x2 [K, N] int8, scale [N] or [1], (offset), (bias [N]), (pertoken_scale [M]).
+std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platform& p) {
+  const std::string& K_ = op.kind;
+  if (op.inputs.size() < 3 || op.inputs.size() > 6)
+    fail(K_ + ": expected inputs x1, x2, scale and optionally offset, bias, pertoken_scale, got " +
+         std::to_string(op.inputs.size()));
+  if (op.dtype != "int8") fail(K_ + ": x1 must be int8, got " + op.dtype);
+  if (input_dtype(op, 1, "int8") != "int8") fail(K_ + ": x2 must be int8, got " + input_dtype(op, 1, "int8"));
+  need_rank(op, 0, 2, "x1");
+  need_rank(op, 1, 2, "x2");
+  const bool t1 = attr_flag(op, "transpose_x1"), t2 = attr_flag(op, "transpose_x2");
+  const auto& a = op.inputs[0];
+  const auto& b = op.inputs[1];
+  const int64_t M = t1 ? a[1] : a[0], Ka = t1 ? a[0] : a[1], Kb = t2 ? b[1] : b[0], N = t2 ? b[0] : b[1];
+  if (Ka != Kb)
+    fail(K_ + ": x1 " + shape_str(a) + " has K=" + std::to_string(Ka) + ", x2 " + shape_str(b) + " has K=" +
+         std::to_string(Kb));
+  auto check = [&](size_t i, const std::string& name, const std::vector<std::vector<int64_t>>& ok) {
+    if (!present(op, i)) return;
+    if (std::find(ok.begin(), ok.end(), op.inputs[i]) != ok.end()) return;
+    std::string want;
+    for (const auto& s : ok) want += (want.empty() ? "" : " or ") + shape_str(s);
+    fail(K_ + ": " + name + " " + shape_str(op.inputs[i]) + " must be " + want + " (x1 " + shape_str(a) +
+         ", x2 " + shape_str(b) + ")");
+  };
+  if (!present(op, 2)) fail(K_ + ": scale (input 2) is required");
+  check(2, "scale", {{N}, {1}});
+  check(3, "offset", {{N}, {1}});
+  check(4, "bias", {{N}});
+  check(5, "pertoken_scale", {{M}});
+  const auto out = attr_strs(op, "output_dtype");
+  const std::string odt = out.empty() ? "float16" : canonical_dtype(out[0]);
+  if (odt != "float16" && odt != "bfloat16" && odt != "int8")
+    fail(K_ + ": output_dtype must be float16, bfloat16 or int8, got " + odt);
+  std::vector<std::vector<int64_t>> mm_in{a, b};
+  if (present(op, 4)) mm_in.push_back({N});  // an int32 bias: the bias table
+  OpDesc mm = inner_matmul(op, mm_in, "int8", t1, t2);
+  mm.str_attrs["out_dtype"] = {odt};
+  CubeQuant cq;
+  cq.extra_bytes = 4.0 * double(numel(op.inputs[2]) + (present(op, 3) ? numel(op.inputs[3]) : 0) +
+                                (present(op, 5) ? M : 0));
+  if (present(op, 5)) {
+    // Per-token dequant on the vector cores: the int32 tile (4 bytes, of which the output
+    // tile's read is counted already) as fp32, times the channel and the token scale, cast down.
+    cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}, {vec_api_cost("Mul"), true},
+                  {vec_api_cost("CastDown"), false}};
+    cq.dequant_extra = 4.0 - dtype_size(odt);
+  }
+  return make_quant_cube_model(mm, p, cq, K_);
+}
+
+// ---- GroupedMatmul ----------------------------------------------------------------------------
+// inputs: x [M, K], weight [E, K, N] ([E, N, K] with transpose_weight), (bias [E, N]); group_list
+// (E entries, cumulative or counts) splits M's rows among the experts.
+namespace {
+
+// The grouped kernel's knobs: one base block and L1 tiling for every group, and how the groups'
+// blocks reach the cores (dispatch 1: dealt round-robin on from the last group's last
+// core, as CANN's kernel does; 0: each group starts again at core 0, so its last partial wave idles cores).
+enum G { gDispatch, gBM, gBN, gBK, gStepKa, gStepKb, gDepthA1, gDepthB1, gNP };
+const char* const kGNames[gNP] = {"dispatch", "baseM", "baseN", "baseK", "stepKa", "stepKb", "depthA1", "depthB1"};
+
+class GroupedMatmulModel : public OpModel {
+ public:
+  struct Group {
+    int64_t m, count;               // rows, experts with this many rows
+    std::shared_ptr<OpModel> cube;  // its MatMul
+    std::vector<int> slot;          // the cube's knob i <- entry slot[i] of group_row()'s table
+  };
+  GroupedMatmulModel(std::vector<Group> groups, const Platform& p, int64_t K, int64_t N, int ds, int kq, bool bias,
+                     double roofline)
+      : groups_(std::move(groups)), p_(p), N_(N) {
+    kind_ = "GroupedMatmul";
+    roofline_us_ = roofline;
+    build_spec(K, ds, kq, bias);
+    finish_spec();
+  }
+  double evaluate(const int64_t* t, Breakdown* out) const override;
+
+ private:
+  void build_spec(int64_t K, int ds, int kq, bool bias);
+  std::vector<Group> groups_;
+  Platform p_;
+  int64_t N_;
+};
+
+// The MatMul knobs every group's cube model takes, by name, for a grouped tiling `t` and a
+// group of m rows: round-robin dispatch of baseM x baseN blocks on all cores, one L2 tile.
+// (`row` holds the cube's knobs; a model has at most 32: CostObjective's bound.)
+void group_row(const GroupedMatmulModel::Group& g, const int64_t* t, int64_t N, int64_t cores, int64_t* row) {
+  const int64_t mB = cdiv(g.m, t[gBM]), nB = cdiv(N, t[gBN]);
+  const int64_t v[] = {1, 0, t[gBM], t[gBN], t[gBM], t[gBN], t[gBK], 1, 1, t[gStepKa], t[gStepKb], t[gDepthA1],
+                       t[gDepthB1], 2, 2, 1, 0, 1, 1, 0, cores, 1, 1, mB, nB, 0};
+  for (size_t i = 0; i < g.slot.size(); ++i) row[i] = v[g.slot[i]];
+}
+// The MatMul knob names in the order of group_row's table.
+const std::vector<std::string>& row_names() {
+  static const std::vector<std::string> n = {
+      "dispatch", "tilingEnable", "singleCoreM", "singleCoreN", "baseM", "baseN", "baseK", "stepM", "stepN",
+      "stepKa", "stepKb", "depthA1", "depthB1", "dbL0A", "dbL0B", "dbL0C", "iterateOrder", "splitK", "unitFlag",
+      "kReorderLoad", "usedCoreNum", "l2MTileCnt", "l2NTileCnt", "l2MTileBlock", "l2NTileBlock", "l2IterateOrder"};
+  return n;
+}
+
+void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
+  const Platform& p = p_;
+  auto& s = spec_;
+  s.names.assign(kGNames, kGNames + gNP);
+  int64_t max_m = 16;
+  for (const auto& g : groups_) max_m = std::max(max_m, g.m);
+  s.values = {{0, 1},
+              pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(max_m, 16)))),
+              pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(N_, 16)))),
+              pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds, align_up(K, kq)))),
+              {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}};
+  // The restrictions of the MatMul model (cube.cpp build_spec) that the groups' rows do not
+  // meet by construction: L0A/L0B double-buffered, L0C single, L1, the K loops.
+  const std::string Kq = std::to_string(align_up(K, kq)), D = std::to_string(ds);
+  auto& r = s.restrictions;
+  r.push_back("dispatch <= 1");
+  r.push_back("baseM % 16 == 0 and baseN % 16 == 0 and baseK % " + std::to_string(kq) + " == 0");
+  r.push_back("baseM * baseK * " + D + " * 2 <= " + std::to_string(int64_t(p.l0a)));
+  r.push_back("baseN * baseK * " + D + " * 2 <= " + std::to_string(int64_t(p.l0b)));
+  r.push_back("baseM * baseN * 4 <= " + std::to_string(int64_t(p.l0c)));
+  const bool bt = bias && p.bt > 0;
+  if (bt) r.push_back("baseN * 4 <= " + std::to_string(int64_t(p.bt)));
+  r.push_back("depthA1 % stepKa == 0 and depthB1 % stepKb == 0");
+  r.push_back("(baseM * baseK * depthA1 + baseN * baseK * depthB1) * " + D + (bt ? " + baseN * 4" : "") +
+              " <= " + std::to_string(int64_t(p.l1)));
+  r.push_back("stepKa % stepKb == 0 or stepKb % stepKa == 0 or ((" + Kq + " + baseK * stepKa - 1) / (baseK * stepKa)) % ((" + Kq +
+              " + baseK * stepKb - 1) / (baseK * stepKb)) == 0 or ((" + Kq + " + baseK * stepKb - 1) / (baseK * stepKb)) % ((" +
+              Kq + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
+  s.pruning.push_back("baseK * stepKa < 2 * " + Kq + " and baseK * stepKb < 2 * " + Kq);
+  s.pruning.push_back("depthA1 <= 2 * stepKa and depthB1 <= 2 * stepKb");
+  // Approximate CANN default: base (128, 256, 64) as MatMul's Ascend C default (cube.cpp),
+  // shrunk to the largest group and N and to L0, K in 4 base steps per L1 copy,
+  // L1 double-buffered, round-robin over the groups.
+  auto floor_in = [](const std::vector<int64_t>& v, int64_t x) {
+    int64_t r = v.front();
+    for (auto e : v) if (e <= x) r = e;
+    return r;
+  };
+  int64_t bm = floor_in(s.values[gBM], 128), bn = floor_in(s.values[gBN], 256);
+  int64_t bk = floor_in(s.values[gBK], std::max<int64_t>(kq, 128 / ds));
+  while (bn > 16 && bn * bk * ds * 2 > p.l0b) bn /= 2;
+  while (bm > 16 && (bm * bk * ds * 2 > p.l0a || bm * bn * 4 > p.l0c)) bm /= 2;
+  int64_t step = 4;
+  while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * align_up(K, kq)))
+    step /= 2;
+  s.baseline = {1, bm, bn, bk, step, step, 2 * step, 2 * step};
+  s.baseline_kind = "approximate CANN default";
+}
+
+double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
+  const int64_t cores = p_.cube_cores;
+  double serial = 0, block_time = 0, blocks = 0, widest = 0, flops = 0;
+  Breakdown big{};
+  int64_t big_m = -1;
+  for (const auto& g : groups_) {
+    int64_t row[32];
+    group_row(g, t, N_, cores, row);
+    Breakdown b;
+    const double time = g.cube->evaluate(row, &b);
+    const double work = time - cube_head_us(p_, b.cores_used);  // the launch is paid once
+    const double nb = double(cdiv(g.m, t[gBM]) * cdiv(N_, t[gBN]));
+    serial += double(g.count) * work;
+    // One block takes one wave's time on its core.
+    const double per_block = work / std::max(1, b.waves);
+    block_time += double(g.count) * nb * per_block;
+    blocks += double(g.count) * nb;
+    widest = std::max(widest, per_block);
+    flops += double(g.count) * b.flops;
+    if (g.m > big_m) big_m = g.m, big = b;
+  }
+  // Dealt on: the busiest core runs ceil(blocks / cores) blocks of the mean block time.
+  const double dealt = std::max(widest, std::ceil(blocks / double(cores)) * block_time / std::max(1.0, blocks));
+  const double body = t[gDispatch] == 1 ? std::min(serial, dealt) : serial;
+  const int used = int(std::min<double>(double(cores), blocks));
+  const double time = body + cube_head_us(p_, std::max(1, used));
+  if (out) {
+    *out = big;
+    out->time_us = time;
+    out->flops = flops;
+    out->cores_used = used;
+    out->waves = int(std::ceil(blocks / double(cores)));
+    out->roofline_us = roofline_us_;
+  }
+  return time;
+}
+
+}  // namespace
+
+std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platform& p) {
+  const std::string K_ = op.kind;
+  if (op.inputs.size() < 2 || op.inputs.size() > 3)
+    fail(K_ + ": expected inputs x, weight and optionally bias, got " + std::to_string(op.inputs.size()));
+  need_rank(op, 0, 2, "x");
+  need_rank(op, 1, 3, "weight");
+  const auto& x = op.inputs[0];
+  const auto& w = op.inputs[1];
+  const bool tw = attr_flag(op, "transpose_weight");
+  const int64_t M = x[0], K = x[1], E = w[0], Kw = tw ? w[2] : w[1], N = tw ? w[1] : w[2];
+  if (K != Kw)
+    fail(K_ + ": x " + shape_str(x) + " has K=" + std::to_string(K) + ", weight " + shape_str(w) + " has K=" +
+         std::to_string(Kw) + " (transpose_weight=" + std::to_string(int(tw)) + ")");
+  const bool bias = present(op, 2);
+  if (bias && op.inputs[2] != std::vector<int64_t>{E, N})
+    fail(K_ + ": bias " + shape_str(op.inputs[2]) + " must be [" + std::to_string(E) + ", " + std::to_string(N) +
+         "] (one row per expert)");
+  const auto gl = attr_ints(op, "group_list", {});
+  const int64_t type = attr_int(op, "group_list_type", 0);
+  if (type != 0 && type != 1)
+    fail(K_ + ": group_list_type must be 0 (cumulative) or 1 (counts), got " + std::to_string(type));
+  if (int64_t(gl.size()) != E)
+    fail(K_ + ": group_list has " + std::to_string(gl.size()) + " entries, weight " + shape_str(w) + " has " +
+         std::to_string(E) + " experts (one entry per expert)");
+  std::map<int64_t, int64_t> sizes;  // rows -> experts
+  int64_t sum = 0;
+  for (size_t e = 0; e < gl.size(); ++e) {
+    const int64_t m = type == 0 ? gl[e] - (e ? gl[e - 1] : 0) : gl[e];
+    if (m < 0)
+      fail(K_ + ": group_list " + shape_str(gl) + (type == 0 ? " must not decrease (cumulative)" : " has a negative count"));
+    sum += m;
+    if (m > 0) sizes[m] += 1;
+  }
+  if (sum != M)
+    fail(K_ + ": group_list " + shape_str(gl) + " covers " + std::to_string(sum) + " rows, x " + shape_str(x) +
+         " has M=" + std::to_string(M) + " (the groups must sum to the tokens)");
+  if (sizes.empty()) fail(K_ + ": every group is empty (M=0)");
+  std::vector<GroupedMatmulModel::Group> groups;
+  for (const auto& [m, count] : sizes) {
+    std::vector<std::vector<int64_t>> in{{m, K}, tw ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}};
+    if (bias) in.push_back({N});
+    OpDesc mm = inner_matmul(op, in, op.dtype, false, tw);
+    GroupedMatmulModel::Group g{m, count, make_matmul_model(mm, p), {}};
+    const auto& names = g.cube->spec().names;
+    for (const auto& n : names) {
+      const auto& rn = row_names();
+      const auto it = std::find(rn.begin(), rn.end(), n);
+      if (it == rn.end() || names.size() > 32) fail("internal: GroupedMatmul does not set the MatMul knob " + n);
+      g.slot.push_back(int(it - rn.begin()));
+    }
+    groups.push_back(std::move(g));
+  }
+  const int ds = dtype_size(op.dtype);
+  const double bytes = (double(numel(x)) + double(numel(w)) + double(M) * N) * ds;
+  const double peak = double(p.cube_cores) * 16 * 16 * (32 / ds) * 2 * p.freq_mhz;  // 16 x C0 x 16 MACs per cycle
+  const double roofline = std::max(2.0 * M * N * K / peak, bytes / (p.hbm_gbps * 1e3));
+  return std::make_shared<GroupedMatmulModel>(std::move(groups), p, align_up(K, ds == 4 ? 8 : 16), N, ds,
+                                              std::max(16, 32 / ds), bias, roofline);
+}
+
+}  // namespace aoe::ascend::detail

@@ -1,0 +1,162 @@
+"""GroupedMatmul, WeightQuantBatchMatmul and QuantBatchMatmulV3 (issue 49): the cube model with
+the kernels' quantisation and grouping, their errors, and their accuracy on CANN's measured
+kernels (held-out half)."""
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+import aoe_native as an
+from aoe_native.ascend import ops, records
+
+B2 = "Ascend910B2"
+FILE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" / \
+    "cann_bench_calibration.json"
+
+
+def _time(op, inputs, dtype, attrs, soc=B2):
+    tiling = ops.baseline_tiling(op, inputs, dtype, soc, attrs)
+    return an.estimate(op, inputs, dtype, soc, tiling, attrs).time_us
+
+
+def _wqbmm(m, k, n, weight="int8", group=0, soc=B2, dtype="float16"):
+    scale = [k // group, n] if group else [n]
+    attrs = {"input_dtypes": [dtype, weight, dtype]}
+    if group:
+        attrs["antiquant_group_size"] = group
+    return _time("WeightQuantBatchMatmul", [[m, k], [k, n], scale], dtype, attrs, soc)
+
+
+def _mm(m, k, n, dtype="float16", soc=B2):
+    return _time("MatMul", [[m, k], [k, n]], dtype, {}, soc)
+
+
+def test_weight_quant_is_cheaper_than_fp16_when_memory_bound():
+    # Decode (M = 1) of a large weight: the int8 weight halves the HBM traffic, int4 quarters it.
+    fp16, w8, w4 = _mm(1, 8192, 8192), _wqbmm(1, 8192, 8192), _wqbmm(1, 8192, 8192, "int4")
+    assert w8 < 0.9 * fp16
+    assert w4 < w8
+    # ... and the antiquant is not free: the W8A16 kernel costs more than the weight's HBM time.
+    hbm_us = 8192 * 8192 / (an.platform(B2)["hbm_gbps"] * 1e3)
+    assert w8 > hbm_us
+
+
+def test_per_group_scales_cost_no_less_than_per_channel():
+    # Per-group scales are read per weight element beside the weight (hidden when the cube side
+    # is the longer one); int4's unpack is one more vector pass per element.
+    assert _wqbmm(4, 4096, 4096, group=128) >= _wqbmm(4, 4096, 4096)
+    assert _wqbmm(4, 4096, 4096, "int4", group=128) >= _wqbmm(4, 4096, 4096, "int4")
+
+
+def test_w8a8_runs_at_the_int8_cube_rate():
+    # Compute bound (4096^3): int8 MACs at twice the fp16 rate (k0 32 vs 16), the int32
+    # accumulators dequantised on FixPipe at no extra pass.
+    args = [[4096, 4096], [4096, 4096], [4096]]
+    q = _time("QuantBatchMatmulV3", args, "int8", {"output_dtype": "float16"})
+    f = _mm(4096, 4096, 4096)
+    assert 0.4 * f < q < 0.7 * f
+    # A per-token scale is a vector pass over the int32 output: dearer.
+    pt = _time("QuantBatchMatmulV3", args[:2] + [[4096], [], [], [4096]], "int8", {"output_dtype": "float16"})
+    assert pt > q
+
+
+def _gmm(sizes, k=1024, n=1024, attrs=None, soc=B2):
+    cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+    a = {"group_list": cum, **(attrs or {})}
+    return _time("GroupedMatmul", [[cum[-1], k], [len(sizes), k, n]], "float16", a, soc)
+
+
+def test_grouped_matmul_uneven_groups():
+    even, uneven = _gmm([256] * 8), _gmm([1024, 512, 256, 128, 64, 32, 32, 0])
+    # Same tokens and weights: the skewed routing leaves one expert empty (its weight unread)
+    # but cannot be cheaper than a third of the balanced one, nor dearer than twice.
+    assert even / 3 < uneven < 2 * even
+    # Counts (group_list_type 1) and cumulative lists describe the same routing.
+    counts = _time("GroupedMatmul", [[2048, 1024], [8, 1024, 1024]], "float16",
+                   {"group_list": [256] * 8, "group_list_type": 1})
+    assert counts == pytest.approx(even)
+    # More tokens per expert cost more.
+    assert _gmm([512] * 8) > even
+
+
+def test_grouped_dispatch_carrying_on_beats_restarting_per_group():
+    # 8 experts of 40 tokens: 4 blocks of 40 x 256 each.  Restarting at core 0 runs 8 rounds of
+    # 4 busy cores; dealing on fills the 24 cores: 2 rounds.
+    inputs = [[8 * 40, 1024], [8, 1024, 1024]]
+    attrs = {"group_list": [40 * (i + 1) for i in range(8)]}
+    base = ops.baseline_tiling("GroupedMatmul", inputs, "float16", B2, attrs)
+    assert base["dispatch"] == 1
+    carry = an.estimate("GroupedMatmul", inputs, "float16", B2, base, attrs).time_us
+    restart = an.estimate("GroupedMatmul", inputs, "float16", B2, {**base, "dispatch": 0}, attrs).time_us
+    assert base["baseN"] == 256
+    assert carry < 0.5 * restart
+
+
+@pytest.mark.parametrize("op,inputs,dtype,attrs", [
+    ("GroupedMatmul", [[1000, 512], [4, 512, 768]], "float16", {"group_list": [100, 400, 700, 1000]}),
+    ("WeightQuantBatchMatmul", [[16, 4096], [4096, 4096], [4096]], "bfloat16", {"input_dtypes": ["bfloat16", "int8", "bfloat16"]}),
+    ("QuantBatchMatmulV3", [[512, 2048], [2048, 2048], [2048]], "int8", {"output_dtype": "bfloat16"}),
+])
+def test_tune_op_no_worse_than_baseline(op, inputs, dtype, attrs):
+    r = an.tune_op(op, inputs, dtype, B2, attrs, max_evals=300)
+    assert r.baseline_kind == "approximate CANN default"
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)
+    assert r.op_type == op
+
+
+@pytest.mark.parametrize("op,inputs,dtype,attrs,words", [
+    ("GroupedMatmul", [[100, 64], [4, 64, 128]], "float16", {"group_list": [10, 20, 30, 90]},
+     ["GroupedMatmul", "group_list", "M=100"]),
+    ("GroupedMatmul", [[100, 64], [4, 64, 128]], "float16", {"group_list": [50, 100]},
+     ["GroupedMatmul", "group_list has 2 entries", "4 experts"]),
+    ("GroupedMatmul", [[100, 64], [4, 32, 128]], "float16", {"group_list": [25, 50, 75, 100]},
+     ["GroupedMatmul", "K=64", "K=32"]),
+    ("GroupedMatmul", [[100, 64], [4, 64, 128]], "float16", {"group_list": [50, 40, 75, 100]},
+     ["GroupedMatmul", "must not decrease"]),
+    ("WeightQuantBatchMatmul", [[4, 4096], [4096, 1024], [2048]], "float16", {},
+     ["WeightQuantBatchMatmul", "antiquant_scale [2048]", "[1024]"]),
+    ("WeightQuantBatchMatmul", [[4, 4096], [4096, 1024], [1024]], "float16", {"antiquant_group_size": 128},
+     ["WeightQuantBatchMatmul", "antiquant_scale [1024]", "[32, 1024]"]),
+    ("WeightQuantBatchMatmul", [[4, 4095], [4095, 1024], [1024]], "float16",
+     {"input_dtypes": ["float16", "int4", "float16"]}, ["WeightQuantBatchMatmul", "int4", "K=4095"]),
+    ("WeightQuantBatchMatmul", [[4, 4096], [2048, 1024], [1024]], "float16", {},
+     ["WeightQuantBatchMatmul", "K=4096", "K=2048"]),
+    ("QuantBatchMatmulV3", [[64, 256], [256, 512], [256]], "int8", {}, ["QuantBatchMatmulV3", "scale [256]", "[512]"]),
+    ("QuantBatchMatmulV3", [[64, 256], [256, 512], [512], [], [], [32]], "int8", {},
+     ["QuantBatchMatmulV3", "pertoken_scale [32]", "[64]"]),
+    ("QuantBatchMatmulV3", [[64, 256], [128, 512], [512]], "int8", {}, ["QuantBatchMatmulV3", "K=256", "K=128"]),
+    ("QuantBatchMatmulV3", [[64, 256], [256, 512], [512]], "float16", {}, ["QuantBatchMatmulV3", "x1 must be int8"]),
+])
+def test_bad_input_names_operator_and_input(op, inputs, dtype, attrs, words):
+    with pytest.raises(ValueError) as e:
+        _time(op, inputs, dtype, attrs)
+    for w in words:
+        assert w in str(e.value)
+
+
+# Held-out accuracy floors (case id % 4 == 2; measured figures in docs/llm_operators.md): per
+# (op, soc) the share within 2x and the band of the median predicted / measured.  On 950PR
+# QuantBatchMatmulV3 is known slow (about 1.5x): the floors keep that bias from growing.
+FLOORS = {
+    ("GroupedMatmul", "Ascend910B2"): (0.75, 0.8, 1.25),
+    ("GroupedMatmul", "Ascend950PR"): (0.6, 0.7, 1.2),
+    ("QuantBatchMatmulV3", "Ascend910B2"): (0.8, 0.9, 1.35),
+    ("QuantBatchMatmulV3", "Ascend950PR"): (0.5, 1.0, 2.0),
+    ("WeightQuantBatchMatmul", "Ascend910B2"): (0.8, 0.7, 1.1),
+    ("WeightQuantBatchMatmul", "Ascend950PR"): (0.8, 1.0, 1.5),
+}
+
+
+def test_held_out_accuracy():
+    if not FILE.exists():
+        pytest.skip(f"CANN measured kernels not found at {FILE}")
+    ratios: dict = {}
+    for r in records.load_records(str(FILE)):
+        if r["op"] in ("GroupedMatmul", "WeightQuantBatchMatmul", "QuantBatchMatmulV3") and not records.fit_half(r):
+            ratios.setdefault((r["op"], r["soc"]), []).append(records.predict_record(r).time_us / r["time_us"])
+    assert set(ratios) == set(FLOORS)
+    for key, (within2x, lo, hi) in FLOORS.items():
+        v = ratios[key]
+        assert sum(0.5 <= x <= 2 for x in v) / len(v) >= within2x, (key, v)
+        assert lo <= statistics.median(v) <= hi, (key, v)
