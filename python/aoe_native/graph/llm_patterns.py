@@ -1,0 +1,437 @@
+"""Recognise the LLM blocks that CANN runs as fused kernels in an imported graph.
+
+PyTorch's ONNX exporters (dynamo and TorchScript) write a transformer decoder as dozens of small
+ONNX nodes: RMSNorm as Pow/ReduceMean/Add/Sqrt/Reciprocal/Mul, rotary embeddings as
+Slice/Neg/Concat/Mul/Add, attention as MatMul/scale/mask/Softmax/MatMul with repeated KV heads.
+On Ascend these run as CANN's fused operators (RmsNorm, AddRmsNorm, ApplyRotaryPosEmb,
+FusedInferAttentionScore, SwiGlu, the MoE routing kernels, GroupedMatmul, the quantised
+matmuls), so the import rewrites each recognised block into one node of that kind, with the
+inputs and attributes of docs/onnx_import.md ("LLM patterns"; the operator contract of issue 49).
+Anything not recognised stays as it was.
+
+Each matcher works on a :class:`_Rewrite`: it adds fused nodes and names the node each replaces;
+nodes whose outputs nobody reads any more are then dropped, so a tensor still used outside a
+block (a residual stream, a shared mask) keeps its producer.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .ir import Graph, Node
+from .llm_moe import MOE_MATCHERS
+from .llm_rewrite import LLM_KINDS, Rewrite as _Rewrite, only as _only
+
+__all__ = ["LLM_KINDS", "fuse_llm_patterns"]
+
+# Nodes that only re-lay out or repeat a key/value (GQA's Unsqueeze/Expand/Reshape, Tile,
+# repeat_interleave) or scale it by a constant; walked back from attention's MatMuls.
+_KV_WALK = frozenset({"Reshape", "Unsqueeze", "Squeeze", "Expand", "Tile", "Flatten", "Cast", "Identity"})
+# Nodes between the Softmax and the MatMul with V: torch's NaN guard of fully masked rows
+# (IsNaN -> Where), casts, dropout in inference mode.
+_PROB_WALK = frozenset({"Where", "Cast", "Dropout", "Identity"})
+# Nodes that build rotate_half(x) or the interleaved rotation out of x.
+_ROTATE_OPS = frozenset({"Slice", "Neg", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Cast"})
+
+
+def _last_axis_mean(rw: _Rewrite, n: Node) -> bool:
+    x = rw.shape(n.inputs[0])
+    axes = n.attrs.get("axes")
+    if axes is None and len(n.inputs) > 1 and n.inputs[1] in rw.graph.const_values:
+        axes = np.asarray(rw.graph.const_values[n.inputs[1]]).reshape(-1).tolist()
+    return bool(x) and axes is not None and [int(a) % len(x) for a in axes] == [len(x) - 1] and \
+        int(n.attrs.get("keepdims", 1)) == 1
+
+
+# --------------------------------------------------------------------------- RMSNorm
+def _rms_norms(rw: _Rewrite) -> None:
+    """x * 1/sqrt(mean(x^2) + eps) [* gamma] -> RmsNorm(x, gamma).  The reciprocal square root
+    is Sqrt then Reciprocal (dynamo), Div(1, Sqrt) (TorchScript) or x / Sqrt; the square is
+    Pow(x, 2) or Mul(x, x).  gamma is a constant of the normalised size ([H]) or absent."""
+    for r in [n for n in rw.nodes if n.op_type == "ReduceMean"]:
+        if not _last_axis_mean(rw, r):
+            continue
+        sq = rw.made_by(r.inputs[0], "Pow", "Mul")
+        if sq is None:
+            continue
+        x = rw.source(sq.inputs[0])
+        if (sq.op_type == "Pow" and rw.scalar(sq.inputs[1]) != 2.0) or \
+                (sq.op_type == "Mul" and rw.source(sq.inputs[1]) != x):
+            continue
+        add = _only(rw, r.outputs[0], "Add")
+        if add is None or not rw.const(rw.other(add, r.outputs[0])):
+            continue
+        sqrt = _only(rw, add.outputs[0], "Sqrt")
+        if sqrt is None:
+            continue
+        covers = [sq, r, add, sqrt]
+        norm = _apply_rsqrt(rw, x, sqrt.outputs[0], covers)
+        if norm is None:
+            continue
+        out = norm.outputs[0]
+        while (c := _only(rw, out, "Cast")) is not None and rw._same_dtype(c):
+            covers.append(c)
+            out = c.outputs[0]
+        gamma = ""
+        scale = _only(rw, out, "Mul")
+        h = rw.shape(x)[-1] if rw.shape(x) else None
+        if scale is not None and rw.const(rw.other(scale, out)) and rw.shape(rw.other(scale, out)) == (h,):
+            gamma = rw.other(scale, out)
+            covers.append(scale)
+            out = scale.outputs[0]
+        rw.add("RmsNorm", r, [x, gamma], [out], {}, covers)
+
+
+def _apply_rsqrt(rw: _Rewrite, x: str, s: str, covers: list[Node]) -> Node | None:
+    """The node computing x / s (Div(x, s), or Mul(x, Reciprocal(s)), Mul(x, Div(1, s)))."""
+    for u in rw.users(s):
+        if u.op_type == "Div" and u.inputs[1] == s and rw.source(u.inputs[0]) == x:
+            covers.append(u)
+            return u
+    inv = _only(rw, s, "Reciprocal")
+    if inv is None:
+        inv = _only(rw, s, "Div")
+        if inv is None or inv.inputs[1] != s or rw.scalar(inv.inputs[0]) != 1.0:
+            return None
+    mul = _only(rw, inv.outputs[0], "Mul")
+    if mul is None or rw.source(rw.other(mul, inv.outputs[0])) != x:
+        return None
+    covers += [inv, mul]
+    return mul
+
+
+def _onnx_rms_norms(rw: _Rewrite) -> None:
+    """ONNX RMSNormalization (opset 23) over the last axis -> RmsNorm(x, scale)."""
+    for n in [n for n in rw.nodes if n.op_type == "RMSNormalization"]:
+        x = rw.shape(n.inputs[0])
+        if x and int(n.attrs.get("axis", -1)) % len(x) == len(x) - 1:
+            rw.add("RmsNorm", n, [n.inputs[0], n.inputs[1]], [n.outputs[0]], {}, [n])
+
+
+def _add_rms_norms(rw: _Rewrite) -> None:
+    """A residual Add of two same-shape tensors feeding an RmsNorm -> AddRmsNorm(x1, x2, gamma)
+    with outputs (y, x1 + x2): CANN's AddRmsNorm writes the sum for the residual stream too."""
+    for norm in [n for n in rw.nodes if n.op_type == "RmsNorm"]:
+        add = rw.made_by(norm.inputs[0], "Add")
+        if add is None or len(add.inputs) != 2 or any(rw.const(t) for t in add.inputs):
+            continue
+        shape = rw.shape(add.outputs[0])
+        if rw.shape(add.inputs[0]) != shape or rw.shape(add.inputs[1]) != shape:
+            continue
+        rw.add("AddRmsNorm", add, [add.inputs[0], add.inputs[1], norm.inputs[1]],
+               [norm.outputs[0], add.outputs[0]], {}, [add, norm])
+
+
+# --------------------------------------------------------------------------- RoPE
+def _rotation_of(rw: _Rewrite, r: str) -> tuple[str, str, list[Node]] | None:
+    """If `r` is rotate_half(x) or the interleaved rotation of x (built of Slice, Neg, Concat
+    and views of x only, with a Neg), return (x, mode, nodes)."""
+    nodes: list[Node] = []
+    leaves: set[str] = set()
+    stack, seen = [r], set()
+    while stack:
+        t = stack.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        n = rw.made_by(t, *_ROTATE_OPS)
+        if n is None:
+            leaves.add(t)
+            continue
+        nodes.append(n)
+        data = n.inputs if n.op_type == "Concat" else n.inputs[:1]
+        stack.extend(d for d in data if d and not rw.const(d))
+    if len(leaves) != 1 or not any(n.op_type == "Neg" for n in nodes) or \
+            not any(n.op_type == "Slice" for n in nodes):
+        return None
+    x = leaves.pop()
+    steps = [rw.graph.const_values.get(n.inputs[4]) for n in nodes if n.op_type == "Slice" and len(n.inputs) > 4]
+    mode = "interleave" if any(s is not None and np.any(np.abs(np.asarray(s)) == 2) for s in steps) else "half"
+    return x, mode, nodes
+
+
+def _rope_one(rw: _Rewrite, add: Node) -> tuple[str, str, str, str, str, list[Node]] | None:
+    """x * cos + rotate(x) * sin -> (x, cos, sin, mode, output, nodes)."""
+    muls = [rw.made_by(t, "Mul") for t in add.inputs]
+    if len(add.inputs) != 2 or any(m is None for m in muls):
+        return None
+    for m_cos, m_sin in (muls, muls[::-1]):
+        for rot in m_sin.inputs:
+            found = _rotation_of(rw, rot)
+            if found is None:
+                continue
+            x, mode, nodes = found
+            if x not in m_cos.inputs:
+                continue
+            return x, rw.other(m_cos, x), rw.other(m_sin, rot), mode, add.outputs[0], [m_cos, m_sin, add, *nodes]
+    return None
+
+
+def _ropes(rw: _Rewrite) -> None:
+    """Rotary embeddings -> ApplyRotaryPosEmb(query, key, cos, sin), the query and the key that
+    share cos and sin paired in graph order (a rotation without a partner gets key = absent).
+    Layout BNSD when cos/sin broadcast over axis 1 (HF's unsqueeze_dim=1), else BSND."""
+    found = [f + (a,) for a in list(rw.nodes) if a.op_type == "Add" and (f := _rope_one(rw, a)) is not None]
+    pending: dict[tuple[str, str], tuple] = {}
+    pairs: list[tuple[tuple, tuple | None]] = []
+    for f in found:
+        key = (f[1], f[2])
+        if key in pending:
+            pairs.append((pending.pop(key), f))
+        else:
+            pending[key] = f
+    # TorchScript recomputes cos/sin per use: pair the rest by their shapes, in graph order
+    by_shape: dict[tuple, tuple] = {}
+    for f in pending.values():
+        key = (rw.shape(f[1]), rw.shape(f[2]))
+        if key in by_shape:
+            pairs.append((by_shape.pop(key), f))
+        else:
+            by_shape[key] = f
+    pairs += [(f, None) for f in by_shape.values()]
+    for q, k in pairs:
+        xs = rw.shape(q[0]) or ()
+        cs = rw.shape(q[1]) or ()
+        layout = "BSND" if len(cs) == 4 and len(xs) == 4 and cs[2] == 1 and xs[2] != 1 else "BNSD"
+        covers = q[5] + (k[5] if k else [])
+        rw.add("ApplyRotaryPosEmb", q[6], [q[0], k[0] if k else "", q[1], q[2]],
+               [q[4]] + ([k[4]] if k else []), {"input_layout": layout, "rotary_mode": q[3]}, covers)
+
+
+# --------------------------------------------------------------------------- attention
+def _walk_back(rw: _Rewrite, t: str, ops: frozenset[str], covers: list[Node], scale_ok: bool = True,
+               kt: bool = False) -> list[str]:
+    """Tensors from `t` backwards through `ops` (and Mul/Div by a constant scalar, and, for the
+    transposed key, a Transpose of the last two axes): [t, ..., earliest]."""
+    chain = [t]
+    while True:
+        n = rw.producer.get(t)
+        if n is None:
+            return chain
+        if n.op_type in ops:
+            t = n.inputs[0]
+        elif scale_ok and n.op_type in ("Mul", "Div") and rw.scalar(n.inputs[1]) is not None:
+            t = n.inputs[0]
+        elif scale_ok and n.op_type == "Mul" and rw.scalar(n.inputs[0]) is not None:
+            t = n.inputs[1]
+        elif kt and n.op_type == "Transpose" and _swaps_last_two(n.attrs.get("perm")):
+            t = n.inputs[0]
+        else:
+            return chain
+        covers.append(n)
+        chain.append(t)
+
+
+def _swaps_last_two(perm: Any) -> bool:
+    if not perm:
+        return False
+    p = [int(v) for v in perm]
+    r = len(p)
+    return r >= 2 and p[:-2] == list(range(r - 2)) and p[-2:] == [r - 1, r - 2]
+
+
+def _kv_tensor(rw: _Rewrite, chain: list[str], b: int, d: int, s: int, axis_s: int) -> str | None:
+    """The earliest tensor of a walk that is a [B, Nkv, S, D] key/value (axis_s: 2; a key
+    already transposed to [B, Nkv, D, S] is not one)."""
+    for t in reversed(chain):
+        sh = rw.shape(t)
+        if sh is not None and len(sh) == 4 and sh[0] == b and sh[3] == d and sh[axis_s] == s:
+            return t
+    return None
+
+
+def _attention_one(rw: _Rewrite, sm: Node) -> None:
+    """Softmax(scale * Q K^T + mask) V with the key/value repeated for GQA -> one
+    FusedInferAttentionScore(query, key, value, atten_mask), BNSD."""
+    x = rw.shape(sm.inputs[0])
+    if not x or len(x) != 4 or int(sm.attrs.get("axis", -1)) % 4 != 3:
+        return
+    covers: list[Node] = [sm]
+    mask = ""
+    t = sm.inputs[0]
+    while (n := rw.producer.get(t)) is not None and n.op_type != "MatMul":
+        if n.op_type == "Add" and len(n.inputs) == 2:
+            big = [i for i in n.inputs if rw.shape(i) == rw.shape(n.outputs[0]) and _reaches_matmul(rw, i)]
+            if not big:
+                return
+            if mask:
+                return
+            t, mask = big[0], rw.other(n, big[0])
+        elif n.op_type == "Where" and rw.shape(n.inputs[2]) == rw.shape(n.outputs[0]):
+            if mask:
+                return
+            t, mask = n.inputs[2], n.inputs[0]
+        elif n.op_type in ("Mul", "Div", "Cast") and (n.op_type == "Cast" or rw.scalar(n.inputs[1]) is not None):
+            t = n.inputs[0]
+        else:
+            return
+        covers.append(n)
+    qk = rw.producer.get(t)
+    if qk is None:
+        return
+    covers.append(qk)
+    p = sm.outputs[0]
+    while (pv := _only_or_guard(rw, p)) is not None and pv.op_type != "MatMul":
+        covers += [pv] + [u for u in rw.users(p) if u.op_type == "IsNaN"]
+        p = pv.outputs[0]
+    if pv is None or pv.inputs[0] != p:
+        return
+    covers.append(pv)
+    q = _walk_back(rw, qk.inputs[0], frozenset({"Cast", "Identity"}), covers)[-1]
+    qs = rw.shape(q)
+    if qs is None or len(qs) != 4:
+        return
+    b, n_heads, sq, d = qs
+    skv = x[3]
+    k = _kv_tensor(rw, _walk_back(rw, qk.inputs[1], _KV_WALK, covers, kt=True), b, d, skv, 2)
+    v = _kv_tensor(rw, _walk_back(rw, pv.inputs[1], _KV_WALK, covers), b, d, skv, 2)
+    if k is None or v is None:
+        return
+    causal = int(bool(mask) and len(rw.shape(mask) or ()) >= 2 and (rw.shape(mask) or (0, 0))[-2] == sq and sq > 1)
+    attrs = {"input_layout": "BNSD", "num_heads": n_heads, "num_key_value_heads": rw.shape(k)[1], "causal": causal}
+    check_attention(pv.name, rw.shape, q, k, v, attrs)
+    rw.add("FusedInferAttentionScore", pv, [q, k, v, mask], [pv.outputs[0]], attrs, covers)
+
+
+def _reaches_matmul(rw: _Rewrite, t: str) -> bool:
+    """Is `t` the scores (a MatMul through scaling and casts), not the mask?"""
+    for _ in range(8):
+        n = rw.producer.get(t)
+        if n is None:
+            return False
+        if n.op_type == "MatMul":
+            return True
+        if n.op_type not in ("Mul", "Div", "Cast", "Add", "Where"):
+            return False
+        t = n.inputs[2] if n.op_type == "Where" else n.inputs[0]
+    return False
+
+
+def _only_or_guard(rw: _Rewrite, p: str) -> Node | None:
+    """The node after the probabilities on the way to the MatMul with V: the MatMul itself, or
+    torch's NaN guard Where(IsNaN(p), 0, p) (its IsNaN is covered too), a Cast or a Dropout."""
+    users = rw.users(p)
+    isnan = [u for u in users if u.op_type == "IsNaN"]
+    rest = [u for u in users if u.op_type != "IsNaN"]
+    if len(rest) != 1 or len(isnan) > 1:
+        return None
+    n = rest[0]
+    if n.op_type == "Where" and isnan and n.inputs[0] == isnan[0].outputs[0] and n.inputs[2] == p:
+        return n
+    return n if n.op_type in _PROB_WALK - {"Where"} or n.op_type == "MatMul" else None
+
+
+def check_attention(where: str, shape: Callable[[str], Any], q: str, k: str, v: str, attrs: dict[str, Any]) -> None:
+    """Bad attention at import: head counts that do not divide, key/value that disagree, a KV
+    cache shorter than a causal query.  Raises ValueError naming the node and the input."""
+    n, nkv = attrs["num_heads"], attrs["num_key_value_heads"]
+    if nkv < 1 or n % nkv:
+        raise ValueError(f"node {where} (attention): key {k!r} has {nkv} heads, which does not divide the query's "
+                         f"{n} (num_key_value_heads)")
+    ks, vs = shape(k), shape(v)
+    if attrs["input_layout"] == "BNSD" and ks is not None and vs is not None and (ks[1] != vs[1] or ks[2] != vs[2]):
+        raise ValueError(f"node {where} (attention): value {v!r} of shape {list(vs)} does not match key {k!r} of "
+                         f"shape {list(ks)} (heads and sequence)")
+    qs = shape(q)
+    if attrs.get("causal") and qs is not None and ks is not None:
+        sq, skv = (qs[2], ks[2]) if attrs["input_layout"] == "BNSD" else (qs[1], ks[1])
+        if skv < sq:
+            raise ValueError(f"node {where} (attention): key {k!r} holds {skv} positions (KV cache and new tokens), "
+                             f"fewer than the query's {sq}: a causal query cannot attend beyond its cache")
+
+
+def _attentions(rw: _Rewrite) -> None:
+    for sm in [n for n in rw.nodes if n.op_type == "Softmax"]:
+        if any(sm is n for n in rw.nodes):
+            _attention_one(rw, sm)
+
+
+def _onnx_attentions(rw: _Rewrite) -> None:
+    """ONNX Attention (opset 23): Q, K, V in [B, N, S, D] or [B, S, N*D] (with q_num_heads and
+    kv_num_heads), optional mask and past_key/past_value (concatenated with K/V along the
+    sequence, as the operator's definition says) -> FusedInferAttentionScore."""
+    for n in [n for n in rw.nodes if n.op_type == "Attention"]:
+        ins = n.inputs + [""] * (6 - len(n.inputs))
+        q, k, v, mask, past_k, past_v = ins[:6]
+        qs, ks = rw.shape(q), rw.shape(k)
+        if qs is None or ks is None:
+            continue
+        if len(qs) == 4:
+            layout, heads, kv_heads = "BNSD", qs[1], ks[1]
+        else:
+            layout = "BSH"
+            heads, kv_heads = int(n.attrs.get("q_num_heads", 0)), int(n.attrs.get("kv_num_heads", 0))
+            if heads < 1 or kv_heads < 1:
+                raise ValueError(f"node {n.name} (Attention): 3-D query {q!r} needs q_num_heads and kv_num_heads")
+        for name, past, new in (("key", past_k, k), ("value", past_v, v)):
+            if past:
+                ps = rw.shape(past)
+                axis = 2 if layout == "BNSD" else 1
+                out = rw.new_tensor(f"{n.name}/present_{name}",
+                                    [*ps[:axis], ps[axis] + rw.shape(new)[axis], *ps[axis + 1:]], rw.graph.tensors[new].dtype)
+                rw.add("Concat", n, [past, new], [out], {"axis": axis}, [], suffix=f"_{name}_cache")
+                k, v = (out, v) if name == "key" else (k, out)
+        attrs = {"input_layout": layout, "num_heads": heads, "num_key_value_heads": kv_heads,
+                 "causal": int(n.attrs.get("is_causal", 0))}
+        check_attention(n.name, rw.shape, q, k, v, attrs)
+        rw.add("FusedInferAttentionScore", n, [q, k, v, mask], [n.outputs[0]], attrs, [n])
+
+
+# --------------------------------------------------------------------------- SwiGLU
+def _silu_of(rw: _Rewrite, t: str) -> tuple[str, list[Node]] | None:
+    """If `t` is silu(g) = g * sigmoid(g), return (g, nodes)."""
+    m = rw.made_by(t, "Mul")
+    if m is None or len(m.inputs) != 2:
+        return None
+    for g in m.inputs:
+        s = rw.made_by(rw.other(m, g), "Sigmoid")
+        if s is not None and s.inputs[0] == g:
+            return g, [m, s]
+    return None
+
+
+def _swiglus(rw: _Rewrite) -> None:
+    """silu(gate) * up (same shapes) -> SwiGlu(gate, up); the kernel reads [..., 2F]."""
+    for mul in [n for n in rw.nodes if n.op_type == "Mul"]:
+        if not any(mul is n for n in rw.nodes) or len(mul.inputs) != 2:
+            continue
+        for a in mul.inputs:
+            found = _silu_of(rw, a)
+            up = rw.other(mul, a)
+            if found is None or rw.const(up) or rw.shape(up) != rw.shape(found[0]) or up == found[0]:
+                continue
+            rw.add("SwiGlu", mul, [found[0], up], [mul.outputs[0]], {"dim": -1}, [mul, *found[1]])
+            break
+
+
+# --------------------------------------------------------------------------- entry point
+_MATCHERS: tuple[tuple[frozenset[str], Callable[[_Rewrite], None]], ...] = (
+    (frozenset({"RmsNorm"}), _onnx_rms_norms),
+    (frozenset({"RmsNorm"}), _rms_norms),
+    (frozenset({"AddRmsNorm"}), _add_rms_norms),
+    (frozenset({"ApplyRotaryPosEmb"}), _ropes),
+    (frozenset({"FusedInferAttentionScore"}), _onnx_attentions),
+    (frozenset({"FusedInferAttentionScore"}), _attentions),
+    (frozenset({"SwiGlu"}), _swiglus),
+)
+
+
+def fuse_llm_patterns(graph: Graph, kinds: Iterable[str] = LLM_KINDS) -> Graph:
+    """Rewrite the LLM blocks of `graph` into CANN's fused operators of `kinds` (the others are
+    left decomposed: the import passes only the kinds the cost model has).  Returns a new
+    graph; `graph.fused` maps each fused node to the names of the nodes it stands for."""
+    kinds = frozenset(kinds) & LLM_KINDS
+    if not kinds:
+        return graph
+    g = replace(graph, tensors=dict(graph.tensors))
+    rw = _Rewrite(g)
+    for needs, matcher in _MATCHERS + MOE_MATCHERS:
+        if needs <= kinds:
+            matcher(rw)
+            rw.sweep()
+    if not rw.fused:
+        return graph
+    nodes = [replace(n, index=i) for i, n in enumerate(rw.nodes)]
+    return replace(g, nodes=nodes, fused={**graph.fused, **rw.fused})

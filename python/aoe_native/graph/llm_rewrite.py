@@ -1,0 +1,139 @@
+"""The rewriting machinery the LLM pattern matchers share (:mod:`.llm_patterns`, :mod:`.llm_moe`):
+the graph's producers and consumers, fused nodes added in place of the nodes they stand for,
+and the sweep of nodes nobody reads any more."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from .ir import Graph, Node, Tensor
+
+__all__ = ["LLM_KINDS", "Rewrite", "only", "topological"]
+
+# The kinds this module emits (CANN operator names).
+LLM_KINDS = frozenset({"RmsNorm", "AddRmsNorm", "ApplyRotaryPosEmb", "FusedInferAttentionScore", "SwiGlu",
+                       "MoeGatingTopKSoftmax", "MoeInitRouting", "GroupedMatmul", "MoeFinalizeRouting",
+                       "WeightQuantBatchMatmul", "QuantBatchMatmulV3", "DynamicQuant"})
+class Rewrite:
+    """The graph being rewritten: consumer and producer maps, the fused nodes added so far."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.nodes = list(graph.nodes)
+        self.fused: dict[str, list[str]] = {}   # fused node name -> names of the nodes it stands for
+        self.covered: set[int] = set()          # ids of nodes a fused node stands for: swept when unread
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.producer: dict[str, Node] = {o: n for n in self.nodes for o in n.outputs if o}
+        self.consumers: dict[str, list[Node]] = {}
+        for n in self.nodes:
+            for t in dict.fromkeys(n.inputs):
+                if t:
+                    self.consumers.setdefault(t, []).append(n)
+
+    # ---- reading the graph
+    def shape(self, t: str) -> tuple[int, ...] | None:
+        return self.graph.shape(t) if t else None
+
+    def const(self, t: str) -> bool:
+        return bool(t) and self.graph.is_const(t)
+
+    def scalar(self, t: str) -> float | None:
+        """The value of a constant with one element, else None."""
+        v = self.graph.const_values.get(t)
+        if v is None or np.asarray(v).size != 1:
+            return None
+        return float(np.asarray(v).reshape(-1)[0])
+
+    def made_by(self, t: str, *ops: str) -> Node | None:
+        n = self.producer.get(t)
+        return n if n is not None and n.op_type in ops else None
+
+    def users(self, t: str) -> list[Node]:
+        return self.consumers.get(t, [])
+
+    def source(self, t: str) -> str:
+        """`t` with same-dtype Casts and Identities undone (the TorchScript exporter's casts
+        around RMSNorm are Casts to the dtype the tensor already has)."""
+        while (n := self.made_by(t, "Cast", "Identity")) is not None and self._same_dtype(n):
+            t = n.inputs[0]
+        return t
+
+    def _same_dtype(self, n: Node) -> bool:
+        a, b = self.graph.tensors.get(n.inputs[0]), self.graph.tensors.get(n.outputs[0])
+        return a is not None and b is not None and a.dtype == b.dtype and a.dtype != ""
+
+    def other(self, n: Node, t: str) -> str:
+        """The other operand of a binary node that reads `t`."""
+        return n.inputs[1] if n.inputs[0] == t else n.inputs[0]
+
+    # ---- changing it
+    def new_tensor(self, name: str, shape: Iterable[int], dtype: str) -> str:
+        if name in self.graph.tensors:
+            raise ValueError(f"internal: tensor {name!r} exists")
+        self.graph.tensors[name] = Tensor(name, tuple(int(d) for d in shape), dtype)
+        return name
+
+    def add(self, kind: str, anchor: Node, inputs: list[str], outputs: list[str], attrs: dict[str, Any],
+            covers: Iterable[Node], suffix: str = "") -> Node:
+        """Add a fused node of `kind` producing `outputs`; the nodes of `covers` that produced them
+        are removed now, the others when nothing reads them any more (`sweep`)."""
+        name = f"{anchor.name}/{kind}{suffix}"
+        node = Node(anchor.index, name, kind, inputs, outputs, attrs)
+        out = set(outputs)
+        gone = {id(n) for n in covers if out & set(n.outputs)}
+        self.nodes = [n for n in self.nodes if id(n) not in gone] + [node]
+        self.fused[name] = [n.name for n in covers]
+        self.covered.update(id(n) for n in covers)
+        self.refresh()
+        return node
+
+    def sweep(self) -> None:
+        """Drop nodes whose outputs are read by no node and are no graph output, then put the
+        nodes back in topological order (stable: the original order where it is one)."""
+        keep = set(self.graph.outputs)
+        while True:
+            dead = [n for n in self.nodes if id(n) in self.covered and n.outputs
+                    and not any(o and (o in keep or self.consumers.get(o)) for o in n.outputs)]
+            if not dead:
+                break
+            ids = {id(n) for n in dead}
+            self.nodes = [n for n in self.nodes if id(n) not in ids]
+            self.refresh()
+        self.nodes = topological(self.nodes, self.producer)
+
+
+def topological(nodes: list[Node], producer: dict[str, Node]) -> list[Node]:
+    """Stable topological order: each node after the producers of its inputs."""
+    pos = {id(n): (n.index, i) for i, n in enumerate(nodes)}
+    order = sorted(nodes, key=lambda n: pos[id(n)])
+    done: set[int] = set()
+    out: list[Node] = []
+
+    def visit(n: Node, depth: int = 0) -> None:
+        stack = [(n, False)]
+        while stack:
+            m, expanded = stack.pop()
+            if id(m) in done:
+                continue
+            if expanded:
+                done.add(id(m))
+                out.append(m)
+                continue
+            stack.append((m, True))
+            for t in reversed(m.inputs):
+                p = producer.get(t)
+                if p is not None and id(p) not in done and p is not m:
+                    stack.append((p, False))
+    for n in order:
+        visit(n)
+    return out
+
+
+def only(rw: Rewrite, t: str, op: str) -> Node | None:
+    users = rw.users(t)
+    return users[0] if len(users) == 1 and users[0].op_type == op else None
+
+
