@@ -20,9 +20,9 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .ir import Graph, Node
+from .ir import Graph, Node, numel
 from .llm_moe import MOE_MATCHERS
-from .llm_rewrite import LLM_KINDS, Rewrite as _Rewrite, only as _only
+from .llm_rewrite import LLM_KINDS, Rewrite as _Rewrite, only
 
 __all__ = ["LLM_KINDS", "fuse_llm_patterns"]
 
@@ -57,13 +57,15 @@ def _rms_norms(rw: _Rewrite) -> None:
         if sq is None:
             continue
         x = rw.source(sq.inputs[0])
+        if _centred(rw, x):  # x - mean(x): the second half of a LayerNorm
+            continue
         if (sq.op_type == "Pow" and rw.scalar(sq.inputs[1]) != 2.0) or \
                 (sq.op_type == "Mul" and rw.source(sq.inputs[1]) != x):
             continue
-        add = _only(rw, r.outputs[0], "Add")
+        add = only(rw, r.outputs[0], "Add")
         if add is None or not rw.const(rw.other(add, r.outputs[0])):
             continue
-        sqrt = _only(rw, add.outputs[0], "Sqrt")
+        sqrt = only(rw, add.outputs[0], "Sqrt")
         if sqrt is None:
             continue
         covers = [sq, r, add, sqrt]
@@ -71,11 +73,11 @@ def _rms_norms(rw: _Rewrite) -> None:
         if norm is None:
             continue
         out = norm.outputs[0]
-        while (c := _only(rw, out, "Cast")) is not None and rw._same_dtype(c):
+        while (c := only(rw, out, "Cast")) is not None and rw._same_dtype(c):
             covers.append(c)
             out = c.outputs[0]
         gamma = ""
-        scale = _only(rw, out, "Mul")
+        scale = only(rw, out, "Mul")
         h = rw.shape(x)[-1] if rw.shape(x) else None
         if scale is not None and rw.const(rw.other(scale, out)) and rw.shape(rw.other(scale, out)) == (h,):
             gamma = rw.other(scale, out)
@@ -84,18 +86,25 @@ def _rms_norms(rw: _Rewrite) -> None:
         rw.add("RmsNorm", r, [x, gamma], [out], {}, covers)
 
 
+def _centred(rw: _Rewrite, x: str) -> bool:
+    """Is `x` y - ReduceMean(y)?"""
+    sub = rw.made_by(x, "Sub")
+    mean = sub and rw.made_by(sub.inputs[1], "ReduceMean")
+    return bool(mean) and rw.source(mean.inputs[0]) == rw.source(sub.inputs[0])
+
+
 def _apply_rsqrt(rw: _Rewrite, x: str, s: str, covers: list[Node]) -> Node | None:
     """The node computing x / s (Div(x, s), or Mul(x, Reciprocal(s)), Mul(x, Div(1, s)))."""
     for u in rw.users(s):
         if u.op_type == "Div" and u.inputs[1] == s and rw.source(u.inputs[0]) == x:
             covers.append(u)
             return u
-    inv = _only(rw, s, "Reciprocal")
+    inv = only(rw, s, "Reciprocal")
     if inv is None:
-        inv = _only(rw, s, "Div")
+        inv = only(rw, s, "Div")
         if inv is None or inv.inputs[1] != s or rw.scalar(inv.inputs[0]) != 1.0:
             return None
-    mul = _only(rw, inv.outputs[0], "Mul")
+    mul = only(rw, inv.outputs[0], "Mul")
     if mul is None or rw.source(rw.other(mul, inv.outputs[0])) != x:
         return None
     covers += [inv, mul]
@@ -259,10 +268,11 @@ def _attention_one(rw: _Rewrite, sm: Node) -> None:
             if mask:
                 return
             t, mask = big[0], rw.other(n, big[0])
-        elif n.op_type == "Where" and rw.shape(n.inputs[2]) == rw.shape(n.outputs[0]):
-            if mask:
+        elif n.op_type == "Where":  # masked_fill: Where(mask, fill, scores) or Where(mask, scores, fill)
+            data = [i for i in n.inputs[1:] if rw.shape(i) == rw.shape(n.outputs[0]) and _reaches_matmul(rw, i)]
+            if mask or len(data) != 1:
                 return
-            t, mask = n.inputs[2], n.inputs[0]
+            t, mask = data[0], n.inputs[0]
         elif n.op_type in ("Mul", "Div", "Cast") and (n.op_type == "Cast" or rw.scalar(n.inputs[1]) is not None):
             t = n.inputs[0]
         else:
@@ -283,16 +293,37 @@ def _attention_one(rw: _Rewrite, sm: Node) -> None:
     qs = rw.shape(q)
     if qs is None or len(qs) != 4:
         return
-    b, n_heads, sq, d = qs
+    q, out = _unfold_query_groups(rw, q, pv, covers)
+    b, n_heads, sq, d = rw.shape(q)
     skv = x[3]
-    k = _kv_tensor(rw, _walk_back(rw, qk.inputs[1], _KV_WALK, covers, kt=True), b, d, skv, 2)
+    k_chain = _walk_back(rw, qk.inputs[1], _KV_WALK, covers, kt=True)
+    # the key is read before its transpose (K^T is [.., D, S]; with S == D only the walk tells)
+    swapped = [i for i, t in enumerate(k_chain[:-1]) if rw.producer[t].op_type == "Transpose"]
+    k = _kv_tensor(rw, k_chain[swapped[0] + 1:], b, d, skv, 2) if swapped else None
     v = _kv_tensor(rw, _walk_back(rw, pv.inputs[1], _KV_WALK, covers), b, d, skv, 2)
     if k is None or v is None:
         return
     causal = int(bool(mask) and len(rw.shape(mask) or ()) >= 2 and (rw.shape(mask) or (0, 0))[-2] == sq and sq > 1)
     attrs = {"input_layout": "BNSD", "num_heads": n_heads, "num_key_value_heads": rw.shape(k)[1], "causal": causal}
     check_attention(pv.name, rw.shape, q, k, v, attrs)
-    rw.add("FusedInferAttentionScore", pv, [q, k, v, mask], [pv.outputs[0]], attrs, covers)
+    rw.add("FusedInferAttentionScore", pv, [q, k, v, mask], [out], attrs, covers)
+
+
+def _unfold_query_groups(rw: _Rewrite, q: str, pv: Node, covers: list[Node]) -> tuple[str, str]:
+    """(query, output) of the attention.  For GQA decode, torch's SDPA folds the query heads of
+    each KV head into the sequence axis ([B, N, 1, D] -> [B, Nkv, N/Nkv, D]) instead of repeating
+    the key/value, and unfolds the output after: the kernel sees the N heads."""
+    out = pv.outputs[0]
+    fold = rw.made_by(q, "Reshape")
+    src = rw.shape(fold.inputs[0]) if fold is not None else None
+    qs = rw.shape(q)
+    if src is None or len(src) != 4 or src[1] <= qs[1] or numel(src) != numel(qs) or src[3] != qs[3]:
+        return q, out
+    unfold = only(rw, out, "Reshape")
+    if unfold is None or rw.shape(unfold.outputs[0]) != src:
+        return q, out
+    covers += [fold, unfold]
+    return fold.inputs[0], unfold.outputs[0]
 
 
 def _reaches_matmul(rw: _Rewrite, t: str) -> bool:
@@ -407,6 +438,20 @@ def _swiglus(rw: _Rewrite) -> None:
 
 
 # --------------------------------------------------------------------------- entry point
+def _drop_noop_casts(rw: _Rewrite) -> None:
+    """Casts to the dtype a tensor already has (TorchScript writes them around each RMSNorm, as
+    HF's `.to(torch.float32)` of a float32 tensor) launch nothing: their readers read the input."""
+    renamed: dict[str, str] = {}
+    outputs = set(rw.graph.outputs)
+    for n in rw.nodes:
+        if n.op_type == "Cast" and rw._same_dtype(n) and n.outputs[0] not in outputs:
+            renamed[n.outputs[0]] = renamed.get(n.inputs[0], n.inputs[0])
+    if renamed:
+        rw.nodes = [replace(n, inputs=[renamed.get(t, t) for t in n.inputs]) for n in rw.nodes
+                    if not (n.op_type == "Cast" and n.outputs[0] in renamed)]
+        rw.refresh()
+
+
 _MATCHERS: tuple[tuple[frozenset[str], Callable[[_Rewrite], None]], ...] = (
     (frozenset({"RmsNorm"}), _onnx_rms_norms),
     (frozenset({"RmsNorm"}), _rms_norms),
@@ -427,11 +472,12 @@ def fuse_llm_patterns(graph: Graph, kinds: Iterable[str] = LLM_KINDS) -> Graph:
         return graph
     g = replace(graph, tensors=dict(graph.tensors))
     rw = _Rewrite(g)
+    _drop_noop_casts(rw)
     for needs, matcher in _MATCHERS + MOE_MATCHERS:
         if needs <= kinds:
             matcher(rw)
             rw.sweep()
     if not rw.fused:
-        return graph
+        return graph  # nothing recognised: the graph as imported, no-op casts and all
     nodes = [replace(n, index=i) for i, n in enumerate(rw.nodes)]
     return replace(g, nodes=nodes, fused={**graph.fused, **rw.fused})

@@ -1,0 +1,265 @@
+"""The import recognises LLM blocks as CANN's fused kernels (graph/llm_patterns.py, graph/llm_moe.py).
+
+Recognition tests pass llm_kinds=LLM_KINDS, so they run whatever operators the cost model has;
+the tests that estimate or partition against the cost model carry `requires_llm_ops` (skipped
+until the operators of issue 49 are in the C++ table).  The exports are tests/data/llm/, made by
+tests/data/make_llm_exports.py.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import aoe_native
+from aoe_native.graph.llm_moe import even_groups
+from aoe_native.graph.llm_patterns import LLM_KINDS
+from aoe_native.graph.onnx import load_graph
+from aoe_native.graph.partition import partition
+
+LLM = Path(__file__).parent / "data" / "llm"
+DENSE = sorted(p.name for p in LLM.glob("*.onnx") if not p.name.startswith("moe"))
+ALL = sorted(p.name for p in LLM.glob("*.onnx"))
+LAYERS, HEADS, KV_HEADS, HEAD_DIM, SEQ, CACHE, FFN = 2, 4, 2, 16, 8, 8, 96
+MOE_TOKENS, MOE_EXPERTS, MOE_TOP_K = 8, 4, 2
+
+
+def _graph(name: str):
+    return load_graph(LLM / name, llm_kinds=LLM_KINDS)
+
+
+def _kinds(graph) -> Counter:
+    return Counter(n.op_type for n in graph.nodes if not all(graph.is_const(o) for o in n.outputs if o))
+
+
+def test_every_export_is_there():
+    stems = {p.rsplit("_", 1)[0] for p in ALL}
+    assert stems == {"llama_prefill", "llama_decode", "qwen2_prefill", "qwen2_decode", "moe_prefill"}
+    assert all(f"{s}_{e}.onnx" in ALL for s in stems for e in ("ts", "dynamo"))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_each_layer_is_cann_kernels(name):
+    """Per layer: one attention kernel, RoPE of query and key in one kernel, its norms RmsNorm
+    (the first) or AddRmsNorm (after a residual Add), its MLP one SwiGlu (two for MoE: the
+    routed and the shared expert); none of the decomposed pieces left."""
+    g = _graph(name)
+    k = _kinds(g)
+    assert k["FusedInferAttentionScore"] == LAYERS
+    assert k["ApplyRotaryPosEmb"] == LAYERS
+    assert k["RmsNorm"] == 1 and k["AddRmsNorm"] == 2 * LAYERS  # embeddings' norm; the rest follow an Add
+    assert k["SwiGlu"] == (2 * LAYERS if name.startswith("moe") else LAYERS)
+    for gone in ("Softmax", "IsNaN", "Pow", "Sqrt", "Reciprocal", "Sigmoid", "Neg", "TopK", "ScatterElements"):
+        assert k[gone] == 0, (gone, k)
+    for rope in (n for n in g.nodes if n.op_type == "ApplyRotaryPosEmb"):
+        q, key, cos, sin = (g.shape(t) for t in rope.inputs)
+        assert q[1] == HEADS and key[1] == KV_HEADS and cos == sin and cos[-1] == HEAD_DIM
+        assert rope.attrs == {"input_layout": "BNSD", "rotary_mode": "half"}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_attention_inputs_and_attrs(name):
+    """BNSD query, key and value before GQA's repeat (2 KV heads for 4 query heads); decode reads
+    the cache concatenated with the new token (9 positions) for a query of 1."""
+    g = _graph(name)
+    decode = "decode" in name
+    for att in (n for n in g.nodes if n.op_type == "FusedInferAttentionScore"):
+        q, k, v = (g.shape(t) for t in att.inputs[:3])
+        sq, skv = (1, CACHE + 1) if decode else (SEQ, SEQ)
+        assert q == (1, HEADS, sq, HEAD_DIM)
+        assert k == v == (1, KV_HEADS, skv, HEAD_DIM)
+        assert att.attrs == {"input_layout": "BNSD", "num_heads": HEADS, "num_key_value_heads": KV_HEADS,
+                             "causal": int(not decode)}
+        assert att.inputs[3] and g.shape(att.inputs[3])[-1] == skv  # the mask is kept as the kernel's input
+        if decode:  # the key is the KV cache input concatenated with the new key
+            cat = next(n for n in g.nodes if att.inputs[1] in n.outputs)
+            assert cat.op_type == "Concat" and [g.shape(t)[2] for t in cat.inputs] == [CACHE, 1]
+
+
+@pytest.mark.parametrize("exporter", ["ts", "dynamo"])
+def test_moe_routing(exporter):
+    """Softmax + TopK -> MoeGatingTopKSoftmax; the experts -> MoeInitRouting, GroupedMatmul for gate,
+    up and down over the T*k routed rows (even split assumed), SwiGlu, and MoeFinalizeRouting whose
+    skip input is the shared expert's output."""
+    g = _graph(f"moe_prefill_{exporter}.onnx")
+    k = _kinds(g)
+    assert k["MoeGatingTopKSoftmax"] == k["MoeInitRouting"] == k["MoeFinalizeRouting"] == LAYERS
+    assert k["GroupedMatmul"] == 3 * LAYERS
+    rows = MOE_TOKENS * MOE_TOP_K
+    for gmm in (n for n in g.nodes if n.op_type == "GroupedMatmul"):
+        x, w = g.shape(gmm.inputs[0]), g.shape(gmm.inputs[1])
+        assert x[0] == rows and w[0] == MOE_EXPERTS and x[1] == w[1]
+        assert gmm.attrs["group_list"] == [rows // MOE_EXPERTS] * MOE_EXPERTS and gmm.attrs["group_list_type"] == 1
+        assert "even split" in gmm.attrs["_assumed"]
+    for gate in (n for n in g.nodes if n.op_type == "MoeGatingTopKSoftmax"):
+        assert g.shape(gate.inputs[0]) == (MOE_TOKENS, MOE_EXPERTS) and gate.attrs == {"k": MOE_TOP_K}
+    for fin in (n for n in g.nodes if n.op_type == "MoeFinalizeRouting"):
+        shapes = [g.shape(t) if t else None for t in fin.inputs]
+        assert shapes[0] == (rows, 64) and shapes[1] == (rows,) and shapes[2] == (MOE_TOKENS, 64)
+        assert shapes[5] == shapes[6] == (MOE_TOKENS, MOE_TOP_K)
+        skip = g.nodes[[n.name for n in g.nodes].index(next(n.name for n in g.nodes if fin.inputs[2] in n.outputs))]
+        assert "shared" in str(skip.inputs) or skip.op_type in ("Gemm", "MatMul")
+
+
+def test_even_groups():
+    assert even_groups(16, 4) == [4, 4, 4, 4]
+    assert even_groups(10, 4) == [3, 3, 2, 2] and sum(even_groups(10, 4)) == 10
+
+
+def test_recognition_keeps_other_models_as_they_were():
+    """A model with no LLM block imports as before (the CNN exports), and GPT-2's LayerNorm is
+    not mistaken for an RMSNorm of the centred input."""
+    data = Path(__file__).parent / "data" / "exports"
+    for name in ("unet_ts.onnx", "mobilenetv3_dynamo.onnx", "gpt2_dynamo.onnx"):
+        plain, fused = load_graph(data / name, llm_kinds=()), load_graph(data / name, llm_kinds=LLM_KINDS)
+        assert [n.op_type for n in fused.nodes] == [n.op_type for n in plain.nodes]
+
+
+def test_default_import_emits_only_kernels_the_cost_model_has():
+    supported = set(aoe_native.supported_ops())
+    g = load_graph(LLM / "llama_prefill_dynamo.onnx")
+    assert {n.op_type for n in g.nodes} & LLM_KINDS <= supported
+
+
+def test_fused_nodes_name_what_they_stand_for():
+    g = _graph("llama_prefill_ts.onnx")
+    norm = next(n for n in g.nodes if n.op_type == "RmsNorm")
+    covered = g.fused[norm.name]
+    assert any("ReduceMean" in c for c in covered) and any("Sqrt" in c for c in covered)
+
+
+@pytest.mark.requires_llm_ops
+@pytest.mark.parametrize("name", ALL)
+def test_exports_have_no_unmodelled_nodes(name):
+    """With the LLM operators in the cost model, the default import models every node."""
+    g = load_graph(LLM / name)
+    p = partition(g, aoe_native.supported_ops())
+    assert p.unsupported == [], [(u.onnx_type, u.reason) for u in p.unsupported]
+    assert {"FusedInferAttentionScore", "SwiGlu"} <= {k.op_type for k in p.kernels}
+
+
+# --------------------------------------------------------------------------- hand-built graphs
+def _model(nodes, inputs, outputs, inits=(), opset=23):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _f(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def _causal_attention(sq: int, skv: int) -> onnx.ModelProto:
+    mask = np.triu(np.full((sq, skv), -1e4, np.float32), 1)
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2], name="k_t"),
+             helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+             helper.make_node("Add", ["s", "mask"], ["sm"], name="mask_add"),
+             helper.make_node("Softmax", ["sm"], ["p"], axis=-1, name="softmax"),
+             helper.make_node("MatMul", ["p", "v"], ["y"], name="pv")]
+    return _model(nodes, [_f("q", [1, 4, sq, 16]), _f("k", [1, 4, skv, 16]), _f("v", [1, 4, skv, 16])],
+                  [_f("y", [1, 4, sq, 16])], [numpy_helper.from_array(mask, "mask")])
+
+
+def test_decomposed_attention_hand_built():
+    g = load_graph(_causal_attention(8, 8), llm_kinds=LLM_KINDS)
+    (att,) = [n for n in g.nodes if n.op_type != "Transpose"]
+    assert att.op_type == "FusedInferAttentionScore" and att.inputs == ["q", "k", "v", "mask"]
+    assert att.attrs["causal"] == 1 and att.attrs["num_heads"] == att.attrs["num_key_value_heads"] == 4
+
+
+def test_kv_cache_shorter_than_query_is_an_error():
+    with pytest.raises(ValueError, match=r"node pv .*key 'k' holds 4 positions.*query's 8"):
+        load_graph(_causal_attention(8, 4), llm_kinds=LLM_KINDS)
+
+
+def test_onnx_attention_op_with_cache():
+    """ONNX Attention (opset 23) with past_key/past_value: the cache update is a Concat and the
+    kernel reads the whole cache."""
+    nodes = [helper.make_node("Attention", ["q", "k", "v", "", "pk", "pv"], ["y", "present_k", "present_v"],
+                              name="attn", is_causal=1)]
+    m = _model(nodes, [_f("q", [1, 8, 1, 16]), _f("k", [1, 2, 1, 16]), _f("v", [1, 2, 1, 16]),
+                       _f("pk", [1, 2, 31, 16]), _f("pv", [1, 2, 31, 16])], [_f("y", [1, 8, 1, 16])])
+    g = load_graph(m, llm_kinds=LLM_KINDS)
+    att = next(n for n in g.nodes if n.op_type == "FusedInferAttentionScore")
+    assert g.shape(att.inputs[1]) == g.shape(att.inputs[2]) == (1, 2, 32, 16)
+    assert att.attrs == {"input_layout": "BNSD", "num_heads": 8, "num_key_value_heads": 2, "causal": 1}
+    assert sorted(n.op_type for n in g.nodes) == ["Concat", "Concat", "FusedInferAttentionScore"]
+
+
+def test_inconsistent_head_counts_are_an_error():
+    nodes = [helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attn", q_num_heads=4, kv_num_heads=3)]
+    m = _model(nodes, [_f("q", [1, 8, 64]), _f("k", [1, 8, 48]), _f("v", [1, 8, 48])], [_f("y", [1, 8, 64])])
+    with pytest.raises(ValueError, match=r"node attn.*key 'k' has 3 heads, which does not divide the query's 4"):
+        load_graph(m, llm_kinds=LLM_KINDS)
+
+
+def test_onnx_rms_normalization_op():
+    nodes = [helper.make_node("RMSNormalization", ["x", "g"], ["y"], axis=-1, name="norm")]
+    m = _model(nodes, [_f("x", [2, 8, 64])], [_f("y", [2, 8, 64])],
+               [numpy_helper.from_array(np.ones(64, np.float32), "g")])
+    (n,) = load_graph(m, llm_kinds=LLM_KINDS).nodes
+    assert n.op_type == "RmsNorm" and n.inputs == ["x", "g"]
+
+
+def _interleaved_rope() -> onnx.ModelProto:
+    """y = x * cos + rot(x) * sin with rot pairing (x0, x1) -> (-x1, x0): GPT-J/Llama-1 style."""
+    c = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Slice", ["x", "s0", "end", "ax", "st"], ["even"], name="even"),
+             helper.make_node("Slice", ["x", "s1", "end", "ax", "st"], ["odd"], name="odd"),
+             helper.make_node("Neg", ["odd"], ["nodd"], name="neg"),
+             helper.make_node("Unsqueeze", ["nodd", "last"], ["a"], name="ua"),
+             helper.make_node("Unsqueeze", ["even", "last"], ["b"], name="ub"),
+             helper.make_node("Concat", ["a", "b"], ["ab"], axis=-1, name="stack"),
+             helper.make_node("Reshape", ["ab", "shape"], ["rot"], name="flat"),
+             helper.make_node("Mul", ["x", "cos"], ["xc"], name="mc"),
+             helper.make_node("Mul", ["rot", "sin"], ["rs"], name="ms"),
+             helper.make_node("Add", ["xc", "rs"], ["y"], name="rope")]
+    inits = [c("s0", [0]), c("s1", [1]), c("end", [16]), c("ax", [3]), c("st", [2]), c("last", [-1]),
+             c("shape", [1, 8, 4, 16]),
+             numpy_helper.from_array(np.ones((1, 8, 1, 16), np.float32), "cos"),
+             numpy_helper.from_array(np.ones((1, 8, 1, 16), np.float32), "sin")]
+    return _model(nodes, [_f("x", [1, 8, 4, 16])], [_f("y", [1, 8, 4, 16])], inits)
+
+
+def test_interleaved_rope_bsnd():
+    g = load_graph(_interleaved_rope(), llm_kinds=LLM_KINDS)
+    (n,) = [n for n in g.nodes if not all(g.is_const(o) for o in n.outputs)]
+    assert n.op_type == "ApplyRotaryPosEmb" and n.inputs == ["x", "", "cos", "sin"]
+    assert n.attrs == {"input_layout": "BSND", "rotary_mode": "interleave"}
+
+
+def _qdq_matmul(dynamic: bool, scale_shape=(32,), block: int = 0) -> onnx.ModelProto:
+    w = numpy_helper.from_array(np.ones((256, 32), np.int8), "w")
+    s = numpy_helper.from_array(np.ones(scale_shape, np.float32), "w_scale")
+    dq_w = helper.make_node("DequantizeLinear", ["w", "w_scale"], ["w_f"], name="dq_w", axis=1 if not block else 0,
+                            **({"block_size": block} if block else {}))
+    if not dynamic:
+        nodes = [dq_w, helper.make_node("MatMul", ["x", "w_f"], ["y"], name="mm")]
+    else:
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="dql"),
+                 helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["x_f"], name="dq_x"), dq_w,
+                 helper.make_node("MatMul", ["x_f", "w_f"], ["y"], name="mm")]
+    return _model(nodes, [_f("x", [16, 256])], [_f("y", [16, 32])], [w, s], opset=21)
+
+
+def test_weight_quant_matmul():
+    (n,) = load_graph(_qdq_matmul(False), llm_kinds=LLM_KINDS).nodes
+    assert n.op_type == "WeightQuantBatchMatmul" and n.inputs[:3] == ["x", "w", "w_scale"]
+    assert n.attrs["antiquant_group_size"] == 0 and n.attrs["input_dtypes"].startswith("float32,int8,float32")
+    (n,) = load_graph(_qdq_matmul(False, (8, 32), block=32), llm_kinds=LLM_KINDS).nodes
+    assert n.attrs["antiquant_group_size"] == 32
+
+
+def test_dynamic_quant_matmul():
+    g = load_graph(_qdq_matmul(True), llm_kinds=LLM_KINDS)
+    assert [n.op_type for n in g.nodes] == ["DynamicQuant", "QuantBatchMatmulV3"]
+    mm = g.nodes[1]
+    assert mm.inputs == ["xq", "w", "w_scale", "", "", "xs"] and mm.attrs["output_dtype"] == "float32"
+
+
+def test_quant_scale_of_the_wrong_shape_is_an_error():
+    with pytest.raises(ValueError, match=r"node dq_w \(DequantizeLinear\): scale 'w_scale' has shape \[3, 32\]"):
+        load_graph(_qdq_matmul(False, (3, 32), block=32), llm_kinds=LLM_KINDS)
