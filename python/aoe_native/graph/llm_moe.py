@@ -53,7 +53,7 @@ def _expert_matmul(rw: Rewrite, t: str) -> tuple[str, str] | None:
     if mm is None:
         return None
     x, w = rw.shape(mm.inputs[0]), rw.shape(mm.inputs[1])
-    if x is None or w is None or len(x) not in (2, 3) or len(w) != 3 or not rw.const(mm.inputs[1]) or x[-1] != w[1]:
+    if x is None or w is None or len(x) not in (2, 3) or len(w) != 3 or not rw.param(mm.inputs[1]) or x[-1] != w[1]:
         return None
     return mm.inputs[0], mm.inputs[1]
 
@@ -132,7 +132,7 @@ def _emit_sparse(rw: Rewrite, gating: Node, sc: Node, f: dict[str, Any]) -> None
 def _dequantized_weight(rw: Rewrite, t: str) -> tuple[str, str, str, int] | None:
     """(quantised weight [K, N], scale, zero point, group size) of DequantizeLinear(const) -> `t`."""
     dq = rw.made_by(t, "DequantizeLinear")
-    if dq is None or not rw.const(dq.inputs[0]):
+    if dq is None or not rw.param(dq.inputs[0]):
         return None
     w = rw.shape(dq.inputs[0])
     if w is None or len(w) != 2:

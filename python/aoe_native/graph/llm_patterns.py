@@ -79,7 +79,7 @@ def _rms_norms(rw: _Rewrite) -> None:
         gamma = ""
         scale = only(rw, out, "Mul")
         h = rw.shape(x)[-1] if rw.shape(x) else None
-        if scale is not None and rw.const(rw.other(scale, out)) and rw.shape(rw.other(scale, out)) == (h,):
+        if scale is not None and rw.param(rw.other(scale, out)) and rw.shape(rw.other(scale, out)) == (h,):
             gamma = rw.other(scale, out)
             covers.append(scale)
             out = scale.outputs[0]

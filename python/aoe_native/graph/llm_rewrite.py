@@ -40,6 +40,11 @@ class Rewrite:
     def const(self, t: str) -> bool:
         return bool(t) and self.graph.is_const(t)
 
+    def param(self, t: str) -> bool:
+        """Is `t` a parameter: a constant, or a graph input nothing computes (structure-only
+        models such as the zoo's take their weights as inputs)?"""
+        return self.const(t) or (bool(t) and t in self.graph.inputs and t not in self.producer)
+
     def scalar(self, t: str) -> float | None:
         """The value of a constant with one element, else None."""
         v = self.graph.const_values.get(t)
