@@ -263,3 +263,90 @@ def test_dynamic_quant_matmul():
 def test_quant_scale_of_the_wrong_shape_is_an_error():
     with pytest.raises(ValueError, match=r"node dq_w \(DequantizeLinear\): scale 'w_scale' has shape \[3, 32\]"):
         load_graph(_qdq_matmul(False, (3, 32), block=32), llm_kinds=LLM_KINDS)
+
+
+# --------------------------------------------------------------------------- SGAT and GDAT
+def _norm_quant_matmul(also_read: bool) -> onnx.ModelProto:
+    """RMSNorm -> DynamicQuantizeLinear -> int8 matmul; with also_read, a float MatMul reads the
+    norm's output too (then CANN cannot fuse the quantisation into the norm)."""
+    w = numpy_helper.from_array(np.ones((256, 32), np.int8), "w")
+    nodes = [helper.make_node("RMSNormalization", ["x", "g"], ["y"], axis=-1, name="norm"),
+             helper.make_node("DynamicQuantizeLinear", ["y"], ["yq", "ys", "yz"], name="dql"),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y_f"], name="dq_y"),
+             helper.make_node("DequantizeLinear", ["w", "w_scale"], ["w_f"], name="dq_w", axis=1),
+             helper.make_node("MatMul", ["y_f", "w_f"], ["out"], name="mm")]
+    outs = [_f("out", [16, 32])]
+    inits = [w, numpy_helper.from_array(np.ones(32, np.float32), "w_scale"),
+             numpy_helper.from_array(np.ones(256, np.float32), "g")]
+    if also_read:
+        inits.append(numpy_helper.from_array(np.ones((256, 300), np.float32), "w2"))
+        nodes.append(helper.make_node("MatMul", ["y", "w2"], ["out2"], name="mm2"))
+        outs.append(_f("out2", [16, 300]))
+    return _model(nodes, [_f("x", [16, 256])], outs, inits)
+
+
+def _atoms(graph):
+    from aoe_native.graph.partition import atoms
+    every = set(aoe_native.supported_ops()) | LLM_KINDS | {"AddRmsNormDynamicQuant", "DequantSwigluQuant"}
+    return atoms(graph, every), every
+
+
+def test_sgat_fuses_rms_norm_and_dynamic_quant():
+    from aoe_native.graph.fusion import fusion_space
+    from aoe_native.graph.partition import kernel_of
+    ag, every = _atoms(load_graph(_norm_quant_matmul(False), llm_kinds=LLM_KINDS))
+    assert [a.node.op_type for a in ag.atoms] == ["RmsNorm", "DynamicQuant", "QuantBatchMatmulV3"]
+    assert (0, 1) in fusion_space(ag).groups
+    assert kernel_of(ag, [0, 1], every) == ("AddRmsNormDynamicQuant", [[16, 256], [16, 256], [256], []], {})
+    ag, _ = _atoms(load_graph(_norm_quant_matmul(True), llm_kinds=LLM_KINDS))
+    assert [g for g in fusion_space(ag).groups if len(g) > 1] == []  # y is read as float too
+
+
+def test_sgat_offers_add_rms_norm_when_the_import_left_them_apart():
+    from aoe_native.graph.fusion import fusion_space
+    from aoe_native.graph.partition import kernel_of
+    g = load_graph(LLM / "llama_prefill_dynamo.onnx", llm_kinds=LLM_KINDS - {"AddRmsNorm"})
+    ag, every = _atoms(g)
+    pairs = [grp for grp in fusion_space(ag).groups if len(grp) == 2
+             and [ag.atoms[i].node.op_type for i in grp] == ["Add", "RmsNorm"]]
+    assert len(pairs) == 2 * LAYERS
+    assert kernel_of(ag, list(pairs[0]), every) == ("AddRmsNorm", [[1, SEQ, 64]] * 2 + [[64]], {})
+
+
+def test_backward_kernels_of_llm_operators():
+    """Attention's backward: 2.5 forward kernels (FlashAttention-2's five matmuls to two); a grouped
+    matmul's: dX a GroupedMatmul with the transposed weights, dW a BatchMatMul per expert; the norm
+    and expert weights are parameters."""
+    from aoe_native.jobs.backward import _backward_kernels, _parameters
+    g = _graph("moe_prefill_dynamo.onnx")
+    produced = {o for n in g.nodes for o in n.outputs if o}
+    params, weights, _ = _parameters(g)
+    att = next(n for n in g.nodes if n.op_type == "FusedInferAttentionScore")
+    ks = _backward_kernels(g, att, produced, weights)
+    assert [k[0] for k in ks] == ["FusedInferAttentionScore"] * 3
+    assert ks[0][1][1] == [1, KV_HEADS, SEQ, HEAD_DIM] and ks[2][1][1] == [1, KV_HEADS, SEQ // 2, HEAD_DIM]
+    gmm = next(n for n in g.nodes if n.op_type == "GroupedMatmul")
+    assert gmm.inputs[1] in weights and any("w_gate" in p for p in params)
+    rows = MOE_TOKENS * MOE_TOP_K
+    (dx, dx_in, dx_attrs), (dw, dw_in, _) = _backward_kernels(g, gmm, produced, weights)
+    assert (dx, dx_in[0], dx_attrs["transpose_weight"]) == ("GroupedMatmul", [rows, 32], 1)
+    assert (dw, dw_in) == ("BatchMatMul", [[MOE_EXPERTS, 64, rows // MOE_EXPERTS], [MOE_EXPERTS, rows // MOE_EXPERTS, 32]])
+    norm = next(n for n in g.nodes if n.op_type == "AddRmsNorm")
+    assert norm.inputs[2] in weights
+
+
+@pytest.mark.requires_llm_ops
+def test_gdat_predicts_an_llm_training_step():
+    from aoe_native.jobs.backward import predict_timeline
+    tl = predict_timeline(load_graph(LLM / "llama_prefill_dynamo.onnx"), max_evals=4)
+    times = [ready for _, _, ready in tl]
+    assert times == sorted(times) and times[-1] > 0
+    assert any("layernorm" in name for name, _, _ in tl)  # RmsNorm's weight is a gradient
+
+
+@pytest.mark.requires_llm_ops
+def test_sgat_tunes_a_quantised_norm(tmp_path):
+    from aoe_native.jobs.sgat import tune_subgraphs
+    r = tune_subgraphs(load_graph(_norm_quant_matmul(False)), evals_per_kernel=30, parallel=1, bank=tmp_path)
+    assert r.tuned_ms <= r.baseline_ms * (1 + 1e-9)
+    assert r.candidate_kernels > r.baseline_kernels  # the fused norm + quantisation was a candidate

@@ -25,7 +25,7 @@ from .lowering import NARY_OPS, VIEW_OPS, OpSpec, UnsupportedNode, map_node, una
 
 __all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "Coverage", "partition",
            "max_fused_buffers", "task_key", "node_work", "Atom", "Atoms", "atoms", "kernel_of", "kernel_formats",
-           "make_partition"]
+           "make_partition", "LLM_PAIRS", "llm_pair"]
 
 # Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
 # for near-peak GM bandwidth (docs/ascend_model.md §2.3, [A] DoubleBuffer.md and
@@ -381,12 +381,60 @@ def atoms(graph: Graph, supported_ops: Iterable[str]) -> Atoms:
     return Atoms(graph, folded, out, n_view, producer)
 
 
+# CANN's fused kernels of two consecutive LLM operators (issue 49), candidates of subgraph tuning:
+# (producer, consumer) -> fused kernel (aclnnAddRmsNorm, aclnnAddRmsNormDynamicQuant,
+# aclnnDequantSwigluQuant).  RmsNorm + DynamicQuant runs as AddRmsNormDynamicQuant with a residual
+# of zeros (CANN's dynamic-quant norm kernel is the Add one): it reads x twice.  RoPE is not among
+# them: CANN's FusedInferAttentionScore takes no rotation for Llama-style attention (its
+# query_rope/key_rope inputs are MLA's separate rotary dimensions), so RoPE stays its own kernel.
+LLM_PAIRS = {("Add", "RmsNorm"): "AddRmsNorm", ("AddRmsNorm", "DynamicQuant"): "AddRmsNormDynamicQuant",
+             ("RmsNorm", "DynamicQuant"): "AddRmsNormDynamicQuant", ("SwiGlu", "DynamicQuant"): "DequantSwigluQuant"}
+
+
+def llm_pair(ag: Atoms, a: Atom, b: Atom) -> bool:
+    """Do atoms a -> b make one of CANN's LLM_PAIRS (b reads only a's first output)?"""
+    if (a.node.op_type, b.node.op_type) not in LLM_PAIRS or b.preds != [a.index] or \
+            b.node.inputs[0] != a.node.outputs[0]:
+        return False
+    if a.node.op_type == "Add":  # a residual Add: two live operands of the norm's shape; the sum is an output
+        out = ag.graph.shape(a.node.outputs[0])
+        return len(a.inputs) == 2 and all(ag.graph.shape(t) == out for t in a.node.inputs)
+    # the fused kernel writes y quantised: nobody else may read a's float y (or a view of it)
+    views, grew = {a.node.outputs[0]}, True
+    while grew:
+        new = {o for n in ag.graph.nodes if n.op_type in VIEW_OPS and n.inputs and n.inputs[0] in views
+               for o in n.outputs} - views
+        views |= new
+        grew = bool(new)
+    return not any(t in views for s in a.succs if s != b.index for t in ag.atoms[s].inputs) and \
+        a.node.outputs[0] not in ag.graph.outputs
+
+
+def _llm_pair_kernel(ag: Atoms, a: Atom, b: Atom, supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
+    kind = LLM_PAIRS[(a.node.op_type, b.node.op_type)]
+    if kind not in supported:
+        raise ValueError(f"the cost model has no {kind}")
+    g = ag.graph
+
+    def shape(t: str) -> list[int]:
+        return list(g.shape(t) or ()) if t else []
+    if kind == "AddRmsNorm":
+        return kind, [shape(t) for t in a.node.inputs] + [shape(b.node.inputs[1])], {}
+    if kind == "AddRmsNormDynamicQuant":
+        norm = a.node.inputs[:3] if a.node.op_type == "AddRmsNorm" else [a.node.inputs[0]] * 2 + a.node.inputs[1:2]
+        smooth = b.node.inputs[1] if len(b.node.inputs) > 1 else ""
+        return kind, [shape(t) for t in norm] + [shape(smooth)], {}
+    return kind, map_node(g, a.node).inputs, {"activate_left": 1}  # DequantSwigluQuant: silu of the gate half
+
+
 def kernel_of(ag: Atoms, group: list[int], supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
     """The cost-model operator of the kernel fusing the atoms `group` (topological order):
     a cube or vector anchor with the element-wise atoms before it (prologue) and after it
-    (epilogue), or a chain of element-wise atoms."""
+    (epilogue), a chain of element-wise atoms, or two LLM operators CANN fuses (LLM_PAIRS)."""
     graph = ag.graph
     members = [ag.atoms[i] for i in group]
+    if len(members) == 2 and llm_pair(ag, *members):
+        return _llm_pair_kernel(ag, *members, supported)
     anchor = next((a for a in members if a.kind != "elementwise"), None)
     first = anchor or members[0]
     g = _Group(0, first.kind, [], [], first.spec, [], {}, numel(first.out_shape), list(first.out_shape), set(), 0)
