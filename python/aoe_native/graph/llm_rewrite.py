@@ -87,12 +87,26 @@ class Rewrite:
         are removed now, the others when nothing reads them any more (`sweep`)."""
         name = f"{anchor.name}/{kind}{suffix}"
         node = Node(anchor.index, name, kind, inputs, outputs, attrs)
+        covers = list(covers)
         out = set(outputs)
-        gone = {id(n) for n in covers if out & set(n.outputs)}
-        self.nodes = [n for n in self.nodes if id(n) not in gone] + [node]
+        gone = [n for n in covers if out & set(n.outputs)]
+        for n in gone:  # the maps are updated in place: a full refresh per fused node is quadratic
+            for o in n.outputs:
+                if self.producer.get(o) is n:
+                    del self.producer[o]
+            for t in dict.fromkeys(n.inputs):
+                if t in self.consumers:
+                    self.consumers[t] = [u for u in self.consumers[t] if u is not n]
+        if gone:
+            ids = {id(n) for n in gone}
+            self.nodes = [n for n in self.nodes if id(n) not in ids]
+        self.nodes.append(node)
+        self.producer.update((o, node) for o in outputs if o)
+        for t in dict.fromkeys(inputs):
+            if t:
+                self.consumers.setdefault(t, []).append(node)
         self.fused[name] = [n.name for n in covers]
         self.covered.update(id(n) for n in covers)
-        self.refresh()
         return node
 
     def sweep(self) -> None:
