@@ -15,7 +15,8 @@ installed; nothing is downloaded: each model is built from a config with random 
   weights over the experts.
 
 Files: llm/<model>_<phase>_<exporter>.onnx, phase "prefill" or "decode", exporter "ts"
-(TorchScript, dynamo=False, opset 17) or "dynamo" (torch.export, dynamo=True).
+(TorchScript, dynamo=False, opset 17), "dynamo" (torch.export, dynamo=True, its default opset 20) or,
+for llama, "dynamo23" (opset 23: ONNX's RMSNormalization and Attention operators).
 """
 from __future__ import annotations
 
@@ -175,13 +176,15 @@ def models():
     return out
 
 
-def export(module, args, path, input_names, dynamo: bool) -> None:
-    """Export with static input shapes, weights inside the file."""
+def export(module, args, path, input_names, exporter: str) -> None:
+    """Export with static input shapes, weights inside the file.  "dynamo23": the dynamo exporter at
+    opset 23, where it writes ONNX's RMSNormalization and Attention operators."""
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        if dynamo:
+        if exporter.startswith("dynamo"):
+            opset = {"opset_version": 23} if exporter == "dynamo23" else {}
             torch.onnx.export(module, args, path, input_names=input_names, dynamo=True, external_data=False,
-                              verbose=False)
+                              verbose=False, **opset)
         else:
             torch.onnx.export(module, args, path, input_names=input_names, dynamo=False, opset_version=17)
 
@@ -189,9 +192,9 @@ def export(module, args, path, input_names, dynamo: bool) -> None:
 def main(argv: list[str]) -> int:
     os.makedirs(HERE, exist_ok=True)
     for name, module, args, input_names in models():
-        for exporter in ("ts", "dynamo"):
+        for exporter in ("ts", "dynamo") + (("dynamo23",) if name.startswith("llama") else ()):
             path = os.path.join(HERE, f"{name}_{exporter}.onnx")
-            export(module, args, path, input_names, exporter == "dynamo")
+            export(module, args, path, input_names, exporter)
             print(f"{path}: {os.path.getsize(path) / 1e6:.2f} MB")
     return 0
 

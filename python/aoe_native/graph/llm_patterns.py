@@ -303,7 +303,7 @@ def _attention_one(rw: _Rewrite, sm: Node) -> None:
     v = _kv_tensor(rw, _walk_back(rw, pv.inputs[1], _KV_WALK, covers), b, d, skv, 2)
     if k is None or v is None:
         return
-    causal = int(bool(mask) and len(rw.shape(mask) or ()) >= 2 and (rw.shape(mask) or (0, 0))[-2] == sq and sq > 1)
+    causal = _causal(rw, mask, sq)
     attrs = {"input_layout": "BNSD", "num_heads": n_heads, "num_key_value_heads": rw.shape(k)[1], "causal": causal}
     check_attention(pv.name, rw.shape, q, k, v, attrs)
     rw.add("FusedInferAttentionScore", pv, [q, k, v, mask], [out], attrs, covers)
@@ -324,6 +324,12 @@ def _unfold_query_groups(rw: _Rewrite, q: str, pv: Node, covers: list[Node]) -> 
         return q, out
     covers += [fold, unfold]
     return fold.inputs[0], unfold.outputs[0]
+
+
+def _causal(rw: _Rewrite, mask: str, sq: int) -> int:
+    """A mask with one row per query (more than one) is a decoder's causal mask; one row is padding."""
+    shape = rw.shape(mask) or ()
+    return int(bool(mask) and sq > 1 and len(shape) >= 2 and shape[-2] == sq)
 
 
 def _reaches_matmul(rw: _Rewrite, t: str) -> bool:
@@ -389,8 +395,12 @@ def _onnx_attentions(rw: _Rewrite) -> None:
         qs, ks = rw.shape(q), rw.shape(k)
         if qs is None or ks is None:
             continue
-        if len(qs) == 4:
-            layout, heads, kv_heads = "BNSD", qs[1], ks[1]
+        covers: list[Node] = [n]
+        if len(qs) == 4:  # the dynamo exporter repeats GQA's KV heads before the operator
+            b, s, d = qs[0], ks[2], qs[3]
+            k = _kv_tensor(rw, _walk_back(rw, k, _KV_WALK, covers, scale_ok=False), b, d, s, 2) or k
+            v = _kv_tensor(rw, _walk_back(rw, v, _KV_WALK, covers, scale_ok=False), b, d, s, 2) or v
+            layout, heads, kv_heads = "BNSD", qs[1], rw.shape(k)[1]
         else:
             layout = "BSH"
             heads, kv_heads = int(n.attrs.get("q_num_heads", 0)), int(n.attrs.get("kv_num_heads", 0))
@@ -404,10 +414,11 @@ def _onnx_attentions(rw: _Rewrite) -> None:
                                     [*ps[:axis], ps[axis] + rw.shape(new)[axis], *ps[axis + 1:]], rw.graph.tensors[new].dtype)
                 rw.add("Concat", n, [past, new], [out], {"axis": axis}, [], suffix=f"_{name}_cache")
                 k, v = (out, v) if name == "key" else (k, out)
+        sq = qs[2] if layout == "BNSD" else qs[1]
         attrs = {"input_layout": layout, "num_heads": heads, "num_key_value_heads": kv_heads,
-                 "causal": int(n.attrs.get("is_causal", 0))}
+                 "causal": int(bool(n.attrs.get("is_causal", 0))) or _causal(rw, mask, sq)}
         check_attention(n.name, rw.shape, q, k, v, attrs)
-        rw.add("FusedInferAttentionScore", n, [q, k, v, mask], [n.outputs[0]], attrs, [n])
+        rw.add("FusedInferAttentionScore", n, [q, k, v, mask], [n.outputs[0]], attrs, covers)
 
 
 # --------------------------------------------------------------------------- SwiGLU
