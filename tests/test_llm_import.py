@@ -55,25 +55,33 @@ def test_each_layer_is_cann_kernels(name):
     assert k["SwiGlu"] == (2 * LAYERS if name.startswith("moe") else LAYERS)
     for gone in ("Softmax", "IsNaN", "Pow", "Sqrt", "Reciprocal", "Sigmoid", "Neg", "TopK", "ScatterElements"):
         assert k[gone] == 0, (gone, k)
+    # prefill: the exporters' BNSD transposes go, RoPE and attention read the projections' BSND;
+    # decode keeps BNSD (the rotated key also goes to the cache, which the model keeps BNSD)
+    layout = "BNSD" if "decode" in name else "BSND"
+    heads = 1 if layout == "BNSD" else 2
+    assert k["Transpose"] == (0 if layout == "BSND" else 4 * LAYERS)
     for rope in (n for n in g.nodes if n.op_type == "ApplyRotaryPosEmb"):
         q, key, cos, sin = (g.shape(t) for t in rope.inputs)
-        assert q[1] == HEADS and key[1] == KV_HEADS and cos == sin and cos[-1] == HEAD_DIM
-        assert rope.attrs == {"input_layout": "BNSD", "rotary_mode": "half"}
+        assert q[heads] == HEADS and key[heads] == KV_HEADS and cos == sin and cos[-1] == HEAD_DIM
+        assert cos[heads] == 1 and cos[3 - heads] == q[3 - heads]  # one row per position
+        assert rope.attrs == {"input_layout": layout, "rotary_mode": "half"}
 
 
 @pytest.mark.parametrize("name", ALL)
 def test_attention_inputs_and_attrs(name):
-    """BNSD query, key and value before GQA's repeat (2 KV heads for 4 query heads); decode reads
-    the cache concatenated with the new token (9 positions) for a query of 1."""
+    """Query, key and value before GQA's repeat (2 KV heads for 4 query heads), BSND in prefill;
+    decode reads the cache concatenated with the new token (9 positions) for a query of 1, BNSD."""
     g = _graph(name)
     decode = "decode" in name
     for att in (n for n in g.nodes if n.op_type == "FusedInferAttentionScore"):
         q, k, v = (g.shape(t) for t in att.inputs[:3])
         sq, skv = (1, CACHE + 1) if decode else (SEQ, SEQ)
-        assert q == (1, HEADS, sq, HEAD_DIM)
-        assert k == v == (1, KV_HEADS, skv, HEAD_DIM)
-        assert att.attrs == {"input_layout": "BNSD", "num_heads": HEADS, "num_key_value_heads": KV_HEADS,
-                             "causal": int(not decode)}
+        if decode:
+            assert q == (1, HEADS, sq, HEAD_DIM) and k == v == (1, KV_HEADS, skv, HEAD_DIM)
+        else:
+            assert q == (1, sq, HEADS, HEAD_DIM) and k == v == (1, skv, KV_HEADS, HEAD_DIM)
+        assert att.attrs == {"input_layout": "BNSD" if decode else "BSND", "num_heads": HEADS,
+                             "num_key_value_heads": KV_HEADS, "causal": int(not decode)}
         assert att.inputs[3] and g.shape(att.inputs[3])[-1] == skv  # the mask is kept as the kernel's input
         if decode:  # the key is the KV cache input concatenated with the new key
             cat = next(n for n in g.nodes if att.inputs[1] in n.outputs)
@@ -324,7 +332,7 @@ def test_backward_kernels_of_llm_operators():
     att = next(n for n in g.nodes if n.op_type == "FusedInferAttentionScore")
     ks = _backward_kernels(g, att, produced, weights)
     assert [k[0] for k in ks] == ["FusedInferAttentionScore"] * 3
-    assert ks[0][1][1] == [1, KV_HEADS, SEQ, HEAD_DIM] and ks[2][1][1] == [1, KV_HEADS, SEQ // 2, HEAD_DIM]
+    assert ks[0][1][1] == [1, SEQ, KV_HEADS, HEAD_DIM] and ks[2][1][1] == [1, SEQ // 2, KV_HEADS, HEAD_DIM]  # BSND
     gmm = next(n for n in g.nodes if n.op_type == "GroupedMatmul")
     assert gmm.inputs[1] in weights and any("w_gate" in p for p in params)
     rows = MOE_TOKENS * MOE_TOP_K

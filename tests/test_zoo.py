@@ -85,12 +85,14 @@ def test_llm_zoo_structure(name, matmuls, attention, norms, out):
 def test_llama_layers_are_cann_kernels():
     """Llama-3-8B's shapes: attention 32 query heads on 8 KV heads of 128, FFN 14336; prefill of 2048
     tokens (causal), decode of 1 token on a 2048-token cache plus itself."""
-    for name, sq, skv, causal in (("llama", 2048, 2048, 1), ("llama_decode", 1, 2049, 0)):
+    for name, shapes, causal in (("llama", [(1, 2048, 32, 128), (1, 2048, 8, 128), (1, 2048, 8, 128)], 1),
+                                 ("llama_decode", [(1, 32, 1, 128), (1, 8, 2049, 128), (1, 8, 2049, 128)], 0)):
         g = _llm(name)
         atts = [n for n in g.nodes if n.op_type == "FusedInferAttentionScore"]
         assert len(atts) == 32
-        for a in atts:
-            assert [g.shape(t) for t in a.inputs[:3]] == [(1, 32, sq, 128), (1, 8, skv, 128), (1, 8, skv, 128)]
+        sq = shapes[0][1] if causal else 1
+        for a in atts:  # prefill reads the projections BSND; decode the BNSD cache
+            assert [g.shape(t) for t in a.inputs[:3]] == shapes
             assert a.attrs["causal"] == causal and a.attrs["num_key_value_heads"] == 8
         kinds = [n.op_type for n in g.nodes]
         assert kinds.count("SwiGlu") == 32 and kinds.count("AddRmsNorm") == 64 and kinds.count("RmsNorm") == 1

@@ -16,7 +16,7 @@ block (a residual stream, a shared mask) keeps its producer.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 import numpy as np
 
@@ -161,52 +161,59 @@ def _rotation_of(rw: _Rewrite, r: str) -> tuple[str, str, list[Node]] | None:
     return x, mode, nodes
 
 
-def _rope_one(rw: _Rewrite, add: Node) -> tuple[str, str, str, str, str, list[Node]] | None:
-    """x * cos + rotate(x) * sin -> (x, cos, sin, mode, output, nodes)."""
+class _Rotation(NamedTuple):
+    """One rotary embedding x * cos + rotate(x) * sin: its tensors and the nodes it stands for."""
+    x: str
+    cos: str
+    sin: str
+    mode: str                # "half" or "interleave"
+    out: str
+    nodes: list[Node]
+    add: Node                # the final Add (the fused node's anchor)
+
+
+def _rope_one(rw: _Rewrite, add: Node) -> _Rotation | None:
     muls = [rw.made_by(t, "Mul") for t in add.inputs]
     if len(add.inputs) != 2 or any(m is None for m in muls):
         return None
     for m_cos, m_sin in (muls, muls[::-1]):
         for rot in m_sin.inputs:
             found = _rotation_of(rw, rot)
-            if found is None:
+            if found is None or found[0] not in m_cos.inputs:
                 continue
             x, mode, nodes = found
-            if x not in m_cos.inputs:
-                continue
-            return x, rw.other(m_cos, x), rw.other(m_sin, rot), mode, add.outputs[0], [m_cos, m_sin, add, *nodes]
+            return _Rotation(x, rw.other(m_cos, x), rw.other(m_sin, rot), mode, add.outputs[0],
+                             [m_cos, m_sin, add, *nodes], add)
     return None
 
 
+def _pair_rotations(rw: _Rewrite, found: list[_Rotation]) -> list[tuple[_Rotation, _Rotation | None]]:
+    """Query and key rotations: those sharing cos and sin, in graph order; the rest by the shapes of
+    cos and sin (TorchScript recomputes them per use); a rotation left over has no partner."""
+    pairs: list[tuple[_Rotation, _Rotation | None]] = []
+    rest = found
+    for key in (lambda r: (r.cos, r.sin), lambda r: (rw.shape(r.cos), rw.shape(r.sin))):
+        pending: dict[Any, _Rotation] = {}
+        for r in rest:
+            k = key(r)
+            if k in pending:
+                pairs.append((pending.pop(k), r))
+            else:
+                pending[k] = r
+        rest = list(pending.values())
+    return pairs + [(r, None) for r in rest]
+
+
 def _ropes(rw: _Rewrite) -> None:
-    """Rotary embeddings -> ApplyRotaryPosEmb(query, key, cos, sin), the query and the key that
-    share cos and sin paired in graph order (a rotation without a partner gets key = absent).
-    Layout BNSD when cos/sin broadcast over axis 1 (HF's unsqueeze_dim=1), else BSND."""
-    found = [f + (a,) for a in list(rw.nodes) if a.op_type == "Add" and (f := _rope_one(rw, a)) is not None]
-    pending: dict[tuple[str, str], tuple] = {}
-    pairs: list[tuple[tuple, tuple | None]] = []
-    for f in found:
-        key = (f[1], f[2])
-        if key in pending:
-            pairs.append((pending.pop(key), f))
-        else:
-            pending[key] = f
-    # TorchScript recomputes cos/sin per use: pair the rest by their shapes, in graph order
-    by_shape: dict[tuple, tuple] = {}
-    for f in pending.values():
-        key = (rw.shape(f[1]), rw.shape(f[2]))
-        if key in by_shape:
-            pairs.append((by_shape.pop(key), f))
-        else:
-            by_shape[key] = f
-    pairs += [(f, None) for f in by_shape.values()]
-    for q, k in pairs:
-        xs = rw.shape(q[0]) or ()
-        cs = rw.shape(q[1]) or ()
+    """Rotary embeddings -> ApplyRotaryPosEmb(query, key, cos, sin) (key absent for a rotation
+    without a partner).  Layout BNSD when cos/sin broadcast over axis 1 (HF's unsqueeze_dim=1),
+    else BSND."""
+    found = [r for a in list(rw.nodes) if a.op_type == "Add" and (r := _rope_one(rw, a)) is not None]
+    for q, k in _pair_rotations(rw, found):
+        xs, cs = rw.shape(q.x) or (), rw.shape(q.cos) or ()
         layout = "BSND" if len(cs) == 4 and len(xs) == 4 and cs[2] == 1 and xs[2] != 1 else "BNSD"
-        covers = q[5] + (k[5] if k else [])
-        rw.add("ApplyRotaryPosEmb", q[6], [q[0], k[0] if k else "", q[1], q[2]],
-               [q[4]] + ([k[4]] if k else []), {"input_layout": layout, "rotary_mode": q[3]}, covers)
+        rw.add("ApplyRotaryPosEmb", q.add, [q.x, k.x if k else "", q.cos, q.sin], [q.out] + ([k.out] if k else []),
+               {"input_layout": layout, "rotary_mode": q.mode}, q.nodes + (k.nodes if k else []))
 
 
 # --------------------------------------------------------------------------- attention
@@ -368,7 +375,7 @@ def check_attention(where: str, shape: Callable[[str], Any], q: str, k: str, v: 
         raise ValueError(f"node {where} (attention): key {k!r} has {nkv} heads, which does not divide the query's "
                          f"{n} (num_key_value_heads)")
     ks, vs = shape(k), shape(v)
-    if attrs["input_layout"] == "BNSD" and ks is not None and vs is not None and (ks[1] != vs[1] or ks[2] != vs[2]):
+    if ks is not None and vs is not None and len(ks) == len(vs) == 4 and ks[:3] != vs[:3]:
         raise ValueError(f"node {where} (attention): value {v!r} of shape {list(vs)} does not match key {k!r} of "
                          f"shape {list(ks)} (heads and sequence)")
     qs = shape(q)
@@ -421,6 +428,42 @@ def _onnx_attentions(rw: _Rewrite) -> None:
         rw.add("FusedInferAttentionScore", n, [q, k, v, mask], [n.outputs[0]], attrs, covers)
 
 
+_TO_BNSD = [0, 2, 1, 3]
+
+
+def _bsnd_layouts(rw: _Rewrite) -> None:
+    """Exporters lay attention out BNSD with a Transpose of each projection ([B, S, N, D] ->
+    [B, N, S, D]) and one back after it; CANN's RoPE and attention kernels read BSND, so the
+    transposes go: RoPE and attention become BSND on the projections' own layout.  Only where every
+    tensor of the block comes through such a transpose and nothing else reads the rotated query and
+    key (a decode's key also goes to the cache, kept in the model's BNSD layout)."""
+    for fia in [n for n in rw.nodes if n.op_type == "FusedInferAttentionScore"]:
+        q, k, v, mask = fia.inputs
+        rope = rw.producer.get(q)
+        out, same = fia.outputs[0], []  # TorchScript reshapes the output to its own shape first
+        while (r := only(rw, out, "Reshape")) is not None and rw.shape(r.outputs[0]) == rw.shape(out):
+            same.append(r)
+            out = r.outputs[0]
+        tout = only(rw, out, "Transpose")
+        if fia.attrs["input_layout"] != "BNSD" or rope is None or rope.op_type != "ApplyRotaryPosEmb" or \
+                rope.outputs != [q, k] or tout is None or tout.attrs.get("perm") != _TO_BNSD or \
+                rw.users(q) != [fia] or rw.users(k) != [fia]:
+            continue
+        trans = [rw.made_by(t, "Transpose") for t in (rope.inputs[0], rope.inputs[1], v)]
+        if any(t is None or t.attrs.get("perm") != _TO_BNSD for t in trans) or \
+                any(len(rw.shape(t) or ()) != 4 or rw.shape(t)[1] != 1 for t in rope.inputs[2:]):
+            continue  # cos/sin broadcast over the heads ([B, 1, S, D]): their BSND form is a view
+        xq, xk, xv = (t.inputs[0] for t in trans)
+        cos, sin = (rw.view(rope, t, tuple(rw.shape(t)[i] for i in _TO_BNSD), f"{rope.name}/{t}_bsnd")
+                    for t in rope.inputs[2:])
+        qr = rw.new_tensor(f"{rope.name}/query_bsnd", rw.shape(xq), rw.graph.tensors[q].dtype)
+        kr = rw.new_tensor(f"{rope.name}/key_bsnd", rw.shape(xk), rw.graph.tensors[k].dtype)
+        rw.add("ApplyRotaryPosEmb", rope, [xq, xk, cos, sin], [qr, kr], {**rope.attrs, "input_layout": "BSND"},
+               [rope, *trans[:2]], suffix="_bsnd")
+        rw.add("FusedInferAttentionScore", fia, [qr, kr, xv, mask], [tout.outputs[0]],
+               {**fia.attrs, "input_layout": "BSND"}, [fia, *same, tout, trans[2]], suffix="_bsnd")
+
+
 # --------------------------------------------------------------------------- SwiGLU
 def _silu_of(rw: _Rewrite, t: str) -> tuple[str, list[Node]] | None:
     """If `t` is silu(g) = g * sigmoid(g), return (g, nodes)."""
@@ -470,6 +513,7 @@ _MATCHERS: tuple[tuple[frozenset[str], Callable[[_Rewrite], None]], ...] = (
     (frozenset({"ApplyRotaryPosEmb"}), _ropes),
     (frozenset({"FusedInferAttentionScore"}), _onnx_attentions),
     (frozenset({"FusedInferAttentionScore"}), _attentions),
+    (frozenset({"FusedInferAttentionScore", "ApplyRotaryPosEmb"}), _bsnd_layouts),
     (frozenset({"SwiGlu"}), _swiglus),
 )
 

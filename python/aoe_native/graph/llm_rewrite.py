@@ -109,6 +109,19 @@ class Rewrite:
         self.covered.update(id(n) for n in covers)
         return node
 
+    def view(self, anchor: Node, x: str, shape: tuple[int, ...], name: str) -> str:
+        """A Reshape of `x` to `shape` (a view: it launches nothing), its output named `name`."""
+        target = self.new_tensor(f"{name}/shape", (len(shape),), "int64")
+        self.graph.tensors[target].const = True
+        self.graph.const_values[target] = np.asarray(shape, np.int64)
+        out = self.new_tensor(name, shape, self.graph.tensors[x].dtype)
+        self.graph.tensors[out].const = self.const(x)
+        node = Node(anchor.index, name, "Reshape", [x, target], [out], {})
+        self.nodes.append(node)
+        self.producer[out] = node
+        self.consumers.setdefault(x, []).append(node)
+        return out
+
     def sweep(self) -> None:
         """Drop nodes whose outputs are read by no node and are no graph output, then put the
         nodes back in topological order (stable: the original order where it is one)."""
