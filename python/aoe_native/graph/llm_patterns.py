@@ -506,6 +506,19 @@ def _drop_noop_casts(rw: _Rewrite) -> None:
         rw.refresh()
 
 
+def _unit_transposes_as_views(rw: _Rewrite) -> None:
+    """A Transpose that moves only axes of size 1 (a decode's [B, 1, N, D] -> [B, N, 1, D]) keeps
+    the element order: a view, as a compiler emits it (no kernel)."""
+    for n in [n for n in rw.nodes if n.op_type == "Transpose"]:
+        x = rw.shape(n.inputs[0])
+        perm = n.attrs.get("perm")
+        if not x or not perm or n.outputs[0] in rw.graph.outputs:
+            continue
+        moved = [int(p) for p in perm if x[int(p)] != 1]
+        if moved == sorted(moved):
+            rw.view(n, n.inputs[0], rw.shape(n.outputs[0]), f"{n.name}/as_view", replacing=n)
+
+
 _MATCHERS: tuple[tuple[frozenset[str], Callable[[_Rewrite], None]], ...] = (
     (frozenset({"RmsNorm"}), _onnx_rms_norms),
     (frozenset({"RmsNorm"}), _rms_norms),
@@ -515,6 +528,7 @@ _MATCHERS: tuple[tuple[frozenset[str], Callable[[_Rewrite], None]], ...] = (
     (frozenset({"FusedInferAttentionScore"}), _attentions),
     (frozenset({"FusedInferAttentionScore", "ApplyRotaryPosEmb"}), _bsnd_layouts),
     (frozenset({"SwiGlu"}), _swiglus),
+    (frozenset({"FusedInferAttentionScore"}), _unit_transposes_as_views),
 )
 
 

@@ -89,8 +89,15 @@ class Rewrite:
         node = Node(anchor.index, name, kind, inputs, outputs, attrs)
         covers = list(covers)
         out = set(outputs)
-        gone = [n for n in covers if out & set(n.outputs)]
-        for n in gone:  # the maps are updated in place: a full refresh per fused node is quadratic
+        self._put(node, [n for n in covers if out & set(n.outputs)])
+        self.fused[name] = [n.name for n in covers]
+        self.covered.update(id(n) for n in covers)
+        return node
+
+    def _put(self, node: Node, gone: list[Node]) -> None:
+        """Add `node`, remove `gone`; the maps are updated in place (a full refresh per fused node
+        is quadratic in the graph)."""
+        for n in gone:
             for o in n.outputs:
                 if self.producer.get(o) is n:
                     del self.producer[o]
@@ -101,25 +108,23 @@ class Rewrite:
             ids = {id(n) for n in gone}
             self.nodes = [n for n in self.nodes if id(n) not in ids]
         self.nodes.append(node)
-        self.producer.update((o, node) for o in outputs if o)
-        for t in dict.fromkeys(inputs):
+        self.producer.update((o, node) for o in node.outputs if o)
+        for t in dict.fromkeys(node.inputs):
             if t:
                 self.consumers.setdefault(t, []).append(node)
-        self.fused[name] = [n.name for n in covers]
-        self.covered.update(id(n) for n in covers)
-        return node
 
-    def view(self, anchor: Node, x: str, shape: tuple[int, ...], name: str) -> str:
-        """A Reshape of `x` to `shape` (a view: it launches nothing), its output named `name`."""
+    def view(self, anchor: Node, x: str, shape: tuple[int, ...], name: str, replacing: Node | None = None) -> str:
+        """A Reshape of `x` to `shape` (a view: it launches nothing): a new tensor `name`, or the
+        output of the node it is `replacing`."""
         target = self.new_tensor(f"{name}/shape", (len(shape),), "int64")
         self.graph.tensors[target].const = True
         self.graph.const_values[target] = np.asarray(shape, np.int64)
-        out = self.new_tensor(name, shape, self.graph.tensors[x].dtype)
-        self.graph.tensors[out].const = self.const(x)
-        node = Node(anchor.index, name, "Reshape", [x, target], [out], {})
-        self.nodes.append(node)
-        self.producer[out] = node
-        self.consumers.setdefault(x, []).append(node)
+        if replacing is None:
+            out = self.new_tensor(name, shape, self.graph.tensors[x].dtype)
+            self.graph.tensors[out].const = self.const(x)
+        else:
+            out = replacing.outputs[0]
+        self._put(Node(anchor.index, name, "Reshape", [x, target], [out], {}), [replacing] if replacing else [])
         return out
 
     def sweep(self) -> None:
