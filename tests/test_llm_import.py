@@ -359,3 +359,14 @@ def test_sgat_tunes_a_quantised_norm(tmp_path):
     r = tune_subgraphs(load_graph(_norm_quant_matmul(False)), evals_per_kernel=30, parallel=1, bank=tmp_path)
     assert r.tuned_ms <= r.baseline_ms * (1 + 1e-9)
     assert r.candidate_kernels > r.baseline_kernels  # the fused norm + quantisation was a candidate
+
+
+def test_coverage_counts_attention_and_expert_flops():
+    """node_work (coverage shares) counts a fused attention's two matmuls and a GroupedMatmul's
+    dot products, not one FLOP per output element."""
+    from aoe_native.graph.partition import node_work
+    g = _graph("moe_prefill_dynamo.onnx")
+    att = next(n for n in g.nodes if n.op_type == "FusedInferAttentionScore")
+    assert node_work(g, att)[0] == 4.0 * SEQ * HEADS * HEAD_DIM * SEQ
+    gmm = next(n for n in g.nodes if n.op_type == "GroupedMatmul")
+    assert node_work(g, gmm)[0] == 2.0 * MOE_TOKENS * MOE_TOP_K * 32 * 64

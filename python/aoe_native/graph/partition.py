@@ -165,6 +165,12 @@ def node_work(graph: Graph, node: Node, itemsize: int = 2) -> tuple[float, float
         flops = 2.0 * out * numel(shapes[1][1:])
     elif op == "ConvTranspose" and len(shapes) > 1 and len(shapes[1]) > 2:
         flops = 2.0 * numel(shapes[0]) * numel(shapes[1][1:])
+    elif op in ("GroupedMatmul", "WeightQuantBatchMatmul", "QuantBatchMatmulV3") and shapes and shapes[0]:
+        flops = 2.0 * out * shapes[0][-1]  # each output element is a K-long dot product
+    elif op == "FusedInferAttentionScore" and len(shapes) > 1 and len(shapes[1]) >= 3:
+        # Q K^T and P V: 2 multiply-adds per (query position, head, key position, head dim)
+        skv = shapes[1][1] if node.attrs.get("input_layout") in ("BSND", "BSH") else shapes[1][2]
+        flops = 4.0 * out * skv
     else:
         flops = float(out)
     return flops, float(itemsize) * (sum(tensor_numel(t) for t in node.inputs if t) +
