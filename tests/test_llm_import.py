@@ -339,7 +339,8 @@ def test_backward_kernels_of_llm_operators():
     rows = MOE_TOKENS * MOE_TOP_K
     (dx, dx_in, dx_attrs), (dw, dw_in, _) = _backward_kernels(g, gmm, produced, weights)
     assert (dx, dx_in[0], dx_attrs["transpose_weight"]) == ("GroupedMatmul", [rows, 32], 1)
-    assert (dw, dw_in) == ("BatchMatMul", [[MOE_EXPERTS, 64, rows // MOE_EXPERTS], [MOE_EXPERTS, rows // MOE_EXPERTS, 32]])
+    per_expert = rows // MOE_EXPERTS
+    assert (dw, dw_in) == ("BatchMatMul", [[MOE_EXPERTS, 64, per_expert], [MOE_EXPERTS, per_expert, 32]])
     norm = next(n for n in g.nodes if n.op_type == "AddRmsNorm")
     assert norm.inputs[2] in weights
 

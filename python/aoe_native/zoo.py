@@ -390,8 +390,8 @@ def _moe_mlp(g: _GraphBuilder, x: str, cfg: dict, tokens: int, name: str) -> str
     h = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate], name=f"{name}.experts.sigmoid")],
                           name=f"{name}.experts.silu"), up], name=f"{name}.experts.mul")
     out = g.op("MatMul", [h, g.weight(f"{name}.experts.down_proj", [e, ffn, hidden])], name=f"{name}.experts.down")
-    routed = g.op("ReduceSum", [g.op("Mul", [out, combine], name=f"{name}.weighted"), g.const("expert_axis", [0], np.int64)],
-                  name=f"{name}.sum", keepdims=0)
+    weighted = g.op("Mul", [out, combine], name=f"{name}.weighted")
+    routed = g.op("ReduceSum", [weighted, g.const("expert_axis", [0], np.int64)], name=f"{name}.sum", keepdims=0)
     shared = _swiglu_mlp(g, t, hidden, cfg["shared_ffn"], f"{name}.shared_expert")
     sg = g.op("Sigmoid", [g.op("MatMul", [t, g.weight(f"{name}.shared_expert_gate", [hidden, 1])],
                                name=f"{name}.shared_gate")], name=f"{name}.shared_gate_sigmoid")

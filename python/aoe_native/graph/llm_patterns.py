@@ -312,7 +312,7 @@ def _attention_one(rw: _Rewrite, sm: Node) -> None:
         return
     causal = _causal(rw, mask, sq)
     attrs = {"input_layout": "BNSD", "num_heads": n_heads, "num_key_value_heads": rw.shape(k)[1], "causal": causal}
-    check_attention(pv.name, rw.shape, q, k, v, attrs)
+    _check_attention(pv.name, rw.shape, q, k, v, attrs)
     rw.add("FusedInferAttentionScore", pv, [q, k, v, mask], [out], attrs, covers)
 
 
@@ -367,7 +367,7 @@ def _only_or_guard(rw: _Rewrite, p: str) -> Node | None:
     return n if n.op_type in _PROB_WALK - {"Where"} or n.op_type == "MatMul" else None
 
 
-def check_attention(where: str, shape: Callable[[str], Any], q: str, k: str, v: str, attrs: dict[str, Any]) -> None:
+def _check_attention(where: str, shape: Callable[[str], Any], q: str, k: str, v: str, attrs: dict[str, Any]) -> None:
     """Bad attention at import: head counts that do not divide, key/value that disagree, a KV
     cache shorter than a causal query.  Raises ValueError naming the node and the input."""
     n, nkv = attrs["num_heads"], attrs["num_key_value_heads"]
@@ -417,14 +417,14 @@ def _onnx_attentions(rw: _Rewrite) -> None:
             if past:
                 ps = rw.shape(past)
                 axis = 2 if layout == "BNSD" else 1
-                out = rw.new_tensor(f"{n.name}/present_{name}",
-                                    [*ps[:axis], ps[axis] + rw.shape(new)[axis], *ps[axis + 1:]], rw.graph.tensors[new].dtype)
+                shape = [*ps[:axis], ps[axis] + rw.shape(new)[axis], *ps[axis + 1:]]
+                out = rw.new_tensor(f"{n.name}/present_{name}", shape, rw.graph.tensors[new].dtype)
                 rw.add("Concat", n, [past, new], [out], {"axis": axis}, [], suffix=f"_{name}_cache")
                 k, v = (out, v) if name == "key" else (k, out)
         sq = qs[2] if layout == "BNSD" else qs[1]
         attrs = {"input_layout": layout, "num_heads": heads, "num_key_value_heads": kv_heads,
                  "causal": int(bool(n.attrs.get("is_causal", 0))) or _causal(rw, mask, sq)}
-        check_attention(n.name, rw.shape, q, k, v, attrs)
+        _check_attention(n.name, rw.shape, q, k, v, attrs)
         rw.add("FusedInferAttentionScore", n, [q, k, v, mask], [n.outputs[0]], attrs, covers)
 
 

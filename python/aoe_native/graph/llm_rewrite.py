@@ -90,7 +90,8 @@ class Rewrite:
         covers = list(covers)
         out = set(outputs)
         self._put(node, [n for n in covers if out & set(n.outputs)])
-        self.fused[name] = [n.name for n in covers]
+        if covers:  # a node added beside others (MoE's intermediate kernels, a cache Concat) stands for none
+            self.fused[name] = [n.name for n in covers]
         self.covered.update(id(n) for n in covers)
         return node
 

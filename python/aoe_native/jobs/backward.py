@@ -161,7 +161,8 @@ def _backward_kernels(graph: Graph, node: Node, produced: set[str], weights: set
     gradient the im2col GEMM [O/g, N·Ho·Wo] x [N·Ho·Wo, C/g·kh·kw]; a GEMM Y = X·W has
     dX = dY·Wᵀ and dW = Xᵀ·dY when W is a parameter (in ``weights``); a data gradient into a graph input is skipped (nothing asks
     for it); every other node costs twice its forward kernel (it reads dY and its saved
-    input and writes dX: about two passes of a memory-bound op), and an element-wise node
+    input and writes dX: about two passes of a memory-bound op; attention and GroupedMatmul have
+    their own, :func:`_attention_backward`, :func:`_grouped_matmul_backward`), and an element-wise node
     (or one the cost model does not cover) two element-wise passes over its output; views
     cost nothing."""
     op = node.op_type
