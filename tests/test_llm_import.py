@@ -22,7 +22,7 @@ from aoe_native.graph.onnx import load_graph
 from aoe_native.graph.partition import partition
 
 LLM = Path(__file__).parent / "data" / "llm"
-DENSE = sorted(p.name for p in LLM.glob("*.onnx") if not p.name.startswith("moe"))
+DENSE = sorted(p.name for p in LLM.glob("*.onnx") if "moe" not in p.name)
 ALL = sorted(p.name for p in LLM.glob("*.onnx"))
 LAYERS, HEADS, KV_HEADS, HEAD_DIM, SEQ, CACHE, FFN = 2, 4, 2, 16, 8, 8, 96
 MOE_TOKENS, MOE_EXPERTS, MOE_TOP_K = 8, 4, 2
@@ -38,7 +38,7 @@ def _kinds(graph) -> Counter:
 
 def test_every_export_is_there():
     stems = {p.rsplit("_", 1)[0] for p in ALL}
-    assert stems == {"llama_prefill", "llama_decode", "qwen2_prefill", "qwen2_decode", "moe_prefill"}
+    assert stems == {"llama_prefill", "llama_decode", "qwen2_prefill", "qwen2_decode", "moe_prefill", "qwen2moe_prefill"}
     assert all(f"{s}_{e}.onnx" in ALL for s in stems for e in ("ts", "dynamo"))
 
 
@@ -52,9 +52,10 @@ def test_each_layer_is_cann_kernels(name):
     assert k["FusedInferAttentionScore"] == LAYERS
     assert k["ApplyRotaryPosEmb"] == LAYERS
     assert k["RmsNorm"] == 1 and k["AddRmsNorm"] == 2 * LAYERS  # embeddings' norm; the rest follow an Add
-    assert k["SwiGlu"] == (2 * LAYERS if name.startswith("moe") else LAYERS)
-    for gone in ("Softmax", "IsNaN", "Pow", "Sqrt", "Reciprocal", "Sigmoid", "Neg", "TopK", "ScatterElements"):
+    assert k["SwiGlu"] == (2 * LAYERS if "moe" in name else LAYERS)
+    for gone in ("Softmax", "IsNaN", "Pow", "Sqrt", "Reciprocal", "Neg", "TopK", "ScatterElements", "Split", "Slice"):
         assert k[gone] == 0, (gone, k)
+    assert k["Sigmoid"] == (LAYERS if name.startswith("qwen2moe") else 0)  # Qwen2-MoE's shared-expert gate
     # prefill: the exporters' BNSD transposes go, RoPE and attention read the projections' BSND;
     # decode keeps BNSD (the rotated key also goes to the cache, which the model keeps BNSD), and
     # its transposes of one token move only axes of size 1: views
@@ -112,6 +113,31 @@ def test_moe_routing(exporter):
         assert shapes[5] == shapes[6] == (MOE_TOKENS, MOE_TOP_K)
         skip = g.nodes[[n.name for n in g.nodes].index(next(n.name for n in g.nodes if fin.inputs[2] in n.outputs))]
         assert "shared" in str(skip.inputs) or skip.op_type in ("Gemm", "MatMul")
+
+
+@pytest.mark.parametrize("exporter", ["ts", "dynamo"])
+def test_transformers_qwen2_moe(exporter):
+    """transformers' Qwen2-MoE (batched_mm experts: each routed row times its expert's gathered
+    weight): the repeat of the tokens -> MoeInitRouting, the gathered matmuls -> GroupedMatmul over
+    the [E, N, K] weights (transpose_weight), the merged gate_up halves -> one SwiGlu, the weighted
+    sum over k -> MoeFinalizeRouting with the gated shared expert as its skip input."""
+    g = _graph(f"qwen2moe_prefill_{exporter}.onnx")
+    k = _kinds(g)
+    assert k["MoeGatingTopKSoftmax"] == k["MoeInitRouting"] == k["MoeFinalizeRouting"] == LAYERS
+    assert k["GroupedMatmul"] == 2 * LAYERS
+    assert not any(n.op_type in ("Gather", "GatherND") and len(g.shape(n.inputs[0])) == 3 for n in g.nodes)
+    rows = SEQ * MOE_TOP_K
+    gate_up, down = [n for n in g.nodes if n.op_type == "GroupedMatmul"][:2]
+    assert [g.shape(t) for t in gate_up.inputs[:2]] == [(rows, 64), (MOE_EXPERTS, 64, 64)]  # [E, 2F, H]
+    assert [g.shape(t) for t in down.inputs[:2]] == [(rows, 32), (MOE_EXPERTS, 64, 32)]
+    assert gate_up.attrs["transpose_weight"] == 1 and sum(gate_up.attrs["group_list"]) == rows
+    act = next(n for n in g.nodes if n.op_type == "SwiGlu" and down.inputs[0] in n.outputs)
+    assert act.inputs == [gate_up.outputs[0]]  # the [R, 2F] projection itself
+    init = next(n for n in g.nodes if n.op_type == "MoeInitRouting")
+    assert init.outputs[0] == gate_up.inputs[0] and g.shape(init.inputs[0]) == (SEQ, 64)
+    fin = next(n for n in g.nodes if n.op_type == "MoeFinalizeRouting")
+    assert fin.inputs[0] == down.outputs[0] and fin.inputs[1] == init.outputs[1]
+    assert g.shape(fin.inputs[2]) == (SEQ, 64) and g.shape(fin.inputs[5]) == (SEQ, MOE_TOP_K)
 
 
 def test_even_groups():

@@ -8,11 +8,13 @@ installed; nothing is downloaded: each model is built from a config with random 
   heads and 2 key/value heads, so attention repeats KV heads as GQA does), default attention
   implementation (sdpa), prefill of 8 tokens and decode of 1 token on an 8-token KV cache passed
   as inputs (past_key_values concatenated with the new key/value inside the model).
+- qwen2moe: transformers' Qwen2MoeForCausalLM (4 experts, top-2, a gated shared expert) with its
+  "batched_mm" experts implementation: each of the T*k routed rows multiplies its expert's gathered
+  weight.  Its default ("eager") loops over experts with data-dependent token counts (nonzero,
+  index_add) and does not export.
 - moe: a small decoder whose MLP is a top-k routed mixture of experts with a shared expert
-  (Qwen2-MoE's structure), written for the export: transformers' MoE blocks loop over experts
-  with data-dependent token counts (nonzero/index_add), which have no static shapes.  Here every
-  expert runs as one batched matmul over stacked weights and the top-k gate scatters its
-  weights over the experts.
+  (Qwen2-MoE's structure), written for the export in the other static form: every expert runs as
+  one batched matmul over stacked weights and the top-k gate scatters its weights over the experts.
 
 Files: llm/<model>_<phase>_<exporter>.onnx, phase "prefill" or "decode", exporter "ts"
 (TorchScript, dynamo=False, opset 17), "dynamo" (torch.export, dynamo=True, its default opset 20) or,
@@ -33,6 +35,8 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llm")
 DENSE = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=64)
 MOE = dict(vocab=128, hidden=64, heads=4, kv_heads=2, layers=2, experts=4, top_k=2, expert_ffn=32, shared_ffn=64)
+QWEN2_MOE = dict(DENSE, moe_intermediate_size=32, shared_expert_intermediate_size=64, num_experts=4,
+                 num_experts_per_tok=2)
 SEQ, CACHE = 8, 8
 
 
@@ -63,6 +67,15 @@ class Decode(nn.Module):
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True)
         kv = out.past_key_values
         return (out.logits,) + tuple(t for i in range(len(past) // 2) for t in (kv.layers[i].keys, kv.layers[i].values))
+
+
+def qwen2_moe():
+    """transformers' Qwen2MoeForCausalLM with its "batched_mm" experts (each routed row multiplies its
+    expert's gathered weight: static shapes; the default "eager" loop over experts does not export)."""
+    from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM
+    cfg = Qwen2MoeConfig(**QWEN2_MOE)
+    cfg._experts_implementation = "batched_mm"
+    return Qwen2MoeForCausalLM(cfg).eval()
 
 
 def dense(kind: str):
@@ -173,6 +186,7 @@ def models():
         out.append((f"{kind}_decode", Decode(m), (ids[:, :1], torch.ones(1, CACHE + 1, dtype=torch.long)) + past,
                     ["input_ids", "attention_mask"] + past_names))
     out.append(("moe_prefill", MoeDecoder(MOE).eval(), (ids,), ["input_ids"]))
+    out.append(("qwen2moe_prefill", Prefill(qwen2_moe()), (ids, torch.ones_like(ids)), ["input_ids", "attention_mask"]))
     return out
 
 

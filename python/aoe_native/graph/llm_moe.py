@@ -119,13 +119,96 @@ def _emit_sparse(rw: Rewrite, gating: Node, sc: Node, f: dict[str, Any]) -> None
     rw.add("GroupedMatmul", anchor, [x, f["w_up"], ""], [up], dict(groups), [], suffix="_up")
     rw.add("SwiGlu", anchor, [gate, up], [act], {"dim": -1}, [])
     rw.add("GroupedMatmul", anchor, [act, f["w_down"], ""], [down], dict(groups), [], suffix="_down")
-    out, skip, covers = f["sum"].outputs[0], "", list(f["covers"])
+    _finalize(rw, anchor, f["sum"].outputs[0], list(f["covers"]), down, row_idx, sc.inputs[2], gating.outputs[1])
+
+
+def _finalize(rw: Rewrite, anchor: Node, out: str, covers: list[Node], down: str, row_idx: str, scales: str,
+              expert_idx: str) -> None:
+    """MoeFinalizeRouting writing `out` [T, H], or the Add of a [T, H] tensor (a shared expert's output,
+    its skip input) that follows it."""
     add = only(rw, out, "Add")
-    if add is not None and rw.shape(rw.other(add, out)) == (t, h) and not rw.const(rw.other(add, out)):
+    if add is not None and rw.shape(rw.other(add, out)) == rw.shape(out) and not rw.const(rw.other(add, out)):
         skip, out = rw.other(add, out), add.outputs[0]
         covers.append(add)
-    rw.add("MoeFinalizeRouting", anchor, [down, row_idx, skip, "", "", sc.inputs[2], gating.outputs[1]], [out],
+    else:
+        skip = ""
+    rw.add("MoeFinalizeRouting", anchor, [down, row_idx, skip, "", "", scales, expert_idx], [out],
            {"drop_pad_mode": 0}, covers)
+
+
+# transformers' "batched_mm" experts (transformers 5: config._experts_implementation): each of the T*k
+# routed rows multiplies its expert's weight, gathered per row: MatMul(Gather(W [E, N, K], expert of
+# each row), x_row[..., None]).
+_ROW_WALK = frozenset({"Reshape", "Flatten", "Unsqueeze", "Squeeze"})
+
+
+def _gathered_expert_matmuls(rw: Rewrite) -> None:
+    """MatMul(Gather(W, row experts), Unsqueeze(x [R, K])) -> Squeeze [R, N]: one GroupedMatmul over
+    the R rows with the [E, N, K] weights (transpose_weight 1)."""
+    for mm in [n for n in rw.nodes if n.op_type == "MatMul"]:
+        g, u = rw.made_by(mm.inputs[0], "Gather", "GatherND"), rw.made_by(mm.inputs[1], "Unsqueeze")
+        sq = only(rw, mm.outputs[0], "Squeeze")
+        if g is None or u is None or sq is None or int(g.attrs.get("axis", 0)) != 0 or not rw.param(g.inputs[0]):
+            continue
+        w, x, out = rw.shape(g.inputs[0]), rw.shape(u.inputs[0]), rw.shape(sq.outputs[0])
+        if w is None or x is None or len(w) != 3 or len(x) != 2 or out != (x[0], w[1]) or x[1] != w[2]:
+            continue
+        rw.add("GroupedMatmul", mm, [u.inputs[0], g.inputs[0], ""], [sq.outputs[0]],
+               {"group_list": even_groups(x[0], w[0]), "group_list_type": 1, "transpose_weight": 1,
+                "_assumed": _EVEN_SPLIT, "_row_experts": g.inputs[1]}, [mm, g, u, sq])
+
+
+def _walk(rw: Rewrite, t: str, ops: frozenset[str], covers: list[Node] | None = None) -> str:
+    """`t` back through `ops` (views and repeats) to the tensor they start from."""
+    while (n := rw.made_by(t, *ops)) is not None:
+        if covers is not None:
+            covers.append(n)
+        t = n.inputs[0]
+    return t
+
+
+def _repeated_tokens(rw: Rewrite, rows: str, tokens_shape: tuple[int, int]) -> tuple[str, list[Node]]:
+    """The [T, H] tokens that `rows` repeats k times (repeat_interleave: Unsqueeze, Expand or Tile,
+    Reshape or Flatten) and the nodes doing it; ("", []) if it is not such a repeat."""
+    nodes: list[Node] = []
+    t = rows
+    while (n := rw.made_by(t, "Reshape", "Flatten", "Unsqueeze", "Expand", "Tile")) is not None:
+        nodes.append(n)
+        t = n.inputs[0]
+        if rw.shape(t) == tokens_shape and any(m.op_type in ("Expand", "Tile") for m in nodes):
+            return t, nodes
+    return "", []
+
+
+def _batched_routing(rw: Rewrite) -> None:
+    """Around the gathered GroupedMatmuls of one gate: the tokens repeated k times ->
+    MoeInitRouting; the rows weighted by the gate, reshaped [T, k, H] and summed over k ->
+    MoeFinalizeRouting."""
+    init: dict[str, str] = {}  # expert index [T, k] -> the expanded row index of its MoeInitRouting
+    for gmm in [n for n in rw.nodes if n.op_type == "GroupedMatmul" and "_row_experts" in n.attrs]:
+        flat: list[Node] = []
+        idx = _walk(rw, gmm.attrs["_row_experts"], _ROW_WALK, flat)
+        gate = rw.made_by(idx, "MoeGatingTopKSoftmax")
+        if gate is None or idx != gate.outputs[1]:
+            continue
+        (rows, h), (t, k) = rw.shape(gmm.inputs[0]), rw.shape(idx)
+        tokens, repeat = _repeated_tokens(rw, gmm.inputs[0], (t, h))
+        if tokens and rows == t * k and idx not in init:
+            init[idx] = rw.new_tensor(f"{gmm.name}/expanded_row_idx", (rows,), "int32")
+            exp = rw.new_tensor(f"{gmm.name}/expanded_expert_idx", (rows,), "int32")
+            rw.add("MoeInitRouting", gmm, [tokens, idx], [gmm.inputs[0], init[idx], exp],
+                   {"expert_num": rw.shape(gmm.inputs[1])[0], "active_num": rows}, repeat + flat)
+            continue
+        covers: list[Node] = []
+        mul = only(rw, gmm.outputs[0], "Mul")
+        back = mul and only(rw, mul.outputs[0], "Reshape")
+        red = back and only(rw, back.outputs[0], "ReduceSum")
+        if red is None or idx not in init or rw.shape(back.outputs[0])[:2] != (t, k):
+            continue
+        scales = _walk(rw, rw.other(mul, gmm.outputs[0]), _ROW_WALK, covers)
+        if rw.shape(scales) != (t, k):
+            continue
+        _finalize(rw, red, red.outputs[0], covers + [mul, back, red], gmm.outputs[0], init[idx], scales, idx)
 
 
 # --------------------------------------------------------------------------- quantised matmuls
@@ -194,6 +277,8 @@ def _dynamic_quants(rw: Rewrite) -> None:
 MOE_MATCHERS = (
     (frozenset({"MoeGatingTopKSoftmax"}), _gating),
     (frozenset({"MoeInitRouting", "GroupedMatmul", "SwiGlu", "MoeFinalizeRouting"}), _experts),
+    (frozenset({"GroupedMatmul"}), _gathered_expert_matmuls),
+    (frozenset({"MoeInitRouting", "GroupedMatmul", "MoeFinalizeRouting"}), _batched_routing),
     (frozenset({"WeightQuantBatchMatmul", "QuantBatchMatmulV3"}), _quant_matmuls),
     (frozenset({"DynamicQuant"}), _dynamic_quants),
 )

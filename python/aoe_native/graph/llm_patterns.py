@@ -487,8 +487,33 @@ def _swiglus(rw: _Rewrite) -> None:
             up = rw.other(mul, a)
             if found is None or rw.const(up) or rw.shape(up) != rw.shape(found[0]) or up == found[0]:
                 continue
-            rw.add("SwiGlu", mul, [found[0], up], [mul.outputs[0]], {"dim": -1}, [mul, *found[1]])
+            halves = _halves_of(rw, found[0], up)
+            ins, split = ([halves[0]], halves[1]) if halves else ([found[0], up], [])
+            rw.add("SwiGlu", mul, ins, [mul.outputs[0]], {"dim": -1}, [mul, *found[1], *split])
             break
+
+
+def _halves_of(rw: _Rewrite, gate: str, up: str) -> tuple[str, list[Node]] | None:
+    """(x, nodes) when gate and up are the first and second half of one tensor x along its last
+    axis (a merged gate_up projection, split by Split or two Slices): SwiGlu reads x itself."""
+    pg, pu = rw.producer.get(gate), rw.producer.get(up)
+    if pg is None or pu is None or pg.inputs[0] != pu.inputs[0]:
+        return None
+    x = pg.inputs[0]
+    xs = rw.shape(x)
+    if not xs or xs[-1] != 2 * (rw.shape(gate) or (0,))[-1]:
+        return None
+    if pg is pu and pg.op_type == "Split" and pg.outputs[:2] == [gate, up] and len(pg.outputs) == 2 and \
+            int(pg.attrs.get("axis", 0)) % len(xs) == len(xs) - 1:
+        return x, [pg]
+    if pg.op_type == pu.op_type == "Slice":
+        starts = [rw.graph.const_values.get(n.inputs[1]) for n in (pg, pu)]
+        axes = [rw.graph.const_values.get(n.inputs[3]) if len(n.inputs) > 3 else None for n in (pg, pu)]
+        if all(a is not None and int(np.asarray(a).reshape(-1)[0]) % len(xs) == len(xs) - 1 for a in axes) and \
+                all(v is not None for v in starts) and \
+                [int(np.asarray(v).reshape(-1)[0]) for v in starts] == [0, xs[-1] // 2]:
+            return x, [pg, pu]
+    return None
 
 
 # --------------------------------------------------------------------------- entry point
