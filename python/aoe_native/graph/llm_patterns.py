@@ -73,7 +73,7 @@ def _rms_norms(rw: _Rewrite) -> None:
         if norm is None:
             continue
         out = norm.outputs[0]
-        while (c := only(rw, out, "Cast")) is not None and rw._same_dtype(c):
+        while (c := only(rw, out, "Cast")) is not None and rw.same_dtype(c):
             covers.append(c)
             out = c.outputs[0]
         gamma = ""
@@ -523,7 +523,7 @@ def _drop_noop_casts(rw: _Rewrite) -> None:
     renamed: dict[str, str] = {}
     outputs = set(rw.graph.outputs)
     for n in rw.nodes:
-        if n.op_type == "Cast" and rw._same_dtype(n) and n.outputs[0] not in outputs:
+        if n.op_type == "Cast" and rw.same_dtype(n) and n.outputs[0] not in outputs:
             renamed[n.outputs[0]] = renamed.get(n.inputs[0], n.inputs[0])
     if renamed:
         rw.nodes = [replace(n, inputs=[renamed.get(t, t) for t in n.inputs]) for n in rw.nodes

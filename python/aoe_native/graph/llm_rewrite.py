@@ -15,6 +15,8 @@ __all__ = ["LLM_KINDS", "Rewrite", "only", "topological"]
 LLM_KINDS = frozenset({"RmsNorm", "AddRmsNorm", "ApplyRotaryPosEmb", "FusedInferAttentionScore", "SwiGlu",
                        "MoeGatingTopKSoftmax", "MoeInitRouting", "GroupedMatmul", "MoeFinalizeRouting",
                        "WeightQuantBatchMatmul", "QuantBatchMatmulV3", "DynamicQuant"})
+
+
 class Rewrite:
     """The graph being rewritten: consumer and producer maps, the fused nodes added so far."""
 
@@ -62,11 +64,12 @@ class Rewrite:
     def source(self, t: str) -> str:
         """`t` with same-dtype Casts and Identities undone (the TorchScript exporter's casts
         around RMSNorm are Casts to the dtype the tensor already has)."""
-        while (n := self.made_by(t, "Cast", "Identity")) is not None and self._same_dtype(n):
+        while (n := self.made_by(t, "Cast", "Identity")) is not None and self.same_dtype(n):
             t = n.inputs[0]
         return t
 
-    def _same_dtype(self, n: Node) -> bool:
+    def same_dtype(self, n: Node) -> bool:
+        """Is `n` (a Cast) to the dtype its input already has?"""
         a, b = self.graph.tensors.get(n.inputs[0]), self.graph.tensors.get(n.outputs[0])
         return a is not None and b is not None and a.dtype == b.dtype and a.dtype != ""
 
@@ -144,33 +147,29 @@ class Rewrite:
 
 
 def topological(nodes: list[Node], producer: dict[str, Node]) -> list[Node]:
-    """Stable topological order: each node after the producers of its inputs."""
+    """Stable topological order: the nodes by (original index, position), each after the producers
+    of its inputs (a fused node sits at its anchor's index, which may precede an input's producer)."""
     pos = {id(n): (n.index, i) for i, n in enumerate(nodes)}
-    order = sorted(nodes, key=lambda n: pos[id(n)])
     done: set[int] = set()
     out: list[Node] = []
-
-    def visit(n: Node, depth: int = 0) -> None:
-        stack = [(n, False)]
+    for first in sorted(nodes, key=lambda n: pos[id(n)]):
+        stack = [(first, False)]  # depth-first, without recursion: graphs have thousands of nodes
         while stack:
-            m, expanded = stack.pop()
+            m, ready = stack.pop()
             if id(m) in done:
                 continue
-            if expanded:
+            if ready:
                 done.add(id(m))
                 out.append(m)
                 continue
             stack.append((m, True))
-            for t in reversed(m.inputs):
-                p = producer.get(t)
-                if p is not None and id(p) not in done and p is not m:
-                    stack.append((p, False))
-    for n in order:
-        visit(n)
+            stack.extend((p, False) for t in reversed(m.inputs)
+                         if (p := producer.get(t)) is not None and id(p) not in done and p is not m)
     return out
 
 
 def only(rw: Rewrite, t: str, op: str) -> Node | None:
+    """The single reader of `t`, if it is an `op` node."""
     users = rw.users(t)
     return users[0] if len(users) == 1 and users[0].op_type == op else None
 
