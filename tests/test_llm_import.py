@@ -111,6 +111,7 @@ def test_moe_routing(exporter):
         shapes = [g.shape(t) if t else None for t in fin.inputs]
         assert shapes[0] == (rows, 64) and shapes[1] == (rows,) and shapes[2] == (MOE_TOKENS, 64)
         assert shapes[5] == shapes[6] == (MOE_TOKENS, MOE_TOP_K)
+        assert shapes[4] == (MOE_EXPERTS, 64) and g.is_const(fin.inputs[4])  # v1's bias: zeros
         skip = g.nodes[[n.name for n in g.nodes].index(next(n.name for n in g.nodes if fin.inputs[2] in n.outputs))]
         assert "shared" in str(skip.inputs) or skip.op_type in ("Gemm", "MatMul")
 
@@ -239,31 +240,39 @@ def test_onnx_rms_normalization_op():
     assert n.op_type == "RmsNorm" and n.inputs == ["x", "g"]
 
 
-def _interleaved_rope() -> onnx.ModelProto:
-    """y = x * cos + rot(x) * sin with rot pairing (x0, x1) -> (-x1, x0): GPT-J/Llama-1 style."""
+def _interleaved_rope(with_key: bool = True) -> onnx.ModelProto:
+    """y = x * cos + rot(x) * sin for a query q [1, 8, 4, 16] and a key k [1, 8, 2, 16] (BSND), rot
+    pairing (x0, x1) -> (-x1, x0): GPT-J/Llama-1 style."""
     c = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
-    nodes = [helper.make_node("Slice", ["x", "s0", "end", "ax", "st"], ["even"], name="even"),
-             helper.make_node("Slice", ["x", "s1", "end", "ax", "st"], ["odd"], name="odd"),
-             helper.make_node("Neg", ["odd"], ["nodd"], name="neg"),
-             helper.make_node("Unsqueeze", ["nodd", "last"], ["a"], name="ua"),
-             helper.make_node("Unsqueeze", ["even", "last"], ["b"], name="ub"),
-             helper.make_node("Concat", ["a", "b"], ["ab"], axis=-1, name="stack"),
-             helper.make_node("Reshape", ["ab", "shape"], ["rot"], name="flat"),
-             helper.make_node("Mul", ["x", "cos"], ["xc"], name="mc"),
-             helper.make_node("Mul", ["rot", "sin"], ["rs"], name="ms"),
-             helper.make_node("Add", ["xc", "rs"], ["y"], name="rope")]
+    nodes = []
+    for x, heads in (("q", 4), ("k", 2))[:2 if with_key else 1]:
+        nodes += [helper.make_node("Slice", [x, "s0", "end", "ax", "st"], [f"{x}_even"], name=f"{x}_even"),
+                  helper.make_node("Slice", [x, "s1", "end", "ax", "st"], [f"{x}_odd"], name=f"{x}_odd"),
+                  helper.make_node("Neg", [f"{x}_odd"], [f"{x}_nodd"], name=f"{x}_neg"),
+                  helper.make_node("Unsqueeze", [f"{x}_nodd", "last"], [f"{x}_a"], name=f"{x}_ua"),
+                  helper.make_node("Unsqueeze", [f"{x}_even", "last"], [f"{x}_b"], name=f"{x}_ub"),
+                  helper.make_node("Concat", [f"{x}_a", f"{x}_b"], [f"{x}_ab"], axis=-1, name=f"{x}_stack"),
+                  helper.make_node("Reshape", [f"{x}_ab", f"shape_{x}"], [f"{x}_rot"], name=f"{x}_flat"),
+                  helper.make_node("Mul", [x, "cos"], [f"{x}_c"], name=f"{x}_mc"),
+                  helper.make_node("Mul", [f"{x}_rot", "sin"], [f"{x}_s"], name=f"{x}_ms"),
+                  helper.make_node("Add", [f"{x}_c", f"{x}_s"], [f"{x}_y"], name=f"{x}_rope")]
     inits = [c("s0", [0]), c("s1", [1]), c("end", [16]), c("ax", [3]), c("st", [2]), c("last", [-1]),
-             c("shape", [1, 8, 4, 16]),
+             c("shape_q", [1, 8, 4, 16]), c("shape_k", [1, 8, 2, 16]),
              numpy_helper.from_array(np.ones((1, 8, 1, 16), np.float32), "cos"),
              numpy_helper.from_array(np.ones((1, 8, 1, 16), np.float32), "sin")]
-    return _model(nodes, [_f("x", [1, 8, 4, 16])], [_f("y", [1, 8, 4, 16])], inits)
+    ins = [_f("q", [1, 8, 4, 16]), _f("k", [1, 8, 2, 16])][:2 if with_key else 1]
+    outs = [_f("q_y", [1, 8, 4, 16]), _f("k_y", [1, 8, 2, 16])][:2 if with_key else 1]
+    return _model(nodes, ins, outs, inits)
 
 
 def test_interleaved_rope_bsnd():
     g = load_graph(_interleaved_rope(), llm_kinds=LLM_KINDS)
     (n,) = [n for n in g.nodes if not all(g.is_const(o) for o in n.outputs)]
-    assert n.op_type == "ApplyRotaryPosEmb" and n.inputs == ["x", "", "cos", "sin"]
+    assert n.op_type == "ApplyRotaryPosEmb" and n.inputs == ["q", "k", "cos", "sin"] and n.outputs == ["q_y", "k_y"]
     assert n.attrs == {"input_layout": "BSND", "rotary_mode": "interleave"}
+    # CANN's kernel rotates a query and a key: a lone rotation stays element-wise
+    alone = load_graph(_interleaved_rope(with_key=False), llm_kinds=LLM_KINDS)
+    assert "ApplyRotaryPosEmb" not in {n.op_type for n in alone.nodes}
 
 
 def _qdq_matmul(dynamic: bool, scale_shape=(32,), block: int = 0) -> onnx.ModelProto:
@@ -283,7 +292,8 @@ def _qdq_matmul(dynamic: bool, scale_shape=(32,), block: int = 0) -> onnx.ModelP
 def test_weight_quant_matmul():
     (n,) = load_graph(_qdq_matmul(False), llm_kinds=LLM_KINDS).nodes
     assert n.op_type == "WeightQuantBatchMatmul" and n.inputs[:3] == ["x", "w", "w_scale"]
-    assert n.attrs["antiquant_group_size"] == 0 and n.attrs["input_dtypes"].startswith("float32,int8,float32")
+    # the float inputs take the kernel's activation dtype (""), the weight is int8; absent ones ""
+    assert n.attrs["antiquant_group_size"] == 0 and n.attrs["input_dtypes"] == ["", "int8", "", "", "", "", ""]
     (n,) = load_graph(_qdq_matmul(False, (8, 32), block=32), llm_kinds=LLM_KINDS).nodes
     assert n.attrs["antiquant_group_size"] == 32
 
@@ -292,7 +302,8 @@ def test_dynamic_quant_matmul():
     g = load_graph(_qdq_matmul(True), llm_kinds=LLM_KINDS)
     assert [n.op_type for n in g.nodes] == ["DynamicQuant", "QuantBatchMatmulV3"]
     mm = g.nodes[1]
-    assert mm.inputs == ["xq", "w", "w_scale", "", "", "xs"] and mm.attrs["output_dtype"] == "float32"
+    assert mm.inputs == ["xq", "w", "w_scale", "", "", "xs"] and mm.attrs["output_dtype"] == "float16"
+    assert mm.attrs["input_dtypes"] == ["int8", "int8", "", "", "", ""]  # DynamicQuantizeLinear's uint8 is CANN's int8
 
 
 def test_quant_scale_of_the_wrong_shape_is_an_error():

@@ -119,20 +119,23 @@ def _emit_sparse(rw: Rewrite, gating: Node, sc: Node, f: dict[str, Any]) -> None
     rw.add("GroupedMatmul", anchor, [x, f["w_up"], ""], [up], dict(groups), [], suffix="_up")
     rw.add("SwiGlu", anchor, [gate, up], [act], {"dim": -1}, [])
     rw.add("GroupedMatmul", anchor, [act, f["w_down"], ""], [down], dict(groups), [], suffix="_down")
-    _finalize(rw, anchor, f["sum"].outputs[0], list(f["covers"]), down, row_idx, sc.inputs[2], gating.outputs[1])
+    _finalize(rw, anchor, f["sum"].outputs[0], list(f["covers"]), down, row_idx, sc.inputs[2], gating.outputs[1], e)
 
 
 def _finalize(rw: Rewrite, anchor: Node, out: str, covers: list[Node], down: str, row_idx: str, scales: str,
-              expert_idx: str) -> None:
+              expert_idx: str, experts: int) -> None:
     """MoeFinalizeRouting writing `out` [T, H], or the Add of a [T, H] tensor (a shared expert's output,
-    its skip input) that follows it."""
+    its skip input) that follows it.  Its bias input ([E, H], required by MoeFinalizeRouting v1) is a
+    constant of zeros: the experts' down projections have none."""
     add = only(rw, out, "Add")
     if add is not None and rw.shape(rw.other(add, out)) == rw.shape(out) and not rw.const(rw.other(add, out)):
         skip, out = rw.other(add, out), add.outputs[0]
         covers.append(add)
     else:
         skip = ""
-    rw.add("MoeFinalizeRouting", anchor, [down, row_idx, skip, "", "", scales, expert_idx], [out],
+    bias = rw.new_tensor(f"{anchor.name}/zero_bias", (experts, rw.shape(down)[-1]), rw.graph.tensors[down].dtype)
+    rw.graph.tensors[bias].const = True
+    rw.add("MoeFinalizeRouting", anchor, [down, row_idx, skip, "", bias, scales, expert_idx], [out],
            {"drop_pad_mode": 0}, covers)
 
 
@@ -208,7 +211,8 @@ def _batched_routing(rw: Rewrite) -> None:
         scales = _walk(rw, rw.other(mul, gmm.outputs[0]), _ROW_WALK, covers)
         if rw.shape(scales) != (t, k):
             continue
-        _finalize(rw, red, red.outputs[0], covers + [mul, back, red], gmm.outputs[0], init[idx], scales, idx)
+        _finalize(rw, red, red.outputs[0], covers + [mul, back, red], gmm.outputs[0], init[idx], scales, idx,
+                  rw.shape(gmm.inputs[1])[0])
 
 
 # --------------------------------------------------------------------------- quantised matmuls
@@ -224,18 +228,30 @@ def _dequantized_weight(rw: Rewrite, t: str) -> tuple[str, str, str, int] | None
     return dq.inputs[0], dq.inputs[1], zp, int(dq.attrs.get("block_size", 0))
 
 
-def _dtype(rw: Rewrite, t: str) -> str:
-    d = rw.graph.tensors[t].dtype if t and t in rw.graph.tensors else ""
-    return {"uint8": "int8", "float": "float32"}.get(d, d)
+def _input_dtypes(rw: Rewrite, inputs: list[str]) -> list[str]:
+    """The `input_dtypes` attribute: the integer dtype of each quantised input, "" for a float one (the
+    kernel's activation dtype: the file's float32 is not what the NPU runs) and for an absent one."""
+    out = []
+    for t in inputs:
+        d = rw.graph.tensors[t].dtype if t and t in rw.graph.tensors else ""
+        out.append("" if not d or "float" in d else {"uint8": "int8", "uint4": "int4"}.get(d, d))
+    return out
 
 
 def _check_scale(where: str, rw: Rewrite, scale: str, w: tuple[int, ...], group: int) -> None:
     s = tuple(rw.shape(scale) or ())
     k, n = w
-    want = [(n,), (1, n), ()] if group == 0 else [(-(-k // group), n)]
+    want = [(n,), (1,)] if group == 0 else [(-(-k // group), n)]  # per channel or tensor; per group of K
     if s not in want and not (group == 0 and numel(s) == 1):
         raise ValueError(f"node {where} (DequantizeLinear): scale {scale!r} has shape {list(s)}; a weight of "
                          f"[{k}, {n}] takes {' or '.join(str(list(x)) for x in want)}")
+
+
+def _output_dtype(rw: Rewrite, t: str) -> str:
+    """A quantised matmul's output: int8 when the file writes int8, else the float16 the NPU runs
+    (the file's float32 is the exporter's)."""
+    d = rw.graph.tensors[t].dtype if t in rw.graph.tensors else ""
+    return d if d in ("int8", "bfloat16") else "float16"
 
 
 def _quant_matmuls(rw: Rewrite) -> None:
@@ -253,7 +269,7 @@ def _quant_matmuls(rw: Rewrite) -> None:
         if xdq is None:
             ins = [mm.inputs[0], w, scale, zp, "", "", ""]
             rw.add("WeightQuantBatchMatmul", mm, ins, [mm.outputs[0]],
-                   {"input_dtypes": ",".join(_dtype(rw, t) for t in ins), "antiquant_group_size": group},
+                   {"input_dtypes": _input_dtypes(rw, ins), "antiquant_group_size": group},
                    [mm, wdq])
             continue
         xq, xscale = xdq.inputs[0], xdq.inputs[1]
@@ -261,8 +277,8 @@ def _quant_matmuls(rw: Rewrite) -> None:
         pertoken = xscale if dyn is not None else ""
         ins = [xq, w, scale, "", "", pertoken]
         rw.add("QuantBatchMatmulV3", mm, ins, [mm.outputs[0]],
-               {"input_dtypes": ",".join(_dtype(rw, t) for t in ins),
-                "output_dtype": _dtype(rw, mm.outputs[0]) or "float16", "transpose_x1": 0, "transpose_x2": 0},
+               {"input_dtypes": _input_dtypes(rw, ins), "output_dtype": _output_dtype(rw, mm.outputs[0]),
+                "transpose_x1": 0, "transpose_x2": 0},
                [mm, wdq, xdq])
 
 

@@ -205,15 +205,16 @@ def _pair_rotations(rw: _Rewrite, found: list[_Rotation]) -> list[tuple[_Rotatio
 
 
 def _ropes(rw: _Rewrite) -> None:
-    """Rotary embeddings -> ApplyRotaryPosEmb(query, key, cos, sin) (key absent for a rotation
-    without a partner).  Layout BNSD when cos/sin broadcast over axis 1 (HF's unsqueeze_dim=1),
-    else BSND."""
+    """Rotary embeddings of a query and a key -> ApplyRotaryPosEmb(query, key, cos, sin).  Layout
+    BNSD when cos/sin broadcast over axis 1 (HF's unsqueeze_dim=1), else BSND."""
     found = [r for a in list(rw.nodes) if a.op_type == "Add" and (r := _rope_one(rw, a)) is not None]
     for q, k in _pair_rotations(rw, found):
+        if k is None:  # CANN's kernel rotates a query and a key: a lone rotation stays element-wise
+            continue
         xs, cs = rw.shape(q.x) or (), rw.shape(q.cos) or ()
         layout = "BSND" if len(cs) == 4 and len(xs) == 4 and cs[2] == 1 and xs[2] != 1 else "BNSD"
-        rw.add("ApplyRotaryPosEmb", q.add, [q.x, k.x if k else "", q.cos, q.sin], [q.out] + ([k.out] if k else []),
-               {"input_layout": layout, "rotary_mode": q.mode}, q.nodes + (k.nodes if k else []))
+        rw.add("ApplyRotaryPosEmb", q.add, [q.x, k.x, q.cos, q.sin], [q.out, k.out],
+               {"input_layout": layout, "rotary_mode": q.mode}, q.nodes + k.nodes)
 
 
 # --------------------------------------------------------------------------- attention

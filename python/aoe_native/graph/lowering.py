@@ -156,7 +156,7 @@ def _llm_kernel(graph: Graph, node: Node) -> OpSpec:
     """A fused LLM operator the import made (graph/llm_patterns.py): its inputs are already in
     CANN's order, an absent optional input is an empty shape.  SwiGlu's kernel reads gate and up
     as one [..., 2F] tensor (CANN's convention); the import keeps them as two graph tensors."""
-    inputs = [list(graph.shape(t) or ()) if t else [] for t in node.inputs]
+    inputs = [(list(graph.shape(t) or ()) or [1]) if t else [] for t in node.inputs]  # a scalar is [1]
     if node.op_type == "SwiGlu" and len(inputs) == 2:
         inputs = [inputs[0][:-1] + [inputs[0][-1] + inputs[1][-1]]]
     if node.op_type in _FOLDED_M and len(inputs[0]) > 2:  # [..., M, K]: the leading dims fold into M
