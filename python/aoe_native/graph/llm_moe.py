@@ -29,6 +29,8 @@ _COMBINE_WALK = frozenset({"Transpose", "Unsqueeze", "Reshape", "Cast"})
 
 def even_groups(rows: int, experts: int) -> list[int]:
     """Rows per expert when `rows` are spread evenly over `experts` (remainder to the first)."""
+    if experts < 1:
+        raise ValueError(f"a mixture of {experts} experts: the stacked expert weights need at least one")
     base, extra = divmod(rows, experts)
     return [base + (1 if e < extra else 0) for e in range(experts)]
 
@@ -53,7 +55,8 @@ def _expert_matmul(rw: Rewrite, t: str) -> tuple[str, str] | None:
     if mm is None:
         return None
     x, w = rw.shape(mm.inputs[0]), rw.shape(mm.inputs[1])
-    if x is None or w is None or len(x) not in (2, 3) or len(w) != 3 or not rw.param(mm.inputs[1]) or x[-1] != w[1]:
+    if x is None or w is None or len(x) not in (2, 3) or len(w) != 3 or not rw.param(mm.inputs[1]) or x[-1] != w[1] \
+            or w[0] < 1:
         return None
     return mm.inputs[0], mm.inputs[1]
 
@@ -154,7 +157,7 @@ def _gathered_expert_matmuls(rw: Rewrite) -> None:
         if g is None or u is None or sq is None or int(g.attrs.get("axis", 0)) != 0 or not rw.param(g.inputs[0]):
             continue
         w, x, out = rw.shape(g.inputs[0]), rw.shape(u.inputs[0]), rw.shape(sq.outputs[0])
-        if w is None or x is None or len(w) != 3 or len(x) != 2 or out != (x[0], w[1]) or x[1] != w[2]:
+        if w is None or x is None or len(w) != 3 or len(x) != 2 or out != (x[0], w[1]) or x[1] != w[2] or w[0] < 1:
             continue
         rw.add("GroupedMatmul", mm, [u.inputs[0], g.inputs[0], ""], [sq.outputs[0]],
                {"group_list": even_groups(x[0], w[0]), "group_list_type": 1, "transpose_weight": 1,
