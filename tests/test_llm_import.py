@@ -408,3 +408,20 @@ def test_coverage_counts_attention_and_expert_flops():
     assert node_work(g, att)[0] == 4.0 * SEQ * HEADS * HEAD_DIM * SEQ
     gmm = next(n for n in g.nodes if n.op_type == "GroupedMatmul")
     assert node_work(g, gmm)[0] == 2.0 * MOE_TOKENS * MOE_TOP_K * 32 * 64
+
+
+def test_rms_norm_without_weight_hand_built():
+    """x / sqrt(mean(x^2) + eps) with no weight (Div form): RmsNorm with a constant weight of ones,
+    as CANN's kernel always scales."""
+    two, eps, axes = (numpy_helper.from_array(np.array(v, t), n) for v, t, n in
+                      ((2.0, np.float32, "two"), (1e-6, np.float32, "eps"), ([-1], np.int64, "axes")))
+    nodes = [helper.make_node("Pow", ["x", "two"], ["sq"], name="pow"),
+             helper.make_node("ReduceMean", ["sq", "axes"], ["ms"], name="mean", keepdims=1),
+             helper.make_node("Add", ["ms", "eps"], ["mse"], name="add_eps"),
+             helper.make_node("Sqrt", ["mse"], ["rms"], name="sqrt"),
+             helper.make_node("Div", ["x", "rms"], ["y"], name="div")]
+    g = load_graph(_model(nodes, [_f("x", [4, 32])], [_f("y", [4, 32])], [two, eps, axes], opset=18),
+                   llm_kinds=LLM_KINDS)
+    (n,) = [n for n in g.nodes if not all(g.is_const(o) for o in n.outputs)]
+    assert n.op_type == "RmsNorm" and n.inputs[0] == "x" and g.shape(n.inputs[1]) == (32,) and g.is_const(n.inputs[1])
+    assert sorted(g.fused[n.name]) == ["add_eps", "div", "mean", "pow", "sqrt"]

@@ -49,7 +49,8 @@ def _last_axis_mean(rw: _Rewrite, n: Node) -> bool:
 def _rms_norms(rw: _Rewrite) -> None:
     """x * 1/sqrt(mean(x^2) + eps) [* gamma] -> RmsNorm(x, gamma).  The reciprocal square root
     is Sqrt then Reciprocal (dynamo), Div(1, Sqrt) (TorchScript) or x / Sqrt; the square is
-    Pow(x, 2) or Mul(x, x).  gamma is a constant of the normalised size ([H]) or absent."""
+    Pow(x, 2) or Mul(x, x).  gamma is a parameter of the normalised size ([H]); without one, a
+    constant of ones (CANN's kernel always scales)."""
     for r in [n for n in rw.nodes if n.op_type == "ReduceMean"]:
         if not _last_axis_mean(rw, r):
             continue
@@ -83,6 +84,9 @@ def _rms_norms(rw: _Rewrite) -> None:
             gamma = rw.other(scale, out)
             covers.append(scale)
             out = scale.outputs[0]
+        if not gamma and h is not None:  # CANN's RmsNorm always scales: a weight of ones
+            gamma = rw.new_tensor(f"{r.name}/unit_gamma", (h,), rw.graph.tensors[x].dtype)
+            rw.graph.tensors[gamma].const = True
         rw.add("RmsNorm", r, [x, gamma], [out], {}, covers)
 
 
