@@ -259,8 +259,8 @@ def _output_dtype(rw: Rewrite, t: str) -> str:
 
 def _quant_matmuls(rw: Rewrite) -> None:
     """MatMul(x, DequantizeLinear(W)) -> WeightQuantBatchMatmul (x float, W int8/int4);
-    MatMul(DequantizeLinear(xq), DequantizeLinear(W)) with xq int8 -> QuantBatchMatmulV3, its
-    activation scale as pertoken_scale when it comes from DynamicQuantizeLinear."""
+    MatMul(DequantizeLinear(xq), DequantizeLinear(W)) with xq int8 -> QuantBatchMatmulV3, the
+    activation's scale its pertoken_scale when it has one value per row."""
     for mm in [n for n in rw.nodes if n.op_type == "MatMul"]:
         wq = _dequantized_weight(rw, mm.inputs[1])
         if wq is None:
@@ -276,8 +276,10 @@ def _quant_matmuls(rw: Rewrite) -> None:
                    [mm, wdq])
             continue
         xq, xscale = xdq.inputs[0], xdq.inputs[1]
-        dyn = rw.made_by(xq, "DynamicQuantizeLinear")
-        pertoken = xscale if dyn is not None else ""
+        # one scale per row of x: the per-token scale; one for the tensor (ONNX's DynamicQuantizeLinear,
+        # static QDQ) is folded into the dequantisation `scale` with the weight's
+        m = numel(rw.shape(xq)[:-1] or (1,))
+        pertoken = xscale if m > 1 and numel(rw.shape(xscale) or ()) == m else ""
         ins = [xq, w, scale, "", "", pertoken]
         rw.add("QuantBatchMatmulV3", mm, ins, [mm.outputs[0]],
                {"input_dtypes": _input_dtypes(rw, ins), "output_dtype": _output_dtype(rw, mm.outputs[0]),
@@ -286,7 +288,9 @@ def _quant_matmuls(rw: Rewrite) -> None:
 
 
 def _dynamic_quants(rw: Rewrite) -> None:
-    """DynamicQuantizeLinear whose zero point nobody reads -> DynamicQuant(x) (int8 y, scale)."""
+    """DynamicQuantizeLinear whose zero point nobody reads -> DynamicQuant(x) (int8 y, scale).  ONNX's
+    operator scales the whole tensor (one abs-max), CANN's each row (per token): the same pass over
+    x, a reduction per row instead of one."""
     for n in [n for n in rw.nodes if n.op_type == "DynamicQuantizeLinear"]:
         if len(n.outputs) > 2 and n.outputs[2] and rw.users(n.outputs[2]):
             continue

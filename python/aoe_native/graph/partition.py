@@ -25,7 +25,7 @@ from .lowering import NARY_OPS, VIEW_OPS, OpSpec, UnsupportedNode, map_node, una
 
 __all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "Coverage", "partition",
            "max_fused_buffers", "task_key", "node_work", "Atom", "Atoms", "atoms", "kernel_of", "kernel_formats",
-           "make_partition", "LLM_PAIRS", "llm_pair"]
+           "make_partition", "LLM_PAIRS", "llm_pair", "kernel_dtype"]
 
 # Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
 # for near-peak GM bandwidth (docs/ascend_model.md §2.3, [A] DoubleBuffer.md and
@@ -537,6 +537,16 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
     return make_partition(ag, kernels, unsup, dtype)
 
 
+# Kernels whose first input, the dtype of their task (CANN's convention), is not the model's
+# activation dtype: W8A8's QuantBatchMatmulV3 reads int8 activations (DynamicQuant's output).
+_INT8_INPUT_KERNELS = frozenset({"QuantBatchMatmulV3"})
+
+
+def kernel_dtype(op_type: str, dtype: str) -> str:
+    """The dtype of a kernel's task: its first input's."""
+    return "int8" if op_type in _INT8_INPUT_KERNELS else dtype
+
+
 def make_partition(ag: Atoms, groups: list[tuple[str, list[str], list[str], Any, list[int]]],
                    unsupported: list[UnsupportedOp], dtype: str) -> Partition:
     """Kernels and deduplicated tasks from groups (kind, node names, ONNX types, kernel
@@ -548,11 +558,12 @@ def make_partition(ag: Atoms, groups: list[tuple[str, list[str], list[str], Any,
             continue
         op_type, inputs, attrs = op
         formats = kernel_formats(op_type, inputs)
-        key = task_key(op_type, inputs, dtype, formats, attrs)
+        kd = kernel_dtype(op_type, dtype)
+        key = task_key(op_type, inputs, kd, formats, attrs)
         k = Kernel(len(kernels), list(nodes), list(onnx_types), op_type, inputs, attrs, formats, list(out_shape))
         task = tasks.get(key)
         if task is None:
-            task = tasks[key] = Task(len(tasks), key, op_type, inputs, dtype, formats, attrs)
+            task = tasks[key] = Task(len(tasks), key, op_type, inputs, kd, formats, attrs)
         task.kernels.append(k.index)
         k.task = task.index
         kernels.append(k)
