@@ -371,7 +371,9 @@ def test_backward_kernels_of_llm_operators():
     att = next(n for n in g.nodes if n.op_type == "FusedInferAttentionScore")
     ks = _backward_kernels(g, att, produced, weights)
     assert [k[0] for k in ks] == ["FusedInferAttentionScore"] * 3
-    assert ks[0][1][1] == [1, SEQ, KV_HEADS, HEAD_DIM] and ks[2][1][1] == [1, SEQ // 2, KV_HEADS, HEAD_DIM]  # BSND
+    assert ks[0][1][:2] == [[1, SEQ, HEADS, HEAD_DIM], [1, SEQ, KV_HEADS, HEAD_DIM]]  # the forward, BSND
+    half = ks[2][1]  # half the queries (a causal query may not outnumber its keys), the mask's rows too
+    assert half[0] == [1, SEQ // 2, HEADS, HEAD_DIM] and half[1] == ks[0][1][1] and half[3][-2:] == [SEQ // 2, SEQ]
     gmm = next(n for n in g.nodes if n.op_type == "GroupedMatmul")
     assert gmm.inputs[1] in weights and any("w_gate" in p for p in params)
     rows = MOE_TOKENS * MOE_TOP_K

@@ -44,7 +44,7 @@ _PARAM_SLOTS = {"Conv": (1, 2), "Gemm": (1, 2), "MatMul": (1,), "BatchNormalizat
 # dQ = dS K, dK = dS^T Q) against the forward's two: 2.5x its FLOPs (Dao 2023, FlashAttention-2,
 # arXiv:2307.08691, section 3.1), fused as CANN's FlashAttentionScoreGrad is.  The cost model has
 # no backward attention kernel, so it is costed as the forward kernel twice plus once on half the
-# key/value length (the same tiles and memory traffic per FLOP).
+# query (the same tiles and memory traffic per FLOP).
 
 def _is_float(dtype: str) -> bool:
     return not dtype or "float" in dtype  # unknown counts as float, as for the bytes
@@ -205,14 +205,21 @@ def _backward_kernels(graph: Graph, node: Node, produced: set[str], weights: set
 
 
 def _attention_backward(inputs: list[list[int]], attrs: dict) -> list[tuple[str, list[list[int]], dict]]:
-    """FlashAttentionScoreGrad as 2.5 forward kernels (see _PARAM_SLOTS' note): the forward
-    twice and once with half the key/value sequence (its axis in the layout; the mask's last)."""
+    """FlashAttentionScoreGrad as 2.5 forward kernels (see _PARAM_SLOTS' note): the forward twice and
+    once on half the query (half the key/value for a single query position, as a decode's): a causal
+    query may not outnumber its keys."""
     axis = {"BSND": 1, "BSH": 1, "TND": 0}.get(attrs.get("input_layout", "BNSD"), 2)
     half = [list(s) for s in inputs]
-    for i in (1, 2):
-        half[i][axis] = max(1, half[i][axis] // 2)
-    if len(half) > 3 and half[3]:
-        half[3][-1] = half[1][axis]
+    mask = half[3] if len(half) > 3 and half[3] else None
+    if half[0][axis] > 1:
+        half[0][axis] //= 2
+        if mask is not None and len(mask) >= 2:
+            mask[-2] = half[0][axis]
+    else:
+        for i in (1, 2):
+            half[i][axis] = max(1, half[i][axis] // 2)
+        if mask is not None:
+            mask[-1] = half[1][axis]
     forward = ("FusedInferAttentionScore", inputs, attrs)
     return [forward, forward, ("FusedInferAttentionScore", half, attrs)]
 
