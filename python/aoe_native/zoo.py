@@ -64,11 +64,11 @@ class _GraphBuilder:
     def output(self, tensor: str) -> None:
         self.outputs.append(helper.make_empty_tensor_value_info(tensor))
 
-    def model(self) -> onnx.ModelProto:
+    def model(self, opset: int = OPSET) -> onnx.ModelProto:
         graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.initializers)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                                   producer_name="aoe_native.zoo")
-        model.ir_version = 8
+        model.ir_version = 8 if opset < 21 else 10  # opset 21+ needs IR 10 (onnx docs/Versioning.md)
         # Output types come from shape inference so the builders need not repeat them.
         inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.value_info}
         for out in model.graph.output:
@@ -314,11 +314,157 @@ def yolov5s(batch: int = 1, dynamic_batch: bool = False, image: int = 640) -> on
     return g.model()
 
 
+# --------------------------------------------------------------------------- LLM decoders
+# The LLM decoders use opset 23 for its RMSNormalization and Attention operators (one node each, as
+# CANN runs RmsNorm and FusedInferAttentionScore); RoPE and SwiGLU have no ONNX operator and are
+# written as exporters emit them (rotate-half Slice/Neg/Concat, Sigmoid/Mul), the MoE experts as
+# the batched form of an exportable MoE (graph/llm_moe.py).  The import turns each into the CANN
+# kernel (graph/llm_patterns.py).
+LLM_OPSET = 23
+
+
+def _rms_norm(g: _GraphBuilder, x: str, hidden: int, name: str) -> str:
+    return g.op("RMSNormalization", [x, g.weight(f"{name}.weight", [hidden])], name=name, axis=-1, epsilon=1e-5)
+
+
+def _rotate(g: _GraphBuilder, x: str, cos: str, sin: str, dh: int, name: str) -> str:
+    """x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2])."""
+    c = lambda n, v: g.const(n, [v], np.int64)  # noqa: E731
+    lo = g.op("Slice", [x, c("zero", 0), c("half_dim", dh // 2), c("last_axis", -1)], name=f"{name}.lo")
+    hi = g.op("Slice", [x, c("half_dim", dh // 2), c("head_dim", dh), c("last_axis", -1)], name=f"{name}.hi")
+    rot = g.op("Concat", [g.op("Neg", [hi], name=f"{name}.neg"), lo], name=f"{name}.cat", axis=-1)
+    return g.op("Add", [g.op("Mul", [x, cos], name=f"{name}.mul_cos"), g.op("Mul", [rot, sin], name=f"{name}.mul_sin")],
+                name=f"{name}.add")
+
+
+def _swiglu_mlp(g: _GraphBuilder, x: str, hidden: int, ffn: int, name: str) -> str:
+    gate = g.op("MatMul", [x, g.weight(f"{name}.gate_proj", [hidden, ffn])], name=f"{name}.gate_proj")
+    up = g.op("MatMul", [x, g.weight(f"{name}.up_proj", [hidden, ffn])], name=f"{name}.up_proj")
+    silu = g.op("Mul", [gate, g.op("Sigmoid", [gate], name=f"{name}.sigmoid")], name=f"{name}.silu")
+    h = g.op("Mul", [silu, up], name=f"{name}.mul")
+    return g.op("MatMul", [h, g.weight(f"{name}.down_proj", [ffn, hidden])], name=f"{name}.down_proj")
+
+
+def _llm_attention(g: _GraphBuilder, x: str, rope: tuple[str, str], cfg: dict, b, seq: int, past: int,
+                   name: str, presents: list[str]) -> str:
+    """Q/K/V projections (with bias for Qwen), RoPE, one ONNX Attention (GQA through kv_num_heads'
+    shapes; decode: past_key/past_value inputs of `past` positions), output projection."""
+    hidden, heads, kv, dh = cfg["hidden"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
+
+    def proj(p, n):
+        y = g.op("MatMul", [x, g.weight(f"{name}.{p}_proj", [hidden, n * dh])], name=f"{name}.{p}_proj")
+        if cfg.get("qkv_bias"):
+            y = g.op("Add", [y, g.weight(f"{name}.{p}_proj.bias", [n * dh])], name=f"{name}.{p}_proj.bias_add")
+        y = g.op("Reshape", [y, g.const(f"{p}_heads", [0, seq, n, dh], np.int64)], name=f"{name}.{p}_reshape")
+        return g.op("Transpose", [y], name=f"{name}.{p}_transpose", perm=[0, 2, 1, 3])
+
+    q, k, v = proj("q", heads), proj("k", kv), proj("v", kv)
+    q, k = _rotate(g, q, *rope, dh, f"{name}.rope_q"), _rotate(g, k, *rope, dh, f"{name}.rope_k")
+    ins = [q, k, v]
+    if past:
+        ins += ["", g.input(f"{name}.past_key", [b, kv, past, dh]), g.input(f"{name}.past_value", [b, kv, past, dh])]
+    outs = g.op("Attention", ins, name=f"{name}.attention", n_out=3 if past else 1, is_causal=int(seq > 1))
+    y = outs[0] if past else outs
+    if past:  # the updated caches are outputs after the logits (_decoder)
+        presents.extend(outs[1:])
+    y = g.op("Transpose", [y], name=f"{name}.o_transpose", perm=[0, 2, 1, 3])
+    y = g.op("Reshape", [y, g.const("hidden_shape", [0, seq, heads * dh], np.int64)], name=f"{name}.o_reshape")
+    return g.op("MatMul", [y, g.weight(f"{name}.o_proj", [heads * dh, hidden])], name=f"{name}.o_proj")
+
+
+def _moe_mlp(g: _GraphBuilder, x: str, cfg: dict, tokens: int, name: str) -> str:
+    """Top-k softmax routing over E experts (batched over stacked expert weights [E, H, F]) and a
+    shared expert behind a sigmoid gate (Qwen2-MoE's Qwen2MoeSparseMoeBlock)."""
+    hidden, e, k, ffn = cfg["hidden"], cfg["experts"], cfg["top_k"], cfg["expert_ffn"]
+    t = g.op("Reshape", [x, g.const("token_shape", [tokens, hidden], np.int64)], name=f"{name}.tokens")
+    logits = g.op("MatMul", [t, g.weight(f"{name}.gate", [hidden, e])], name=f"{name}.gate")
+    probs = g.op("Softmax", [logits], name=f"{name}.softmax", axis=-1)
+    w, idx = g.op("TopK", [probs, g.const("top_k", [k], np.int64)], name=f"{name}.topk", n_out=2, axis=-1)
+    zeros = g.op("ConstantOfShape", [g.const("route_shape", [tokens, e], np.int64)], name=f"{name}.zeros",
+                 value=numpy_helper.from_array(np.zeros(1, np.float32)))
+    combine = g.op("ScatterElements", [zeros, idx, w], name=f"{name}.scatter", axis=1)
+    combine = g.op("Unsqueeze", [g.op("Transpose", [combine], name=f"{name}.combine_t", perm=[1, 0]),
+                                 g.const("last", [-1], np.int64)], name=f"{name}.combine")
+    gate = g.op("MatMul", [t, g.weight(f"{name}.experts.gate_proj", [e, hidden, ffn])], name=f"{name}.experts.gate")
+    up = g.op("MatMul", [t, g.weight(f"{name}.experts.up_proj", [e, hidden, ffn])], name=f"{name}.experts.up")
+    h = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate], name=f"{name}.experts.sigmoid")],
+                          name=f"{name}.experts.silu"), up], name=f"{name}.experts.mul")
+    out = g.op("MatMul", [h, g.weight(f"{name}.experts.down_proj", [e, ffn, hidden])], name=f"{name}.experts.down")
+    weighted = g.op("Mul", [out, combine], name=f"{name}.weighted")
+    routed = g.op("ReduceSum", [weighted, g.const("expert_axis", [0], np.int64)], name=f"{name}.sum", keepdims=0)
+    shared = _swiglu_mlp(g, t, hidden, cfg["shared_ffn"], f"{name}.shared_expert")
+    sg = g.op("Sigmoid", [g.op("MatMul", [t, g.weight(f"{name}.shared_expert_gate", [hidden, 1])],
+                               name=f"{name}.shared_gate")], name=f"{name}.shared_gate_sigmoid")
+    y = g.op("Add", [routed, g.op("Mul", [shared, sg], name=f"{name}.shared_gated")], name=f"{name}.add_shared")
+    return g.op("Reshape", [y, g.const("hidden_shape_3d", [1, tokens, hidden], np.int64)], name=f"{name}.out")
+
+
+def _decoder(cfg: dict, name: str, batch: int, dynamic_batch: bool, seq: int, past: int) -> onnx.ModelProto:
+    """A Llama-style decoder: embeddings, `layers` x (RMSNorm, attention, residual, RMSNorm, MLP,
+    residual), final RMSNorm, LM head.  cos/sin are inputs [1, 1, seq, head_dim] (the positions'
+    rotary tables, computed outside the layers as HF does)."""
+    g = _GraphBuilder(name)
+    b = _batch_dim(batch, dynamic_batch)
+    hidden, dh = cfg["hidden"], cfg["head_dim"]
+    ids = g.input("input_ids", [b, seq], TensorProto.INT64)
+    rope = (g.input("cos", [1, 1, seq, dh]), g.input("sin", [1, 1, seq, dh]))
+    x = g.op("Gather", [g.weight("embed_tokens", [cfg["vocab"], hidden]), ids], name="embed_tokens", axis=0)
+    presents: list[str] = []
+    for i in range(cfg["layers"]):
+        lname = f"layers.{i}"
+        a = _llm_attention(g, _rms_norm(g, x, hidden, f"{lname}.input_layernorm"), rope, cfg, b, seq, past,
+                           f"{lname}.self_attn", presents)
+        x = g.op("Add", [x, a], name=f"{lname}.attn_residual")
+        h = _rms_norm(g, x, hidden, f"{lname}.post_attention_layernorm")
+        if "experts" in cfg:
+            if batch != 1 or dynamic_batch:
+                raise ValueError(f"zoo model {name}: the MoE layer is built for batch 1 (got {batch})")
+            h = _moe_mlp(g, h, cfg, seq, f"{lname}.mlp")
+        else:
+            h = _swiglu_mlp(g, h, hidden, cfg["ffn"], f"{lname}.mlp")
+        x = g.op("Add", [x, h], name=f"{lname}.mlp_residual")
+    x = _rms_norm(g, x, hidden, "norm")
+    g.output(g.op("MatMul", [x, g.weight("lm_head", [hidden, cfg["vocab"]])], name="lm_head"))
+    for t in presents:
+        g.output(t)
+    return g.model(LLM_OPSET)
+
+
+# Llama-3-8B (meta-llama/Meta-Llama-3-8B config.json: hidden_size 4096, num_attention_heads 32,
+# num_key_value_heads 8, intermediate_size 14336, num_hidden_layers 32, vocab_size 128256).
+LLAMA3_8B = dict(hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, layers=32, vocab=128256)
+# Qwen1.5-MoE-A2.7B (Qwen/Qwen1.5-MoE-A2.7B config.json: hidden_size 2048, 16 heads, 16 KV heads,
+# num_experts 60, num_experts_per_tok 4, moe_intermediate_size 1408, shared_expert_intermediate_size
+# 5632, 24 layers, vocab 151936, qkv bias).
+QWEN_MOE = dict(hidden=2048, heads=16, kv_heads=16, head_dim=128, experts=60, top_k=4, expert_ffn=1408,
+                shared_ffn=5632, layers=24, vocab=151936, qkv_bias=True)
+LLM_SEQ = 2048  # prefill tokens; the decode variant's KV cache holds as many
+
+
+def llama(batch: int = 1, dynamic_batch: bool = False, seq: int = LLM_SEQ) -> onnx.ModelProto:
+    """Llama-3-8B-like decoder (32 layers, GQA 32/8 heads), prefill of `seq` tokens."""
+    return _decoder(LLAMA3_8B, "llama", batch, dynamic_batch, seq, past=0)
+
+
+def llama_decode(batch: int = 1, dynamic_batch: bool = False, cache: int = LLM_SEQ) -> onnx.ModelProto:
+    """Llama-3-8B-like decoder, decode: one new token on a KV cache of `cache` tokens."""
+    return _decoder(LLAMA3_8B, "llama_decode", batch, dynamic_batch, 1, past=cache)
+
+
+def qwen_moe(batch: int = 1, dynamic_batch: bool = False, seq: int = LLM_SEQ) -> onnx.ModelProto:
+    """Qwen1.5-MoE-A2.7B-like decoder (24 layers): 60 routed experts (top-4) and a shared expert,
+    prefill of `seq` tokens."""
+    return _decoder(QWEN_MOE, "qwen_moe", batch, dynamic_batch, seq, past=0)
+
+
 MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
     "resnet50": resnet50,
     "bert_base": bert_base,
     "gpt2_small": gpt2_small,
     "yolov5s": yolov5s,
+    "llama": llama,
+    "llama_decode": llama_decode,
+    "qwen_moe": qwen_moe,
 }
 
 

@@ -9,6 +9,8 @@ emits as one kernel:
   before it that end in its input (prologue: residual Adds, scales, masks, activations) and, when
   its output has its input's size (Softmax, LayerNorm, a stride-1 pool), after it (epilogue);
 - a chain of element-wise atoms of one size;
+- two LLM operators CANN runs as one kernel (``partition.LLM_PAIRS``: Add + RmsNorm, (Add)RmsNorm +
+  DynamicQuant, SwiGlu + DynamicQuant), the first writing its other outputs too;
 - any other atom alone.
 
 Members are connected, and every member but the last (in topological order) is read only inside
@@ -35,7 +37,7 @@ from typing import Callable, Iterator
 
 from ..ascend.ops import op_table
 from .ir import numel
-from .partition import Atom, Atoms
+from .partition import Atom, Atoms, llm_pair
 
 __all__ = ["MAX_GROUP", "Piece", "FusionSpace", "fusion_space", "solve_piece", "solve_windowed", "brute_force",
            "DPTooLarge",
@@ -44,7 +46,7 @@ __all__ = ["MAX_GROUP", "Piece", "FusionSpace", "fusion_space", "solve_piece", "
 # Longest group searched: a cube op, GPT-2's 8-node tanh GELU and a bias and residual Add fit.
 MAX_GROUP = 12
 # Bumped when the fusion rules change, so that subgraph-bank entries of older rules miss.
-SPACE_VERSION = 1
+SPACE_VERSION = 2  # 2: CANN's LLM operator pairs (partition.LLM_PAIRS)
 
 
 @functools.lru_cache(maxsize=None)
@@ -172,6 +174,7 @@ def fusion_space(ag: Atoms, dtype: str = "float16", tag: str = "") -> FusionSpac
     found: set[tuple[int, ...]] = set()
     for a in ag.atoms:
         _groups_from(ag, a, found)
+        found.update((p, a.index) for p in a.preds if llm_pair(ag, ag.atoms[p], a))
     multi = sorted(found)
     space = FusionSpace(ag, singles + multi)
     # Cut between positions i and i+1 where no group spans.

@@ -65,6 +65,9 @@ class Graph:
     # file lists them all (torch.export's graph signature), else None.
     folded_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
     declared_params: tuple[str, ...] | None = None
+    # A node the import fused from several (an LLM block run as one CANN kernel, graph/llm_patterns.py)
+    # -> the names of the nodes it stands for.
+    fused: dict[str, list[str]] = field(default_factory=dict)
 
     def shape(self, tensor: str) -> tuple[int, ...] | None:
         t = self.tensors.get(tensor)

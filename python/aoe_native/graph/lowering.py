@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ascend.ops import auto_pads, op_table
 from .ir import Graph, Node
+from .llm_rewrite import LLM_KINDS
 
 __all__ = ["NARY_OPS", "OpSpec", "UnsupportedNode", "VIEW_OPS", "map_node", "unary_ops"]
 
@@ -147,12 +148,36 @@ def _axes(graph: Graph, node: Node, rank: int) -> list[int] | None:
     return sorted(a % rank for a in axes)
 
 
+# Fused LLM matmuls whose activation CANN takes as [M, K].
+_FOLDED_M = frozenset({"WeightQuantBatchMatmul", "QuantBatchMatmulV3"})
+
+
+def _llm_kernel(graph: Graph, node: Node) -> OpSpec:
+    """A fused LLM operator the import made (graph/llm_patterns.py): its inputs are already in
+    CANN's order, an absent optional input is an empty shape.  SwiGlu's kernel reads gate and up
+    as one [..., 2F] tensor (CANN's convention); the import keeps them as two graph tensors."""
+    inputs = [(list(graph.shape(t) or ()) or [1]) if t else [] for t in node.inputs]  # a scalar is [1]
+    if node.op_type == "SwiGlu" and len(inputs) == 2:
+        inputs = [inputs[0][:-1] + [inputs[0][-1] + inputs[1][-1]]]
+    if node.op_type in _FOLDED_M and len(inputs[0]) > 2:  # [..., M, K]: the leading dims fold into M
+        inputs[0] = [int(np.prod(inputs[0][:-1])), inputs[0][-1]]
+    attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
+    return OpSpec(node.op_type, inputs, attrs, "vector")
+
+
 def map_node(graph: Graph, node: Node) -> OpSpec:
     """Express `node` as a cost-model operator; raises UnsupportedNode with the reason."""
     op = node.op_type
     a = node.attrs
     if any(graph.shape(o) is None for o in node.outputs[:1]):
         raise UnsupportedNode("output shape unknown after shape inference")
+    if op in LLM_KINDS:
+        return _llm_kernel(graph, node)
+    if op == "GatherND":  # rows gathered by index tuples: the movement of a Gather of its output
+        x, idx = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
+        out = _shape(graph, node.outputs[0], node)
+        batch = int(a.get("batch_dims", 0))
+        return OpSpec("Gather", [x, idx[:-1] or [1]], {"output_shape": out, "axis": min(batch, len(out) - 1)}, "vector")
     if op == "Conv":
         x, w = _shape(graph, node.inputs[0], node), _shape(graph, node.inputs[1], node)
         if len(x) != 4:

@@ -12,13 +12,15 @@ import contextlib
 import mmap
 import os
 import re
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..ascend.ops import supported_ops
 from .ir import EXPORTER_MADE_PREFIX, RELAYOUT_OPS, Graph, Node, Tensor, numel
+from .llm_patterns import LLM_KINDS, fuse_llm_patterns
 
 __all__ = ["parse_input_shape", "load_graph"]
 
@@ -712,8 +714,13 @@ def _check_nodes(g: onnx.GraphProto, where: str, opset: int) -> None:
 
 
 def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
-               input_shape: str | Mapping[str, Any] | None = None) -> Graph:
+               input_shape: str | Mapping[str, Any] | None = None, *,
+               llm_kinds: Iterable[str] | None = None) -> Graph:
     """Load an ONNX model (path or ModelProto), fix its inputs and infer all shapes.
+
+    LLM blocks (RMSNorm, RoPE, attention, SwiGLU, MoE routing, quantised matmuls) become
+    CANN's fused operators of `llm_kinds` (graph/llm_patterns.py); None: those the cost model
+    has, so a block whose kernel it lacks stays decomposed and modelled.
 
     Raises ValueError (unreadable/malformed model, bad or missing input shapes) or KeyError
     (an --input_shape name that is not a model input), each naming the model."""
@@ -792,7 +799,10 @@ def load_graph(model_or_path: str | os.PathLike | onnx.ModelProto,
                                                           for x in n.input) and n.domain in ("", "ai.onnx")):
             for o in n.output:
                 tensors[o].const = True
-    return Graph(g.name or (os.path.splitext(os.path.basename(path))[0] if path else "model"), path, nodes,
-                 tensors, inputs, [o.name for o in g.output], const_values, folded_from, declared)
+    graph = Graph(g.name or (os.path.splitext(os.path.basename(path))[0] if path else "model"), path, nodes,
+                  tensors, inputs, [o.name for o in g.output], const_values, folded_from, declared)
+    if llm_kinds is None:
+        llm_kinds = LLM_KINDS & set(supported_ops())
+    return fuse_llm_patterns(graph, llm_kinds)
 
 

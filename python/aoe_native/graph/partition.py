@@ -25,7 +25,7 @@ from .lowering import NARY_OPS, VIEW_OPS, OpSpec, UnsupportedNode, map_node, una
 
 __all__ = ["Kernel", "Task", "TaskIdentity", "Partition", "UnsupportedOp", "Coverage", "partition",
            "max_fused_buffers", "task_key", "node_work", "Atom", "Atoms", "atoms", "kernel_of", "kernel_formats",
-           "make_partition"]
+           "make_partition", "LLM_PAIRS", "llm_pair", "kernel_dtype"]
 
 # Ascend C double-buffers each queue (BUFFER_NUM = 2) and a transfer of >= 16 KB is needed
 # for near-peak GM bandwidth (docs/ascend_model.md §2.3, [A] DoubleBuffer.md and
@@ -165,6 +165,12 @@ def node_work(graph: Graph, node: Node, itemsize: int = 2) -> tuple[float, float
         flops = 2.0 * out * numel(shapes[1][1:])
     elif op == "ConvTranspose" and len(shapes) > 1 and len(shapes[1]) > 2:
         flops = 2.0 * numel(shapes[0]) * numel(shapes[1][1:])
+    elif op in ("GroupedMatmul", "WeightQuantBatchMatmul", "QuantBatchMatmulV3") and shapes and shapes[0]:
+        flops = 2.0 * out * shapes[0][-1]  # each output element is a K-long dot product
+    elif op == "FusedInferAttentionScore" and len(shapes) > 1 and len(shapes[1]) >= 3:
+        # Q K^T and P V: 2 multiply-adds per (query position, head, key position, head dim)
+        skv = shapes[1][1] if node.attrs.get("input_layout") in ("BSND", "BSH") else shapes[1][2]
+        flops = 4.0 * out * skv
     else:
         flops = float(out)
     return flops, float(itemsize) * (sum(tensor_numel(t) for t in node.inputs if t) +
@@ -381,12 +387,60 @@ def atoms(graph: Graph, supported_ops: Iterable[str]) -> Atoms:
     return Atoms(graph, folded, out, n_view, producer)
 
 
+# CANN's fused kernels of two consecutive LLM operators (issue 49), candidates of subgraph tuning:
+# (producer, consumer) -> fused kernel (aclnnAddRmsNorm, aclnnAddRmsNormDynamicQuant,
+# aclnnDequantSwigluQuant).  RmsNorm + DynamicQuant runs as AddRmsNormDynamicQuant with a residual
+# of zeros (CANN's dynamic-quant norm kernel is the Add one): it reads x twice.  RoPE is not among
+# them: CANN's FusedInferAttentionScore takes no rotation for Llama-style attention (its
+# query_rope/key_rope inputs are MLA's separate rotary dimensions), so RoPE stays its own kernel.
+LLM_PAIRS = {("Add", "RmsNorm"): "AddRmsNorm", ("AddRmsNorm", "DynamicQuant"): "AddRmsNormDynamicQuant",
+             ("RmsNorm", "DynamicQuant"): "AddRmsNormDynamicQuant", ("SwiGlu", "DynamicQuant"): "DequantSwigluQuant"}
+
+
+def llm_pair(ag: Atoms, a: Atom, b: Atom) -> bool:
+    """Do atoms a -> b make one of CANN's LLM_PAIRS (b reads only a's first output)?"""
+    if (a.node.op_type, b.node.op_type) not in LLM_PAIRS or b.preds != [a.index] or \
+            b.node.inputs[0] != a.node.outputs[0]:
+        return False
+    if a.node.op_type == "Add":  # a residual Add: two live operands of the norm's shape; the sum is an output
+        out = ag.graph.shape(a.node.outputs[0])
+        return len(a.inputs) == 2 and all(ag.graph.shape(t) == out for t in a.node.inputs)
+    # the fused kernel writes y quantised: nobody else may read a's float y (or a view of it)
+    views, grew = {a.node.outputs[0]}, True
+    while grew:
+        new = {o for n in ag.graph.nodes if n.op_type in VIEW_OPS and n.inputs and n.inputs[0] in views
+               for o in n.outputs} - views
+        views |= new
+        grew = bool(new)
+    return not any(t in views for s in a.succs if s != b.index for t in ag.atoms[s].inputs) and \
+        a.node.outputs[0] not in ag.graph.outputs
+
+
+def _llm_pair_kernel(ag: Atoms, a: Atom, b: Atom, supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
+    kind = LLM_PAIRS[(a.node.op_type, b.node.op_type)]
+    if kind not in supported:
+        raise ValueError(f"the cost model has no {kind}")
+    g = ag.graph
+
+    def shape(t: str) -> list[int]:
+        return list(g.shape(t) or ()) if t else []
+    if kind == "AddRmsNorm":
+        return kind, [shape(t) for t in a.node.inputs] + [shape(b.node.inputs[1])], {}
+    if kind == "AddRmsNormDynamicQuant":
+        norm = a.node.inputs[:3] if a.node.op_type == "AddRmsNorm" else [a.node.inputs[0]] * 2 + a.node.inputs[1:2]
+        smooth = b.node.inputs[1] if len(b.node.inputs) > 1 else ""
+        return kind, [shape(t) for t in norm] + [shape(smooth)], {}
+    return kind, map_node(g, a.node).inputs, {"activate_left": 1}  # DequantSwigluQuant: silu of the gate half
+
+
 def kernel_of(ag: Atoms, group: list[int], supported: set[str]) -> tuple[str, list[list[int]], dict[str, Any]]:
     """The cost-model operator of the kernel fusing the atoms `group` (topological order):
     a cube or vector anchor with the element-wise atoms before it (prologue) and after it
-    (epilogue), or a chain of element-wise atoms."""
+    (epilogue), a chain of element-wise atoms, or two LLM operators CANN fuses (LLM_PAIRS)."""
     graph = ag.graph
     members = [ag.atoms[i] for i in group]
+    if len(members) == 2 and llm_pair(ag, *members):
+        return _llm_pair_kernel(ag, *members, supported)
     anchor = next((a for a in members if a.kind != "elementwise"), None)
     first = anchor or members[0]
     g = _Group(0, first.kind, [], [], first.spec, [], {}, numel(first.out_shape), list(first.out_shape), set(), 0)
@@ -483,6 +537,16 @@ def partition(graph: Graph, supported_ops: Iterable[str], dtype: str = "float16"
     return make_partition(ag, kernels, unsup, dtype)
 
 
+# Kernels whose first input, the dtype of their task (CANN's convention), is not the model's
+# activation dtype: W8A8's QuantBatchMatmulV3 reads int8 activations (DynamicQuant's output).
+_INT8_INPUT_KERNELS = frozenset({"QuantBatchMatmulV3"})
+
+
+def kernel_dtype(op_type: str, dtype: str) -> str:
+    """The dtype of a kernel's task: its first input's."""
+    return "int8" if op_type in _INT8_INPUT_KERNELS else dtype
+
+
 def make_partition(ag: Atoms, groups: list[tuple[str, list[str], list[str], Any, list[int]]],
                    unsupported: list[UnsupportedOp], dtype: str) -> Partition:
     """Kernels and deduplicated tasks from groups (kind, node names, ONNX types, kernel
@@ -494,11 +558,12 @@ def make_partition(ag: Atoms, groups: list[tuple[str, list[str], list[str], Any,
             continue
         op_type, inputs, attrs = op
         formats = kernel_formats(op_type, inputs)
-        key = task_key(op_type, inputs, dtype, formats, attrs)
+        kd = kernel_dtype(op_type, dtype)
+        key = task_key(op_type, inputs, kd, formats, attrs)
         k = Kernel(len(kernels), list(nodes), list(onnx_types), op_type, inputs, attrs, formats, list(out_shape))
         task = tasks.get(key)
         if task is None:
-            task = tasks[key] = Task(len(tasks), key, op_type, inputs, dtype, formats, attrs)
+            task = tasks[key] = Task(len(tasks), key, op_type, inputs, kd, formats, attrs)
         task.kernels.append(k.index)
         k.task = task.index
         kernels.append(k)

@@ -37,7 +37,14 @@ class BackwardKernel:
 # statistics), embedding tables (Gather's data), and rank-1 (bias) or constant operands of
 # element-wise Add / Mul.
 _PARAM_SLOTS = {"Conv": (1, 2), "Gemm": (1, 2), "MatMul": (1,), "BatchNormalization": (1, 2),
-                "LayerNormalization": (1, 2), "Add": (0, 1), "Mul": (0, 1), "Gather": (0,)}
+                "LayerNormalization": (1, 2), "Add": (0, 1), "Mul": (0, 1), "Gather": (0,),
+                # the LLM kernels the import fuses (graph/llm_patterns.py): norm weights, expert weights
+                "RmsNorm": (1,), "AddRmsNorm": (2,), "GroupedMatmul": (1, 2)}
+# FlashAttention's backward runs five matmuls (Q K^T recomputed, dP = dO V^T, dV = P^T dO,
+# dQ = dS K, dK = dS^T Q) against the forward's two: 2.5x its FLOPs (Dao 2023, FlashAttention-2,
+# arXiv:2307.08691, section 3.1), fused as CANN's FlashAttentionScoreGrad is.  The cost model has
+# no backward attention kernel, so it is costed as the forward kernel twice plus once on half the
+# query (the same tiles and memory traffic per FLOP).
 
 def _is_float(dtype: str) -> bool:
     return not dtype or "float" in dtype  # unknown counts as float, as for the bytes
@@ -154,7 +161,8 @@ def _backward_kernels(graph: Graph, node: Node, produced: set[str], weights: set
     gradient the im2col GEMM [O/g, N·Ho·Wo] x [N·Ho·Wo, C/g·kh·kw]; a GEMM Y = X·W has
     dX = dY·Wᵀ and dW = Xᵀ·dY when W is a parameter (in ``weights``); a data gradient into a graph input is skipped (nothing asks
     for it); every other node costs twice its forward kernel (it reads dY and its saved
-    input and writes dX: about two passes of a memory-bound op), and an element-wise node
+    input and writes dX: about two passes of a memory-bound op; attention and GroupedMatmul have
+    their own, :func:`_attention_backward`, :func:`_grouped_matmul_backward`), and an element-wise node
     (or one the cost model does not cover) two element-wise passes over its output; views
     cost nothing."""
     op = node.op_type
@@ -183,6 +191,10 @@ def _backward_kernels(graph: Graph, node: Node, produced: set[str], weights: set
         m, k = n * ho * wo, cg * kh * kw
         ks.append(("MatMul", [[o, m], [m, k]], {}) if g == 1 else ("BatchMatMul", [[g, o // g, m], [g, m, k]], {}))
         return ks
+    if op == "FusedInferAttentionScore":
+        return _attention_backward(spec.inputs, spec.attrs)
+    if op == "GroupedMatmul":
+        return _grouped_matmul_backward(spec.inputs, spec.attrs, needs_dx, node.inputs[1] in weights)
     if op in ("Gemm", "MatMul") and spec.op_type in ("Gemm", "MatMul") and node.inputs[1] in weights:
         x, wt = spec.inputs[0], spec.inputs[1]
         m, k = (x[1], x[0]) if spec.attrs.get("transA") else (x[0], x[1])
@@ -190,6 +202,44 @@ def _backward_kernels(graph: Graph, node: Node, produced: set[str], weights: set
         ks = [("MatMul", [[m, nn], [nn, k]], {})] if needs_dx else []
         return ks + [("MatMul", [[k, m], [m, nn]], {})]
     return [(spec.op_type, spec.inputs, spec.attrs)] * 2
+
+
+def _attention_backward(inputs: list[list[int]], attrs: dict) -> list[tuple[str, list[list[int]], dict]]:
+    """FlashAttentionScoreGrad as 2.5 forward kernels (see _PARAM_SLOTS' note): the forward twice and
+    once on half the query (half the key/value for a single query position, as a decode's): a causal
+    query may not outnumber its keys."""
+    axis = {"BSND": 1, "BSH": 1, "TND": 0}.get(attrs.get("input_layout", "BNSD"), 2)
+    half = [list(s) for s in inputs]
+    mask = half[3] if len(half) > 3 and half[3] else None
+    if half[0][axis] > 1:
+        half[0][axis] //= 2
+        if mask is not None and len(mask) >= 2:
+            mask[-2] = half[0][axis]
+    else:
+        for i in (1, 2):
+            half[i][axis] = max(1, half[i][axis] // 2)
+        if mask is not None:
+            mask[-1] = half[1][axis]
+    forward = ("FusedInferAttentionScore", inputs, attrs)
+    return [forward, forward, ("FusedInferAttentionScore", half, attrs)]
+
+
+def _grouped_matmul_backward(inputs: list[list[int]], attrs: dict, needs_dx: bool, weight_grad: bool
+                             ) -> list[tuple[str, list[list[int]], dict]]:
+    """Y_e = X_e W_e over the groups: dX_e = dY_e W_e^T is a GroupedMatmul of dY with the transposed
+    weights; dW_e = X_e^T dY_e a BatchMatMul over the experts of the (even, as the forward assumes)
+    group size."""
+    (m, k), w = inputs[0], inputs[1]
+    e = w[0]
+    n = w[1] if attrs.get("transpose_weight") else w[2]
+    ks = []
+    if needs_dx:
+        dx_attrs = {**attrs, "transpose_weight": 0 if attrs.get("transpose_weight") else 1}
+        ks.append(("GroupedMatmul", [[m, n], list(w), []], dx_attrs))
+    if weight_grad:
+        rows = max(1, m // e)
+        ks.append(("BatchMatMul", [[e, k, rows], [e, rows, n]], {}))
+    return ks
 
 
 def predict_timeline(model: Any, soc_version: str | Platform = DEFAULT_SOC, *, input_shape: Any = None,

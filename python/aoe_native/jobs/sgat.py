@@ -33,8 +33,8 @@ from ..bank.policy import beats_bank, repo_summary, serves, update_mode
 from ..bank.store import make_entry
 from ..graph.fusion import DPTooLarge, FusionSpace, Piece, fusion_space, solve_piece, solve_windowed
 from ..graph.ir import Graph
-from ..graph.partition import (Atoms, Partition, TaskIdentity, atoms, kernel_formats, kernel_of, make_partition,
-                               partition, task_key)
+from ..graph.partition import (Atoms, Partition, TaskIdentity, atoms, kernel_dtype, kernel_formats, kernel_of,
+                               make_partition, partition, task_key)
 from ..outputs import write_sgat_outputs
 from ..results import FusedKernel, SubgraphResult, SubgraphTuneResult
 from ..tuning import improvement
@@ -126,9 +126,10 @@ class _Costs:
         for pol in split_policies(op_type, attrs, self.platform, self.level, self.nonhomo):
             a = {**attrs, **pol}
             formats = kernel_formats(op_type, inputs)
-            key = task_key(op_type, inputs, self.dtype, formats, a)
+            kd = kernel_dtype(op_type, self.dtype)
+            key = task_key(op_type, inputs, kd, formats, a)
             if key not in self.tasks:
-                self.tasks[key] = _Candidate(len(self.tasks), key, op_type, inputs, self.dtype, formats, a)
+                self.tasks[key] = _Candidate(len(self.tasks), key, op_type, inputs, kd, formats, a)
             out.append((pol, self.tasks[key]))
         return out
 
