@@ -160,6 +160,42 @@ std::vector<std::string> attr_strs(const OpDesc& op, const std::string& name);
 std::vector<int64_t> core_counts(int64_t n, int64_t max_useful);
 std::vector<int64_t> pow2_range(int64_t lo, int64_t hi);
 
+// ---- vector kernels (vector.cpp) ---------------------------------------------------------
+// The work as the model sees it: `units` independent rows of `unit_elems`
+// elements (unit_elems = 1 for plain elementwise work).
+struct VecKernel {
+  std::string kind;
+  int ds = 2;                       // bytes per element of the streamed data
+  int64_t units = 1, unit_elems = 1;
+  double in_bytes = 0;              // GM bytes read per element per sweep
+  double out_bytes = 0;             // GM bytes written per element
+  double out_bytes_per_unit = 0;    // GM bytes written per unit (reductions)
+  double bcast_bytes = 0;           // small operands read once per core, kept in UB
+  int in_streams = 1;               // GM->UB copies per tile
+  std::vector<VecStep> elem_prog;   // per element
+  std::vector<VecStep> row_prog;    // per unit (reduce APIs: repeats per row)
+  int sweeps_if_split = 1;          // GM passes when a unit does not fit one tile
+  double run_in = 0, run_out = 0;   // contiguous run in GM (0: the whole tile)
+  int transpose_side = 0;           // >0: runs limited by the square tile side
+  int ub_buffers = 2;               // tile-sized queue buffers (x bufferNum)
+  int temp_fp32 = 0;                // tile-sized fp32 temporaries
+  bool split_rows = false;          // cores may split the rows (splitR)
+  int syncs = 1;                    // core syncs when rows are split (one per row statistic)
+  double unique_bytes = 0;          // for the roofline
+  double flops = 0;
+  // Row kernels that loop over the rows of a UB tile (norm_quant.cpp): APIs called once per
+  // row (a per-row scalar operand: x * rstd, x * 127 / max), and the scalar cycles per row
+  // of reading a row statistic back from UB (a vector -> scalar pipe wait).
+  std::vector<VecStep> row_loop_prog;
+  double row_scalar_cycles = 0;
+  int64_t baseline_tile = 0;        // >0: the operator's own default UB tile (CANN's tiling rule)
+};
+
+// A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.
+VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
+// The Ascend C vector pattern's model (blockDim, tileLen, bufferNum[, splitR][, vcBlocks]) of `k`.
+std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p);
+
 std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p);
@@ -167,5 +203,8 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p);  
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_pool_model(const OpDesc& op, const Platform& p);  // MaxPool, AveragePool, LRN
 std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p);  // Concat, Slice, Gather, Resize...
+// LLM vector kernels (norm_quant.cpp): RmsNorm, AddRmsNorm, AddRmsNormDynamicQuant, GroupNorm,
+// DynamicQuant, SwiGlu, DequantSwigluQuant, ApplyRotaryPosEmb.
+std::shared_ptr<OpModel> make_norm_quant_model(const OpDesc& op, const Platform& p);
 
 }  // namespace aoe::ascend::detail

@@ -48,6 +48,9 @@ const char* family_name(OpFamily f) {
     case OpFamily::Transpose: return "transpose";
     case OpFamily::Pool: return "pool";
     case OpFamily::Movement: return "movement";
+    case OpFamily::Norm: return "norm";
+    case OpFamily::Quant: return "quant";
+    case OpFamily::LlmElementwise: return "llm_elementwise";
   }
   return "?";
 }
@@ -110,6 +113,16 @@ const std::vector<OpEntry>& op_table() {
       elementwise("And", 2), elementwise("Or", 2), elementwise("Xor", 2), elementwise("GreaterOrEqual", 2),
       elementwise("LessOrEqual", 2), elementwise("PRelu", 2), elementwise("Mod", 2),
       elementwise("Where", 3, {"Select", "SelectV2"}),
+      // ---- LLM vector kernels (norm_quant.cpp), CANN's names and aclnn input order (docs/llm_operators.md).
+      op("RmsNorm", {}, F::Norm, {"epsilon", "input_dtypes"}),
+      op("AddRmsNorm", {}, F::Norm, {"epsilon", "input_dtypes"}),
+      op("AddRmsNormDynamicQuant", {}, F::Norm, {"epsilon", "input_dtypes", "output_dtype"}),
+      op("GroupNorm", {}, F::Norm, {"num_groups", "epsilon", "input_dtypes"}),
+      op("GroupNormSilu", {}, F::Norm, {"num_groups", "epsilon", "activate_silu", "input_dtypes"}),
+      op("DynamicQuant", {}, F::Quant, {"input_dtypes", "output_dtype"}),
+      op("DequantSwigluQuant", {}, F::Quant, {"activate_left", "input_dtypes", "output_dtype", "quant_mode"}),
+      op("SwiGlu", {}, F::LlmElementwise, {"dim"}),
+      op("ApplyRotaryPosEmb", {}, F::LlmElementwise, {"input_layout", "rotary_mode"}),
   };
   return t;
 }
@@ -198,6 +211,9 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
     case OpFamily::Transpose: return make_transpose_model(op, platform);
     case OpFamily::Pool: return make_pool_model(op, platform);
     case OpFamily::Movement: return make_movement_model(op, platform);
+    case OpFamily::Norm:
+    case OpFamily::Quant:
+    case OpFamily::LlmElementwise: return make_norm_quant_model(op, platform);
   }
   fail("internal: unhandled op family");
 }

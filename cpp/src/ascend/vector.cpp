@@ -14,30 +14,6 @@
 namespace aoe::ascend::detail {
 namespace {
 
-// The work as the model sees it: `units` independent rows of `unit_elems`
-// elements (unit_elems = 1 for plain elementwise work).
-struct VecKernel {
-  std::string kind;
-  int ds = 2;                       // bytes per element of the streamed data
-  int64_t units = 1, unit_elems = 1;
-  double in_bytes = 0;              // GM bytes read per element per sweep
-  double out_bytes = 0;             // GM bytes written per element
-  double out_bytes_per_unit = 0;    // GM bytes written per unit (reductions)
-  double bcast_bytes = 0;           // small operands read once per core, kept in UB
-  int in_streams = 1;               // GM->UB copies per tile
-  std::vector<VecStep> elem_prog;   // per element
-  std::vector<VecStep> row_prog;    // per unit (reduce APIs: repeats per row)
-  int sweeps_if_split = 1;          // GM passes when a unit does not fit one tile
-  double run_in = 0, run_out = 0;   // contiguous run in GM (0: the whole tile)
-  int transpose_side = 0;           // >0: runs limited by the square tile side
-  int ub_buffers = 2;               // tile-sized queue buffers (x bufferNum)
-  int temp_fp32 = 0;                // tile-sized fp32 temporaries
-  bool split_rows = false;          // cores may split the rows (splitR)
-  int syncs = 1;                    // core syncs when rows are split (one per row statistic)
-  double unique_bytes = 0;          // for the roofline
-  double flops = 0;
-};
-
 enum P { kBlockDim, kTileLen, kBufferNum, kSplitR };
 
 class VecModel : public OpModel {
@@ -191,6 +167,13 @@ class VecModel : public OpModel {
         c.vec += double(tiles) * (reps * s.cost.per_repeat * p.vec_cost_scale + s.cost.per_call);
       }
     }
+    if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
+      // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
+      const double pieces = fits ? double(units_core) : double(units_core) * double(cdiv(row, tile));
+      const double piece_elems = fits ? row_elems : double(std::min(row, tile));
+      c.vec += pieces * vec_cycles(k.row_loop_prog, piece_elems) * p.vec_cost_scale +
+               double(units_core) * sweeps * k.row_scalar_cycles;
+    }
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (db == 2)
       c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + per_tile_mte2 + per_tile_mte3;
@@ -272,6 +255,15 @@ class VecModel : public OpModel {
     for (int64_t v : s.values[1])
       if (v * (per_tile_bytes_db * 2 + fixed) <= ub &&
           (v <= std::max<int64_t>(block / 16, 1) || v < 2 * k.unit_elems || k.transpose_side)) tile = v;
+    if (k.baseline_tile > 0) {
+      // The operator's own rule (norm_quant.cpp), as far as UB holds it double-buffered.
+      const int64_t fit = ub / (per_tile_bytes_db * 2 + fixed) / align * align;
+      tile = std::max<int64_t>(s.values[1].front(), std::min(k.baseline_tile / align * align, fit));
+      if (std::find(s.values[1].begin(), s.values[1].end(), tile) == s.values[1].end()) {
+        s.values[1].push_back(tile);
+        std::sort(s.values[1].begin(), s.values[1].end());
+      }
+    }
     s.baseline = {bd_val, tile, 2};
     if (k.split_rows) s.baseline.push_back(0);
     if (vc_index_ >= 0) {
@@ -286,6 +278,8 @@ class VecModel : public OpModel {
   int vc_index_ = -1;  // position of vcBlocks in a tiling, -1: no standalone Vector Cores
 };
 
+}  // namespace
+
 // A kernel named `kind` streaming op.dtype data, once the vector unit of `p`
 // is known to support that dtype.
 VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind) {
@@ -299,6 +293,12 @@ VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& k
   k.ds = dtype_size(op.dtype);
   return k;
 }
+
+std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p) {
+  return std::make_shared<VecModel>(k, p);
+}
+
+namespace {
 
 // Byte-wide data (int8, uint8, bool) is computed in fp16 between casts.
 bool byte_dtype(const std::string& d) { return d == "int8" || d == "uint8" || d == "bool"; }

@@ -12,7 +12,7 @@ from .space import Objective, SearchSpace
 class OpTableEntry(TypedDict):
     name: str
     aliases: list[str]
-    family: str  # "matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement"
+    family: str  # "matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "norm", "quant", "llm_elementwise"
     operands: int | None  # elementwise: 1 or 2; None: n-ary (FusedElementwise) or not elementwise
     attrs: list[str] | None  # accepted attribute names; None: any
 

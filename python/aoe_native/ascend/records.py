@@ -212,7 +212,61 @@ def _matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Trans
     return "MatMulV3", shapes, dtypes[0], out
 
 
+# ---- LLM vector kernels (norm_quant.cpp; docs/llm_operators.md) ----------------------------------
+
+def _optional(shapes: list) -> list[list[int]]:
+    """Absent optional inputs (``None``) as the empty shape the operator table takes."""
+    return [[] if s is None else s for s in shapes]
+
+
+def _input_dtypes(shapes: list, dtypes: list) -> dict[str, Any]:
+    """``input_dtypes`` where the inputs mix dtypes ("" for an absent one), else nothing."""
+    present = {d for s, d in zip(shapes, dtypes) if s is not None}
+    return {"input_dtypes": ["" if s is None else str(d) for s, d in zip(shapes, dtypes)]} if len(present) > 1 else {}
+
+
+def _norm_quant(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # RmsNorm, AddRmsNormDynamicQuant, DynamicQuant, DequantSwigluQuant: the record's inputs in
+    # aclnn order (epsilon does not change the cost).
+    if not shapes or shapes[0] is None:
+        raise ValueError(f"record {rid}: {op} has no x")
+    out = _input_dtypes(shapes, dtypes)
+    if op == "DequantSwigluQuant":
+        out["activate_left"] = int(bool(attrs.get("activate_left", False)))
+    return op, _optional(shapes), dtypes[0], out
+
+
+def _group_norm(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # The benchmark's reference runs CANN's GroupNormSilu kernel (its notes: "GroupNormSilu x1").
+    _need(rid, op, shapes, 3)
+    return "GroupNormSilu", shapes, dtypes[0], {"num_groups": int(attrs["num_groups"])}
+
+
+def _swiglu(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    _need(rid, op, shapes, 1)
+    return "SwiGlu", shapes, dtypes[0], {"dim": int(attrs.get("dim", -1))}
+
+
+def _rope(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # The reference concatenates the half-size cos/sin [S, D/2] to [S, D] and broadcasts them to
+    # [B, S, 1, D] (BSND, layout 0) or [B, 1, S, D] (BNSD, layout 1) before the kernel: the
+    # kernel's inputs are those (the record's time includes those helper kernels).
+    _need(rid, op, shapes, 4)
+    q, k, cos = shapes[0], shapes[1], shapes[2]
+    layout = {0: "BSND", 1: "BNSD"}.get(int(attrs.get("layout", 0)))
+    mode = {"half": "half", "interleaved": "interleave", "interleave": "interleave"}.get(str(attrs.get("rotaryMode")))
+    if layout is None or mode is None:
+        raise UnmodelledOperator(op, f"layout {attrs.get('layout')!r}, rotaryMode {attrs.get('rotaryMode')!r}", rid)
+    if len(q) != 4 or len(cos) != 2:
+        raise ValueError(f"record {rid}: ApplyRotaryPosEmb expects 4-D query/key and [S, D/2] cos/sin, got {shapes}")
+    b, s, d = q[0], cos[0], 2 * cos[1]
+    trig = [b, s, 1, d] if layout == "BSND" else [b, 1, s, d]
+    return "ApplyRotaryPosEmb", [q, k, trig, trig], dtypes[0], {"input_layout": layout, "rotary_mode": mode}
+
+
 _TRANSLATIONS: dict[str, Callable[..., Translation]] = {
+    "RmsNorm": _norm_quant, "AddRmsNormDynamicQuant": _norm_quant, "DynamicQuant": _norm_quant,
+    "DequantSwigluQuant": _norm_quant, "GroupNorm": _group_norm, "SwiGlu": _swiglu, "ApplyRotaryPosEmb": _rope,
     "Sigmoid": _unary, "Gelu": _unary, "Mish": _unary, "Exp": _unary,
     "Maximum": _binary, "Minimum": _binary,
     "Softmax": _softmax, "Transpose": _transpose, "StridedSlice": _strided_slice,
