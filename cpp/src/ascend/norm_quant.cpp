@@ -31,6 +31,9 @@ constexpr double kRowScalarNorm = 120.0;
 // pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
 // UB_FACTOR_B32; add_rms_norm_tiling.cpp the same); a row wider than that is split (SPLIT_D).
 constexpr int64_t kRmsUbFactorB16 = 12288, kRmsUbFactorB32 = 10240;
+// Rows of at most 2000 (32-byte aligned) elements take MODE_MERGE_N: many rows per UB pass, the
+// rstd of all of them at once ([S] rms_norm_tiling.cpp SMALL_REDUCE_NUM; add_rms_norm the same).
+constexpr int64_t kMergeNCols = 2000;
 
 VecStep api(const char* name) { return {vec_api_cost(name), true}; }  // fp32 data: 64 per repeat
 VecStep cast_step(bool up) { return {vec_api_cost(up ? "CastUp" : "CastDown"), false}; }
@@ -140,10 +143,16 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   }
   k.elem_prog.push_back(api("Mul"));  // x^2
   k.row_prog.push_back(api("WholeReduceSum"));
-  k.row_loop_prog.push_back(api("Muls"));  // * rstd
+  if (align_up(h, 32 / k.ds) <= kMergeNCols) {
+    // MERGE_N: the rstd of a tile's rows broadcast in UB (Brcb) and applied by one Mul, no
+    // per-row scalar work.
+    k.elem_prog.push_back(api("Mul"));
+  } else {
+    k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
+    k.row_scalar_cycles = kRowScalarNorm;
+  }
   k.elem_prog.push_back(api("Mul"));       // * gamma
   k.bcast_bytes += double(h) * k.ds * (1 + quant_outs);
-  k.row_scalar_cycles = kRowScalarNorm;
   double unit_out = 4;  // rstd (float32) per row
   k.sweeps_if_split = 2;
   if (quant) {
@@ -166,7 +175,10 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   }
   k.temp_fp32 = h16 ? 2 : 1;
   // CANN's default: ceil(rows / cores) rows per core, UB passes of ubFactor elements
-  // (rms_norm_tiling.cpp; MERGE_N packs as many whole rows as that holds).
+  // (rms_norm_tiling.cpp; MERGE_N packs as many whole rows as that holds), here as far as UB
+  // holds them double-buffered.  (rms_norm_tiling.cpp's BUFFER_NUM is 1; single-buffered
+  // queues put the fit half's 910B2 records at 1.39x measured against 0.79x double-buffered,
+  // so the default stays double-buffered: the 910B kernel's queues are assumed to overlap.)
   k.baseline_tile = k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
   finish(k, double(rows) * double(h), unit_out);
   return make_vec_model(k, p);
@@ -190,7 +202,11 @@ std::shared_ptr<OpModel> make_group_norm(const OpDesc& op, const Platform& p) {
   for (size_t i = 1; i < op.inputs.size(); ++i)
     if (!op.inputs[i].empty())
       check_vector(op, op.inputs[i], c, i == 1 ? "gamma" : "beta", "the channels (x's dimension 1) of x " + shape_str(x) + ",");
-  const int64_t rows = x[0] * g, h = numel(x) / rows;
+  // Fewer groups than cores: the cores take whole channels and combine the group statistics
+  // (assumed; a group-per-core split would leave cores idle: 16 groups of [16, 257, 32, 31]
+  // on 16 of 48 cores was 2.6x the measured 910B2 time).
+  const int64_t groups = x[0] * g;
+  const int64_t rows = groups < p.vector_cores ? x[0] * c : groups, h = numel(x) / rows;
   VecKernel k = row_kernel(op, p, rows, h);
   const bool h16 = half(op.dtype);
   stream_in(k, k.ds);
