@@ -233,15 +233,18 @@ std::shared_ptr<OpModel> make_group_norm(const OpDesc& op, const Platform& p) {
 
 // The per-row dynamic quantisation tail on fp32 data: |y|, row abs-max, scale out, y * 127/max,
 // fp32 -> fp16 -> int8 (int4: one more narrowing step).
-void quant_tail(VecKernel& k, bool int4) {
+void quant_tail(VecKernel& k, bool int4, bool multi_row) {
   k.elem_prog.push_back(api("Adds"));            // Abs
   k.row_prog.push_back(api("WholeReduceSum"));   // ReduceMax
-  k.row_loop_prog.push_back(api("Muls"));        // * 127 / max
+  if (multi_row) {
+    k.elem_prog.push_back(api("Mul"));           // * 127 / max, broadcast over the tile's rows
+  } else {
+    k.row_loop_prog.push_back(api("Muls"));      // * 127 / max, the row's scalar
+    k.row_scalar_cycles = kRowScalarQuant;
+  }
   for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
   stream_out(k, int4 ? 0.5 : 1.0);
-  k.row_scalar_cycles = kRowScalarQuant;
 }
-
 bool int4_output(const OpDesc& op) {
   const auto od = attr_strs(op, "output_dtype");
   if (od.empty() || od[0] == "int8") return false;
@@ -252,7 +255,8 @@ bool int4_output(const OpDesc& op) {
 // DynamicQuant (x [..., H], smooth_scales [H]): per-token int8/int4 and a float32 scale per row.
 std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p) {
   need_inputs(op, 1, 2, "x, smooth_scales");
-  need_float(op);
+  if (!half(op.dtype))  // [S] dynamic_quant_tiling.cpp CheckInputDtype
+    fail("DynamicQuant: x is " + op.dtype + "; CANN's kernel takes float16 or bfloat16");
   const auto [rows, h] = rows_hidden(op, op.inputs[0], "x");
   const bool smooth = !input(op, 1).empty();
   if (smooth) check_vector(op, op.inputs[1], h, "smooth_scales", "the hidden size of x " + shape_str(op.inputs[0]) + ",");
@@ -261,10 +265,22 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     fail("DynamicQuant: int4 output packs two values per byte; x's last dimension " + std::to_string(h) + " is odd");
   VecKernel k = row_kernel(op, p, rows, h);
   stream_in(k, k.ds);
-  if (half(op.dtype)) k.elem_prog.push_back(cast_step(true));
+  k.elem_prog.push_back(cast_step(true));
   if (smooth) k.elem_prog.push_back(api("Mul"));
   k.bcast_bytes = smooth ? double(h) * k.ds : 0;
-  quant_tail(k, int4);
+  // CANN's 910B tiling ([S] hicann/ops-nn quant/dynamic_quant/op_host/dynamic_quant_tiling.cpp):
+  // rows of 128 to maxUbLen elements, a multiple of 8, take the multi-row template, UB passes of
+  // maxUbLen / H whole rows (maxUbLen = (UB - 1024 - 3392 bytes) / 11, / 15 with smooth scales,
+  // in multiples of 64, at most 255 x 64), the per-row factors applied to all of them at once.
+  // Other rows go one statistic at a time (the per-row scalar work) in passes of
+  // min(255, UB / (13 H)) rows (ubPerRow = 13 x aligned H bytes, double-buffered, no smooth).
+  const int64_t max_ub_len =
+      std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
+  const bool multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
+  const int64_t hpad = align_up(h, 16);
+  k.baseline_tile = multi_row ? max_ub_len / h * h
+                              : std::max<int64_t>(1, std::min<int64_t>(255, int64_t(p.ub) / (13 * hpad))) * hpad;
+  quant_tail(k, int4, multi_row);
   k.sweeps_if_split = 2;
   k.temp_fp32 = half(op.dtype) ? 2 : 1;
   finish(k, double(rows) * double(h), 4);
@@ -306,7 +322,7 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));  // silu(a) * b
   if (!qs.empty()) k.elem_prog.push_back(api("Mul"));
   k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + (qs.empty() ? 0 : h));  // float32 scales
-  quant_tail(k, int4_output(op));
+  quant_tail(k, int4_output(op), false);
   k.sweeps_if_split = 2;
   k.temp_fp32 = 3;  // the two fp32 halves and Sigmoid's buffer
   finish(k, double(rows) * double(h), 4);
