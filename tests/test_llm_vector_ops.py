@@ -84,6 +84,11 @@ def test_outputs_and_dtypes_set_the_bytes():
     # DequantSwigluQuant reads int32 [T, 2H] (8 bytes per output) and writes int8 [T, H].
     b = est("DequantSwigluQuant", [[t, 2 * h], [2 * h], [t]], "int32", "Ascend910B2", {}).breakdown
     assert b["gm_read_bytes"] >= 8 * t * h and b["gm_write_bytes"] < 1.1 * t * h
+    # Static quantisation: no row abs-max, no scale output.
+    st = est("DequantSwigluQuant", [[t, 2 * h], [2 * h], [t], [h]], "int32", "Ascend910B2", {"quant_mode": "static"})
+    dy = est("DequantSwigluQuant", [[t, 2 * h], [2 * h], [t], [h]], "int32", "Ascend910B2", {})
+    assert st.breakdown["gm_write_bytes"] < dy.breakdown["gm_write_bytes"]
+    assert st.breakdown["vector_us"] < dy.breakdown["vector_us"]
     # SwiGlu reads [.., 2H], writes [.., H].
     s = est("SwiGlu", [[t, 2 * h]], "float16", "Ascend910B2", {}).breakdown
     assert s["gm_read_bytes"] >= 2 * s["gm_write_bytes"] * 0.95
@@ -111,6 +116,8 @@ def test_outputs_and_dtypes_set_the_bytes():
     ("DequantSwigluQuant", [[8, 4096], [2048]], "int32", {}, r"DequantSwigluQuant: weight_scale \[2048\] does not match"),
     ("DequantSwigluQuant", [[8, 4096], [], [], [1, 4096]], "int32", {},
      r"DequantSwigluQuant: quant_scale \[1, 4096\] does not match half"),
+    ("DequantSwigluQuant", [[8, 4096]], "int32", {"quant_mode": "static"},
+     r"DequantSwigluQuant: quant_mode 'static' quantises with quant_scale \(input 3\), which is absent"),
     ("ApplyRotaryPosEmb", [[1, 16, 32, 128], [1, 16, 5, 128], [1, 16, 1, 128], [1, 16, 1, 128]], "float16", {},
      r"ApplyRotaryPosEmb: key has 5 heads, which does not divide the query's 32"),
     ("ApplyRotaryPosEmb", [[1, 16, 32, 128], [1, 16, 8, 128], [1, 16, 1, 64], [1, 16, 1, 128]], "float16", {},

@@ -46,7 +46,7 @@ void need_float(const OpDesc& op) {
     fail(op.kind + ": x is " + op.dtype + "; this kernel takes float16, bfloat16 or float32");
 }
 
-// Input i, or an empty shape when absent; `name` for the errors.
+// Input i, or an empty shape when absent.
 const std::vector<int64_t>& input(const OpDesc& op, size_t i) {
   static const std::vector<int64_t> none;
   return i < op.inputs.size() ? op.inputs[i] : none;
@@ -290,8 +290,8 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
 // DequantSwigluQuant (x [..., 2H] int32 or float16/bfloat16, weight_scale [2H], activation_scale
 // [rows], quant_scale [H], as the calibration records order them; absent ones []): dequantise
 // (x * weight_scale * activation_scale), y = silu(a) * b of the halves, then y * quant_scale and
-// the dynamic int8 quantisation with a float32 scale per row.  A unit is one row of H outputs,
-// each reading its two inputs.
+// the dynamic int8 quantisation with a float32 scale per row (quant_mode "dynamic", the default;
+// "static": quant_scale alone).  A unit is one row of H outputs, each reading its two inputs.
 std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platform& p) {
   need_inputs(op, 1, 4, "x, weight_scale, activation_scale, quant_scale");
   const auto& x = op.inputs[0];
@@ -310,8 +310,13 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     fail("DequantSwigluQuant: activation_scale " + shape_str(as) + " must have one value per row of x " + shape_str(x) +
          " (" + std::to_string(rows) + ")");
   if (!qs.empty()) check_vector(op, qs, h, "quant_scale", "half of x's last dimension,");
-  const bool act = attr_flag(op, "activate_left");
-  (void)act;  // which half takes the SiLU: the same work
+  attr_flag(op, "activate_left");  // checked (0 or 1); which half takes the SiLU is the same work
+  const auto qm = attr_strs(op, "quant_mode");
+  const std::string mode = qm.empty() ? "dynamic" : qm[0];
+  if (mode != "dynamic" && mode != "static")
+    fail("DequantSwigluQuant: quant_mode '" + mode + "' is not 'dynamic' or 'static'");
+  if (mode == "static" && qs.empty())
+    fail("DequantSwigluQuant: quant_mode 'static' quantises with quant_scale (input 3), which is absent");
   VecKernel k = row_kernel(op, p, rows, h);
   stream_in(k, k.ds);  // the activation half
   stream_in(k, k.ds);  // the gate half
@@ -322,10 +327,16 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));  // silu(a) * b
   if (!qs.empty()) k.elem_prog.push_back(api("Mul"));
   k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + (qs.empty() ? 0 : h));  // float32 scales
-  quant_tail(k, int4_output(op), false);
+  const bool int4 = int4_output(op);
+  if (mode == "dynamic") {
+    quant_tail(k, int4, false);
+  } else {  // static: y * quant_scale (above) is the quantised value, no row statistic
+    for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
+    stream_out(k, int4 ? 0.5 : 1.0);
+  }
   k.sweeps_if_split = 2;
   k.temp_fp32 = 3;  // the two fp32 halves and Sigmoid's buffer
-  finish(k, double(rows) * double(h), 4);
+  finish(k, double(rows) * double(h), mode == "dynamic" ? 4 : 0);  // the float32 scale per row
   return make_vec_model(k, p);
 }
 
