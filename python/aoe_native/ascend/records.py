@@ -239,7 +239,10 @@ def _norm_quant(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> T
 def _group_norm(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
     # The benchmark's reference runs CANN's GroupNormSilu kernel (its notes: "GroupNormSilu x1").
     _need(rid, op, shapes, 3)
-    return "GroupNormSilu", shapes, dtypes[0], {"num_groups": int(attrs["num_groups"])}
+    groups = attrs.get("num_groups")
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
+        raise ValueError(f"record {rid}: GroupNorm needs an integer num_groups, got {groups!r}")
+    return "GroupNormSilu", shapes, dtypes[0], {"num_groups": int(groups)}
 
 
 def _swiglu(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
@@ -253,8 +256,9 @@ def _rope(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Transla
     # kernel's inputs are those (the record's time includes those helper kernels).
     _need(rid, op, shapes, 4)
     q, k, cos = shapes[0], shapes[1], shapes[2]
-    layout = {0: "BSND", 1: "BNSD"}.get(int(attrs.get("layout", 0)))
-    mode = {"half": "half", "interleaved": "interleave", "interleave": "interleave"}.get(str(attrs.get("rotaryMode")))
+    code = attrs.get("layout", 0)
+    layout = {0: "BSND", 1: "BNSD"}.get(code) if isinstance(code, int) else None
+    mode = {"half": "half", "interleaved": "interleave", "interleave": "interleave"}.get(str(attrs.get("rotaryMode", "half")))
     if layout is None or mode is None:
         raise UnmodelledOperator(op, f"layout {attrs.get('layout')!r}, rotaryMode {attrs.get('rotaryMode')!r}", rid)
     if len(q) != 4 or len(cos) != 2:
