@@ -221,3 +221,14 @@ def test_held_out_accuracy_stays_above_the_measured_floor(measured):
     assert sum(0.5 <= q <= 2 for q in allr) / len(allr) >= 0.75
     for op, qs in ratios.items():
         assert 0.6 <= statistics.median(qs) <= 1.5, op
+
+
+def test_op_table_lists_them_by_family():
+    fam = {e["name"]: e["family"] for e in an.op_table()}
+    assert {fam[o] for o in ("RmsNorm", "AddRmsNorm", "AddRmsNormDynamicQuant", "GroupNorm", "GroupNormSilu")} == {"norm"}
+    assert fam["DynamicQuant"] == fam["DequantSwigluQuant"] == "quant"
+    assert fam["SwiGlu"] == fam["ApplyRotaryPosEmb"] == "llm_elementwise"
+    # GroupNormSilu is GroupNorm with the SiLU on the output tile: more vector work, the same bytes.
+    inputs, dtype, attrs = cases()["GroupNorm"]
+    gn, gns = (est(op, inputs, dtype, "Ascend910B2", attrs).breakdown for op in ("GroupNorm", "GroupNormSilu"))
+    assert gns["vector_us"] > gn["vector_us"] and gns["gm_read_bytes"] == gn["gm_read_bytes"]
