@@ -375,6 +375,11 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));
   if (h16) k.elem_prog.push_back(cast_step(false));
   k.temp_fp32 = 1 + (h16 ? 2 : 0) + vec_api_cost("Sigmoid").temps;
+  // CANN's default ([S] hicann/ops-nn activation/swi_glu/op_host/swi_glu_tiling.cpp): the largest
+  // base block UB holds (maxTileLen = UB / (2 buffers x 3 queues x ds + 2 fp32 buffers, 1 for
+  // fp32)) that still gives every core work: tiles of min(maxTileLen, output / cores).
+  const int64_t max_tile = int64_t(p.ub) / (2 * 3 * k.ds + (h16 ? 8 : 4));
+  k.baseline_tile = std::max<int64_t>(1, std::min<int64_t>(max_tile, cdiv(n, p.vector_cores)));
   finish(k, double(n), 0);
   return make_vec_model(k, p);
 }
