@@ -313,14 +313,16 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   if (!as.empty() && numel(as) != rows)
     fail("DequantSwigluQuant: activation_scale " + shape_str(as) + " must have one value per row of x " + shape_str(x) +
          " (" + std::to_string(rows) + ")");
-  if (!qs.empty()) check_vector(op, qs, h, "quant_scale", "half of x's last dimension,");
+  // [S] hicann/ops-nn quant/dequant_swiglu_quant/op_host/dequant_swiglu_quant_tiling_base.cpp: int32 x
+  // needs a weight scale; the quant scale has H values or one.
+  if (op.dtype == "int32" && ws.empty())
+    fail("DequantSwigluQuant: x is int32 (matmul accumulators), which needs weight_scale (input 1) to dequantise");
+  if (!qs.empty() && numel(qs) != 1) check_vector(op, qs, h, "quant_scale", "half of x's last dimension,");
   attr_flag(op, "activate_left");  // checked (0 or 1); which half takes the SiLU is the same work
   const auto qm = attr_strs(op, "quant_mode");
   const std::string mode = qm.empty() ? "dynamic" : qm[0];
   if (mode != "dynamic" && mode != "static")
     fail("DequantSwigluQuant: quant_mode '" + mode + "' is not 'dynamic' or 'static'");
-  if (mode == "static" && qs.empty())
-    fail("DequantSwigluQuant: quant_mode 'static' quantises with quant_scale (input 3), which is absent");
   VecKernel k = row_kernel(op, p, rows, h);
   stream_in(k, k.ds);  // the activation half
   stream_in(k, k.ds);  // the gate half
@@ -330,7 +332,8 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   if (!as.empty()) { k.row_loop_prog.push_back(api("Muls")); k.row_loop_prog.push_back(api("Muls")); k.in_bytes += 4.0 / h; }
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));  // silu(a) * b
   if (!qs.empty()) k.elem_prog.push_back(api("Mul"));
-  k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + (qs.empty() ? 0 : h));  // float32 scales
+  const int64_t n_qs = qs.empty() ? 0 : numel(qs);
+  k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + n_qs);  // float32 scales
   const bool int4 = int4_output(op);
   if (mode == "dynamic") {
     quant_tail(k, int4, false);
