@@ -204,14 +204,15 @@ std::shared_ptr<OpModel> make_group_norm(const OpDesc& op, const Platform& p) {
          std::to_string(g));
   for (size_t i = 1; i < op.inputs.size(); ++i)
     if (!op.inputs[i].empty())
-      check_vector(op, op.inputs[i], c, i == 1 ? "gamma" : "beta", "the channels (x's dimension 1) of x " + shape_str(x) + ",");
+      check_vector(op, op.inputs[i], c, i == 1 ? "gamma" : "beta",
+                   "the channels (x's dimension 1) of x " + shape_str(x) + ",");
   // Fewer groups than cores: the cores take whole channels and combine the group statistics.
   // An assumption against CANN's code where it is public: the 950 (arch35) tiling gives each
   // core whole groups, ceil(N G / cores) of them ([S] hicann/ops-nn norm/group_norm_silu/op_host/
   // group_norm_silu_tiling_arch35.cpp numPerCore), the 910B tiling is not in that repository.
   // A group per core priced the fit half's [16, 257, 32, 31] (16 groups) at 2.6x the measured
-  // 910B2 time and 1.8x the 950PR one (per-row constants 120 and 300 then): the kernel moves a group faster than this model's one
-  // core does, and the split stands in for that.
+  // 910B2 time and 1.8x the 950PR one (with the per-row constants 120 and 300 of the time): the
+  // kernel moves a group faster than this model's one core does, and the split stands in for that.
   const int64_t groups = x[0] * g;
   const int64_t rows = groups < p.vector_cores ? x[0] * c : groups, h = numel(x) / rows;
   VecKernel k = row_kernel(op, p, rows, h);
