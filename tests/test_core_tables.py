@@ -66,6 +66,25 @@ ALLOWED_ATTRS.update({
     "QuantBatchMatmulV3": CUBE | {"input_dtypes", "output_dtype", "transpose_x1", "transpose_x2"},
     "GroupedMatmul": {"group_list", "group_list_type", "transpose_weight", "split_item", "input_dtypes"},
 })
+# LLM vector kernels (norm_quant.cpp).
+ALLOWED_ATTRS.update({
+    "RmsNorm": {"epsilon", "input_dtypes"}, "AddRmsNorm": {"epsilon", "input_dtypes"},
+    "AddRmsNormDynamicQuant": {"epsilon", "input_dtypes", "output_dtype"},
+    "GroupNorm": {"num_groups", "epsilon", "input_dtypes"},
+    "GroupNormSilu": {"num_groups", "epsilon", "activate_silu", "input_dtypes"},
+    "DynamicQuant": {"input_dtypes", "output_dtype"},
+    "DequantSwigluQuant": {"activate_left", "input_dtypes", "output_dtype", "quant_mode"},
+    "SwiGlu": {"dim"}, "ApplyRotaryPosEmb": {"input_layout", "rotary_mode"},
+})
+# (inputs, int attrs) that build each of them.
+NORM_EXAMPLES = {
+    "RmsNorm": ([[64, 128], [128]], {}), "AddRmsNorm": ([[64, 128], [64, 128], [128]], {}),
+    "AddRmsNormDynamicQuant": ([[64, 128], [64, 128], [128]], {}),
+    "GroupNorm": ([[2, 64, 8, 8], [64], [64]], {"num_groups": [8]}),
+    "GroupNormSilu": ([[2, 64, 8, 8], [64], [64]], {"num_groups": [8]}),
+    "DynamicQuant": ([[64, 128]], {}), "DequantSwigluQuant": ([[64, 256]], {}), "SwiGlu": ([[64, 256]], {}),
+    "ApplyRotaryPosEmb": ([[1, 16, 8, 64], [1, 16, 2, 64], [1, 16, 1, 64], [1, 16, 1, 64]], {}),
+}
 MOVE = {"output_shape", "axis"}
 ALLOWED_ATTRS.update({
     "Concat": MOVE, "Split": MOVE | {"split", "num_outputs"}, "Slice": MOVE | {"steps"},
@@ -109,7 +128,7 @@ def test_op_table_covers_supported_ops_exactly():
 def test_op_table_families_operands_and_attrs():
     for e in ascend.op_table():
         assert e["family"] in ("matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "attention",
-                               "optimizer", "routing", "grouped_matmul")
+                               "optimizer", "routing", "grouped_matmul", "norm", "quant", "llm_elementwise")
         if e["family"] == "elementwise":
             assert e["attrs"] is None  # any attribute
             assert e["operands"] in ((None,) if e["name"] == "FusedElementwise" else
@@ -154,6 +173,8 @@ def _example(entry, name):
     if fam == "movement":
         return [x] + ([[64, 4]] if entry["name"].startswith("Gather") else []), \
             {"output_shape": [64, 128], **({"blocksize": [2]} if "blocksize" in (entry["attrs"] or []) else {})}, {}
+    if fam in ("norm", "quant", "llm_elementwise"):
+        return (*NORM_EXAMPLES[entry["name"]], {})
     return [x], ({"axes": [1]} if entry["name"].startswith("Reduce") else {"axis": [-1]}), {}
 
 

@@ -134,10 +134,18 @@ struct VecKernel {
   bool baseline_max_tile = false;
   double fixed_us = 0;              // a phase outside the tiled loop (a sort before a gather), added as is
   double unit_cycles = 0;           // per unit, not overlapped: waits for a unit's dependent gathers
+  // Row kernels that loop over the rows of a UB tile (norm_quant.cpp): APIs called once per
+  // row (a per-row scalar operand: x * rstd, x * 127 / max), and the scalar cycles per row
+  // of reading a row statistic back from UB (a vector -> scalar pipe wait; scaled, as the
+  // vector APIs, by Platform::vec_cost_scale: an assumption, the generation's issue speed).
+  std::vector<VecStep> row_loop_prog;
+  double row_scalar_cycles = 0;
+  int64_t baseline_tile = 0;        // >0: the operator's own default UB tile (CANN's tiling rule)
 };
 
-// A VecKernel named `kind` streaming op.dtype data (throws when the SoC's vector unit lacks it).
-VecKernel start_vec_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
+// A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.
+VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
+// The Ascend C vector pattern's model (blockDim, tileLen, bufferNum[, splitR][, vcBlocks]) of `k`.
 std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p);
 
 // ---- start costs (GE ATT, [G] perf_param_v1.cpp / pipe_perf_expr.cpp) ---------
@@ -233,5 +241,8 @@ std::shared_ptr<OpModel> make_optimizer_model(const OpDesc& op, const Platform& 
 // moe_routing.cpp: MoeGatingTopKSoftmax, MoeInitRouting, MoeReRouting, MoeFinalizeRouting and
 // MhcSinkhorn (the doubly stochastic mixing matrix of hyper-connections).
 std::shared_ptr<OpModel> make_routing_model(const OpDesc& op, const Platform& p);
+// LLM vector kernels (norm_quant.cpp): RmsNorm, AddRmsNorm, AddRmsNormDynamicQuant, GroupNorm,
+// DynamicQuant, SwiGlu, DequantSwigluQuant, ApplyRotaryPosEmb.
+std::shared_ptr<OpModel> make_norm_quant_model(const OpDesc& op, const Platform& p);
 
 }  // namespace aoe::ascend::detail

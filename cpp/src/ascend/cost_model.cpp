@@ -52,6 +52,9 @@ const char* family_name(OpFamily f) {
     case OpFamily::Optimizer: return "optimizer";
     case OpFamily::Routing: return "routing";
     case OpFamily::GroupedMatmul: return "grouped_matmul";
+    case OpFamily::Norm: return "norm";
+    case OpFamily::Quant: return "quant";
+    case OpFamily::LlmElementwise: return "llm_elementwise";
   }
   return "?";
 }
@@ -142,6 +145,16 @@ const std::vector<OpEntry>& op_table() {
       op("MoeFinalizeRouting", {"MoeFinalizeRoutingV2"}, F::Routing, {"drop_pad_mode", "input_dtypes"}),
       op("MhcSinkhorn", {}, F::Routing, {"iter_step"}),
       // ---- end of issue 49 optimizer/routing block ----
+      // ---- LLM vector kernels (norm_quant.cpp), CANN's names and aclnn input order (docs/llm_operators.md).
+      op("RmsNorm", {}, F::Norm, {"epsilon", "input_dtypes"}),
+      op("AddRmsNorm", {}, F::Norm, {"epsilon", "input_dtypes"}),
+      op("AddRmsNormDynamicQuant", {}, F::Norm, {"epsilon", "input_dtypes", "output_dtype"}),
+      op("GroupNorm", {}, F::Norm, {"num_groups", "epsilon", "input_dtypes"}),
+      op("GroupNormSilu", {}, F::Norm, {"num_groups", "epsilon", "activate_silu", "input_dtypes"}),
+      op("DynamicQuant", {}, F::Quant, {"input_dtypes", "output_dtype"}),
+      op("DequantSwigluQuant", {}, F::Quant, {"activate_left", "input_dtypes", "output_dtype", "quant_mode"}),
+      op("SwiGlu", {}, F::LlmElementwise, {"dim"}),
+      op("ApplyRotaryPosEmb", {}, F::LlmElementwise, {"input_layout", "rotary_mode"}),
   };
   return t;
 }
@@ -237,6 +250,9 @@ std::shared_ptr<OpModel> make_op_model(const OpDesc& in, const Platform& platfor
     case OpFamily::Attention: return make_attention_model(op, platform);
     case OpFamily::Optimizer: return make_optimizer_model(op, platform);
     case OpFamily::Routing: return make_routing_model(op, platform);
+    case OpFamily::Norm:
+    case OpFamily::Quant:
+    case OpFamily::LlmElementwise: return make_norm_quant_model(op, platform);
   }
   fail("internal: unhandled op family");
 }

@@ -86,7 +86,7 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   if (topk < 1 || topk > E)
     fail(op.kind + ": k = " + std::to_string(topk) + " must be in [1, " + std::to_string(E) +
          "] (the experts of x " + shape_str(op.inputs[0]) + ")");
-  VecKernel k = start_vec_kernel(op, p, op.kind);
+  VecKernel k = start_kernel(op, p, op.kind);
   k.units = T;
   k.unit_elems = align_up(E, 32 / k.ds);
   k.in_bytes = k.ds + (finished ? 1.0 / double(E) : 0.0);
@@ -135,7 +135,7 @@ std::shared_ptr<OpModel> make_init_routing(const OpDesc& op, const Platform& p) 
   if (experts < topk)
     fail(op.kind + ": expert_idx " + shape_str(idx) + " picks k = " + std::to_string(topk) + " experts per token, more " +
          "than expert_num = " + std::to_string(experts));
-  VecKernel k = start_vec_kernel(op, p, op.kind);
+  VecKernel k = start_kernel(op, p, op.kind);
   // No MoeInitRouting record to fit: each output row is a gathered row as in MoeFinalizeRouting
   // (its wait), the set-up MoeReRouting's (ASSUMED alike: index bookkeeping of the same kind).
   k.units = active;
@@ -166,7 +166,7 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
   if (scales && numel(op.inputs[2]) != A)
     fail(op.kind + ": per_token_scales " + shape_str(op.inputs[2]) + " must have one entry per token (" +
          std::to_string(A) + ")");
-  VecKernel k = start_vec_kernel(op, p, op.kind);
+  VecKernel k = start_kernel(op, p, op.kind);
   const double side = (scales ? 8.0 : 0.0) + 4.0;  // scales in and out, permute_token_idx
   k.units = A;
   k.unit_elems = H;
@@ -212,7 +212,7 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
   const bool scaled = !op.inputs[5].empty();
   if (scaled && op.inputs[5] != eidx)
     fail(op.kind + ": scales " + shape_str(op.inputs[5]) + " must have expert_idx's shape " + shape_str(eidx));
-  VecKernel k = start_vec_kernel(op, p, op.kind);
+  VecKernel k = start_kernel(op, p, op.kind);
   k.units = T;
   k.unit_elems = H;
   k.unit_cycles = double(topk) * kGatherWaitCycles;
@@ -242,7 +242,7 @@ std::shared_ptr<OpModel> make_sinkhorn(const OpDesc& op, const Platform& p) {
   if (x[x.size() - 2] != n) fail(op.kind + ": x " + shape_str(x) + " must end in a square matrix [n, n]");
   const int64_t iters = attr_int(op, "iter_step", 20);
   if (iters < 1 || iters > 1024) fail(op.kind + ": iter_step must be in [1, 1024], got " + std::to_string(iters));
-  VecKernel k = start_vec_kernel(op, p, op.kind);
+  VecKernel k = start_kernel(op, p, op.kind);
   k.units = rows / n;
   k.unit_elems = align_up(n * n, 32 / k.ds);
   k.in_bytes = k.ds;

@@ -48,7 +48,7 @@ constexpr double kAdamWSetupCycles = 3500;
 
 // A kernel streaming `n` elements: `in` inputs read and `out` outputs written per element.
 VecKernel streaming(const OpDesc& op, const Platform& p, int64_t n, int in, int out) {
-  VecKernel k = start_vec_kernel(op, p, op.kind);
+  VecKernel k = start_kernel(op, p, op.kind);
   k.units = n;
   k.unit_elems = 1;
   k.in_bytes = double(in) * k.ds;
@@ -180,7 +180,7 @@ std::shared_ptr<OpModel> make_gcd(const OpDesc& op, const Platform& p) {
   const int64_t bits = 8 * dtype_size(op.dtype) - 1;
   const int64_t iters = attr_int(op, "iterations", std::llround(0.706 * 1.3 * double(bits)));
   if (iters < 1 || iters > 128) fail(op.kind + ": iterations must be in [1, 128], got " + std::to_string(iters));
-  VecKernel k = start_vec_kernel(op, p, op.kind);
+  VecKernel k = start_kernel(op, p, op.kind);
   k.units = n;
   k.in_streams = 0;
   for (const auto& s : op.inputs) {  // a broadcast operand small enough stays in UB

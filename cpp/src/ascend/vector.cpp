@@ -167,6 +167,13 @@ class VecModel : public OpModel {
         c.vec += double(tiles) * (reps * s.cost.per_repeat * p.vec_cost_scale + s.cost.per_call);
       }
     }
+    if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
+      // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
+      const double pieces = fits ? double(units_core) : double(units_core) * double(cdiv(row, tile));
+      const double piece_elems = fits ? row_elems : double(std::min(row, tile));
+      c.vec += pieces * vec_cycles(k.row_loop_prog, piece_elems) * p.vec_cost_scale +
+               double(units_core) * sweeps * k.row_scalar_cycles * p.vec_cost_scale;
+    }
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (db == 2)
       c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + per_tile_mte2 + per_tile_mte3;
@@ -251,6 +258,15 @@ class VecModel : public OpModel {
           (v <= std::max<int64_t>(block / 16, 1) || v < 2 * k.unit_elems || k.transpose_side ||
            (k.baseline_max_tile && v < 2 * block)))
         tile = v;
+    if (k.baseline_tile > 0) {
+      // The operator's own rule (norm_quant.cpp), as far as UB holds it double-buffered.
+      const int64_t fit = ub / (per_tile_bytes_db * 2 + fixed) / align * align;
+      tile = std::max<int64_t>(s.values[1].front(), std::min(k.baseline_tile / align * align, fit));
+      if (std::find(s.values[1].begin(), s.values[1].end(), tile) == s.values[1].end()) {
+        s.values[1].push_back(tile);
+        std::sort(s.values[1].begin(), s.values[1].end());
+      }
+    }
     s.baseline = {bd_val, tile, 2};
     if (k.split_rows) s.baseline.push_back(0);
     if (vc_index_ >= 0) {
@@ -265,6 +281,8 @@ class VecModel : public OpModel {
   int vc_index_ = -1;  // position of vcBlocks in a tiling, -1: no standalone Vector Cores
 };
 
+}  // namespace
+
 // A kernel named `kind` streaming op.dtype data, once the vector unit of `p`
 // is known to support that dtype.
 VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind) {
@@ -278,6 +296,12 @@ VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& k
   k.ds = dtype_size(op.dtype);
   return k;
 }
+
+std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p) {
+  return std::make_shared<VecModel>(k, p);
+}
+
+namespace {
 
 // Byte-wide data (int8, uint8, bool) is computed in fp16 between casts.
 bool byte_dtype(const std::string& d) { return d == "int8" || d == "uint8" || d == "bool"; }
@@ -317,10 +341,6 @@ void fuse_elementwise(VecKernel& k, const OpDesc& op, const std::string& cd, dou
 
 }  // namespace
 
-VecKernel start_vec_kernel(const OpDesc& op, const Platform& p, const std::string& kind) {
-  return start_kernel(op, p, kind);
-}
-std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p) { return std::make_shared<VecModel>(k, p); }
 
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p) {
   VecKernel k = start_kernel(op, p, op.kind);

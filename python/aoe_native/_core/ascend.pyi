@@ -13,7 +13,7 @@ class OpTableEntry(TypedDict):
     name: str
     aliases: list[str]
     family: str  # "matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "attention", "optimizer",
-    #              "routing", "grouped_matmul"
+    #              "routing", "grouped_matmul", "norm", "quant", "llm_elementwise"
     operands: int | None  # elementwise: 1 or 2; None: n-ary (FusedElementwise) or not elementwise
     attrs: list[str] | None  # accepted attribute names; None: any
 

@@ -116,6 +116,18 @@ def _need(rid: str, op: str, shapes: list, n: int) -> None:
 Translation = tuple[str, list[list[int]], str, dict[str, Any]]
 
 
+def _optional(shapes: list) -> list[list[int]]:
+    """Absent optional inputs (``None``) as the empty shape the operator table takes."""
+    return [[] if s is None else s for s in shapes]
+
+
+def _dtypes_attr(shapes: list, dtypes: list) -> list[str]:
+    """``input_dtypes``: one dtype per input, "" for an absent optional one."""
+    return ["" if s is None else str(d) for s, d in zip(shapes, dtypes)]
+
+
+
+
 def _unary(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
     # Exp's base/scale/shift and Gelu's approximate are scalars of the same kernel.
     _need(rid, op, shapes, 1)
@@ -265,8 +277,8 @@ def _routing(*int_attrs: str) -> Callable[..., Translation]:
     named integer attributes (booleans as 0/1); eps and other float scalars are dropped."""
     def translate(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
         out: dict[str, Any] = {k: int(attrs[k]) for k in int_attrs if k in attrs}
-        out["input_dtypes"] = [d if s is not None else "" for s, d in zip(shapes, dtypes)]
-        return op, [s if s is not None else [] for s in shapes], dtypes[0], out
+        out["input_dtypes"] = _dtypes_attr(shapes, dtypes)
+        return op, _optional(shapes), dtypes[0], out
     return translate
 
 
@@ -287,14 +299,6 @@ _ISSUE49_OPTIMIZER_ROUTING: dict[str, Callable[..., Translation]] = {
 # ---- end of issue 49 optimizer/routing block ----------------------------------------------
 # ---- the LLM matmuls (qmm49): the benchmark's torch_npu calls -> the operator table's order ----
 
-def _dtypes_attr(shapes: list, dtypes: list) -> list[str]:
-    return ["" if s is None else str(d) for s, d in zip(shapes, dtypes)]
-
-
-def _present(shapes: list) -> list[list[int]]:
-    return [[] if s is None else s for s in shapes]
-
-
 def _weight_quant_matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
     # npu_weight_quant_batchmatmul(x, weight, antiquant_scale, antiquant_offset, ..., bias): the
     # benchmark passes x, weight, scale, then the offset and the bias it has (case notes:
@@ -310,7 +314,7 @@ def _weight_quant_matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: d
     out = {"input_dtypes": _dtypes_attr(inputs, dts)}
     if "antiquant_group_size" in attrs:
         out["antiquant_group_size"] = int(attrs["antiquant_group_size"])
-    return "WeightQuantBatchMatmul", _present(inputs), dtypes[0], out
+    return "WeightQuantBatchMatmul", _optional(inputs), dtypes[0], out
 
 
 def _quant_matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
@@ -330,7 +334,7 @@ def _quant_matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) ->
     for k in ("transpose_x1", "transpose_x2"):
         if k in attrs:
             out[k] = int(bool(attrs[k]))
-    return "QuantBatchMatmulV3", _present(inputs), dtypes[0], out
+    return "QuantBatchMatmulV3", _optional(inputs), dtypes[0], out
 
 
 def _grouped_matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
@@ -341,16 +345,69 @@ def _grouped_matmul(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) 
            "group_list_type": int(attrs.get("group_list_type", 0)),
            "transpose_weight": int(bool(attrs.get("transpose_weight", False))),
            "input_dtypes": _dtypes_attr(shapes, dtypes)}
-    return "GroupedMatmul", _present(shapes), dtypes[0], out
+    return "GroupedMatmul", _optional(shapes), dtypes[0], out
+
+
+# ---- LLM vector kernels (norm_quant.cpp; docs/llm_operators.md) ----------------------------------
+
+def _input_dtypes(shapes: list, dtypes: list) -> dict[str, Any]:
+    """``input_dtypes`` where the inputs mix dtypes ("" for an absent one), else nothing."""
+    present = {d for s, d in zip(shapes, dtypes) if s is not None}
+    return {"input_dtypes": _dtypes_attr(shapes, dtypes)} if len(present) > 1 else {}
+
+
+def _norm_quant(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # RmsNorm, AddRmsNormDynamicQuant, DynamicQuant, DequantSwigluQuant: the record's inputs in
+    # aclnn order (epsilon does not change the cost).
+    if not shapes or shapes[0] is None:
+        raise ValueError(f"record {rid}: {op} has no x")
+    out = _input_dtypes(shapes, dtypes)
+    if op == "DequantSwigluQuant":
+        out["activate_left"] = int(bool(attrs.get("activate_left", False)))
+    return op, _optional(shapes), dtypes[0], out
+
+
+def _group_norm(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # The benchmark's reference runs CANN's GroupNormSilu kernel (its notes: "GroupNormSilu x1").
+    _need(rid, op, shapes, 3)
+    groups = attrs.get("num_groups")
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
+        raise ValueError(f"record {rid}: GroupNorm needs an integer num_groups, got {groups!r}")
+    return "GroupNormSilu", shapes, dtypes[0], {"num_groups": int(groups)}
+
+
+def _swiglu(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    _need(rid, op, shapes, 1)
+    return "SwiGlu", shapes, dtypes[0], {"dim": int(attrs.get("dim", -1))}
+
+
+def _rope(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    # The reference concatenates the half-size cos/sin [S, D/2] to [S, D] and broadcasts them to
+    # [B, S, 1, D] (BSND, layout 0) or [B, 1, S, D] (BNSD, layout 1) before the kernel: the
+    # kernel's inputs are those (the record's time includes those helper kernels).
+    _need(rid, op, shapes, 4)
+    q, k, cos = shapes[0], shapes[1], shapes[2]
+    code = attrs.get("layout", 0)
+    layout = {0: "BSND", 1: "BNSD"}.get(code) if isinstance(code, int) else None
+    mode = {"half": "half", "interleaved": "interleave", "interleave": "interleave"}.get(str(attrs.get("rotaryMode", "half")))
+    if layout is None or mode is None:
+        raise UnmodelledOperator(op, f"layout {attrs.get('layout')!r}, rotaryMode {attrs.get('rotaryMode')!r}", rid)
+    if len(q) != 4 or len(cos) != 2:
+        raise ValueError(f"record {rid}: ApplyRotaryPosEmb expects 4-D query/key and [S, D/2] cos/sin, got {shapes}")
+    b, s, d = q[0], cos[0], 2 * cos[1]
+    trig = [b, s, 1, d] if layout == "BSND" else [b, 1, s, d]
+    return "ApplyRotaryPosEmb", [q, k, trig, trig], dtypes[0], {"input_layout": layout, "rotary_mode": mode}
 
 
 _TRANSLATIONS: dict[str, Callable[..., Translation]] = {
-    "WeightQuantBatchMatmul": _weight_quant_matmul, "QuantBatchMatmulV3": _quant_matmul,
-    "GroupedMatmul": _grouped_matmul,
+    "RmsNorm": _norm_quant, "AddRmsNormDynamicQuant": _norm_quant, "DynamicQuant": _norm_quant,
+    "DequantSwigluQuant": _norm_quant, "GroupNorm": _group_norm, "SwiGlu": _swiglu, "ApplyRotaryPosEmb": _rope,
     "Sigmoid": _unary, "Gelu": _unary, "Mish": _unary, "Exp": _unary,
     "Maximum": _binary, "Minimum": _binary,
     "Softmax": _softmax, "Transpose": _transpose, "StridedSlice": _strided_slice,
     "AdaptiveAvgPool3D": _adaptive_avg_pool3d, "Gather": _gather_elements, "MatMul": _matmul,
+    "WeightQuantBatchMatmul": _weight_quant_matmul, "QuantBatchMatmulV3": _quant_matmul,
+    "GroupedMatmul": _grouped_matmul,
     **_ISSUE49_OPTIMIZER_ROUTING,
 }
 

@@ -123,10 +123,12 @@ class OpModel {
 // make_op_model() accepts and supported_ops(); Python reads it through
 // _core.ascend.op_table() (to classify ONNX nodes, check attribute names).
 
+// Norm, Quant, LlmElementwise: the LLM vector kernels of norm_quant.cpp (RmsNorm..., DynamicQuant...,
+// SwiGlu and ApplyRotaryPosEmb: fused kernels with their own inputs, apart from ONNX's element-wise ops).
 enum class OpFamily { MatMul, Conv, Elementwise, Rows, Transpose, Pool, Movement, Attention, Optimizer, Routing,
-                      GroupedMatmul };
+                      GroupedMatmul, Norm, Quant, LlmElementwise };
 // "matmul", "conv", "elementwise", "rows", "transpose", "pool", "movement", "attention", "optimizer", "routing",
-// "grouped_matmul"
+// "grouped_matmul", "norm", "quant", "llm_elementwise"
 const char* family_name(OpFamily f);
 
 struct OpEntry {

@@ -1,0 +1,470 @@
+// The LLM vector kernels: RmsNorm, AddRmsNorm, AddRmsNormDynamicQuant, GroupNorm (family
+// "norm"), DynamicQuant, DequantSwigluQuant ("quant"), SwiGlu, ApplyRotaryPosEmb
+// ("llm_elementwise"), in CANN's names and aclnn input order (docs/llm_operators.md).
+//
+// Each is a VecKernel of vector.cpp (the Ascend C pattern: blockDim cores, UB tiles of
+// tileLen elements, bufferNum buffers) with its own vector program.  For the row kernels
+// (norms, quantisation) a unit is one row of the hidden dimension H, so tileLen is what CANN's
+// tilings call ubFactor: tileLen / H rows per UB tile (rowFactor) when a row fits, else a
+// split of H into ceil(H / tileLen) pieces (CANN's SPLIT_D mode, every piece read once per
+// pass); rows are spread over the cores in blocks of ceil(rows / blockDim) (blockFactor).
+// The kernels' structure (which vector APIs run per element, per row, per tile) is assumed
+// from the operators' definitions and CANN's tiling code (hicann/ops-nn, cited per op); the
+// per-row scalar cost is fitted (kRowScalar* below).
+#include <algorithm>
+#include <cmath>
+
+#include "common.hpp"
+
+namespace aoe::ascend::detail {
+namespace {
+
+// Scalar cycles per row of a kernel that reads a row statistic (rstd, abs-max) back into a
+// scalar register: a vector -> scalar pipe wait (SetFlag/WaitFlag V_S) and the scalar
+// arithmetic of the row's factor.  [F] chosen on the fit half (case id % 4 == 0) of
+// shared/reference/measured_ops/cann_bench_calibration.json only: the grid {60, 120, 240, 480,
+// 960} x {150, 300, 600, 1200} minimising the mean |log(predicted / measured)| of the
+// single-kernel records of the norms (RmsNorm, AddRmsNormDynamicQuant, GroupNorm: 24) and of the
+// quantisation (DynamicQuant, DequantSwigluQuant, AddRmsNormDynamicQuant: 29); see
+// docs/llm_operators.md.
+constexpr double kRowScalarQuant = 600.0;
+constexpr double kRowScalarNorm = 480.0;
+
+// CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
+// pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
+// UB_FACTOR_B32; add_rms_norm_tiling.cpp the same); a row wider than that is split (SPLIT_D).
+constexpr int64_t kRmsUbFactorB16 = 12288, kRmsUbFactorB32 = 10240;
+// Rows of at most 2000 (32-byte aligned) elements take MODE_MERGE_N: many rows per UB pass, the
+// rstd of all of them at once ([S] rms_norm_tiling.cpp SMALL_REDUCE_NUM; add_rms_norm the same).
+constexpr int64_t kMergeNCols = 2000;
+
+VecStep api(const char* name) { return {vec_api_cost(name), true}; }  // fp32 data: 64 per repeat
+VecStep cast_step(bool up) { return {vec_api_cost(up ? "CastUp" : "CastDown"), false}; }
+
+bool is_float(const std::string& d) { return d == "float16" || d == "bfloat16" || d == "float32"; }
+bool half(const std::string& d) { return d == "float16" || d == "bfloat16"; }
+
+void need_float(const OpDesc& op) {
+  if (!is_float(op.dtype))
+    fail(op.kind + ": x is " + op.dtype + "; this kernel takes float16, bfloat16 or float32");
+}
+
+// Input i, or an empty shape when absent.
+const std::vector<int64_t>& input(const OpDesc& op, size_t i) {
+  static const std::vector<int64_t> none;
+  return i < op.inputs.size() ? op.inputs[i] : none;
+}
+
+void need_inputs(const OpDesc& op, size_t lo, size_t hi, const std::string& names) {
+  if (op.inputs.size() < lo || op.inputs.size() > hi)
+    fail(op.kind + ": takes " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
+         " inputs (" + names + "), got " + std::to_string(op.inputs.size()));
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    if (i < lo || !op.inputs[i].empty()) check_shape(op.inputs[i], op.kind + " input " + std::to_string(i));
+  const auto dts = attr_strs(op, "input_dtypes");
+  if (!dts.empty() && dts.size() != op.inputs.size())
+    fail(op.kind + ": input_dtypes lists " + std::to_string(dts.size()) + " dtypes for " +
+         std::to_string(op.inputs.size()) + " inputs");
+}
+
+// [rows, H] of x: H its last dimension.
+std::pair<int64_t, int64_t> rows_hidden(const OpDesc& op, const std::vector<int64_t>& x, const std::string& name) {
+  if (x.empty()) fail(op.kind + ": " + name + " needs at least one dimension");
+  return {numel(x) / x.back(), x.back()};
+}
+
+// A per-channel operand (gamma, beta, a smooth scale): H elements ([H], or [1, H]).
+void check_vector(const OpDesc& op, const std::vector<int64_t>& s, int64_t h, const std::string& name,
+                  const std::string& what) {
+  if (s.empty() || numel(s) != h || s.back() != h)
+    fail(op.kind + ": " + name + " " + shape_str(s) + " does not match " + what + " " + std::to_string(h) +
+         " (expected [" + std::to_string(h) + "])");
+}
+
+// A row kernel over `rows` rows of `h` elements: x streamed in, nothing else yet.
+VecKernel row_kernel(const OpDesc& op, const Platform& p, int64_t rows, int64_t h) {
+  VecKernel k = start_kernel(op, p, op.kind);
+  k.units = rows;
+  k.unit_elems = align_up(h, 32 / k.ds);  // rows are 32-byte aligned in UB ([A] NPU架构版本2201.md)
+  k.in_bytes = 0;
+  k.in_streams = 0;
+  k.ub_buffers = 0;
+  k.split_rows = false;  // CANN's row kernels keep a row on one core (blockFactor whole rows)
+  return k;
+}
+// One more GM operand the size of the work (bytes per element), or one more output.
+void stream_in(VecKernel& k, double bytes) { k.in_bytes += bytes; k.in_streams += 1; k.ub_buffers += 1; }
+void stream_out(VecKernel& k, double bytes) { k.out_bytes += bytes; k.ub_buffers += 1; }
+
+void finish(VecKernel& k, double elems, double unit_out_bytes) {
+  k.out_bytes_per_unit = unit_out_bytes;
+  k.unique_bytes = elems * (k.in_bytes + k.out_bytes) + double(k.units) * unit_out_bytes + k.bcast_bytes;
+  k.flops = elems * double(k.elem_prog.size() + k.row_prog.size() + k.row_loop_prog.size());
+}
+
+// ---- norms --------------------------------------------------------------------------------
+
+// RmsNorm (x, gamma), AddRmsNorm (x1, x2, gamma), AddRmsNormDynamicQuant (x1, x2, gamma,
+// smooth_scale1, smooth_scale2): y = x / sqrt(mean(x^2) + eps) * gamma, computed in fp32
+// (16-bit inputs cast up).  Assumed structure ([S] hicann/ops-nn norm/rms_norm/op_kernel,
+// add_rms_norm, add_rms_norm_dynamic_quant): per row ReduceSum of x^2, the row's rstd to the
+// scalar unit, Muls by it; the quantising variant then takes the row's abs-max (ReduceMax),
+// scale = max / 127 (float32 output) and y * 127 / max cast fp32 -> fp16 -> int8.
+std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
+  const bool add = op.kind != "RmsNorm", quant = op.kind == "AddRmsNormDynamicQuant";
+  const size_t n_x = add ? 2 : 1;
+  if (quant) need_inputs(op, 3, 5, "x1, x2, gamma, smooth_scale1, smooth_scale2");
+  else need_inputs(op, n_x + 1, n_x + 1, add ? "x1, x2, gamma" : "x, gamma");
+  need_float(op);
+  const auto& x = op.inputs[0];
+  const std::string xname = add ? "x1" : "x";
+  if (add && op.inputs[1] != x)
+    fail(op.kind + ": x2 " + shape_str(op.inputs[1]) + " must have x1's shape " + shape_str(x));
+  const auto [rows, h] = rows_hidden(op, x, xname);
+  check_vector(op, op.inputs[n_x], h, "gamma", "the hidden size of " + xname + " " + shape_str(x) + ",");
+  int quant_outs = 0;
+  for (size_t i = n_x + 1; i < op.inputs.size(); ++i)
+    if (!op.inputs[i].empty()) {
+      check_vector(op, op.inputs[i], h, "smooth_scale" + std::to_string(i - n_x), "the hidden size");
+      ++quant_outs;
+    }
+  if (quant) {
+    const auto od = attr_strs(op, "output_dtype");
+    if (!od.empty() && od[0] != "int8")
+      fail(op.kind + ": output_dtype '" + od[0] + "' is not modelled (int8)");
+  }
+  VecKernel k = row_kernel(op, p, rows, h);
+  const bool h16 = half(op.dtype);
+  for (size_t i = 0; i < n_x; ++i) {
+    stream_in(k, k.ds);
+    if (h16) k.elem_prog.push_back(cast_step(true));
+  }
+  if (add) {
+    k.elem_prog.push_back(api("Add"));
+    if (h16) k.elem_prog.push_back(cast_step(false));
+    stream_out(k, k.ds);  // x1 + x2
+  }
+  k.elem_prog.push_back(api("Mul"));  // x^2
+  k.row_prog.push_back(api("WholeReduceSum"));
+  if (align_up(h, 32 / k.ds) <= kMergeNCols) {
+    // MERGE_N: the rstd of a tile's rows broadcast in UB (Brcb) and applied by one Mul, no
+    // per-row scalar work.
+    k.elem_prog.push_back(api("Mul"));
+  } else {
+    k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
+    k.row_scalar_cycles = kRowScalarNorm;
+  }
+  k.elem_prog.push_back(api("Mul"));       // * gamma
+  k.bcast_bytes += double(h) * k.ds * (1 + quant_outs);
+  double unit_out = 4;  // rstd (float32) per row
+  k.sweeps_if_split = 2;
+  if (quant) {
+    // One int8 output per smooth scale (one without): smooth Mul, |y|, row max, scale.
+    for (int q = 0; q < std::max(1, quant_outs); ++q) {
+      if (q < quant_outs) k.elem_prog.push_back(api("Mul"));
+      k.elem_prog.push_back(api("Adds"));  // Abs: scalar-operand class (common.cpp)
+      k.row_prog.push_back(api("WholeReduceSum"));  // ReduceMax: same class
+      k.row_loop_prog.push_back(api("Muls"));       // * 127 / max
+      k.elem_prog.push_back(cast_step(false));      // fp32 -> fp16
+      k.elem_prog.push_back(cast_step(false));      // fp16 -> int8
+      stream_out(k, 1);
+    }
+    unit_out = 4.0 * std::max(1, quant_outs);  // float32 scale per row and output (no rstd)
+    k.row_scalar_cycles += kRowScalarQuant;
+    k.sweeps_if_split = 3;
+  } else {
+    if (h16) k.elem_prog.push_back(cast_step(false));
+    stream_out(k, k.ds);
+  }
+  k.temp_fp32 = h16 ? 2 : 1;
+  // CANN's default: ceil(rows / cores) rows per core, UB passes of ubFactor elements
+  // (rms_norm_tiling.cpp; MERGE_N packs as many whole rows as that holds), here as far as UB
+  // holds them double-buffered.  (rms_norm_tiling.cpp's BUFFER_NUM is 1; single-buffered
+  // queues put the fit half's 910B2 records at 1.39x measured against 0.79x double-buffered,
+  // so the default stays double-buffered: the 910B kernel's queues are assumed to overlap.)
+  k.baseline_tile = k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+  finish(k, double(rows) * double(h), unit_out);
+  return make_vec_model(k, p);
+}
+
+// GroupNorm, GroupNormSilu (x [N, C, *], gamma [C], beta [C]; num_groups G): a row is one group's C/G channels
+// of every spatial position.  Structure assumed as LayerNorm's (vector.cpp): mean and variance
+// by two row reductions, then per channel (x - mean) * rstd * gamma + beta; outputs y and the
+// per-group mean and rstd.
+std::shared_ptr<OpModel> make_group_norm(const OpDesc& op, const Platform& p) {
+  need_inputs(op, 1, 3, "x, gamma, beta");
+  need_float(op);
+  const auto& x = op.inputs[0];
+  if (x.size() < 2) fail(op.kind + ": x " + shape_str(x) + " needs at least [N, C]");
+  const int64_t c = x[1];
+  const int64_t g = attr_int(op, "num_groups", 0);
+  if (g <= 0) fail(op.kind + ": attribute num_groups (positive) is required, got " + std::to_string(g));
+  if (c % g != 0)
+    fail(op.kind + ": x " + shape_str(x) + " has " + std::to_string(c) + " channels, not a multiple of num_groups " +
+         std::to_string(g));
+  for (size_t i = 1; i < op.inputs.size(); ++i)
+    if (!op.inputs[i].empty())
+      check_vector(op, op.inputs[i], c, i == 1 ? "gamma" : "beta",
+                   "the channels (x's dimension 1) of x " + shape_str(x) + ",");
+  // Fewer groups than cores: the cores take whole channels and combine the group statistics.
+  // An assumption against CANN's code where it is public: the 950 (arch35) tiling gives each
+  // core whole groups, ceil(N G / cores) of them ([S] hicann/ops-nn norm/group_norm_silu/op_host/
+  // group_norm_silu_tiling_arch35.cpp numPerCore), the 910B tiling is not in that repository.
+  // A group per core priced the fit half's [16, 257, 32, 31] (16 groups) at 2.6x the measured
+  // 910B2 time and 1.8x the 950PR one (with the per-row constants 120 and 300 of the time): the
+  // kernel moves a group faster than this model's one core does, and the split stands in for that.
+  const int64_t groups = x[0] * g;
+  const int64_t rows = groups < p.vector_cores ? x[0] * c : groups, h = numel(x) / rows;
+  VecKernel k = row_kernel(op, p, rows, h);
+  const bool h16 = half(op.dtype);
+  stream_in(k, k.ds);
+  if (h16) k.elem_prog.push_back(cast_step(true));
+  k.elem_prog.push_back(api("Mul"));  // x^2 for the variance
+  k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};
+  for (const char* a : {"Adds", "Muls", "Muls", "Adds"}) k.elem_prog.push_back(api(a));  // - mean, * rstd, * gamma_c, + beta_c
+  // GroupNormSilu: y * sigmoid(y) unless activate_silu is 0 (CANN's default: 1).
+  if (op.kind == "GroupNormSilu" && attr_int(op, "activate_silu", 1) != 0) {
+    k.elem_prog.push_back(api("Sigmoid"));
+    k.elem_prog.push_back(api("Mul"));
+  }
+  if (h16) k.elem_prog.push_back(cast_step(false));
+  stream_out(k, k.ds);
+  k.bcast_bytes = 2.0 * double(c) * k.ds;
+  k.row_scalar_cycles = kRowScalarNorm;
+  k.sweeps_if_split = 2;
+  k.temp_fp32 = h16 ? 2 : 1;
+  finish(k, double(numel(x)), 2.0 * k.ds);  // mean and rstd per group
+  return make_vec_model(k, p);
+}
+
+// ---- quantisation ---------------------------------------------------------------------------
+
+// The per-row dynamic quantisation tail on fp32 data: |y|, row abs-max, scale out, y * 127/max,
+// fp32 -> fp16 -> int8 (int4: one more narrowing step).
+void quant_tail(VecKernel& k, bool int4, bool multi_row) {
+  k.elem_prog.push_back(api("Adds"));            // Abs
+  k.row_prog.push_back(api("WholeReduceSum"));   // ReduceMax
+  if (multi_row) {
+    k.elem_prog.push_back(api("Mul"));           // * 127 / max, broadcast over the tile's rows
+  } else {
+    k.row_loop_prog.push_back(api("Muls"));      // * 127 / max, the row's scalar
+    k.row_scalar_cycles = kRowScalarQuant;
+  }
+  for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
+  stream_out(k, int4 ? 0.5 : 1.0);
+}
+bool int4_output(const OpDesc& op) {
+  const auto od = attr_strs(op, "output_dtype");
+  if (od.empty() || od[0] == "int8") return false;
+  if (od[0] == "int4") return true;
+  fail(op.kind + ": output_dtype '" + od[0] + "' is not int8 or int4");
+}
+
+// DynamicQuant (x [..., H], smooth_scales [H]): per-token int8/int4 and a float32 scale per row.
+std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p) {
+  need_inputs(op, 1, 2, "x, smooth_scales");
+  if (!half(op.dtype))  // [S] dynamic_quant_tiling.cpp CheckInputDtype
+    fail("DynamicQuant: x is " + op.dtype + "; CANN's kernel takes float16 or bfloat16");
+  const auto [rows, h] = rows_hidden(op, op.inputs[0], "x");
+  const bool smooth = !input(op, 1).empty();
+  if (smooth) check_vector(op, op.inputs[1], h, "smooth_scales", "the hidden size of x " + shape_str(op.inputs[0]) + ",");
+  const bool int4 = int4_output(op);
+  if (int4 && h % 2)
+    fail("DynamicQuant: int4 output packs two values per byte; x's last dimension " + std::to_string(h) + " is odd");
+  VecKernel k = row_kernel(op, p, rows, h);
+  stream_in(k, k.ds);
+  k.elem_prog.push_back(cast_step(true));
+  if (smooth) k.elem_prog.push_back(api("Mul"));
+  k.bcast_bytes = smooth ? double(h) * k.ds : 0;
+  // CANN's 910B tiling ([S] hicann/ops-nn quant/dynamic_quant/op_host/dynamic_quant_tiling.cpp):
+  // rows of 128 to maxUbLen elements, a multiple of 8, take the multi-row template, UB passes of
+  // maxUbLen / H whole rows (maxUbLen = (UB - 1024 - 3392 bytes) / 11, / 15 with smooth scales,
+  // in multiples of 64, at most 255 x 64), the per-row factors applied to all of them at once.
+  // Other rows go one statistic at a time (the per-row scalar work) in passes of
+  // min(255, UB / (13 H)) rows (ubPerRow = 13 x aligned H bytes, double-buffered, no smooth).
+  const int64_t max_ub_len =
+      std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
+  const bool multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
+  const int64_t hpad = align_up(h, 16);
+  k.baseline_tile = multi_row ? max_ub_len / h * h
+                              : std::max<int64_t>(1, std::min<int64_t>(255, int64_t(p.ub) / (13 * hpad))) * hpad;
+  quant_tail(k, int4, multi_row);
+  k.sweeps_if_split = 2;
+  k.temp_fp32 = half(op.dtype) ? 2 : 1;
+  finish(k, double(rows) * double(h), 4);
+  return make_vec_model(k, p);
+}
+
+// DequantSwigluQuant (x [..., 2H] int32 or float16/bfloat16, weight_scale [2H], activation_scale
+// [rows], quant_scale [H], as the calibration records order them; absent ones []): dequantise
+// (x * weight_scale * activation_scale), y = silu(a) * b of the halves, then y * quant_scale and
+// the dynamic int8 quantisation with a float32 scale per row (quant_mode "dynamic", the default;
+// "static": quant_scale alone).  A unit is one row of H outputs, each reading its two inputs.
+std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platform& p) {
+  need_inputs(op, 1, 4, "x, weight_scale, activation_scale, quant_scale");
+  const auto& x = op.inputs[0];
+  if (op.dtype != "int32" && !half(op.dtype))
+    fail("DequantSwigluQuant: x is " + op.dtype + "; it takes int32 (matmul accumulators), float16 or bfloat16");
+  const auto [rows, h2] = rows_hidden(op, x, "x");
+  if (h2 % 2)
+    fail("DequantSwigluQuant: x " + shape_str(x) + " splits its last dimension in two halves; " + std::to_string(h2) +
+         " is odd");
+  const int64_t h = h2 / 2;
+  const auto& ws = input(op, 1);
+  const auto& as = input(op, 2);
+  const auto& qs = input(op, 3);
+  if (!ws.empty()) check_vector(op, ws, h2, "weight_scale", "x's last dimension");
+  if (!as.empty() && numel(as) != rows)
+    fail("DequantSwigluQuant: activation_scale " + shape_str(as) + " must have one value per row of x " + shape_str(x) +
+         " (" + std::to_string(rows) + ")");
+  // [S] hicann/ops-nn quant/dequant_swiglu_quant/op_host/dequant_swiglu_quant_tiling_base.cpp: int32 x
+  // needs a weight scale; the quant scale has H values or one.
+  if (op.dtype == "int32" && ws.empty())
+    fail("DequantSwigluQuant: x is int32 (matmul accumulators), which needs weight_scale (input 1) to dequantise");
+  if (!qs.empty() && numel(qs) != 1) check_vector(op, qs, h, "quant_scale", "half of x's last dimension,");
+  attr_flag(op, "activate_left");  // checked (0 or 1); which half takes the SiLU is the same work
+  const auto qm = attr_strs(op, "quant_mode");
+  const std::string mode = qm.empty() ? "dynamic" : qm[0];
+  if (mode != "dynamic" && mode != "static")
+    fail("DequantSwigluQuant: quant_mode '" + mode + "' is not 'dynamic' or 'static'");
+  VecKernel k = row_kernel(op, p, rows, h);
+  stream_in(k, k.ds);  // the activation half
+  stream_in(k, k.ds);  // the gate half
+  k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
+  for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
+  if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
+  if (!as.empty()) { k.row_loop_prog.push_back(api("Muls")); k.row_loop_prog.push_back(api("Muls")); k.in_bytes += 4.0 / h; }
+  for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));  // silu(a) * b
+  if (!qs.empty()) k.elem_prog.push_back(api("Mul"));
+  const int64_t n_qs = qs.empty() ? 0 : numel(qs);
+  k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + n_qs);  // float32 scales
+  const bool int4 = int4_output(op);
+  if (mode == "dynamic") {
+    quant_tail(k, int4, false);
+  } else {  // static: y * quant_scale (above) is the quantised value, no row statistic
+    for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
+    stream_out(k, int4 ? 0.5 : 1.0);
+  }
+  k.sweeps_if_split = 2;
+  k.temp_fp32 = 3;  // the two fp32 halves and Sigmoid's buffer
+  finish(k, double(rows) * double(h), mode == "dynamic" ? 4 : 0);  // the float32 scale per row
+  return make_vec_model(k, p);
+}
+
+// ---- SwiGlu, RoPE -------------------------------------------------------------------------
+
+// SwiGlu (x split in two along `dim`): y = silu(a) * b, element-wise over the output; each
+// half is read in contiguous runs of (split extent / 2) x (the dims after it) elements.
+std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
+  need_inputs(op, 1, 1, "x");
+  need_float(op);
+  const auto& x = op.inputs[0];
+  if (x.empty()) fail("SwiGlu: x needs at least one dimension");
+  const int64_t r = int64_t(x.size()), d = attr_int(op, "dim", -1);
+  if (d < -r || d >= r) fail("SwiGlu: dim " + std::to_string(d) + " is out of range for x " + shape_str(x));
+  const size_t ax = size_t(d < 0 ? d + r : d);
+  if (x[ax] % 2)
+    fail("SwiGlu: x " + shape_str(x) + " is split in two along dim " + std::to_string(d) + ", whose extent " +
+         std::to_string(x[ax]) + " is odd");
+  int64_t inner = x[ax] / 2;
+  for (size_t i = ax + 1; i < x.size(); ++i) inner *= x[i];
+  const int64_t n = numel(x) / 2;
+  VecKernel k = start_kernel(op, p, op.kind);
+  k.units = n;
+  k.unit_elems = 1;
+  k.in_bytes = 0; k.in_streams = 0; k.ub_buffers = 1;  // + the output queue
+  stream_in(k, k.ds);
+  stream_in(k, k.ds);
+  k.run_in = double(inner) * k.ds;
+  k.out_bytes = k.ds;
+  const bool h16 = half(op.dtype);
+  if (h16) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));
+  for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));
+  if (h16) k.elem_prog.push_back(cast_step(false));
+  k.temp_fp32 = 1 + (h16 ? 2 : 0) + vec_api_cost("Sigmoid").temps;
+  // CANN's default ([S] hicann/ops-nn activation/swi_glu/op_host/swi_glu_tiling.cpp): the largest
+  // base block UB holds (maxTileLen = UB / (2 buffers x 3 queues x ds + 2 fp32 buffers, 1 for
+  // fp32)) that still gives every core work: tiles of min(maxTileLen, output / cores).
+  const int64_t max_tile = int64_t(p.ub) / (2 * 3 * k.ds + (h16 ? 8 : 4));
+  k.baseline_tile = std::max<int64_t>(1, std::min<int64_t>(max_tile, cdiv(n, p.vector_cores)));
+  finish(k, double(n), 0);
+  return make_vec_model(k, p);
+}
+
+// ApplyRotaryPosEmb (query [B, S, N, D], key [B, S, Nkv, D], cos, sin [B or 1, S, 1, D]; BNSD:
+// [B, N, S, D] and [B or 1, 1, S, D]): q * cos + rotate(q) * sin for q and k in place.
+// Assumed structure: BSND takes one token's heads of q and k as a row with its cos/sin row;
+// BNSD takes one head's S x D block with the S x D cos/sin, read again for every head.
+// rotate-half negates and swaps the halves (Muls); interleave swaps neighbours (two more
+// gather-like copies, Add class).
+std::shared_ptr<OpModel> make_rope(const OpDesc& op, const Platform& p) {
+  need_inputs(op, 4, 4, "query, key, cos, sin");
+  need_float(op);
+  const auto lay = attr_strs(op, "input_layout");
+  const std::string layout = lay.empty() ? "BSND" : lay[0];
+  if (layout != "BSND" && layout != "BNSD")
+    fail("ApplyRotaryPosEmb: input_layout '" + layout + "' is not BSND or BNSD");
+  const auto rm = attr_strs(op, "rotary_mode");
+  const std::string mode = rm.empty() ? "half" : rm[0];
+  if (mode != "half" && mode != "interleave")
+    fail("ApplyRotaryPosEmb: rotary_mode '" + mode + "' is not 'half' or 'interleave'");
+  const auto &q = op.inputs[0], &kk = op.inputs[1], &cs = op.inputs[2], &sn = op.inputs[3];
+  if (q.size() != 4 || kk.size() != 4)
+    fail("ApplyRotaryPosEmb: query " + shape_str(q) + " and key " + shape_str(kk) + " must be 4-D (" + layout + ")");
+  const bool bsnd = layout == "BSND";
+  const size_t sa = bsnd ? 1 : 2, na = bsnd ? 2 : 1;
+  const int64_t b = q[0], s = q[sa], nq = q[na], dd = q[3], nk = kk[na];
+  if (kk[0] != b || kk[sa] != s || kk[3] != dd)
+    fail("ApplyRotaryPosEmb: key " + shape_str(kk) + " must share query " + shape_str(q) + "'s batch, sequence and head "
+         "size (" + layout + ")");
+  if (nq % nk != 0)
+    fail("ApplyRotaryPosEmb: key has " + std::to_string(nk) + " heads, which does not divide the query's " +
+         std::to_string(nq));
+  if (dd % 2) fail("ApplyRotaryPosEmb: the head size " + std::to_string(dd) + " of query " + shape_str(q) + " is odd");
+  const std::vector<int64_t> want = bsnd ? std::vector<int64_t>{b, s, 1, dd} : std::vector<int64_t>{b, 1, s, dd};
+  for (const auto* t : {&cs, &sn}) {
+    const std::string name = t == &cs ? "cos" : "sin";
+    bool ok = t->size() == 4 && ((*t)[0] == b || (*t)[0] == 1);
+    for (size_t i = 1; ok && i < 4; ++i) ok = (*t)[i] == want[i];
+    if (!ok)
+      fail("ApplyRotaryPosEmb: " + name + " " + shape_str(*t) + " does not broadcast to query " + shape_str(q) +
+           " (expected [" + std::to_string(b) + " or 1, " + std::to_string(want[1]) + ", " + std::to_string(want[2]) +
+           ", " + std::to_string(dd) + "], " + layout + ")");
+  }
+  VecKernel k = start_kernel(op, p, op.kind);
+  const int64_t heads = nq + nk;
+  k.units = bsnd ? b * s : b * heads;
+  k.unit_elems = bsnd ? heads * dd : s * dd;
+  k.in_bytes = 0; k.in_streams = 0; k.ub_buffers = 0;
+  stream_in(k, k.ds);  // q and k rows
+  // cos and sin: once per token (BSND, shared by its heads) or per head (BNSD).
+  const double trig = bsnd ? 2.0 / double(heads) : 2.0;
+  k.in_bytes += trig * k.ds;
+  k.in_streams += 2;
+  k.ub_buffers += 2;
+  stream_out(k, k.ds);
+  const bool h16 = half(op.dtype);
+  if (h16) for (int i = 0; i < 3; ++i) k.elem_prog.push_back(cast_step(true));
+  for (const char* a : {"Mul", "Muls", "Mul", "Add"}) k.elem_prog.push_back(api(a));
+  if (mode == "interleave") for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Add"));
+  if (h16) k.elem_prog.push_back(cast_step(false));
+  k.sweeps_if_split = 1;
+  k.split_rows = false;
+  k.temp_fp32 = h16 ? 3 : 1;
+  finish(k, double(k.units) * double(k.unit_elems), 0);
+  return make_vec_model(k, p);
+}
+
+}  // namespace
+
+std::shared_ptr<OpModel> make_norm_quant_model(const OpDesc& op, const Platform& p) {
+  if (op.kind == "RmsNorm" || op.kind == "AddRmsNorm" || op.kind == "AddRmsNormDynamicQuant") return make_rms_norm(op, p);
+  if (op.kind == "GroupNorm" || op.kind == "GroupNormSilu") return make_group_norm(op, p);
+  if (op.kind == "DynamicQuant") return make_dynamic_quant(op, p);
+  if (op.kind == "DequantSwigluQuant") return make_dequant_swiglu_quant(op, p);
+  if (op.kind == "SwiGlu") return make_swiglu(op, p);
+  if (op.kind == "ApplyRotaryPosEmb") return make_rope(op, p);
+  fail("internal: no norm/quant model for " + op.kind);
+}
+
+}  // namespace aoe::ascend::detail

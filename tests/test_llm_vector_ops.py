@@ -1,0 +1,235 @@
+"""The LLM vector kernels (cpp/src/ascend/norm_quant.cpp): RmsNorm, AddRmsNorm, AddRmsNormDynamicQuant,
+GroupNorm(Silu), DynamicQuant, DequantSwigluQuant, SwiGlu, ApplyRotaryPosEmb; their record translations
+and their accuracy on the held-out half of CANN's measured kernels."""
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import aoe_native as an
+from aoe_native.ascend import ops, records
+
+FILE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" / \
+    "cann_bench_calibration.json"
+SOCS = ("Ascend910B2", "Ascend950PR")
+
+# op -> (inputs with T tokens, dtype, attrs); T is scaled by the tests.
+def cases(t: int = 1024) -> dict[str, tuple[list, str, dict]]:
+    h = 4096
+    return {
+        "RmsNorm": ([[t, h], [h]], "bfloat16", {}),
+        "AddRmsNorm": ([[t, h], [t, h], [h]], "bfloat16", {}),
+        "AddRmsNormDynamicQuant": ([[t, h], [t, h], [h], [h]], "bfloat16", {}),
+        "GroupNorm": ([[t // 64, 320, 32, 32], [320], [320]], "float16", {"num_groups": 32}),
+        "GroupNormSilu": ([[t // 64, 320, 32, 32], [320], [320]], "float16", {"num_groups": 32}),
+        "DynamicQuant": ([[t, h], [h]], "float16", {"output_dtype": "int8"}),
+        "DequantSwigluQuant": ([[t, 2 * h], [1, 2 * h], [t], [1, h]], "int32",
+                               {"input_dtypes": ["int32", "float32", "float32", "float32"]}),
+        "SwiGlu": ([[t, 2 * h]], "bfloat16", {"dim": -1}),
+        "ApplyRotaryPosEmb": ([[1, t, 32, 128], [1, t, 8, 128], [1, t, 1, 128], [1, t, 1, 128]], "bfloat16",
+                              {"input_layout": "BSND", "rotary_mode": "half"}),
+    }
+
+
+def est(op, inputs, dtype, soc, attrs):
+    return an.estimate(op, inputs, dtype, soc, an.baseline_tiling(op, inputs, dtype, soc, attrs), attrs)
+
+
+@pytest.mark.parametrize("soc", SOCS)
+@pytest.mark.parametrize("op", sorted(cases()))
+def test_each_op_estimates_and_more_tokens_cost_more(op, soc):
+    small, big = cases(1024)[op], cases(4096)[op]
+    a, b = est(op, *small[:2], soc, small[2]), est(op, *big[:2], soc, big[2])
+    assert 0 < a.time_us < b.time_us
+    # 4x the tokens of a memory-bound kernel: between 2x and 5x the time (start costs stay).
+    assert 2 * a.time_us < b.time_us < 5 * a.time_us
+    assert b.breakdown["gm_read_bytes"] > 3.5 * a.breakdown["gm_read_bytes"]
+
+
+@pytest.mark.parametrize("op", sorted(cases()))
+def test_tiling_space_holds_the_approximate_cann_default(op):
+    inputs, dtype, attrs = cases()[op]
+    space = an.tiling_space(op, inputs, dtype, "Ascend910B2", attrs)
+    base = an.baseline_tiling(op, inputs, dtype, "Ascend910B2", attrs)
+    assert len(space) > 1 and set(base) == set(space.param_names)
+    for name, values in zip(space.param_names, space.param_values):
+        assert base[name] in values, name
+    assert ops.baseline_kind(op, inputs, dtype, "Ascend910B2", attrs) == "approximate CANN default"
+    # Tuning searches the space and never ends worse than the default.
+    r = an.tune_op(op, inputs, dtype, "Ascend910B2", attrs=attrs, max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9) and r.baseline_us == est(op, inputs, dtype, "Ascend910B2", attrs).time_us
+
+
+def test_rms_norm_tiling_follows_cann():
+    # ceil(rows / cores) rows per core on every core; a UB pass of up to 12288 16-bit elements
+    # (as far as UB holds it double-buffered), a row wider than that split (rms_norm_tiling.cpp).
+    base = an.baseline_tiling("RmsNorm", [[4096, 4096], [4096]], "bfloat16", "Ascend910B2")
+    assert base["blockDim"] == 48 and 8192 < base["tileLen"] <= 12288
+    wide = an.baseline_tiling("RmsNorm", [[64, 16384], [16384]], "bfloat16", "Ascend910B2")
+    assert wide["tileLen"] < 16384
+
+
+def test_outputs_and_dtypes_set_the_bytes():
+    t, h = 2048, 4096
+    w = lambda op, inputs, dtype, attrs=None: est(op, inputs, dtype, "Ascend910B2", attrs or {}).breakdown[
+        "gm_write_bytes"]
+    # AddRmsNorm writes y and x1 + x2; RmsNorm y only.
+    assert w("AddRmsNorm", [[t, h]] * 2 + [[h]], "float16") > 1.9 * w("RmsNorm", [[t, h], [h]], "float16")
+    # int8 output: a byte per element (and a float32 scale per row); int4 half of that.
+    i8 = w("DynamicQuant", [[t, h]], "float16", {"output_dtype": "int8"})
+    i4 = w("DynamicQuant", [[t, h]], "float16", {"output_dtype": "int4"})
+    assert t * h <= i8 < 1.1 * t * h and 0.45 * i8 < i4 < 0.55 * i8
+    # DequantSwigluQuant reads int32 [T, 2H] (8 bytes per output) and writes int8 [T, H].
+    b = est("DequantSwigluQuant", [[t, 2 * h], [2 * h], [t]], "int32", "Ascend910B2", {}).breakdown
+    assert b["gm_read_bytes"] >= 8 * t * h and b["gm_write_bytes"] < 1.1 * t * h
+    # Static quantisation: no row abs-max, no scale output.
+    st = est("DequantSwigluQuant", [[t, 2 * h], [2 * h], [t], [h]], "int32", "Ascend910B2", {"quant_mode": "static"})
+    dy = est("DequantSwigluQuant", [[t, 2 * h], [2 * h], [t], [h]], "int32", "Ascend910B2", {})
+    assert st.breakdown["gm_write_bytes"] < dy.breakdown["gm_write_bytes"]
+    assert st.breakdown["vector_us"] < dy.breakdown["vector_us"]
+    # SwiGlu reads [.., 2H], writes [.., H].
+    s = est("SwiGlu", [[t, 2 * h]], "float16", "Ascend910B2", {}).breakdown
+    assert s["gm_read_bytes"] >= 2 * s["gm_write_bytes"] * 0.95
+
+
+@pytest.mark.parametrize("op, inputs, dtype, attrs, message", [
+    ("RmsNorm", [[8, 4096], [4000]], "float16", {}, r"RmsNorm: gamma \[4000\] does not match the hidden size"),
+    ("AddRmsNorm", [[8, 4096], [8, 2048], [4096]], "float16", {}, r"AddRmsNorm: x2 \[8, 2048\] must have x1's shape"),
+    ("AddRmsNormDynamicQuant", [[8, 4096], [8, 4096], [4096], [2048]], "float16", {},
+     r"AddRmsNormDynamicQuant: smooth_scale1 \[2048\] does not match"),
+    ("RmsNorm", [[8, 4096], [4096]], "int8", {}, r"RmsNorm: x is int8"),
+    ("GroupNorm", [[2, 30, 8, 8], [30], [30]], "float16", {"num_groups": 4}, r"GroupNorm: x \[2, 30, 8, 8\] has 30 "
+     r"channels, not a multiple of num_groups 4"),
+    ("GroupNorm", [[2, 32, 8, 8], [16], [32]], "float16", {"num_groups": 4}, r"GroupNorm: gamma \[16\] does not match"),
+    ("GroupNorm", [[2, 32, 8, 8], [32], [32]], "float16", {}, r"GroupNorm: attribute num_groups"),
+    ("DynamicQuant", [[8, 4096], [1024]], "float16", {}, r"DynamicQuant: smooth_scales \[1024\] does not match"),
+    ("DynamicQuant", [[8, 4095]], "float16", {"output_dtype": "int4"}, r"DynamicQuant: int4 output .* 4095 is odd"),
+    ("DynamicQuant", [[8, 4096]], "float16", {"output_dtype": "uint8"}, r"DynamicQuant: output_dtype 'uint8'"),
+    ("SwiGlu", [[8, 4095]], "float16", {"dim": -1}, r"SwiGlu: x \[8, 4095\] is split in two along dim -1, whose "
+     r"extent 4095 is odd"),
+    ("SwiGlu", [[8, 4096]], "float16", {"dim": 2}, r"SwiGlu: dim 2 is out of range"),
+    ("DequantSwigluQuant", [[8, 4095], [4095]], "int32", {}, r"DequantSwigluQuant: x \[8, 4095\] .* 4095 is odd"),
+    ("DequantSwigluQuant", [[8, 4096], [4096], [7]], "int32", {},
+     r"DequantSwigluQuant: activation_scale \[7\] must have one value per row"),
+    ("DequantSwigluQuant", [[8, 4096], [2048]], "int32", {}, r"DequantSwigluQuant: weight_scale \[2048\] does not match"),
+    ("DequantSwigluQuant", [[8, 4096], [4096], [], [1, 4096]], "int32", {},
+     r"DequantSwigluQuant: quant_scale \[1, 4096\] does not match half"),
+    ("DequantSwigluQuant", [[8, 4096]], "int32", {}, r"DequantSwigluQuant: x is int32 .* needs weight_scale"),
+    ("DequantSwigluQuant", [[8, 4096], [4096]], "float16", {"quant_mode": "per_block"},
+     r"DequantSwigluQuant: quant_mode 'per_block'"),
+    ("ApplyRotaryPosEmb", [[1, 16, 32, 128], [1, 16, 5, 128], [1, 16, 1, 128], [1, 16, 1, 128]], "float16", {},
+     r"ApplyRotaryPosEmb: key has 5 heads, which does not divide the query's 32"),
+    ("ApplyRotaryPosEmb", [[1, 16, 32, 128], [1, 16, 8, 128], [1, 16, 1, 64], [1, 16, 1, 128]], "float16", {},
+     r"ApplyRotaryPosEmb: cos \[1, 16, 1, 64\] does not broadcast to query"),
+    ("ApplyRotaryPosEmb", [[1, 16, 32, 128], [1, 16, 8, 128], [1, 16, 1, 128], [2, 16, 1, 128]], "float16", {},
+     r"ApplyRotaryPosEmb: sin \[2, 16, 1, 128\] does not broadcast"),
+    ("ApplyRotaryPosEmb", [[1, 16, 32, 128], [1, 8, 8, 128], [1, 16, 1, 128], [1, 16, 1, 128]], "float16", {},
+     r"ApplyRotaryPosEmb: key \[1, 8, 8, 128\] must share query"),
+    ("ApplyRotaryPosEmb", [[1, 16, 32, 128], [1, 16, 8, 128], [1, 16, 1, 128], [1, 16, 1, 128]], "float16",
+     {"rotary_mode": "quarter"}, r"ApplyRotaryPosEmb: rotary_mode 'quarter'"),
+])
+def test_bad_input_names_the_operator_and_the_input(op, inputs, dtype, attrs, message):
+    with pytest.raises(ValueError, match=message):
+        an.baseline_tiling(op, inputs, dtype, "Ascend910B2", attrs)
+
+
+def test_rope_layouts_and_modes():
+    q, k = [2, 512, 32, 128], [2, 512, 8, 128]
+    bsnd = est("ApplyRotaryPosEmb", [q, k, [1, 512, 1, 128], [1, 512, 1, 128]], "float16", "Ascend910B2", {})
+    bnsd_in = [[2, 32, 512, 128], [2, 8, 512, 128], [1, 1, 512, 128], [1, 1, 512, 128]]
+    bnsd = est("ApplyRotaryPosEmb", bnsd_in, "float16", "Ascend910B2", {"input_layout": "BNSD"})
+    inter = est("ApplyRotaryPosEmb", [q, k, [1, 512, 1, 128], [1, 512, 1, 128]], "float16", "Ascend910B2",
+                {"rotary_mode": "interleave"})
+    # BSND shares a token's cos/sin between its heads; BNSD reads them again for every head.
+    assert bnsd.breakdown["gm_read_bytes"] > bsnd.breakdown["gm_read_bytes"]
+    assert inter.breakdown["vector_us"] > bsnd.breakdown["vector_us"]
+
+
+# ---- records ---------------------------------------------------------------------------------
+
+def _record(op, inputs, dtype, attrs, soc="Ascend910B2", case=4):
+    return {"id": f"T{case}", "op": op, "family": "x", "soc": soc, "inputs": inputs, "dtype": dtype, "attrs": attrs,
+            "time_us": 10.0, "single_kernel": True, "source_where": f"x case {case}"}
+
+
+INLINE = [
+    _record("RmsNorm", [[16, 256, 4096], [4096]], ["float16"] * 2, {"epsilon": 1e-6}),
+    _record("AddRmsNormDynamicQuant", [[2048, 4096], [2048, 4096], [4096]], ["float16"] * 3, {"epsilon": "1e-06"}),
+    _record("GroupNorm", [[2, 64, 67, 71], [64], [64]], ["float16"] * 3, {"num_groups": 8, "epsilon": "1e-7"}),
+    _record("DynamicQuant", [[2, 511, 2049]], ["bfloat16"], {}, soc="Ascend950PR"),
+    _record("SwiGlu", [[8192, 16384]], ["float16"], {"dim": 0}),
+    _record("DequantSwigluQuant", [[4096, 4096], None, None, [1, 2048]], ["bfloat16", None, None, "float32"],
+            {"activate_left": False}),
+    _record("DequantSwigluQuant", [[255, 8194], [1, 8194], [255], [1, 4097]], ["int32"] + ["float32"] * 3,
+            {"activate_left": False}),
+    _record("ApplyRotaryPosEmb", [[15, 16, 511, 128], [15, 16, 511, 128], [511, 64], [511, 64]], ["float16"] * 4,
+            {"layout": 1, "rotaryMode": "half"}),
+    _record("ApplyRotaryPosEmb", [[7, 2047, 7, 128], [7, 2047, 7, 128], [2047, 64], [2047, 64]], ["float32"] * 4,
+            {"layout": 0, "rotaryMode": "interleaved"}),
+]
+
+
+@pytest.mark.parametrize("rec", INLINE, ids=[r["op"] for r in INLINE])
+def test_records_translate_to_the_cann_kernel(rec):
+    op, inputs, dtype, attrs = records.translate_record(rec)
+    assert op == ("GroupNormSilu" if rec["op"] == "GroupNorm" else rec["op"])  # the benchmark runs GroupNormSilu
+    assert an.predict_record(rec).time_us > 0
+    if rec["op"] == "ApplyRotaryPosEmb":  # the reference's concatenated, broadcast cos/sin
+        q = rec["inputs"][0]
+        assert inputs[2] == inputs[3] == ([q[0], q[1], 1, q[3]] if rec["attrs"]["layout"] == 0
+                                          else [q[0], 1, q[2], q[3]])
+    if None in rec["inputs"]:
+        assert [] in inputs and attrs["input_dtypes"][1] == ""
+
+
+def test_an_unknown_rope_layout_is_named():
+    bad = {**INLINE[-1], "attrs": {"layout": 3, "rotaryMode": "half"}}
+    with pytest.raises(an.UnmodelledOperator, match="ApplyRotaryPosEmb.*layout 3"):
+        an.predict_record(bad)
+
+
+OPS = {"RmsNorm", "AddRmsNormDynamicQuant", "GroupNorm", "DynamicQuant", "SwiGlu", "DequantSwigluQuant",
+       "ApplyRotaryPosEmb"}
+
+
+@pytest.fixture
+def measured():
+    if not FILE.is_file():
+        pytest.skip(f"CANN measured kernels not found at {FILE}")
+    return json.loads(FILE.read_text(encoding="utf-8"))
+
+
+def test_every_record_of_these_ops_is_predicted(measured):
+    mine = [r for r in measured if r["op"] in OPS]
+    assert len(mine) >= 100
+    for r in mine:
+        assert an.predict_record(r).time_us > 0
+
+
+def test_held_out_accuracy_stays_above_the_measured_floor(measured):
+    # Held-out half (case id % 4 == 2), single-kernel records; the constants were chosen on the
+    # other half.  Floors a little under what docs/llm_operators.md reports (the 52 single-kernel
+    # records: median 0.97, 85% within 2x; ApplyRotaryPosEmb's records time helper kernels too).
+    ratios = defaultdict(list)
+    for r in measured:
+        if r["op"] in OPS - {"ApplyRotaryPosEmb"} and r["single_kernel"] is True and not records.fit_half(r):
+            ratios[r["op"]].append(an.predict_record(r).time_us / r["time_us"])
+    allr = [q for qs in ratios.values() for q in qs]
+    assert len(allr) >= 45
+    assert 0.7 <= statistics.median(allr) <= 1.3
+    assert sum(0.5 <= q <= 2 for q in allr) / len(allr) >= 0.75
+    for op, qs in ratios.items():
+        assert 0.6 <= statistics.median(qs) <= 1.5, op
+
+
+def test_op_table_lists_them_by_family():
+    fam = {e["name"]: e["family"] for e in an.op_table()}
+    assert {fam[o] for o in ("RmsNorm", "AddRmsNorm", "AddRmsNormDynamicQuant", "GroupNorm", "GroupNormSilu")} == {"norm"}
+    assert fam["DynamicQuant"] == fam["DequantSwigluQuant"] == "quant"
+    assert fam["SwiGlu"] == fam["ApplyRotaryPosEmb"] == "llm_elementwise"
+    # GroupNormSilu is GroupNorm with the SiLU on the output tile: more vector work, the same bytes.
+    inputs, dtype, attrs = cases()["GroupNorm"]
+    gn, gns = (est(op, inputs, dtype, "Ascend910B2", attrs).breakdown for op in ("GroupNorm", "GroupNormSilu"))
+    assert gns["vector_us"] > gn["vector_us"] and gns["gm_read_bytes"] == gn["gm_read_bytes"]
