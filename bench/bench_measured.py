@@ -10,7 +10,9 @@ By default the held-out half (case id % 4 == 2; calibrate fits on case id % 4 ==
 
 Run: python bench/bench_measured.py [--half held|fit|all] [--json] [--file PATH]
      [--soc-map Ascend950PR=Ascend950PR_9579]
-     python bench/bench_measured.py --fit   (refit the vector constants on the fit half; minutes)
+     python bench/bench_measured.py --fit     (fit the vector constants on the fit half and print them)
+     python bench/bench_measured.py --refit   (the same, and write them into socs.json; then rebuild:
+                                               pip install --no-deps . compiles socs.json into the core)
 """
 
 from __future__ import annotations
@@ -136,12 +138,20 @@ def print_report(rep: dict, half: str) -> None:
         print(f"  refused {rid}: {why[:140]}")
 
 
-def fit_report(records: list[dict], as_json: bool) -> None:
+SOCS_JSON = os.path.join(HERE, "..", "python", "aoe_native", "data", "socs.json")
+
+
+def fit_report(records: list[dict], as_json: bool, write: bool = False) -> None:
     """calibrate_measured on the fit half (case id % 4 == 0): per SoC the chosen SKU, the
-    constants (start -> fitted) and the mean |ratio - 1| on the fitted and held-out records."""
-    from aoe_native.ascend.calibration import calibrate_measured
+    constants (start -> fitted) and the mean |ratio - 1| on the fitted and held-out records;
+    with ``write`` the fitted constants go into the source tree's socs.json."""
+    from aoe_native.ascend.calibration import calibrate_measured, write_fitted
 
     cals = calibrate_measured(records)
+    if write:
+        names = write_fitted(cals, SOCS_JSON)
+        print(f"wrote the fitted vector constants of {', '.join(names)} into {os.path.normpath(SOCS_JSON)}; "
+              f"rebuild (pip install --no-deps .) to compile them into the built-in table", file=sys.stderr)
     out = {soc: {"sku": c.platform.name, "start": c.start, "params": c.params,
                  "n_fit": len(c.fitted_rows), "n_held": len(c.held_out_rows),
                  "fit_error": c.fit_error, "held_out_error": c.held_out_error} for soc, c in cals.items()}
@@ -152,7 +162,7 @@ def fit_report(records: list[dict], as_json: bool) -> None:
         print(f"{soc} -> {o['sku']}: fitted on {o['n_fit']}, held out {o['n_held']}; mean |ratio-1| fit "
               f"{o['fit_error'] * 100:.1f}%, held-out {o['held_out_error'] * 100:.1f}%")
         for k, v in o["params"].items():
-            print(f"  {k:18s} {o['start'][k]:10.4g} -> {v:10.4g}")
+            print(f"  {k:34s} {o['start'][k]:10.4g} -> {v:10.4g}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,14 +172,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the numbers as JSON")
     ap.add_argument("--soc-map", action="append", default=[], metavar="RECORD_SOC=SOC_VERSION")
     ap.add_argument("--fit", action="store_true",
-                    help="refit the vector constants on the fit half (calibrate_measured) and print them")
+                    help="fit the vector constants on the fit half (calibrate_measured) and print them")
+    ap.add_argument("--refit", action="store_true",
+                    help="as --fit, and write the fitted constants into socs.json (rebuild afterwards)")
     args = ap.parse_args(argv)
     if not os.path.exists(args.file):
         print(f"bench_measured: {args.file} not found (shared/reference/measured_ops)", file=sys.stderr)
         return 2
     records = rec.load_records(args.file)
-    if args.fit:
-        fit_report(records, args.json)
+    if args.fit or args.refit:
+        fit_report(records, args.json, write=args.refit)
         return 0
     if args.half != "all":
         records = [r for r in records if rec.fit_half(r) == (args.half == "fit")]
