@@ -359,3 +359,28 @@ def test_write_fitted_ships_the_constants_with_their_source(tmp_path):
         assert entry["vec_op_costs"] == [f"Sigmoid={sig:.4g}"] and entry["sources"]["vec_op_costs"].startswith("[F]")
     # The written entry is a platform the model reads.
     an.Platform.from_dict({k: v for k, v in entry.items() if k not in ("sources", "notes")}, "written entry")
+
+
+def _softmax_time(soc_fields, shape, axis):
+    plat = an.Platform.from_dict({**native_platform("Ascend950PR").to_dict(), **soc_fields}, "test")
+    attrs = {"axis": axis}
+    tiling = an.baseline_tiling("Softmax", [shape], "float16", plat, attrs)
+    return an.estimate("Softmax", [shape], "float16", plat, tiling, attrs).time_us
+
+
+def test_vec_row_cycles_charge_each_row_of_a_row_wise_kernel():
+    # 8192 rows of 1024 on 64 cores: 128 rows each, two reductions per row.
+    base = _softmax_time({"vec_row_cycles": 0.0}, [8192, 1024], -1)
+    more = _softmax_time({"vec_row_cycles": 1000.0}, [8192, 1024], -1)
+    assert more > base + 0.9 * 128 * 2 * 1000 / 1650  # at least (nearly) the waits of the critical core
+    # A reduction over the first axis has no per-row reduce: the field does not apply.
+    assert _softmax_time({"vec_row_cycles": 1000.0}, [8192, 1024], 0) == _softmax_time({}, [8192, 1024], 0)
+
+
+def test_vec_reread_l2_speeds_up_rows_swept_more_than_once():
+    # Softmax over dim 0 of [8192, 8192]: the column blocks do not fit a tile and are swept 3 times.
+    slow = _softmax_time({"vec_reread_l2": 0.0}, [8192, 8192], 0)
+    fast = _softmax_time({"vec_reread_l2": 1.0}, [8192, 8192], 0)
+    assert fast < 0.9 * slow
+    # A row that fits one tile is read once: nothing to speed up.
+    assert _softmax_time({"vec_reread_l2": 1.0}, [8192, 1024], -1) == _softmax_time({"vec_reread_l2": 0.0}, [8192, 1024], -1)

@@ -198,8 +198,8 @@ class VecModel : public OpModel {
         c.vec += double(tiles) * (reps * s.cost.per_repeat * cost_scale_ + s.cost.per_call);
       }
       // Each row's reductions end in a wait before the row's next step can use the result
-      // (vec_row_cycles, fitted: 910B2's last-axis Softmax pays ~0.4 us per row and core beyond
-      // its per-element work, 950PR's next to nothing).
+      // (vec_row_cycles, fitted per SoC: 910B2's last-axis Softmax of 2048 and 4097-element rows,
+      // 43 rows a core, differ by 20 us where their element work differs by 2x; 950PR's fit: ~0).
       c.vec += double(units_core) * double(k.row_prog.size()) * p.vec_row_cycles;
     }
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);

@@ -20,7 +20,8 @@ from typing import Any, Callable, Mapping
 from . import ops
 from .platforms import soc_versions
 
-__all__ = ["UnmodelledOperator", "predict_record", "translate_record", "record_soc", "case_id", "fit_half",
+__all__ = ["UnmodelledOperator", "predict_record", "translate_record", "translated_ops", "record_soc", "case_id",
+           "fit_half",
            "load_records", "RECORD_SOCS"]
 
 
@@ -218,6 +219,12 @@ _TRANSLATIONS: dict[str, Callable[..., Translation]] = {
     "Softmax": _softmax, "Transpose": _transpose, "StridedSlice": _strided_slice,
     "AdaptiveAvgPool3D": _adaptive_avg_pool3d, "Gather": _gather_elements, "MatMul": _matmul,
 }
+
+
+def translated_ops() -> list[str]:
+    """The CANN operator names :func:`translate_record` has a translation for (some uses of
+    them may still be unmodelled: :class:`UnmodelledOperator`)."""
+    return sorted(_TRANSLATIONS)
 
 
 def translate_record(record: Mapping[str, Any]) -> Translation:
