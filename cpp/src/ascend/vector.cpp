@@ -187,7 +187,19 @@ class VecModel : public OpModel {
     // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
     // with the sum, then the scaling): every element op runs once per element, not per sweep
     // (per sweep, a 950PR bf16 Softmax over [31, 67, 127, 257] dim 2 was 2x the measured time).
-    c.vec = double(tiles) * vec_cycles(k.elem_prog, tile_elems) * cost_scale_;
+    // A tile is charged for the elements it holds: a core's last tile (a row's last, when rows
+    // span tiles) is partial, and whole rows fill a tile only up to a multiple of the row.
+    double elem_cycles = 0;
+    if (units_core > 0 && fits) {
+      const int64_t rows = std::min(rows_per_tile, units_core), full = units_core / rows, rest = units_core % rows;
+      elem_cycles = double(full) * vec_cycles(k.elem_prog, double(rows) * row_elems) +
+                    (rest ? vec_cycles(k.elem_prog, double(rest) * row_elems) : 0.0);
+    } else if (units_core > 0) {
+      const int64_t parts = cdiv(row, tile);
+      elem_cycles = double(units_core) * (double(parts - 1) * vec_cycles(k.elem_prog, double(tile)) +
+                                          vec_cycles(k.elem_prog, double(row - (parts - 1) * tile)));
+    }
+    c.vec = elem_cycles * cost_scale_;
     if (!k.row_prog.empty()) {
       const double rows_in_tile = fits ? double(std::min(rows_per_tile, units_core)) : 1.0;
       const double elems_in_call = fits ? row_elems : double(tile);
