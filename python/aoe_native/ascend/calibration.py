@@ -51,7 +51,8 @@ FITTED = ("mte2_eff", "gm_sector", "mte2_miss_cycles", "scalar_start_cycles")
 # it, the model before) and all of it (the ini's per-core rate: no more); at most the whole L2
 # absorbs writes (at l2_gbps, the datasheet's); no negative cost; instruction costs at most 2x
 # faster than GE's per-API table (950PR's VF dual issue: 512 B/cycle against 256, IPC limit ~2,
-# shared/reference/ascend_measured_cases.md §0) and at most 4x slower.
+# shared/reference/ascend_measured_cases.md §0) and at most 4x slower; a row's reduce wait at
+# most 5000 cycles (~3 us); at most all of the L2-resident re-reads at the L2 hit rate.
 VECTOR_FITTED = ("vec_rate_share", "l2_absorb", "vec_launch_cycles", "vec_cost_scale", "vec_reread_l2",
                  "vec_row_cycles")
 BOUNDS = {"mte2_eff": (0.3, 1.0), "mte2_copy_cycles": (0.0, 5000.0), "mte2_miss_cycles": (0.0, 5000.0),
@@ -245,7 +246,7 @@ def uncalibrated(soc_version: PlatformLike) -> Platform:
     any calibration (the hand fits, the lacking terms off)."""
     defaults = {f["name"]: f["default"] for f in _native_fields()}
     d = native_platform(soc_version).to_dict()
-    d.update({k: defaults[k] for k in FITTABLE})
+    d.update({k: defaults[k] for k in (*FITTABLE, "vec_op_costs")})
     return Platform.from_dict(d, f"uncalibrated {d['name']}")
 
 
