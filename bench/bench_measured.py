@@ -10,7 +10,9 @@ By default the held-out half (case id % 4 == 2; calibrate fits on case id % 4 ==
 
 Run: python bench/bench_measured.py [--half held|fit|all] [--json] [--file PATH]
      [--soc-map Ascend950PR=Ascend950PR_9579]
-     python bench/bench_measured.py --fit   (refit the vector constants on the fit half; minutes)
+     python bench/bench_measured.py --fit     (fit the vector constants on the fit half and print them)
+     python bench/bench_measured.py --refit   (the same, and write them into socs.json; then rebuild:
+                                               pip install --no-deps . compiles socs.json into the core)
 """
 
 from __future__ import annotations
@@ -96,9 +98,23 @@ def cross_chip(rows: list[dict]) -> dict:
             "model": statistics.median(model) if model else float("nan")}
 
 
-def report(result: dict) -> dict:
+def translated_families(records: list[dict]) -> set[tuple[str, str]]:
+    """(family, soc) of every single-kernel record whose operator predict_record translates."""
+    ops = set(rec.translated_ops())
+    return {(r["family"], r["soc"]) for r in records if r.get("single_kernel") is True and r.get("op") in ops}
+
+
+def coverage(result: dict) -> dict:
+    return {"modelled": len(result["rows"]), "refused": len(result["refused"]),
+            "unmodelled": len(result["unmodelled"])}
+
+
+def report(result: dict, families: set[tuple[str, str]] = frozenset(), overall: dict | None = None) -> dict:
+    """The numbers of a scored half: per family x SoC (every one of ``families`` too, modelled
+    or not), per SoC and overall; the cross-chip ratio, the worst records, the coverage of the
+    half and ``overall`` (the coverage of the whole file)."""
     rows = result["rows"]
-    groups = defaultdict(list)
+    groups = defaultdict(list, {k: [] for k in families})
     for x in rows:
         groups[(x["family"], x["soc"])].append(x)
     table = [{"family": f, "soc": s, **_stats(g)} for (f, s), g in sorted(groups.items())]
@@ -107,8 +123,7 @@ def report(result: dict) -> dict:
     worst = sorted(rows, key=lambda x: -abs(math.log(x["ratio"])))[:10]
     return {"table": table + per_soc, "all": _stats(rows), "cross_chip": cross_chip(rows),
             "worst": [{k: x[k] for k in ("id", "op", "soc", "measured_us", "model_us", "ratio")} for x in worst],
-            "coverage": {"modelled": len(rows), "refused": len(result["refused"]),
-                         "unmodelled": len(result["unmodelled"])},
+            "coverage": coverage(result), "coverage_overall": overall or coverage(result),
             "refused": result["refused"],
             "unmodelled_ops": sorted({op for _, op in result["unmodelled"]})}
 
@@ -117,6 +132,9 @@ def print_report(rep: dict, half: str) -> None:
     print(f"CANN measured kernels, single-kernel records, {half} half, default tiling")
     print(f"{'family':26s} {'soc':12s} {'n':>4s} {'med p/m':>8s} {'±25%':>6s} {'2x':>6s} {'rho':>6s}")
     for t in rep["table"]:
+        if not t["n"]:
+            print(f"{t['family']:26s} {t['soc']:12s} {0:4d} {'-':>8s} {'-':>6s} {'-':>6s} {'-':>6s}")
+            continue
         print(f"{t['family']:26s} {t['soc']:12s} {t['n']:4d} {t['median_ratio']:8.2f} {t['within_25'] * 100:5.0f}% "
               f"{t['within_2x'] * 100:5.0f}% {t['spearman']:6.2f}")
     a = rep["all"]
@@ -125,9 +143,10 @@ def print_report(rep: dict, half: str) -> None:
     c = rep["cross_chip"]
     print(f"cross-chip 950PR/910B2 on {c['n']} cases measured on both: measured {c['measured']:.2f}, "
           f"model {c['model']:.2f}")
-    cov = rep["coverage"]
-    total = sum(cov.values())
-    print(f"coverage: {cov['modelled']}/{total} modelled, {cov['refused']} refused, {cov['unmodelled']} unmodelled")
+    cov, allc = rep["coverage"], rep["coverage_overall"]
+    print(f"coverage (modelled / single-kernel records): {half} half {cov['modelled']}/{sum(cov.values())} "
+          f"({cov['refused']} refused, {cov['unmodelled']} unmodelled); whole file {allc['modelled']}/"
+          f"{sum(allc.values())} ({allc['refused']} refused, {allc['unmodelled']} unmodelled)")
     print("worst 10:")
     for w in rep["worst"]:
         print(f"  {w['id']} {w['op']:16s} {w['soc']:12s} measured {w['measured_us']:9.2f} us  model "
@@ -136,12 +155,20 @@ def print_report(rep: dict, half: str) -> None:
         print(f"  refused {rid}: {why[:140]}")
 
 
-def fit_report(records: list[dict], as_json: bool) -> None:
+SOCS_JSON = os.path.join(HERE, "..", "python", "aoe_native", "data", "socs.json")
+
+
+def fit_report(records: list[dict], as_json: bool, write: bool = False) -> None:
     """calibrate_measured on the fit half (case id % 4 == 0): per SoC the chosen SKU, the
-    constants (start -> fitted) and the mean |ratio - 1| on the fitted and held-out records."""
-    from aoe_native.ascend.calibration import calibrate_measured
+    constants (start -> fitted) and the mean |ratio - 1| on the fitted and held-out records;
+    with ``write`` the fitted constants go into the source tree's socs.json."""
+    from aoe_native.ascend.calibration import calibrate_measured, write_fitted
 
     cals = calibrate_measured(records)
+    if write:
+        names = write_fitted(cals, SOCS_JSON)
+        print(f"wrote the fitted vector constants of {', '.join(names)} into {os.path.normpath(SOCS_JSON)}; "
+              f"rebuild (pip install --no-deps .) to compile them into the built-in table", file=sys.stderr)
     out = {soc: {"sku": c.platform.name, "start": c.start, "params": c.params,
                  "n_fit": len(c.fitted_rows), "n_held": len(c.held_out_rows),
                  "fit_error": c.fit_error, "held_out_error": c.held_out_error} for soc, c in cals.items()}
@@ -152,7 +179,7 @@ def fit_report(records: list[dict], as_json: bool) -> None:
         print(f"{soc} -> {o['sku']}: fitted on {o['n_fit']}, held out {o['n_held']}; mean |ratio-1| fit "
               f"{o['fit_error'] * 100:.1f}%, held-out {o['held_out_error'] * 100:.1f}%")
         for k, v in o["params"].items():
-            print(f"  {k:18s} {o['start'][k]:10.4g} -> {v:10.4g}")
+            print(f"  {k:34s} {o['start'][k]:10.4g} -> {v:10.4g}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,19 +189,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the numbers as JSON")
     ap.add_argument("--soc-map", action="append", default=[], metavar="RECORD_SOC=SOC_VERSION")
     ap.add_argument("--fit", action="store_true",
-                    help="refit the vector constants on the fit half (calibrate_measured) and print them")
+                    help="fit the vector constants on the fit half (calibrate_measured) and print them")
+    ap.add_argument("--refit", action="store_true",
+                    help="as --fit, and write the fitted constants into socs.json (rebuild afterwards)")
     args = ap.parse_args(argv)
     if not os.path.exists(args.file):
         print(f"bench_measured: {args.file} not found (shared/reference/measured_ops)", file=sys.stderr)
         return 2
     records = rec.load_records(args.file)
-    if args.fit:
-        fit_report(records, args.json)
+    if args.fit or args.refit:
+        fit_report(records, args.json, write=args.refit)
         return 0
+    soc_map = dict(s.split("=", 1) for s in args.soc_map)
+    whole = score(records, soc_map)
     if args.half != "all":
         records = [r for r in records if rec.fit_half(r) == (args.half == "fit")]
-    soc_map = dict(s.split("=", 1) for s in args.soc_map)
-    rep = report(score(records, soc_map))
+    rep = report(score(records, soc_map), translated_families(records), coverage(whole))
     if args.json:
         print(json.dumps(rep, indent=1))
     else:

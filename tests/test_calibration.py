@@ -260,6 +260,11 @@ def test_fitted_vector_constants_stay_physical():
             lo, hi = calibration.BOUNDS[k]
             assert lo <= getattr(p, k) <= hi, (soc, k, getattr(p, k))
             assert an.platform(soc)["sources"][k].startswith("[F]"), (soc, k)
+        # The per-operator factors are shipped with their source, within their bounds.
+        assert p.vec_op_costs and an.platform(soc)["sources"]["vec_op_costs"].startswith("[F]")
+        for e in p.vec_op_costs:
+            lo, hi = calibration.OP_COST_BOUNDS
+            assert lo <= float(e.split("=")[1]) <= hi, (soc, e)
     with pytest.raises(ValueError, match="vec_rate_share 1.5 must be at most 1"):
         an.Platform.from_dict({**native_platform("Ascend910B2").to_dict(), "vec_rate_share": 1.5}, "test")
 
@@ -275,4 +280,107 @@ def test_calibrate_measured_on_a_sample_of_the_file():
     cost = sum(math.log(r.ratio) ** 2 for r in cal.fitted_rows)
     assert cost <= sum(math.log(r.ratio_before) ** 2 for r in cal.fitted_rows) * (1 + 1e-9)
     for k, v in cal.params.items():
-        assert calibration.BOUNDS[k][0] <= v <= calibration.BOUNDS[k][1]
+        assert calibration.bounds_of(k)[0] <= v <= calibration.bounds_of(k)[1]
+    # Each operator kind of the fitted records has its factor.
+    assert {calibration.op_cost_name("Sigmoid"), calibration.op_cost_name("Max")} <= set(cal.params)
+
+
+def _with_costs(soc, costs):
+    return an.Platform.from_dict({**native_platform(soc).to_dict(), "vec_op_costs": costs}, "test")
+
+
+def test_vec_op_costs_scale_one_operator_and_dtype():
+    def t(op, dtype, costs):
+        plat = _with_costs("Ascend910B2", costs)
+        tiling = an.baseline_tiling(op, [[2048, 2048]], dtype, plat)
+        return an.estimate(op, [[2048, 2048]], dtype, plat, tiling).time_us
+
+    none = t("Mish", "float32", [])
+    assert t("Mish", "float32", ["Mish=3"]) > 1.5 * none  # Mish is compute-bound: its factor shows
+    assert t("Mish", "float32", ["Mish:float16=3"]) == none  # another dtype's factor does not apply
+    assert t("Mish", "float32", ["Mish=3", "Mish:float32=0.5"]) == pytest.approx(t("Mish", "float32", ["Mish=1.5"]))
+    assert t("Sigmoid", "float32", ["Mish=3"]) == t("Sigmoid", "float32", [])
+
+
+@pytest.mark.parametrize("entry", ["Mish", "Mish=", "Mish=0", "Mish=-1", "=2", "Mish=2x", "Mish=nan"])
+def test_a_bad_vec_op_costs_entry_is_refused_by_name(entry):
+    with pytest.raises(ValueError, match=f"vec_op_costs entry '{entry}' must be"):
+        _with_costs("Ascend910B2", [entry])
+
+
+@pytest.mark.parametrize("shape, perm, same_shape, same_perm", [
+    ([3, 7, 13, 4001], [0, 3, 1, 2], [3, 91, 4001], [0, 2, 1]),  # axes 1, 2 stay adjacent: one axis
+    ([1, 64, 1, 128], [2, 0, 3, 1], [64, 128], [1, 0]),          # axes of 1 hold no data
+])
+def test_a_transpose_is_modelled_on_its_merged_axes(shape, perm, same_shape, same_perm):
+    def t(s, p):
+        tiling = an.baseline_tiling("Transpose", [s], "float32", "Ascend950PR", {"perm": p})
+        return an.estimate("Transpose", [s], "float32", "Ascend950PR", tiling, {"perm": p}).time_us
+
+    assert t(shape, perm) == pytest.approx(t(same_shape, same_perm))
+
+
+def _record(rid, op, inputs, dtypes, attrs, soc="Ascend950PR"):
+    return {"id": rid, "op": op, "inputs": inputs, "dtype": dtypes, "attrs": attrs, "soc": soc, "time_us": 10.0,
+            "single_kernel": True, "source_where": "test case 2"}
+
+
+@pytest.mark.parametrize("record", [
+    _record("T16", "Transpose", [[2, 9, 256, 256]], ["int16"], {"perm": [0, 2, 3, 1]}),
+    _record("T64", "Transpose", [[3, 7, 11, 13, 1013]], ["int64"], {"perm": [4, 3, 2, 1, 0]}, "Ascend910B2"),
+    _record("M32", "Maximum", [[8192, 8192], [8192, 8192]], ["int32", "int32"], {}),
+    _record("M8", "Maximum", [[8192, 16384], [8192, 16384]], ["int8", "int8"], {}, "Ascend910B2"),
+    _record("S32", "StridedSlice", [[363, 367, 373]], ["int32"], {"begin": [0, 0, 0], "end": [100, 100, 100],
+                                                                  "strides": [1, 1, 1]}),
+])
+def test_integer_records_are_modelled(record):
+    from aoe_native.ascend import records
+
+    est = records.predict_record(record)
+    assert 0 < est.time_us < 10_000
+    # An int64 element is two int32 lanes: more work than int32 of the same shape.
+    if record["dtype"][0] == "int64":
+        as32 = records.predict_record({**record, "dtype": ["int32"]})
+        assert est.time_us > as32.time_us
+
+
+def test_write_fitted_ships_the_constants_with_their_source(tmp_path):
+    socs = tmp_path / "socs.json"
+    socs.write_text((Path(an.__file__).parent / "data" / "socs.json").read_text(encoding="utf-8"), encoding="utf-8")
+    cal = calibration.calibrate_measured(SIGMOIDS, fit=["vec_cost_scale"], candidates={"Ascend910B2": ["Ascend910B2"]},
+                                         per_op="kind")
+    assert calibration.write_fitted(cal, str(socs)) == ["Ascend910B2"]
+    entry = json.loads(socs.read_text(encoding="utf-8"))["socs"]["Ascend910B2"]
+    c = cal["Ascend910B2"]
+    assert entry["vec_cost_scale"] == round(c.params["vec_cost_scale"], 4)
+    assert "case id % 4 == 0" in entry["sources"]["vec_cost_scale"]
+    sig = c.params[calibration.op_cost_name("Sigmoid")]
+    if abs(sig - 1) > 5e-4:
+        assert entry["vec_op_costs"] == [f"Sigmoid={sig:.4g}"] and entry["sources"]["vec_op_costs"].startswith("[F]")
+    # The written entry is a platform the model reads.
+    an.Platform.from_dict({k: v for k, v in entry.items() if k not in ("sources", "notes")}, "written entry")
+
+
+def _softmax_time(soc_fields, shape, axis):
+    plat = an.Platform.from_dict({**native_platform("Ascend950PR").to_dict(), **soc_fields}, "test")
+    attrs = {"axis": axis}
+    tiling = an.baseline_tiling("Softmax", [shape], "float16", plat, attrs)
+    return an.estimate("Softmax", [shape], "float16", plat, tiling, attrs).time_us
+
+
+def test_vec_row_cycles_charge_each_row_of_a_row_wise_kernel():
+    # 8192 rows of 1024 on 64 cores: 128 rows each, two reductions per row.
+    base = _softmax_time({"vec_row_cycles": 0.0}, [8192, 1024], -1)
+    more = _softmax_time({"vec_row_cycles": 1000.0}, [8192, 1024], -1)
+    assert more > base + 0.9 * 128 * 2 * 1000 / 1650  # at least (nearly) the waits of the critical core
+    # A reduction over the first axis has no per-row reduce: the field does not apply.
+    assert _softmax_time({"vec_row_cycles": 1000.0}, [8192, 1024], 0) == _softmax_time({}, [8192, 1024], 0)
+
+
+def test_vec_reread_l2_speeds_up_rows_swept_more_than_once():
+    # Softmax over dim 0 of [8192, 8192]: the column blocks do not fit a tile and are swept 3 times.
+    slow = _softmax_time({"vec_reread_l2": 0.0}, [8192, 8192], 0)
+    fast = _softmax_time({"vec_reread_l2": 1.0}, [8192, 8192], 0)
+    assert fast < 0.9 * slow
+    # A row that fits one tile is read once: nothing to speed up.
+    assert _softmax_time({"vec_reread_l2": 1.0}, [8192, 1024], -1) == _softmax_time({"vec_reread_l2": 0.0}, [8192, 1024], -1)

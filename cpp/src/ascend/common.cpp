@@ -49,6 +49,10 @@ VecCost vec_api_cost(const std::string& api) {
       {"CastDown", {0.0087 * 128, 20.4, 0}},
       {"WholeReduceSum", {0.0547 * 128, 35.0, 0}},
       {"Sigmoid", {0.101 * 128, 116, 1}}, {"Tanh", {0.198 * 128, 182, 1}}, {"Erf", {0.70 * 128, 478, 2}},
+      // Gather (Ascend C Gather/GatherMask by per-element offsets: transposes, GatherElements): GE
+      // lists no cost; one cycle per element is the start, each SoC's factor is fitted
+      // (vec_op_costs: CANN's transposes run 0.6-1.3 cycles per element and core on 910B2 and 950PR).
+      {"Gather", {1.0 * 128, 28.0, 0}},
   };
   auto it = table.find(api);
   if (it == table.end()) fail("internal: no vector cost for API " + api);

@@ -111,6 +111,7 @@ inline double vec_cycles(const std::vector<VecStep>& prog, double elems) {
 // elements (unit_elems = 1 for plain elementwise work).
 struct VecKernel {
   std::string kind;
+  std::string dtype;                // of the streamed data (keys vec_op_costs)
   int ds = 2;                       // bytes per element of the streamed data
   int64_t units = 1, unit_elems = 1;
   double in_bytes = 0;              // GM bytes read per element per sweep
@@ -122,6 +123,7 @@ struct VecKernel {
   std::vector<VecStep> row_prog;    // per unit (reduce APIs: repeats per row)
   int sweeps_if_split = 1;          // GM passes when a unit does not fit one tile
   double run_in = 0, run_out = 0;   // contiguous run in GM (0: the whole tile)
+  double pitch_in = 0;              // GM bytes from one input run's row to the next (0: runs back to back)
   int transpose_side = 0;           // >0: runs limited by the square tile side
   int ub_buffers = 2;               // tile-sized queue buffers (x bufferNum)
   int temp_fp32 = 0;                // tile-sized fp32 temporaries

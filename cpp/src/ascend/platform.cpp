@@ -161,6 +161,23 @@ const std::vector<PlatformField>& platform_fields() {
                                 "vector instruction cycles as a multiple of GE's per-API costs (VF dual issue: "
                                 "< 1); 1: GE's costs (fitted: aoe_native.calibrate)")
           .optional(),
+      field<&P::vec_row_cycles>("vec_row_cycles", Float,
+                                "wait per row and per reduction of a row-wise vector kernel (Softmax, reductions) "
+                                "before the row's next step can use the result, cycles; 0: not modelled (fitted: "
+                                "aoe_native.calibrate_measured)")
+          .optional()
+          .zero_ok(),
+      field<&P::vec_reread_l2>("vec_reread_l2", Float,
+                               "share of a vector kernel's re-reads of rows L2 holds (a row swept more than once) "
+                               "that MTE2 moves at the L2 hit rate (l2_rate x mte2_eff) instead of ddr_rate; 0: "
+                               "none (fitted: aoe_native.calibrate_measured)")
+          .optional()
+          .zero_ok(),
+      field<&P::vec_op_costs>("vec_op_costs", FieldKind::StringList,
+                              "per-operator factors on vec_cost_scale, 'Kind=factor' and 'Kind:dtype=factor' "
+                              "(both apply; fitted: aoe_native.calibrate_measured); empty: none")
+          .optional()
+          .zero_ok(),
   };
   return t;
 }
@@ -246,8 +263,9 @@ FieldValue check_field(const PlatformField& f, const FieldInput& in, const std::
       auto allowed = [&](const std::string& s) {
         return f.choices.empty() || std::find(f.choices.begin(), f.choices.end(), s) != f.choices.end();
       };
-      if (!l || l->empty() || !std::all_of(l->begin(), l->end(), allowed))
-        fail("a non-empty list drawn from " + field_text(f.choices) + got);
+      if (!l || (l->empty() && !f.zero_ok) || !std::all_of(l->begin(), l->end(), allowed))
+        fail(std::string(f.zero_ok ? "a list" : "a non-empty list") +
+             (f.choices.empty() ? " of strings" : " drawn from " + field_text(f.choices)) + got);
       return *v;
     }
   }
@@ -269,6 +287,8 @@ void check_relations(const Platform& p, const std::string& where) {
   // the L2 there is can absorb writes.
   if (p.vec_rate_share > 1)
     bad("vec_rate_share " + field_text(FieldValue{p.vec_rate_share}) + " must be at most 1 (a share of ddr_rate)");
+  if (p.vec_reread_l2 > 1)
+    bad("vec_reread_l2 " + field_text(FieldValue{p.vec_reread_l2}) + " must be at most 1 (a share of the re-reads)");
   if (p.l2_absorb > 1)
     bad("l2_absorb " + field_text(FieldValue{p.l2_absorb}) + " must be at most 1 (a fraction of l2)");
   if (p.split && p.vector_cores % p.cube_cores != 0)
@@ -280,6 +300,21 @@ void check_relations(const Platform& p, const std::string& where) {
   if (p.standalone_vector_cores > 0 && !(p.standalone_ddr_rate > 0))
     bad("standalone_vector_cores " + std::to_string(p.standalone_vector_cores) +
         " need a standalone_ddr_rate above 0 (their GM rate, bytes/cycle)");
+  for (const auto& e : p.vec_op_costs) {
+    const auto eq = e.find('=');
+    double f = -1;
+    if (eq != std::string::npos && eq > 0) {
+      try {
+        size_t used = 0;
+        f = std::stod(e.substr(eq + 1), &used);
+        if (used != e.size() - eq - 1) f = -1;
+      } catch (const std::exception&) {
+        f = -1;
+      }
+    }
+    if (!(f > 0 && std::isfinite(f)))
+      bad("vec_op_costs entry '" + e + "' must be 'Kind=factor' or 'Kind:dtype=factor' with a factor above 0");
+  }
   for (const auto* list : {&p.cube_dtypes, &p.vector_dtypes}) {
     std::vector<std::string> sorted(*list);
     std::sort(sorted.begin(), sorted.end());
@@ -329,6 +364,18 @@ Platform builtin_platform(const std::string& name) {
   std::string valid;
   for (const auto& soc : builtin_soc_versions()) valid += (valid.empty() ? "" : ", ") + soc;
   throw std::invalid_argument("unknown SoC '" + name + "'; valid soc_version values: " + valid);
+}
+
+double Platform::vec_op_cost(const std::string& kind, const std::string& dtype) const {
+  // The operator's factor times its factor on this dtype (entries were checked when the
+  // platform was built: check_relations).
+  double f = 1;
+  for (const auto& e : vec_op_costs) {
+    const auto eq = e.find('=');
+    const std::string key = e.substr(0, eq);
+    if (key == kind || key == kind + ":" + dtype) f *= std::stod(e.substr(eq + 1));
+  }
+  return f;
 }
 
 bool Platform::operator==(const Platform& o) const {

@@ -29,6 +29,7 @@ class VecModel : public OpModel {
                                   : p.ddr_rate;
     hbm_Bpus_ = p.hbm_gbps * 1e3;
     l2_Bpus_ = (p.l2_gbps > 0 ? p.l2_gbps * 1e3 : p.cube_cores * p.l2_rate * p.freq_mhz);
+    cost_scale_ = p.vec_cost_scale * p.vec_op_cost(k.kind, k.dtype);
     const double chip_rate =
         std::min(hbm_Bpus_, p.vector_cores * rate_ * f + p.standalone_vector_cores * p.standalone_ddr_rate * p.vec_freq_mhz);
     roofline_us_ = k.unique_bytes / chip_rate;
@@ -136,7 +137,8 @@ class VecModel : public OpModel {
     // the whole tile).  Transposed runs start every other run (pitch 2x).
     auto rcharge = [&](double run_bytes) {
       const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? c.tile_bytes : run_bytes));
-      return read_charge(run, k.transpose_side ? run * 2 : run, run, p.gm_sector) / double(run);
+      const int64_t pitch = k.transpose_side ? run * 2 : k.pitch_in > 0 ? int64_t(k.pitch_in) : run;
+      return read_charge(run, pitch, run, p.gm_sector) / double(run);
     };
     auto wcharge = [&](double run_bytes) {
       const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? c.tile_bytes : run_bytes));
@@ -149,14 +151,31 @@ class VecModel : public OpModel {
       c.reread_ch = (c.read_ch - k.bcast_bytes) * (sweeps - 1) / sweeps;
     c.write_ch = c.write * wcharge(rout);
     const double eff = small_transfer_eff(c.tile_bytes, int(cores));
-    c.mte2 = c.read_ch / (rate * eff) + double(tiles) * k.in_streams * sweeps * kLoadCall;
+    // The vec_reread_l2 share of the re-reads comes at the core's L2 hit rate (the cube's
+    // l2_rate x mte2_eff), the rest at its GM rate.
+    const double fast = c.reread_ch * p.vec_reread_l2;
+    const double l2_rate = std::max(rate, p.l2_rate * p.mte2_eff);
+    const double read_cycles = (c.read_ch - fast) / (rate * eff) + fast / (l2_rate * eff);
+    c.mte2 = read_cycles + double(tiles) * k.in_streams * sweeps * kLoadCall;
     c.mte3 = c.write_ch / (rate * eff) + double(tiles) * kStoreCall;
-    c.port = (c.read_ch + c.write_ch) / (rate * eff);  // MTE2 and MTE3 share the core's GM port
+    c.port = read_cycles + c.write_ch / (rate * eff);  // MTE2 and MTE3 share the core's GM port
     // Vector: elementwise APIs over each tile; reduce APIs per row.
     // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
     // with the sum, then the scaling): every element op runs once per element, not per sweep
     // (per sweep, a 950PR bf16 Softmax over [31, 67, 127, 257] dim 2 was 2x the measured time).
-    c.vec = double(tiles) * vec_cycles(k.elem_prog, tile_elems) * p.vec_cost_scale;
+    // A tile is charged for the elements it holds: a core's last tile (a row's last, when rows
+    // span tiles) is partial, and whole rows fill a tile only up to a multiple of the row.
+    double elem_cycles = 0;
+    if (units_core > 0 && fits) {
+      const int64_t rows = std::min(rows_per_tile, units_core), full = units_core / rows, rest = units_core % rows;
+      elem_cycles = double(full) * vec_cycles(k.elem_prog, double(rows) * row_elems) +
+                    (rest ? vec_cycles(k.elem_prog, double(rest) * row_elems) : 0.0);
+    } else if (units_core > 0) {
+      const int64_t parts = cdiv(row, tile);
+      elem_cycles = double(units_core) * (double(parts - 1) * vec_cycles(k.elem_prog, double(tile)) +
+                                          vec_cycles(k.elem_prog, double(row - (parts - 1) * tile)));
+    }
+    c.vec = elem_cycles * cost_scale_;
     if (!k.row_prog.empty()) {
       const double rows_in_tile = fits ? double(std::min(rows_per_tile, units_core)) : 1.0;
       const double elems_in_call = fits ? row_elems : double(tile);
@@ -164,15 +183,19 @@ class VecModel : public OpModel {
         const double epr = s.fp32 ? 64.0 : 128.0;
         double reps = rows_in_tile * std::ceil(elems_in_call / epr);
         if (elems_in_call > epr) reps += rows_in_tile * std::ceil(std::ceil(elems_in_call / epr) / epr);
-        c.vec += double(tiles) * (reps * s.cost.per_repeat * p.vec_cost_scale + s.cost.per_call);
+        c.vec += double(tiles) * (reps * s.cost.per_repeat * cost_scale_ + s.cost.per_call);
       }
+      // Each row's reductions end in a wait before the row's next step can use the result
+      // (vec_row_cycles, fitted per SoC: 910B2's last-axis Softmax of 2048 and 4097-element rows,
+      // 43 rows a core, differ by 20 us where their element work differs by 2x; 950PR's fit: ~0).
+      c.vec += double(units_core) * double(k.row_prog.size()) * p.vec_row_cycles;
     }
     if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
       // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
       const double pieces = fits ? double(units_core) : double(units_core) * double(cdiv(row, tile));
       const double piece_elems = fits ? row_elems : double(std::min(row, tile));
-      c.vec += pieces * vec_cycles(k.row_loop_prog, piece_elems) * p.vec_cost_scale +
-               double(units_core) * sweeps * k.row_scalar_cycles * p.vec_cost_scale;
+      c.vec += pieces * vec_cycles(k.row_loop_prog, piece_elems) * cost_scale_ +
+               double(units_core) * sweeps * k.row_scalar_cycles * cost_scale_;
     }
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (db == 2)
@@ -278,6 +301,7 @@ class VecModel : public OpModel {
   VecKernel k_;
   Platform p_;
   double rate_, hbm_Bpus_, l2_Bpus_;
+  double cost_scale_;  // vector cycles per GE cycle: the chip's vec_cost_scale x this operator's vec_op_costs
   int vc_index_ = -1;  // position of vcBlocks in a tiling, -1: no standalone Vector Cores
 };
 
@@ -293,6 +317,7 @@ VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& k
   }
   VecKernel k;
   k.kind = kind;
+  k.dtype = op.dtype;
   k.ds = dtype_size(op.dtype);
   return k;
 }
@@ -508,6 +533,10 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     k.unit_elems = R * blk;
     k.run_in = double(blk) * k.ds;
     k.run_out = double(blk) * k.ds;
+    // Each run is a block of one row of the reduced axis: they start a row of `inner` apart, at
+    // multiples of the block (aligned when the row is: 950PR's Softmax over dim 0 of
+    // [8192, 8192] was charged an extra sector per 256-byte run, 1.85x the measured time).
+    k.pitch_in = double(inner) * k.ds;
     if (sm) {
       for (auto* a : {"Add", "Add", "Exp", "Add", "Mul"}) k.elem_prog.push_back(api(a));
       k.sweeps_if_split = 3;
@@ -548,12 +577,45 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   return std::make_shared<VecModel>(k, p);
 }
 
+namespace {
+// The transpose as the kernel sees it: axes of 1 dropped, and input axes that stay adjacent and
+// in order in the output merged into one ([3, 7, 13, 4001] by [0, 3, 1, 2] is [3, 91, 4001] by
+// [0, 2, 1]: 364-byte output runs, not 52).
+void merge_transpose_axes(std::vector<int64_t>& x, std::vector<int64_t>& perm) {
+  std::vector<int64_t> kept;  // output order, size-1 axes dropped
+  for (auto a : perm) if (x[a] > 1) kept.push_back(a);
+  std::vector<std::vector<int64_t>> groups;  // runs of consecutive input axes, in output order
+  auto adjacent = [&](int64_t a, int64_t b) {  // b follows a in the input, only axes of 1 between
+    if (b <= a) return false;
+    for (int64_t j = a + 1; j < b; ++j) if (x[j] > 1) return false;
+    return true;
+  };
+  for (auto a : kept) {
+    if (!groups.empty() && adjacent(groups.back().back(), a)) groups.back().push_back(a);
+    else groups.push_back({a});
+  }
+  std::vector<size_t> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
+  std::vector<int64_t> nx(groups.size()), rank_of(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    int64_t d = 1;
+    for (auto a : groups[order[i]]) d *= x[a];
+    nx[i] = d;
+    rank_of[order[i]] = int64_t(i);
+  }
+  if (nx.empty()) nx = {1}, rank_of = {0};
+  x = nx;
+  perm = rank_of;
+}
+}  // namespace
+
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p) {
   VecKernel k = start_kernel(op, p, "Transpose");
   if (op.inputs.size() != 1) fail("Transpose: expected one input shape, got " + std::to_string(op.inputs.size()));
-  const auto& x = op.inputs[0];
+  std::vector<int64_t> x = op.inputs[0];
   check_shape(x, "Transpose input");
-  const size_t rank = x.size();
+  size_t rank = x.size();
   std::vector<int64_t> perm = attr_ints(op, "perm", {});
   if (perm.empty()) for (size_t i = 0; i < rank; ++i) perm.push_back(int64_t(rank - 1 - i));
   if (perm.size() != rank) fail("Transpose: perm " + shape_str(perm) + " must have " + std::to_string(rank) + " entries");
@@ -567,19 +629,28 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
   k.unit_elems = 1;
   k.in_bytes = k.ds;
   k.out_bytes = k.ds;
+  merge_transpose_axes(x, perm);
+  rank = x.size();
   // Contiguous runs: trailing input axes kept in order at the end of the output.
   int64_t kept = 1;
   size_t j = rank;
   while (j > 0 && perm[j - 1] == int64_t(j - 1)) { kept *= x[j - 1]; --j; }
   if (j == 0) {  // identity
     k.run_in = k.run_out = 0;
-  } else if (kept * k.ds >= 32) {
+  } else if (kept * k.ds >= p.gm_align) {
     // The innermost block moves as a whole (DataCopy with strides, no vector work).
     k.run_in = k.run_out = double(kept) * k.ds;
+  } else if (kept * k.ds >= 32) {
+    // Blocks shorter than a full-rate burst are regrouped element by element in UB: CANN's
+    // Transpose runs ~1 cycle per element and core whatever its runs (fit half: 950PR's
+    // 2-D and [0, 3, 1, 2] transposes, 910B2's 2-D and 5-D ones), so copies of short blocks
+    // are no cheaper.
+    k.run_in = k.run_out = double(kept) * k.ds;
+    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
   } else {
-    // The last axis changes: a vector transpose in UB (TransDataTo5HD class:
-    // two scalar-operand passes per repeat), on square tiles.
-    k.elem_prog = {{vec_api_cost("Adds"), false}, {vec_api_cost("Adds"), false}};
+    // The last axis changes: a gather of every element in UB (per-element offsets; int64 as
+    // two 4-byte lanes), on square tiles.
+    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
     k.run_in = double(x[rank - 1]) * kept * k.ds;
     k.run_out = double(x[perm[rank - 1]]) * kept * k.ds;
     k.transpose_side = 1;
@@ -784,17 +855,17 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
   } else if (kd == "GatherElements") {
     index_bytes = double(n_out) * 8;
     const int64_t slab = inner(x, axis);  // input elements under one index of the axes before `axis`
-    if (double(slab) * k.ds * 4 <= p.ub) {
-      // The slab fits UB (with double-buffered index and output tiles): each output slice
-      // reads its slab once, contiguously, and gathers in UB (one vector pass); scattered
-      // 32-byte reads were 4x the measured time of a 950PR gather along an 8 KB last axis.
-      read_elems = double(n_out / std::max<int64_t>(1, inner(out, axis))) * double(slab);
-      run_in = slab;
-      k.elem_prog.push_back({vec_api_cost("Adds"), false});
-    } else {
-      read_elems = double(n_out);
-      run_in = std::max<int64_t>(1, 32 / k.ds);  // scattered: one 32-byte DataBlock per element
+    // Each output slice reads its slab once and gathers in UB (per-element offsets: Gather);
+    // scattered 32-byte reads were 4x the measured time of a 950PR gather along an 8 KB last
+    // axis.  A slab UB cannot hold (with double-buffered index and output tiles) is read in
+    // column chunks of the axes after `axis`, all of `axis` at once: shorter runs, still once.
+    read_elems = double(n_out / std::max<int64_t>(1, inner(out, axis))) * double(slab);
+    run_in = slab;
+    if (double(slab) * k.ds * 4 > p.ub) {
+      const int64_t cols = std::max<int64_t>(1, int64_t(p.ub / (4.0 * k.ds * double(x[axis]))));
+      run_in = std::max<int64_t>(std::max<int64_t>(1, 32 / k.ds), std::min(inner(x, axis + 1), cols));
     }
+    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
   } else if (kd == "Expand" || kd == "Tile") {
     run_in = inner(x, std::max<int64_t>(0, int64_t(x.size()) - 1));
     k.elem_prog.push_back({vec_api_cost("Adds"), false});  // broadcast copy in UB

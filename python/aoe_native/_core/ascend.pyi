@@ -66,6 +66,9 @@ class Platform:
     l2_absorb: float
     vec_launch_cycles: float
     vec_cost_scale: float
+    vec_row_cycles: float
+    vec_reread_l2: float
+    vec_op_costs: list[str]
     @staticmethod
     def from_dict(d: dict[str, Any], where: str = "platform") -> Platform: ...
     def to_dict(self) -> dict[str, Any]: ...

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 import warnings
 from typing import Any, Iterable, Mapping, Sequence, Union
@@ -39,7 +39,8 @@ from .platforms import platform_fields as _native_fields
 __all__ = ["Measurement", "RecordFit", "Calibration", "Contradiction", "calibrate", "calibrate_measured",
            "measurement_of_record",
            "contradictions", "published_cases", "uncalibrated", "CalibrationWarning", "FITTED", "VECTOR_FITTED",
-           "BOUNDS", "SECTORS", "FITTABLE", "PIPES"]
+           "BOUNDS", "SECTORS", "FITTABLE", "PIPES", "OP_COST_BOUNDS", "PER_OP", "bounds_of", "op_cost_name",
+           "write_fitted"]
 
 # The constants calibrate() fits by default, and their bounds (continuous ones).
 # scalar_block_cycles is fittable but not fitted by default: the published cases do not
@@ -50,12 +51,25 @@ FITTED = ("mte2_eff", "gm_sector", "mte2_miss_cycles", "scalar_start_cycles")
 # it, the model before) and all of it (the ini's per-core rate: no more); at most the whole L2
 # absorbs writes (at l2_gbps, the datasheet's); no negative cost; instruction costs at most 2x
 # faster than GE's per-API table (950PR's VF dual issue: 512 B/cycle against 256, IPC limit ~2,
-# shared/reference/ascend_measured_cases.md §0) and at most 4x slower.
-VECTOR_FITTED = ("vec_rate_share", "l2_absorb", "vec_launch_cycles", "vec_cost_scale")
+# shared/reference/ascend_measured_cases.md §0) and at most 4x slower; a row's reduce wait at
+# most 5000 cycles (~3 us); at most all of the L2-resident re-reads at the L2 hit rate.
+VECTOR_FITTED = ("vec_rate_share", "l2_absorb", "vec_launch_cycles", "vec_cost_scale", "vec_reread_l2",
+                 "vec_row_cycles")
 BOUNDS = {"mte2_eff": (0.3, 1.0), "mte2_copy_cycles": (0.0, 5000.0), "mte2_miss_cycles": (0.0, 5000.0),
           "scalar_start_cycles": (0.0, 100000.0), "scalar_block_cycles": (0.0, 10000.0),
           "vec_rate_share": (0.5, 1.0), "l2_absorb": (0.0, 1.0), "vec_launch_cycles": (0.0, 20000.0),
-          "vec_cost_scale": (0.5, 4.0)}
+          "vec_cost_scale": (0.5, 4.0), "vec_reread_l2": (0.0, 1.0),
+          "vec_row_cycles": (0.0, 5000.0)}
+# Per-operator factors on the vector instruction costs (Platform.vec_op_costs), fitted as
+# "vec_op_costs[Kind]" and "vec_op_costs[Kind:dtype]" (op_cost_name): a CANN kernel's own
+# instruction sequence at most 4x cheaper or 8x dearer than the model's recipe.  Each factor's
+# log is pulled towards 0 (weight OP_COST_PRIOR, in units of a log error), so the chip-wide
+# vec_cost_scale takes what the operators share and a factor moves only where its records ask;
+# a (kind, dtype) factor is pulled harder than its kind's, so what an operator's dtypes share
+# goes to the kind's factor (and to its dtypes without records).
+OP_COST_BOUNDS = (0.25, 8.0)
+OP_COST_PRIOR = 0.3
+OP_DTYPE_COST_PRIOR = 1.0
 # gm_sector is a transfer granule, a power of two: the model's cost is a step
 # function of it, so it is fitted by trying each value, not by gradients.
 SECTORS = (32, 64, 128, 256, 512)
@@ -64,6 +78,35 @@ FITTABLE = (*BOUNDS, "gm_sector")
 PIPES = ("mte2_us", "mte1_us", "cube_us", "fixpipe_us", "vector_us", "mte3_us")
 
 PlatformLike = Union[str, Platform]
+
+
+def op_cost_name(kind: str, dtype: str | None = None) -> str:
+    """The fit's name of the vec_op_costs factor of operator ``kind`` (and ``dtype``)."""
+    return f"vec_op_costs[{kind}{':' + dtype if dtype else ''}]"
+
+
+def _op_cost_key(name: str) -> str | None:
+    """"Kind" or "Kind:dtype" of an op-cost name, None for a Platform field."""
+    return name[len("vec_op_costs["):-1] if name.startswith("vec_op_costs[") and name.endswith("]") else None
+
+
+def _op_costs(p: Platform | Mapping[str, Any]) -> dict[str, float]:
+    entries = p.get("vec_op_costs", []) if isinstance(p, Mapping) else getattr(p, "vec_op_costs", [])
+    return {e.split("=", 1)[0]: float(e.split("=", 1)[1]) for e in entries or []}
+
+
+def bounds_of(name: str) -> tuple[float, float]:
+    """The fit's bounds of a constant: :data:`BOUNDS`, or :data:`OP_COST_BOUNDS` for a per-operator factor."""
+    return OP_COST_BOUNDS if _op_cost_key(name) else BOUNDS[name]
+
+
+def _fittable(name: str) -> bool:
+    return name in FITTABLE or bool(_op_cost_key(name))
+
+
+def _value(p: Platform, name: str) -> float:
+    key = _op_cost_key(name)
+    return _op_costs(p).get(key, 1.0) if key else float(getattr(p, name))
 
 
 @dataclass(frozen=True)
@@ -203,7 +246,7 @@ def uncalibrated(soc_version: PlatformLike) -> Platform:
     any calibration (the hand fits, the lacking terms off)."""
     defaults = {f["name"]: f["default"] for f in _native_fields()}
     d = native_platform(soc_version).to_dict()
-    d.update({k: defaults[k] for k in FITTABLE})
+    d.update({k: defaults[k] for k in (*FITTABLE, "vec_op_costs")})
     return Platform.from_dict(d, f"uncalibrated {d['name']}")
 
 
@@ -259,8 +302,10 @@ class _Record:
         except (ValueError, TypeError) as e:
             raise ValueError(f"{where}: {e}") from None
 
-    def predict(self, params: Mapping[str, float]) -> list[float]:
-        plat = _with(self.base, params)
+    def predict(self, params: Mapping[str, float], plat: Platform | None = None) -> list[float]:
+        """The record's modelled quantities with ``params`` on its platform (``plat``: that
+        platform already built)."""
+        plat = plat or _with(self.base, params)
         model = ops.build_op_model(self.m.op, self.m.inputs, self.m.dtype, plat, self.m.attrs)
         b = model.estimate(self.row)
         return [float(b[k]) for k, _ in self.targets]
@@ -268,7 +313,15 @@ class _Record:
 
 def _with(base: Platform, params: Mapping[str, float]) -> Platform:
     d = base.to_dict()
-    d.update({k: (int(round(v)) if k == "gm_sector" else float(v)) for k, v in params.items()})
+    costs = _op_costs(d)
+    for k, v in params.items():
+        key = _op_cost_key(k)
+        if key:
+            costs[key] = float(v)
+        else:
+            d[k] = int(round(v)) if k == "gm_sector" else float(v)
+    if costs:
+        d["vec_op_costs"] = [f"{k}={v:.6g}" for k, v in sorted(costs.items())]
     return Platform.from_dict(d, "calibrated platform")
 
 
@@ -383,20 +436,23 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
     if isinstance(fit, str):
         raise TypeError(f"calibrate: fit must be a list of constant names, got the string {fit!r} "
                         f"(write fit=[{fit!r}])")
-    unknown = [k for k in fit if k not in FITTABLE]
+    unknown = [k for k in fit if not _fittable(k)]
     if unknown or not fit:
         raise ValueError(f"calibrate: cannot fit {', '.join(unknown) or 'nothing'}; fittable constants: "
-                         f"{', '.join(sorted(FITTABLE))}")
+                         f"{', '.join(sorted(FITTABLE))} and op_cost_name(kind[, dtype])")
     fit_recs = _records(measurements, base, "measurement")
     if not fit_recs:
         raise ValueError("calibrate: no measurements to fit")
     held_recs = _records(held_out, base, "held-out measurement")
-    start = {k: float(getattr(base, k)) for k in fit}
+    start = {k: _value(base, k) for k in fit}
     cont = [k for k in fit if k != "gm_sector"]
-    lo = np.array([BOUNDS[k][0] for k in cont])
-    hi = np.array([BOUNDS[k][1] for k in cont])
+    lo = np.array([bounds_of(k)[0] for k in cont])
+    hi = np.array([bounds_of(k)[1] for k in cont])
+    prior_w = np.array([(OP_DTYPE_COST_PRIOR if ":" in (_op_cost_key(k) or "") else OP_COST_PRIOR)
+                        if _op_cost_key(k) else 0.0 for k in cont])
+    priors = prior_w > 0
     measured = np.log([v for r in fit_recs for _, v in r.targets])
-    if len(measured) < len(fit):
+    if len(measured) + int(priors.sum()) < len(fit):  # (a factor's prior pins it where no record does)
         # More constants than measured quantities: many settings fit exactly and the
         # solver returns one of them (one op time moved mte2_eff 0.89 -> 0.58 and the
         # scalar start 3,523 -> 50,070 cycles at once).
@@ -413,7 +469,13 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
 
     def residuals(x: np.ndarray, sector: float | None) -> np.ndarray:
         p = params_of(x, sector)
-        return np.log([v for r in fit_recs for v in r.predict(p)]) - measured
+        plats: dict[str, Platform] = {}  # one platform per part the records ran on
+        for r in fit_recs:
+            if r.base.name not in plats:
+                plats[r.base.name] = _with(r.base, p)
+        pred = [v for r in fit_recs for v in r.predict(p, plats[r.base.name])]
+        return np.concatenate([np.log(pred) - measured, prior_w[priors] * np.log(x[priors])]) \
+            if priors.any() else np.log(pred) - measured
 
     # The constants as they are come first: a fit must beat them by more than float noise.
     x_start = np.array([start[k] for k in cont])
@@ -456,8 +518,10 @@ def calibrate(soc_version: PlatformLike, measurements: Iterable[Measurement | Ma
 
 # ---- CANN's measured kernels ------------------------------------------------------------------
 
-def _vector_measurements(records: Iterable[Mapping[str, Any]], soc: str, soc_map: Mapping[str, str]) -> list[Measurement]:
-    """Single-kernel, modelled, vector (not MatMul: the cube has its own fit) records of ``soc``."""
+def _vector_measurements(records: Iterable[Mapping[str, Any]], soc: str,
+                         soc_map: Mapping[str, str]) -> list[tuple[Measurement, str]]:
+    """Single-kernel, modelled records of ``soc`` that run on the vector cores only (no cube
+    time: MatMul has its own fit), each with its operator kind in the model."""
     from . import records as recs
 
     out = []
@@ -466,22 +530,31 @@ def _vector_measurements(records: Iterable[Mapping[str, Any]], soc: str, soc_map
             continue
         try:
             m = measurement_of_record(r, soc_map)
-            ops.baseline_tiling(m.op, m.inputs, m.dtype, m.soc_version, m.attrs)  # refused ones are left out
-        except recs.UnmodelledOperator:
+            tiling = ops.baseline_tiling(m.op, m.inputs, m.dtype, m.soc_version, m.attrs)  # refused ones are left out
+            est = ops.estimate(m.op, m.inputs, m.dtype, m.soc_version, tiling, m.attrs)
+        except (recs.UnmodelledOperator, ValueError):
             continue
-        except ValueError:
-            continue
-        if ops.op_model(m.op, m.inputs, m.dtype, m.soc_version, m.attrs).kind not in ("MatMul", "BatchMatMul", "Gemm"):
-            out.append(m)
+        if float(est.breakdown["cube_us"]) == 0:
+            out.append((m, ops.op_model(m.op, m.inputs, m.dtype, m.soc_version, m.attrs).kind))
     return out
 
 
+# Which per-operator factors calibrate_measured fits (PER_OP): none, one per operator kind, or
+# one per kind and one per (kind, dtype) on top (both apply, Platform.vec_op_costs).
+PER_OP = ("none", "kind", "kind+dtype")
+
+
 def calibrate_measured(records: Sequence[Mapping[str, Any]], fit: Sequence[str] = VECTOR_FITTED,
-                       candidates: Mapping[str, Sequence[str]] | None = None) -> dict[str, Calibration]:
+                       candidates: Mapping[str, Sequence[str]] | None = None,
+                       per_op: str = "kind+dtype") -> dict[str, Calibration]:
     """Fit the vector model's constants ``fit`` per SoC on records of CANN's benchmark file
     (``shared/reference/measured_ops``): the records whose case id % 4 == 0
     (:func:`records.fit_half`) are fitted, the others predicted (``held_out_rows``).  Only
-    single-kernel records the model runs on the vector cores take part.
+    single-kernel records the model runs on the vector cores alone take part, whatever their
+    operator.  With ``per_op`` (:data:`PER_OP`) each operator kind (and each kind and dtype)
+    of the fitted records also gets its factor on the vector instruction costs
+    (``vec_op_costs``); the fit starts from the field defaults (no factors), so it does not
+    depend on an earlier fit.
 
     ``candidates`` maps a record's ``soc`` to the built-in SoCs it may be (default: the
     benchmark's unnamed 950PR is either socs.json's ``Ascend950PR``, 32/64 cores, or the
@@ -489,21 +562,99 @@ def calibrate_measured(records: Sequence[Mapping[str, Any]], fit: Sequence[str] 
     is kept.  Returns {record soc: Calibration} (its ``platform.name`` the chosen SKU)."""
     from . import records as recs
 
+    if per_op not in PER_OP:
+        raise ValueError(f"calibrate_measured: per_op must be one of {', '.join(PER_OP)}, got {per_op!r}")
     candidates = dict(candidates or {"Ascend910B2": ["Ascend910B2"], "Ascend950PR": ["Ascend950PR", "Ascend950PR_9579"]})
+    by_id = {str(r.get("id")): r for r in records}
+    defaults = {f["name"]: f["default"] for f in _native_fields()}
     out: dict[str, Calibration] = {}
     for soc, skus in candidates.items():
         best: tuple[float, Calibration] | None = None
         for sku in skus:
             ms = _vector_measurements(records, soc, {soc: sku})
-            by_id = {str(r.get("id")): r for r in records}
-            fit_ms = [m for m in ms if recs.fit_half(by_id[m.name])]
-            held = [m for m in ms if not recs.fit_half(by_id[m.name])]
+            fit_ms = [(m, kind) for m, kind in ms if recs.fit_half(by_id[m.name])]
+            held = [m for m, _ in ms if not recs.fit_half(by_id[m.name])]
             if not fit_ms:
                 continue
-            cal = calibrate(sku, fit_ms, held, fit=fit)
+            names = list(fit)
+            if per_op != "none":
+                names += sorted({op_cost_name(kind) for _, kind in fit_ms})
+            if per_op == "kind+dtype":
+                names += sorted({op_cost_name(kind, m.dtype) for m, kind in fit_ms})
+            # From the field defaults: the result is the fit's, not a refinement of the last one.
+            base = native_platform(sku).to_dict()
+            base.update({k: defaults[k] for k in (*VECTOR_FITTED, "vec_op_costs")})
+            start = Platform.from_dict(base, sku)
+            fit_ms_ = [replace(m, soc_version=None) for m, _ in fit_ms]
+            held_ = [replace(m, soc_version=None) for m in held]
+            cal = calibrate(start, fit_ms_, held_, fit=names)
             cost = float(np.sum(np.log([r.ratio for r in cal.fitted_rows]) ** 2))
             if best is None or cost < best[0]:
                 best = (cost, cal)
         if best is not None:
             out[soc] = best[1]
     return out
+
+
+_MEASURED_SOURCE = ("[F] fitted by aoe_native.calibrate_measured (python bench/bench_measured.py --refit) on the {n_fit} "
+                    "single-kernel vector records of {soc} in shared/reference/measured_ops/cann_bench_calibration.json "
+                    "(CANN's operator benchmark, hicann/cann-bench @ d59d44ca) whose case id % 4 == 0; the {n_held} "
+                    "with case id % 4 == 2 are held out (bench/bench_measured.py). ")
+
+
+def _describe(name: str, value: float, p: Platform) -> str:
+    """What a fitted vector constant means at ``value`` on ``p`` (the sources' last sentence)."""
+    if name == "vec_rate_share":
+        return (f"An AIV moves {value:.4g} of the AI core's ddr_rate ({value * p.ddr_rate * p.freq_mhz / 1e3:.1f} GB/s; "
+                f"bounds [0.5, 1]: the AIVs sharing it, the ini's per-core rate)")
+    if name == "l2_absorb":
+        return (f"{value * 100:.1f}% of L2 ({value * p.l2 / 2 ** 20:.0f} MiB) takes a vector kernel's writes at l2_gbps "
+                f"instead of HBM")
+    if name == "vec_launch_cycles":
+        return f"{value:.0f} cycles ({value / p.freq_mhz:.2f} us) beyond GE's heads"
+    if name == "vec_row_cycles":
+        return f"{value:.0f} cycles ({value / p.freq_mhz:.2f} us) per row and reduction of a row-wise kernel"
+    if name == "vec_reread_l2":
+        return (f"{value * 100:.0f}% of the re-reads of rows L2 holds come at the core's L2 hit rate "
+                f"({p.l2_rate * p.mte2_eff:.0f} B/cycle against ddr_rate {p.ddr_rate:g}); 0 where no fitted record "
+                "re-reads")
+    if name == "vec_cost_scale":
+        return f"vector instructions at {value:.3g}x GE's per-API cycles (bounds [0.5, 4])"
+    return ("factors on vec_cost_scale per operator kind and kind:dtype (both apply; bounds [0.25, 8], "
+            f"log pulled to 0 with weight {OP_COST_PRIOR}, {OP_DTYPE_COST_PRIOR} per dtype): CANN's kernels run their "
+            "own instruction sequences")
+
+
+def write_fitted(cals: Mapping[str, Calibration], socs_path: str) -> list[str]:
+    """Write the fitted vector constants of ``cals`` (:func:`calibrate_measured`) into the
+    socs.json at ``socs_path``: each chosen SKU's entry gets its fitted values (the
+    per-operator factors as ``vec_op_costs``) and, per constant, a source naming the data it
+    came from.  Other fields and entries are left as they are.  Returns the entries written.
+    The built-in table is compiled from socs.json: rebuild (``pip install .``) to use it."""
+    with open(socs_path, encoding="utf-8") as f:
+        doc = json.load(f)
+    written = []
+    for soc, cal in cals.items():
+        entry = doc["socs"][cal.platform.name]
+        src = _MEASURED_SOURCE.format(n_fit=len({r.name for r in cal.fitted_rows}), soc=soc,
+                                      n_held=len({r.name for r in cal.held_out_rows}))
+        costs = _op_costs(cal.platform)
+        for k in VECTOR_FITTED:
+            if k in cal.params:
+                entry[k] = round(float(cal.params[k]), 4)
+                entry["sources"][k] = src + _describe(k, float(cal.params[k]), cal.platform)
+        # Factors at 1 (their prior, no record asking otherwise) are left out.
+        costs = {k: v for k, v in costs.items() if abs(v - 1) > 5e-4}
+        entry.pop("vec_op_costs", None)
+        entry["sources"].pop("vec_op_costs", None)
+        if costs:
+            # (placed after vec_cost_scale, which it multiplies, before the notes and sources)
+            items = list(entry.items())
+            at = next(i for i, (k, _) in enumerate(items) if k == "vec_cost_scale") + 1
+            items.insert(at, ("vec_op_costs", [f"{k}={v:.4g}" for k, v in sorted(costs.items())]))
+            entry.clear()
+            entry.update(items)
+            entry["sources"]["vec_op_costs"] = src + _describe("vec_op_costs", 0, cal.platform)
+        written.append(cal.platform.name)
+    atomic_write_text(socs_path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    return written

@@ -20,7 +20,8 @@ from typing import Any, Callable, Mapping
 from . import ops
 from .platforms import soc_versions
 
-__all__ = ["UnmodelledOperator", "predict_record", "translate_record", "record_soc", "case_id", "fit_half",
+__all__ = ["UnmodelledOperator", "predict_record", "translate_record", "translated_ops", "record_soc", "case_id",
+           "fit_half",
            "load_records", "RECORD_SOCS"]
 
 
@@ -472,6 +473,12 @@ _TRANSLATIONS.update({
     "GQA": _attention, "MHA": _attention, "MLA": _mla,
     "SparseFlashAttention": _sparse_flash_attention, "MlaProlog": _mla_prolog,
 })
+
+
+def translated_ops() -> list[str]:
+    """The CANN operator names :func:`translate_record` has a translation for (some uses of
+    them may still be unmodelled: :class:`UnmodelledOperator`)."""
+    return sorted(_TRANSLATIONS)
 
 
 def translate_record(record: Mapping[str, Any]) -> Translation:

@@ -57,8 +57,16 @@ struct Platform {
   double l2_absorb = 0;            // fraction of L2 that takes a vector kernel's writes at L2 speed (0: all to HBM)
   double vec_launch_cycles = 0;    // start cost of a vector kernel beyond the GE heads (launch, first burst), cycles
   double vec_cost_scale = 1;       // vector instruction cycles relative to GE's per-API costs (dual issue: < 1)
+  double vec_row_cycles = 0;       // wait per row and reduction of a row-wise vector kernel (its result read back), cycles
+  double vec_reread_l2 = 0;        // share of a vector kernel's L2-resident re-reads MTE2 moves at the L2 hit rate
+  // Per-operator factors on top of vec_cost_scale, "Kind=factor" and "Kind:dtype=factor" (both
+  // apply): CANN's kernels run their own instruction sequences (e.g. 910B2's fp32 Exp), which
+  // one chip-wide scale cannot express.  Empty: none.
+  std::vector<std::string> vec_op_costs;
 
   double cycles_per_us() const { return freq_mhz; }
+  // The vec_op_costs factor of operator `kind` on `dtype` (1 when none is listed).
+  double vec_op_cost(const std::string& kind, const std::string& dtype) const;
   bool operator==(const Platform& o) const;  // every field of platform_fields()
   bool operator!=(const Platform& o) const { return !(*this == o); }
 };
@@ -87,7 +95,7 @@ struct PlatformField {
   FieldKind kind;
   std::optional<FieldValue> default_value;  // empty: required
   std::string doc;                          // meaning and unit
-  bool zero_ok = false;                     // numbers: >= 0 accepted, not only > 0
+  bool zero_ok = false;                     // numbers: >= 0 accepted, not only > 0; string lists: may be empty
   std::vector<std::string> choices;         // strings / string lists: accepted values (empty: any non-empty string)
   FieldValue (*get)(const Platform&);
   void (*set)(Platform&, const FieldValue&);  // takes a value check_field() returned
