@@ -150,7 +150,7 @@ class ForestSearch : public StrategyBase {
   // near 0 or below, and the residual model takes over, so it cannot hold the search.
   void start_prior() {
     prior_order_.clear();
-    prior_fitted_ = false;
+    prior_fitted_ = prior_led_ = false;
     if (!prior_) return;
     const std::vector<double>& prior = *prior_;
     prior_positive_ = std::all_of(prior.begin(), prior.end(), [](double v) { return v > 0; });
@@ -204,14 +204,15 @@ class ForestSearch : public StrategyBase {
     for (size_t i = 0; i < m; ++i) y_[i] -= prior_shift(rows_[i]);
   }
 
-  // A design point with a prior: its best unvisited configuration first, then the one of
+  // A design point with a prior: its best unvisited configuration first (once), then the one of
   // `spread` draws from its best `prior_top` farthest from every known result.
   bool prior_design(const std::vector<ConfigId>& batch, ConfigId& out) {
     open_.clear();
     for (ConfigId c : prior_order_)
       if (fresh(batch, c)) open_.push_back(c);
     if (open_.empty()) return spread(batch, out);
-    if (ids_.empty() && batch.empty()) {
+    if (!prior_led_) {  // (also after a warm start: a given tiling is not the prior's pick)
+      prior_led_ = true;
       out = open_.front();
       return true;
     }
@@ -760,6 +761,7 @@ class ForestSearch : public StrategyBase {
   // the variance of q over the space (raw, logs), whether q is its log, and the fit a q + b.
   std::vector<ConfigId> prior_order_, open_;
   bool prior_positive_ = false, prior_logs_ = false, prior_fitted_ = false;
+  bool prior_led_ = false;  // the prior's best unvisited configuration has been proposed
   double prior_variance_[2] = {1, 1};
   double prior_a_ = 1, prior_b_ = 0;
   double best_y_ = 0;
