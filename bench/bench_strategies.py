@@ -157,20 +157,27 @@ class Space:
     ``path`` is a Kernel Tuner cache file Kernel Tuner can replay, or None."""
 
     def __init__(self, name: str, space: aoe_native.SearchSpace, values: np.ndarray, path: Path | None,
-                 keys: list[str] | None = None) -> None:
+                 keys: list[str] | None = None, fixed_budget: int | None = None) -> None:
         self.name, self.space, self.path, self.keys = name, space, path, keys
+        self.raw_values = np.asarray(values, dtype=float)  # failures still NaN (what the strategies see)
         self.objective = aoe_native.TableObjective(values)
         self.values = with_failures_as_worst(values)
         self.worst = float(self.values.max())
         self.f_opt = float(self.values.min())
-        self.budget = budget(self.values)
+        self.budget = fixed_budget or budget(self.values)
         self.f_rand = random_search_curve(self.values, self.budget)
 
     @classmethod
-    def from_cache(cls, path: Path, name: str | None = None) -> "Space":
+    def from_cache(cls, path: Path, name: str | None = None, fixed_budget: int | None = None) -> "Space":
         rep = aoe_native.replay.load(path)
-        return cls(name or path.stem.replace("_kerneltuner", ""), rep.space, rep.values, path,
-                   list(rep.metadata["tune_params_keys"]))
+        name = name or path.stem.replace("_kerneltuner", "")
+        return cls(f"{name}@{fixed_budget}" if fixed_budget else name, rep.space, rep.values, path,
+                   list(rep.metadata["tune_params_keys"]), fixed_budget)
+
+    def at_budget(self, evaluations: int) -> "Space":
+        """The same space scored over a budget window of `evaluations` (a user's budget, not the methodology's)."""
+        base = self.name.partition("@")[0]
+        return Space(f"{base}@{evaluations}", self.space, self.raw_values, self.path, self.keys, evaluations)
 
     def curve(self, trace_values: np.ndarray) -> np.ndarray:
         return standardized_curve(best_so_far(trace_values, self.worst, self.budget), self.f_rand, self.f_opt)
@@ -536,6 +543,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="run Optuna only on spaces with at most this budget (its samplers slow down as trials grow)")
     ap.add_argument("--optuna-repeats", type=int, default=None, help="seeds for Optuna (default: --repeats)")
     ap.add_argument("--held-out", action="store_true", help="also score the held-out spaces (see above)")
+    ap.add_argument("--budgets", type=int, nargs="*", default=None,
+                    help="score at these budgets (e.g. 25 50 100: a measured tuning's tens of evaluations) instead of "
+                         "the methodology's budget per space; a space's name then ends in @budget")
+    ap.add_argument("--no-held-out-kt", action="store_true",
+                    help="run Kernel Tuner on the brute-forced spaces only (the held-out ones are many)")
     ap.add_argument("--policy", action="store_true", help="also measure tune_op's strategy per budget")
     ap.add_argument("--reuse", "--reuse-kt", dest="reuse", type=Path, default=None,
                     help="take peers' curves (Kernel Tuner, Optuna) from a previous run's strategies_curves.npz "
@@ -583,23 +595,33 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as e:  # not a usable cache file: say so, score the others
                 print(f"skipped {f.name}: {e}")
         files = [sp.path for sp in spaces]
-        curves, summary["brute_forced"] = score_spaces("the brute-forced spaces", spaces, args.ours, kt, args.repeats,
-                                                       Path(tmp), reused, samplers,
-                                                       args.optuna_max_budget, args.optuna_repeats, args.first_seed)
-        all_curves.update({f"{lab}|{n}": c for lab, per in curves.items() for n, c in per.items()})
-        png = args.out / "strategies.png"
-        plot(spaces, curves, png)
-        if args.held_out:
-            held = [sp for f in files for sp in without_optimum_value(f, Path(tmp))] + ascend_spaces()
-            hcurves, summary["held_out"] = score_spaces("held-out spaces", held, args.ours, kt, args.repeats,
-                                                        Path(tmp), reused, samplers,
-                                                       args.optuna_max_budget, args.optuna_repeats, args.first_seed)
-            all_curves.update({f"{lab}|{n}": c for lab, per in hcurves.items() for n, c in per.items()})
+        budgets = args.budgets or [None]
+        held = ([sp for f in files for sp in without_optimum_value(f, Path(tmp))] + ascend_spaces()
+                if args.held_out else [])
+        for b in budgets:
+            at = (lambda sps: [sp.at_budget(b) for sp in sps]) if b else (lambda sps: sps)
+            suffix = f"_at_{b}" if b else ""
+            curves, summary["brute_forced" + suffix] = score_spaces(
+                "the brute-forced spaces" + (f", budget {b}" if b else ""), at(spaces), args.ours, kt,
+                args.repeats, Path(tmp), reused, samplers, args.optuna_max_budget, args.optuna_repeats,
+                args.first_seed)
+            all_curves.update({f"{lab}|{n}": c for lab, per in curves.items() for n, c in per.items()})
+            if not b:
+                png = args.out / "strategies.png"
+                plot(spaces, curves, png)
+            if held:
+                hcurves, summary["held_out" + suffix] = score_spaces(
+                    "held-out spaces" + (f", budget {b}" if b else ""), at(held), args.ours,
+                    [] if args.no_held_out_kt else kt, args.repeats, Path(tmp), reused, samplers,
+                    args.optuna_max_budget, args.optuna_repeats, args.first_seed)
+                all_curves.update({f"{lab}|{n}": c for lab, per in hcurves.items() for n, c in per.items()})
     if args.policy:
         summary["tune_op_policy"] = policy_table(min(args.repeats, 5))
-    (args.out / "strategies.json").write_text(json.dumps(summary, indent=1))
-    np.savez_compressed(args.out / "strategies_curves.npz", **all_curves, first_seed=np.array(args.first_seed))
-    print(f"\nplot: {png}")
+    stem = "strategies" + ("_budgets" if args.budgets else "")
+    (args.out / f"{stem}.json").write_text(json.dumps(summary, indent=1))
+    np.savez_compressed(args.out / f"{stem}_curves.npz", **all_curves, first_seed=np.array(args.first_seed))
+    if not args.budgets:
+        print(f"\nplot: {args.out / 'strategies.png'}")
     return 0
 
 

@@ -149,7 +149,7 @@ py::tuple run_tune(const std::shared_ptr<SearchSpace>& space, const py::object& 
                    const std::string& strategy, const aoe::StrategyOptions& strategy_options,
                    std::optional<int64_t> max_evals, std::optional<double> time_limit,
                    uint64_t seed, const std::vector<int64_t>& initial, const std::vector<int64_t>& known,
-                   const std::vector<double>& known_values, const py::object& progress) {
+                   const std::vector<double>& known_values, std::vector<double> prior, const py::object& progress) {
   aoe::TuneOptions opt;
   opt.strategy = strategy;
   opt.strategy_options = strategy_options;
@@ -169,6 +169,7 @@ py::tuple run_tune(const std::shared_ptr<SearchSpace>& space, const py::object& 
     opt.known.push_back(ConfigId(i));
   }
   opt.known_values = known_values;
+  opt.prior = std::move(prior);  // (checked by aoe::tune: length, finite, a strategy that uses it)
 
   std::shared_ptr<aoe::Objective> native;
   std::shared_ptr<PythonObjective> python;
@@ -263,7 +264,7 @@ void register_tune(py::module_& m) {
         "The options a strategy accepts (tune(strategy_options=...)), with their defaults.");
   m.def("tune", &run_tune, py::arg("space"), py::arg("objective"), py::arg("batch"), py::arg("strategy"),
         py::arg("strategy_options"), py::arg("max_evals"), py::arg("time_limit"), py::arg("seed"), py::arg("initial"),
-        py::arg("known"), py::arg("known_values"), py::arg("progress"),
+        py::arg("known"), py::arg("known_values"), py::arg("prior"), py::arg("progress"),
         "The tuning loop (shaped into a result by aoe_native.tune): returns (ids, values, errors, best, best_value, "
         "failed, elapsed_s, stop_reason, pending exception or None).");
 }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <unordered_set>
 
 #include "aoe_native/tuner.hpp"
@@ -31,7 +32,9 @@ class Run {
     record_.reset(space.size());
     fallback_.reset(space.size());
     strategy_ = make_strategy(opt.strategy, opt.strategy_options);
+    check_prior();
     strategy_->set_budget(opt.max_evals ? std::optional<size_t>(limit_) : std::nullopt);
+    strategy_->set_prior(&opt.prior);
     strategy_->reset(space, record_, opt.seed);
     res_.best_value = kInf;
   }
@@ -77,6 +80,20 @@ class Run {
  private:
   double seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  void check_prior() const {
+    const auto& prior = opt_.prior;
+    if (prior.empty()) return;
+    if (!strategy_->uses_prior())
+      throw std::invalid_argument("strategy '" + opt_.strategy + "' does not use a prior (use 'auto' or 'forest')");
+    if (prior.size() != space_.size())
+      throw std::invalid_argument("prior has " + std::to_string(prior.size()) + " values for a space of " +
+                                  std::to_string(space_.size()) + " configurations (one per configuration id)");
+    for (size_t i = 0; i < prior.size(); ++i)
+      if (!std::isfinite(prior[i]))
+        throw std::invalid_argument("prior value of configuration " + std::to_string(i) + " is " +
+                                    std::to_string(prior[i]) + " (every value must be finite)");
   }
 
   bool budget_exhausted() {

@@ -13,7 +13,8 @@ from . import replay
 from ._core.space import Objective, SearchSpace
 from ._core.space import tune as _native_tune
 
-__all__ = ["BatchObjective", "BatchResult", "TuneResult", "TuningInterrupted", "improvement", "tune"]
+__all__ = ["BatchObjective", "BatchResult", "PriorLike", "TuneResult", "TuningInterrupted", "improvement", "prior_values",
+           "tune"]
 
 Config = dict[str, int]
 
@@ -60,6 +61,12 @@ BatchValues = Union[Sequence[float], np.ndarray, BatchResult]
 
 ObjectiveLike = Union[Callable[[Config], float], BatchObjective, Objective]
 
+# A cheap prediction of the objective: one value per configuration id, or a function of an
+# int64 array of configurations (one row each, columns in ``space.param_names`` order).
+PriorLike = Union[Sequence[float], np.ndarray, Callable[[np.ndarray], Union[Sequence[float], np.ndarray]]]
+
+PRIOR_CHUNK = 65_536  # rows per call of a callable prior: bounded memory on large spaces
+
 
 @dataclass
 class TuneResult:
@@ -80,6 +87,7 @@ class TuneResult:
     strategy: str
     seed: int
     _trace: np.ndarray | None = field(default=None, repr=False)
+    prior: bool = False  # whether the search had a prior (tune(prior=...))
 
     @property
     def best_config(self) -> Config | None:
@@ -179,6 +187,53 @@ def _known(known: tuple[Any, Any] | None) -> tuple[np.ndarray, np.ndarray]:
     return ids, values
 
 
+def prior_values(space: SearchSpace, prior: PriorLike) -> np.ndarray:
+    """The prior as one finite float64 per configuration id of ``space``.
+
+    ``prior`` is an array (or sequence) indexed by configuration id, or a callable given the
+    configurations as int64 rows (``space.configs()``, in chunks of up to 65,536) that returns
+    one value per row.  ValueError, naming what is wrong, for a callable that raises, a wrong
+    length or shape, or a value that is not a finite number (with its configuration).
+    """
+    n = len(space)
+    if callable(prior):
+        parts = []
+        for start in range(0, n, PRIOR_CHUNK):
+            ids = np.arange(start, min(n, start + PRIOR_CHUNK), dtype=np.int64)
+            try:
+                out = prior(space.configs(ids))
+            except Exception as e:
+                raise ValueError(f"prior {prior!r} raised {type(e).__name__}: {e} (on configurations {start} to "
+                                 f"{ids[-1]})") from e
+            part = _as_float_array(out, "prior callable's result")
+            if part.shape != ids.shape:
+                raise ValueError(f"prior callable returned shape {part.shape} for {len(ids)} configurations "
+                                 f"(one value per row)")
+            parts.append(part)
+        values = np.concatenate(parts) if parts else np.zeros(0)
+    else:
+        values = _as_float_array(prior, "prior")
+        if values.shape != (n,):
+            raise ValueError(f"prior has shape {values.shape}, expected ({n},): one value per configuration id of "
+                             f"the space")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(f"prior value {values[i]} for configuration {i} {space.config(i)} is not finite "
+                         f"({len(bad)} such values)")
+    return values
+
+
+def _as_float_array(values: Any, what: str) -> np.ndarray:
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"{what} is a string, not numbers")
+    try:
+        out = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what} is not numbers: {e}") from None
+    return out
+
+
 def tune(
     space: SearchSpace,
     objective: ObjectiveLike,
@@ -191,6 +246,7 @@ def tune(
     progress: Callable[[int, float], bool | None] | None = None,
     strategy_options: Mapping[str, float] | None = None,
     known: tuple[Sequence[int] | np.ndarray, Sequence[float] | np.ndarray] | None = None,
+    prior: PriorLike | None = None,
 ) -> TuneResult:
     """Search ``space`` for the configuration that minimises ``objective``.
 
@@ -219,6 +275,17 @@ def tune(
             from them first and they are never evaluated again (a search resumed, a second
             round); they are not in this run's history or best and do not count towards
             ``max_evals``.  Non-finite values count as failed.
+        prior: a cheap prediction of the objective (lower is better), e.g. a cost model's
+            estimate when the objective is a measurement: an array with one value per
+            configuration id, or a callable that takes an int64 array of configurations
+            (rows in ``space.param_names`` order) and returns one value per row (see
+            :func:`prior_values`).  ``"auto"`` and ``"forest"`` evaluate the prior's best
+            configuration first, spread a small design over its best 2%, and model the
+            objective as ``a * prior + b`` plus a learnt residual (logs of both when both
+            are positive), with ``a`` and ``b`` refitted to the results as they come: a
+            prior that ranks well saves most of the evaluations, one that is wrong is
+            corrected by the results.  Other strategies raise ``ValueError``, as do a prior
+            of the wrong length, a non-finite value or a callable that raises.
         progress: called as ``progress(evaluations, best_value)`` after each batch
             (at most ~10 times a second for native objectives); return False to stop.
 
@@ -239,12 +306,14 @@ def tune(
     if not 0 <= seed < 2**64:
         raise ValueError(f"seed must be in [0, 2**64), got {seed}")
     options = _strategy_options(strategy_options)
+    prior_array = np.zeros(0) if prior is None else prior_values(space, prior)
     ids, values, errors, best, best_value, _failed, elapsed, reason, pending = _native_tune(
         space, fn, batch, strategy, options, None if max_evals is None else int(max_evals),
         None if time_limit is None else float(time_limit), int(seed), _initial_ids(space, initial_configs),
-        *_known(known), progress)
+        *_known(known), prior_array, progress)
     result = TuneResult(space=space, history_ids=ids, history_values=values, errors=dict(errors), best_id=best,
-                        best_value=best_value, elapsed_s=elapsed, stop_reason=reason, strategy=strategy, seed=int(seed))
+                        best_value=best_value, elapsed_s=elapsed, stop_reason=reason, strategy=strategy, seed=int(seed),
+                        prior=prior is not None)
     if pending is not None:
         if isinstance(pending, KeyboardInterrupt):
             raise TuningInterrupted(result, pending) from pending

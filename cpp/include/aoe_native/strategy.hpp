@@ -88,6 +88,13 @@ class Strategy {
   // design to a share of a small budget); the default ignores it.
   virtual void set_budget(std::optional<size_t> evaluations) { (void)evaluations; }
 
+  // A cheap prediction of every configuration's value (indexed by id; lower is
+  // better), or null: given before reset() and valid for the whole run.  A
+  // strategy that uses it (uses_prior()) ranks its first proposals by it and
+  // learns only the prior's error from the results; the default ignores it.
+  virtual void set_prior(const std::vector<double>* prior) { (void)prior; }
+  virtual bool uses_prior() const { return false; }
+
   // Propose up to max_n configurations (at least one).  Return none only when
   // the strategy has nothing left to propose.
   virtual void ask(size_t max_n, std::vector<ConfigId>& out) = 0;

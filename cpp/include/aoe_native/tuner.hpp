@@ -35,6 +35,11 @@ struct TuneOptions {
   // run's history, budget and best.  A non-finite value counts as failed.
   std::vector<ConfigId> known;
   std::vector<double> known_values;
+  // A cheap prediction of each configuration's value (one finite number per
+  // configuration id, lower is better; e.g. a cost model's estimate), or empty.
+  // Only strategies that use one take it (Strategy::uses_prior: "forest",
+  // "auto"): they rank their first proposals by it and learn its error.
+  std::vector<double> prior;
   // Called after every batch with (evaluations so far, best value so far);
   // returning false or throwing StopTuning stops the run (stop_reason
   // "stopped"); other exceptions reach tune()'s caller.
@@ -54,7 +59,8 @@ struct TuneResult {
 
 // Runs the search.  Throws std::invalid_argument before evaluating anything for
 // an empty space, max_evals 0, a non-positive time limit, an unknown strategy or
-// option, or initial/known ids out of range; std::bad_alloc and exceptions from
+// option, initial/known ids out of range, or a prior of the wrong length, with a
+// non-finite value, or given to a strategy that does not use one; std::bad_alloc and exceptions from
 // `progress` (other than StopTuning) reach the caller.  Failures of the objective
 // are the result's (failed, errors), never exceptions.
 TuneResult tune(const SearchSpace& space, Objective& objective, const TuneOptions& options);

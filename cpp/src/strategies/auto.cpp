@@ -48,6 +48,7 @@ class Auto : public StrategyBase {
   Auto(const AutoOptions& o, std::unique_ptr<Strategy> forest, std::unique_ptr<Strategy> genetic)
       : opt_(o), forest_(std::move(forest)), genetic_(std::move(genetic)) {}
   std::string name() const override { return "auto"; }
+  bool uses_prior() const override { return true; }
 
   void ask(size_t max_n, std::vector<ConfigId>& out) override {
     const bool evolve = evaluated_ >= opt_.handover && rng_.uniform() >= opt_.mix;
@@ -73,6 +74,7 @@ class Auto : public StrategyBase {
  private:
   void start_run() override {
     forest_->set_budget(budget_);  // (the whole run's: the forest's own runs up to the hand-over)
+    forest_->set_prior(prior_);     // (the genetic phase has the forest's results, learnt with it)
     forest_->reset(*space_, *record_, seed_);
     genetic_->set_budget(budget_);
     genetic_->reset(*space_, *record_, detail::derive_seed(seed_, 1));

@@ -50,6 +50,11 @@ struct ForestSearchOptions {
   ForestOptions forest;
   bool gp = true;  // model values with a Gaussian process instead of the forest (gp_model.hpp)
   GpOptions gp_model;
+  // With a prior (Strategy::set_prior; "Learning the prior's error" below):
+  size_t prior_initial = 4;   // the design: the prior's best, then spread over its best configurations
+  double prior_top = 0.02;    // ... its best: this share of the space by the prior's rank (at least 64)
+  double prior_weight = 4;    // pseudo-results at slope 1 in the prior's calibration (see fit_prior())
+  size_t prior_pool = 256;    // the prior's best unvisited configurations among the candidates of a ranking
 };
 
 double expected_improvement(double best, double mean, double variance) {
@@ -77,6 +82,7 @@ class ForestSearch : public StrategyBase {
  public:
   explicit ForestSearch(const ForestSearchOptions& o) : opt_(o) {}
   std::string name() const override { return "forest"; }
+  bool uses_prior() const override { return true; }
 
   void ask(size_t max_n, std::vector<ConfigId>& out) override {
     out.clear();
@@ -128,6 +134,98 @@ class ForestSearch : public StrategyBase {
     fail_model_.clear();
     ranking_.clear();
     pos_ = 0;
+    start_prior();
+  }
+
+  // ---- Learning the prior's error --------------------------------------------
+  // A prior (e.g. the cost model's estimate of each tiling, when the objective is a
+  // measurement) is used three ways.  The design is its best configuration and a
+  // spread over its best few percent; those stay among the candidates of every
+  // ranking of a large space; and the model learns the prior's error rather than
+  // the values: target = a * q + b + residual, q the prior (its log when the prior
+  // and the values are all positive, as the targets are then logs), a and b a
+  // least-squares fit that starts at slope 1 (`prior_weight` pseudo-results) and
+  // follows the results, and the residual the GP's (or forest's).  A prior that
+  // ranks well but is off in scale costs nothing; one that ranks badly gets a slope
+  // near 0 or below, and the residual model takes over, so it cannot hold the search.
+  void start_prior() {
+    prior_order_.clear();
+    prior_fitted_ = prior_led_ = false;
+    if (!prior_) return;
+    const std::vector<double>& prior = *prior_;
+    prior_positive_ = std::all_of(prior.begin(), prior.end(), [](double v) { return v > 0; });
+    // The spread of q over the space in both forms (the pseudo-results' weight).
+    for (int logs = 0; logs < 2; ++logs) {
+      double sum = 0, sum2 = 0;
+      for (double v : prior) {
+        const double q = logs && prior_positive_ ? std::log(v) : v;
+        sum += q;
+        sum2 += q * q;
+      }
+      const double mean = sum / double(prior.size());
+      prior_variance_[logs] = std::max(sum2 / double(prior.size()) - mean * mean, 1e-12);
+    }
+    const size_t n = prior.size();
+    const size_t k = std::min(n, std::max<size_t>(64, size_t(std::ceil(opt_.prior_top * double(n)))));
+    prior_order_.resize(n);
+    for (size_t i = 0; i < n; ++i) prior_order_[i] = ConfigId(i);
+    auto better = [&](ConfigId a, ConfigId b) { return prior[a] < prior[b] || (prior[a] == prior[b] && a < b); };
+    std::partial_sort(prior_order_.begin(), prior_order_.begin() + k, prior_order_.end(), better);
+    prior_order_.resize(k);
+  }
+
+  double prior_q(ConfigId c) const { return prior_logs_ ? std::log((*prior_)[c]) : (*prior_)[c]; }
+  // The part of a configuration's predicted target that comes from the prior.
+  double prior_shift(ConfigId c) const { return prior_fitted_ ? prior_a_ * prior_q(c) + prior_b_ : 0.0; }
+
+  // Fits target ~ a q + b over the training rows (rows_: their ids) and leaves the residuals in y_.
+  void fit_prior(bool log_targets) {
+    prior_fitted_ = false;
+    if (!prior_ || y_.empty()) return;
+    prior_logs_ = log_targets && prior_positive_;
+    const size_t m = y_.size();
+    double mq = 0, my = 0;
+    for (size_t i = 0; i < m; ++i) {
+      mq += prior_q(rows_[i]);
+      my += y_[i];
+    }
+    mq /= double(m);
+    my /= double(m);
+    double sqq = 0, sqy = 0;
+    for (size_t i = 0; i < m; ++i) {
+      const double dq = prior_q(rows_[i]) - mq;
+      sqq += dq * dq;
+      sqy += dq * (y_[i] - my);
+    }
+    const double lambda = opt_.prior_weight * prior_variance_[prior_logs_ ? 1 : 0];
+    prior_a_ = (sqy + lambda) / (sqq + lambda);
+    prior_b_ = my - prior_a_ * mq;
+    prior_fitted_ = true;
+    for (size_t i = 0; i < m; ++i) y_[i] -= prior_shift(rows_[i]);
+  }
+
+  // A design point with a prior: its best unvisited configuration first (once), then the one of
+  // `spread` draws from its best `prior_top` farthest from every known result.
+  bool prior_design(const std::vector<ConfigId>& batch, ConfigId& out) {
+    open_.clear();
+    for (ConfigId c : prior_order_)
+      if (fresh(batch, c)) open_.push_back(c);
+    if (open_.empty()) return spread(batch, out);
+    if (!prior_led_) {  // (also after a warm start: a given tiling is not the prior's pick)
+      prior_led_ = true;
+      out = open_.front();
+      return true;
+    }
+    double farthest = -1;
+    for (size_t k = 0; k < std::max<size_t>(1, opt_.spread); ++k) {
+      const ConfigId c = open_[rng_.below(open_.size())];
+      const double d = nearest_distance(c, batch);
+      if (d > farthest) {
+        farthest = d;
+        out = c;
+      }
+    }
+    return true;
   }
 
   bool fresh(const std::vector<ConfigId>& batch, ConfigId c) const {
@@ -166,7 +264,8 @@ class ForestSearch : public StrategyBase {
   // 15 evaluations 12.95% / 12.69%, 30 6.51% / 7.35%, 45 3.56% / 3.93%.
   size_t design_size() const {
     if (opt_.initial) return opt_.initial;
-    const size_t n = std::max<size_t>(warm_ ? opt_.warm_initial_min : opt_.initial_min, space_->num_params() + 1);
+    const size_t n = prior_ ? opt_.prior_initial
+                            : std::max<size_t>(warm_ ? opt_.warm_initial_min : opt_.initial_min, space_->num_params() + 1);
     if (!budget_) return n;
     // (less a hair: a share of 0.07 of 100 is 7.000000000000001 in doubles, which would round up to 8)
     return std::min(n, std::max<size_t>(1, size_t(std::ceil(opt_.initial_share * double(*budget_) - 1e-9))));
@@ -176,6 +275,7 @@ class ForestSearch : public StrategyBase {
     // (A batch larger than the design fills up with design points too: there
     // is no result to learn from before it comes back.)
     if (ids_.size() + batch.size() < design_size() || ids_.empty()) {
+      if (prior_) return prior_design(batch, out);
       // After a warm start, part of the design goes to the best given
       // configuration's neighbours: the caller said where to look.
       if (warm_ && rng_.uniform() < opt_.warm_local && design_neighbour(batch, out)) return true;
@@ -199,10 +299,26 @@ class ForestSearch : public StrategyBase {
   // farthest (normalised index distance) from every known result.
   bool spread(const std::vector<ConfigId>& batch, ConfigId& out) {
     if (opt_.spread <= 1 || (ids_.empty() && batch.empty())) return random_unvisited(batch, out);
-    const size_t P = space_->num_params();
     double farthest = -1;
     bool any = false;
-    auto distance = [&](const uint16_t* x, ConfigId e) {
+    for (size_t k = 0; k < opt_.spread; ++k) {
+      ConfigId c;
+      if (!random_unvisited(batch, c)) break;
+      const double nearest = nearest_distance(c, batch);
+      if (nearest > farthest) {
+        farthest = nearest;
+        out = c;
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  // Squared normalised index distance from c to the nearest known result or batch member.
+  double nearest_distance(ConfigId c, const std::vector<ConfigId>& batch) const {
+    const size_t P = space_->num_params();
+    const uint16_t* x = space_->indices(c);
+    auto distance = [&](ConfigId e) {
       const uint16_t* y = space_->indices(e);
       double d = 0;
       for (size_t p = 0; p < P; ++p) {
@@ -211,20 +327,10 @@ class ForestSearch : public StrategyBase {
       }
       return d;
     };
-    for (size_t k = 0; k < opt_.spread; ++k) {
-      ConfigId c;
-      if (!random_unvisited(batch, c)) break;
-      const uint16_t* x = space_->indices(c);
-      double nearest = kInf;
-      for (ConfigId e : ids_) nearest = std::min(nearest, distance(x, e));
-      for (ConfigId e : batch) nearest = std::min(nearest, distance(x, e));
-      if (nearest > farthest) {
-        farthest = nearest;
-        out = c;
-        any = true;
-      }
-    }
-    return any;
+    double nearest = kInf;
+    for (ConfigId e : ids_) nearest = std::min(nearest, distance(e));
+    for (ConfigId e : batch) nearest = std::min(nearest, distance(e));
+    return nearest;
   }
 
   // The incumbent's repaired neighbours (computed once per incumbent).
@@ -400,14 +506,17 @@ class ForestSearch : public StrategyBase {
       if (std::isfinite(v)) worst = std::max(worst, target(v));
     X_.clear();
     y_.clear();
+    rows_.clear();
     for (size_t i : train_) {
       const double v = values_[i];
       if (!std::isfinite(v) && separate) continue;
       y_.push_back(std::isfinite(v) ? target(v) : (std::isfinite(worst) ? worst : 0.0));
+      rows_.push_back(ids_[i]);
       X_.insert(X_.end(), space_->indices(ids_[i]), space_->indices(ids_[i]) + P);
     }
     best_y_ = best_ == kNone ? (std::isfinite(worst) ? worst : 0.0) : target(values_[best_]);
     penalty_scale_ = positive ? 1.0 : spread_of(y_);
+    fit_prior(positive);  // (after the penalty's scale: that is the targets', not the residuals')
     if (opt_.gp) gp_.fit(X_, y_, nvalues_, opt_.gp_model, rng_);
     else value_model_.fit(X_, y_, nvalues_, opt_.forest, rng_);
     fail_model_.clear();
@@ -427,6 +536,7 @@ class ForestSearch : public StrategyBase {
     const uint16_t* x = space_->indices(c);
     double mean, variance, p_fail = 0, unused;
     predict_values(&x, 1, &mean, &variance);
+    mean += prior_shift(c);
     if (fail_model_.fitted()) fail_model_.predict(x, p_fail, unused);
     return acquisition(x, mean, variance, 1.0 - p_fail);
   }
@@ -440,6 +550,7 @@ class ForestSearch : public StrategyBase {
     batch_variance_.resize(n);
     batch_fail_.assign(n, 0.0);
     predict_values(batch_rows_.data(), n, batch_mean_.data(), batch_variance_.data());
+    for (size_t k = 0; k < n; ++k) batch_mean_[k] += prior_shift(ids[k]);
     if (fail_model_.fitted()) {
       unused_.resize(n);
       fail_model_.predict_rows(batch_rows_.data(), n, batch_fail_.data(), unused_.data());
@@ -506,6 +617,13 @@ class ForestSearch : public StrategyBase {
       // Drawn first so that their rows can be fetched ahead: in a space of 10^6
       // configurations the rows are megabytes, and each random one is a cache miss.
       for (size_t k = 0; k < opt_.pool; ++k) samples_.push_back(space_->sample(rng_));
+      // With a prior, its best configurations too: a uniform pool rarely holds them.
+      size_t added = 0;
+      for (size_t k = 0; k < prior_order_.size() && added < opt_.prior_pool; ++k)
+        if (!record_->contains(prior_order_[k])) {
+          samples_.push_back(prior_order_[k]);
+          ++added;
+        }
       // Results would score -inf, and a configuration drawn twice scores once: predicting
       // them is wasted (2,048 draws from 10^4 configurations repeat about 200).  Sorted by
       // id, the rows are fetched in address order; the ranking is sorted below, so this
@@ -591,7 +709,7 @@ class ForestSearch : public StrategyBase {
             line_ready_[p] = true;
           }
           const size_t v = y[p];
-          return acquisition(y, line_mean_[p][v], line_variance_[p][v],
+          return acquisition(y, line_mean_[p][v] + prior_shift(nb), line_variance_[p][v],
                              1.0 - (fail_model_.fitted() ? line_fail_[p][v] : 0.0));
         });
         if (a > next_a) {
@@ -638,6 +756,14 @@ class ForestSearch : public StrategyBase {
   }
   std::vector<uint16_t> X_;
   std::vector<double> y_;
+  std::vector<ConfigId> rows_;  // the configuration of each training row (X_, y_)
+  // The prior (prior_ set): its best configurations best first, whether it is all positive,
+  // the variance of q over the space (raw, logs), whether q is its log, and the fit a q + b.
+  std::vector<ConfigId> prior_order_, open_;
+  bool prior_positive_ = false, prior_logs_ = false, prior_fitted_ = false;
+  bool prior_led_ = false;  // the prior's best unvisited configuration has been proposed
+  double prior_variance_[2] = {1, 1};
+  double prior_a_ = 1, prior_b_ = 0;
   double best_y_ = 0;
   double penalty_scale_ = 1;  // the crowding penalty's unit in the LCB (see acquisition())
   bool greedy_now_ = false;
@@ -690,6 +816,10 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("gp", o.gp);
   b("gp_train", o.gp_model.max_train, 2, kMany);
   b("gp_hyper", o.gp_model.max_hyper, 2, kMany);
+  b("prior_initial", o.prior_initial, 1, kMany);
+  b("prior_top", o.prior_top, 0, 1);
+  b("prior_weight", o.prior_weight, 0, kMany);
+  b("prior_pool", o.prior_pool, 0, kMany);
   return std::make_unique<ForestSearch>(o);
 }
 

@@ -34,6 +34,7 @@ class StrategyBase : public Strategy {
     start_run();
   }
   void set_budget(std::optional<size_t> evaluations) final { budget_ = evaluations; }
+  void set_prior(const std::vector<double>* prior) final { prior_ = prior && !prior->empty() ? prior : nullptr; }
 
  protected:
   // Start a new run: everything but the members below is stale.
@@ -47,6 +48,7 @@ class StrategyBase : public Strategy {
   const EvalRecord* record_ = nullptr;
   uint64_t seed_ = 0;  // for components seeded apart (the bandit's arms)
   std::optional<size_t> budget_;  // the run's evaluations at most (set_budget)
+  const std::vector<double>* prior_ = nullptr;  // a prediction per configuration (set_prior), or null
   Rng rng_;
   UnvisitedSampler sampler_;
 };

@@ -60,5 +60,6 @@ def tune(
     initial: Sequence[int],
     known: Sequence[int],
     known_values: Sequence[float],
+    prior: Sequence[float],
     progress: Callable[[int, float], bool | None] | None,
 ) -> tuple[Any, ...]: ...

@@ -29,6 +29,7 @@ __all__ = ["TaskLike", "RoundResult", "TaskEvaluator", "CostModelEvaluator", "Me
            "nearest_valid_tilings"]
 
 Tiling = dict[str, int]
+PRIOR_STRATEGIES = ("auto", "forest")  # the strategies that take a prior (Strategy::uses_prior)
 Known = tuple[np.ndarray, np.ndarray]  # (indices into a task's tiling space, times in us)
 
 
@@ -54,6 +55,7 @@ class RoundResult:
     # the round's evaluations: indices into the task's tiling space and their times (us)
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     values: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    prior: bool = False  # whether the search had the cost model's estimates as its prior (measured rounds)
 
 
 class TaskEvaluator(ABC):
@@ -153,16 +155,24 @@ class MeasuredEvaluator(TaskEvaluator):
 
     With ``parallel > 1`` the job sends the evaluator to worker processes, so `measure`
     must then be picklable (a module-level function); one device, one worker is the usual
-    setup (:class:`RayEvaluator` spreads measurements over many)."""
+    setup (:class:`RayEvaluator` spreads measurements over many).
+
+    ``prior`` (on by default): the search takes the cost model's estimate of every tiling of
+    the task as its prior (``tune(..., prior=...)``): the model's best tilings are measured
+    first and the search learns the model's error from the measurements, so a good tiling
+    takes far fewer measurements (docs/operator_tuning.md, bench/bench_prior.py).  Off, or
+    with a strategy that takes no prior, the search starts from the default tiling alone."""
 
     name = "measured"
 
     def __init__(self, platform: Platform | str, measure: Callable[[TaskLike, Tiling], float],
-                 timeout: float = 60.0, strategy: str = "auto") -> None:
+                 timeout: float = 60.0, strategy: str = "auto", prior: bool = True) -> None:
         super().__init__(platform)
         if not callable(measure):
             raise TypeError(f"measure must be a callable (task, tiling) -> us, got {measure!r}")
-        self.measure, self.timeout, self.strategy = measure, float(timeout), strategy
+        if not isinstance(prior, bool):
+            raise TypeError(f"prior must be True or False, got {prior!r}")
+        self.measure, self.timeout, self.strategy, self.prior = measure, float(timeout), strategy, prior
         # task key -> the measured time of its default tiling (the job measures it before tuning,
         # to rank the tasks; the first round then knows it instead of measuring it again)
         self._defaults: dict[str, float] = {}
@@ -178,12 +188,26 @@ class MeasuredEvaluator(TaskEvaluator):
         with IsolatedObjective(_TaskMeasure(self.measure, task), timeout=self.timeout) as objective:
             yield objective, {}
 
+    def model_prior(self, task: TaskLike, space: SearchSpace) -> np.ndarray | None:
+        """The cost model's estimate (us) of every tiling of ``space``, the search's prior; None when
+        ``prior`` is off or the strategy takes none.  A tiling the model cannot estimate (NaN) gets
+        the slowest estimate, so the prior never ranks it first."""
+        if not self.prior or self.strategy not in PRIOR_STRATEGIES:
+            return None
+        est = ops.estimate_batch(task.op_type, task.inputs, task.dtype, self.platform, space.configs(),
+                                 attrs=task.attrs or None)
+        finite = np.isfinite(est)
+        if not finite.any():
+            return None  # nothing to rank by
+        return np.where(finite, est, est[finite].max())
+
     def _run(self, task: TaskLike, space: SearchSpace, max_evals: int, seed: int, start: list[Tiling],
-             strategy: str, time_limit: float | None = None, known: Known | None = None) -> Any:
+             strategy: str, time_limit: float | None = None, known: Known | None = None,
+             prior: np.ndarray | None = None) -> Any:
         with self._objective(task, space) as (objective, options):
             return tune(space, objective, strategy=strategy, max_evals=max(max_evals, len(start)),
                         time_limit=time_limit, seed=seed, initial_configs=start,
-                        strategy_options=options if strategy == self.strategy else None, known=known)
+                        strategy_options=options if strategy == self.strategy else None, known=known, prior=prior)
 
     def estimate(self, task: TaskLike, tiling: Mapping[str, int]) -> float:
         # A space of exactly this tiling: it need not be in the pruned search space.
@@ -206,7 +230,8 @@ class MeasuredEvaluator(TaskEvaluator):
         if base_id is not None and measured is not None:  # known, not measured again
             ids, values = known if known is not None else (np.zeros(0, dtype=np.int64), np.zeros(0))
             known = (np.append(ids, base_id), np.append(values, measured))
-        res = self._run(task, space, max_evals, seed, start, self.strategy, time_limit, known)
+        res = self._run(task, space, max_evals, seed, start, self.strategy, time_limit, known,
+                        self.model_prior(task, space))
         if base_id is None:  # a default outside the pruned space: measured apart, once
             base_us = measured if measured is not None else self.estimate(task, baseline)
             if key is not None:
@@ -222,7 +247,7 @@ class MeasuredEvaluator(TaskEvaluator):
         else:
             best, best_us = {k: int(v) for k, v in res.best_config.items()}, float(res.best_value)
         return RoundResult(best, best_us, baseline, base_us, 0.0, res.evaluations, len(space),
-                           np.asarray(res.trace, dtype=np.float64), res.history_ids, res.history_values)
+                           np.asarray(res.trace, dtype=np.float64), res.history_ids, res.history_values, res.prior)
 
 
 class RayEvaluator(MeasuredEvaluator):
@@ -237,10 +262,10 @@ class RayEvaluator(MeasuredEvaluator):
 
     def __init__(self, platform: Platform | str, measure: Callable[[TaskLike, Tiling], float],
                  workers: int | None = None, resources: Mapping[str, float] | None = None,
-                 timeout: float = 60.0, batch: int = 8, autoscale: bool = False) -> None:
+                 timeout: float = 60.0, batch: int = 8, autoscale: bool = False, prior: bool = True) -> None:
         if importlib.util.find_spec("ray") is None:  # said now, not as a failure of every task
             raise ImportError("RayEvaluator needs Ray: pip install 'aoe-native[ray]'")
-        super().__init__(platform, measure, timeout, strategy="forest")
+        super().__init__(platform, measure, timeout, strategy="forest", prior=prior)
         self.workers, self.resources, self.batch, self.autoscale = workers, resources, int(batch), bool(autoscale)
         self._ray: RayObjective | None = None
 
