@@ -19,18 +19,3 @@ def _no_bank_in_the_home_directory(tmp_path_factory, monkeypatch):
     user's ~/.cache (nor a $TUNE_BANK_PATH the shell happens to set)."""
     monkeypatch.delenv("TUNE_BANK_PATH", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "requires_llm_ops: estimates or tunes a graph with the LLM operators of issue 49 "
-                                       "(RmsNorm, FusedInferAttentionScore, ...); skipped while the cost model lacks them")
-
-
-def pytest_collection_modifyitems(config, items):
-    import aoe_native
-    if "RmsNorm" in aoe_native.supported_ops():
-        return
-    skip = pytest.mark.skip(reason="the cost model has no LLM operators yet (RmsNorm not in supported_ops())")
-    for item in items:
-        if "requires_llm_ops" in item.keywords:
-            item.add_marker(skip)

@@ -1,8 +1,7 @@
 """The import recognises LLM blocks as CANN's fused kernels (graph/llm_patterns.py, graph/llm_moe.py).
 
-Recognition tests pass llm_kinds=LLM_KINDS, so they run whatever operators the cost model has;
-the tests that estimate or partition against the cost model carry `requires_llm_ops` (skipped
-until the operators of issue 49 are in the C++ table).  The exports are tests/data/llm/, made by
+Recognition tests pass llm_kinds=LLM_KINDS explicitly; the others estimate, partition and tune
+the imported graphs with the cost model's LLM operators.  The exports are tests/data/llm/, made by
 tests/data/make_llm_exports.py.
 """
 from __future__ import annotations
@@ -168,7 +167,6 @@ def test_fused_nodes_name_what_they_stand_for():
     assert any("ReduceMean" in c for c in covered) and any("Sqrt" in c for c in covered)
 
 
-@pytest.mark.requires_llm_ops
 @pytest.mark.parametrize("name", ALL)
 def test_exports_have_no_unmodelled_nodes(name):
     """With the LLM operators in the cost model, the default import models every node."""
@@ -385,7 +383,6 @@ def test_backward_kernels_of_llm_operators():
     assert norm.inputs[2] in weights
 
 
-@pytest.mark.requires_llm_ops
 def test_gdat_predicts_an_llm_training_step():
     from aoe_native.jobs.backward import predict_timeline
     tl = predict_timeline(load_graph(LLM / "llama_prefill_dynamo.onnx"), max_evals=4)
@@ -394,7 +391,6 @@ def test_gdat_predicts_an_llm_training_step():
     assert any("layernorm" in name for name, _, _ in tl)  # RmsNorm's weight is a gradient
 
 
-@pytest.mark.requires_llm_ops
 def test_sgat_tunes_a_quantised_norm(tmp_path):
     from aoe_native.jobs.sgat import tune_subgraphs
     r = tune_subgraphs(load_graph(_norm_quant_matmul(False)), evals_per_kernel=30, parallel=1, bank=tmp_path)

@@ -114,7 +114,6 @@ def test_qwen_moe_routes_tokens_to_grouped_matmuls():
     assert g.shape(fin.inputs[2]) == (2048, 2048)  # the gated shared expert is the skip input
 
 
-@pytest.mark.requires_llm_ops
 @pytest.mark.parametrize("name", ["llama", "llama_decode", "qwen_moe"])
 def test_llm_zoo_is_fully_modelled(name):
     import aoe_native
