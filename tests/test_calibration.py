@@ -384,3 +384,23 @@ def test_vec_reread_l2_speeds_up_rows_swept_more_than_once():
     assert fast < 0.9 * slow
     # A row that fits one tile is read once: nothing to speed up.
     assert _softmax_time({"vec_reread_l2": 1.0}, [8192, 1024], -1) == _softmax_time({"vec_reread_l2": 0.0}, [8192, 1024], -1)
+
+
+def test_calibrate_measured_fits_the_optimizer_kernels_factors_per_soc_after_the_chip():
+    if not MEASURED_FILE.is_file():
+        pytest.skip(f"CANN measured kernels not found at {MEASURED_FILE}")
+    recs = json.loads(MEASURED_FILE.read_text(encoding="utf-8"))
+    sig = [r for r in recs if r["op"] == "Sigmoid" and r["soc"] == "Ascend910B2"]
+    adam = [r for r in recs if r["op"] == "ApplyAdamW" and r["soc"] == "Ascend910B2"]
+    cand = {"Ascend910B2": ["Ascend910B2"]}
+    fit = ["vec_cost_scale"]
+    alone = calibration.calibrate_measured(sig, fit=fit, candidates=cand)["Ascend910B2"]
+    both = calibration.calibrate_measured(sig + adam, fit=fit, candidates=cand)["Ascend910B2"]
+    # The chip-wide constants are the generic kernels' alone; ApplyAdamW gets its own factor.
+    assert both.params["vec_cost_scale"] == alone.params["vec_cost_scale"]
+    k = calibration.op_cost_name("ApplyAdamW")
+    assert k in both.params and k not in alone.params
+    lo, hi = calibration.OP_COST_BOUNDS
+    assert lo <= both.params[k] <= hi and any(e.startswith("ApplyAdamW=") for e in both.platform.vec_op_costs)
+    rows = [r for r in both.fitted_rows if r.name in {x["id"] for x in adam}]
+    assert rows and sum(math.log(r.ratio) ** 2 for r in rows) < sum(math.log(r.ratio_before) ** 2 for r in rows)

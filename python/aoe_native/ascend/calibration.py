@@ -603,8 +603,37 @@ def calibrate_measured(records: Sequence[Mapping[str, Any]], fit: Sequence[str] 
             if best is None or cost < best[0]:
                 best = (cost, cal)
         if best is not None:
-            out[soc] = best[1]
+            out[soc] = _fit_kernel_factors(best[1], records, soc, by_id, per_op)
     return out
+
+
+# Families of fused kernels whose per-operator factors (vec_op_costs) a second stage fits per SoC,
+# on the fit half, with the chip-wide constants of the first stage held: one pooled constant per
+# kernel cannot follow 910B2's slower vector work on them (fit half, before this stage: 16-bit
+# ApplyAdamW 0.37-0.47 of the measured time on 910B2, 1.00-1.04 on 950PR).
+KERNEL_FACTOR_FAMILIES = ("optimizer", "routing")
+
+
+def _fit_kernel_factors(cal: Calibration, records: Sequence[Mapping[str, Any]], soc: str,
+                        by_id: Mapping[str, Mapping[str, Any]], per_op: str) -> Calibration:
+    """``cal`` with the vec_op_costs factors of the :data:`KERNEL_FACTOR_FAMILIES` kernels fitted
+    on ``soc``'s fit-half records (the other constants as ``cal`` has them)."""
+    from . import records as recs
+
+    if per_op == "none":
+        return cal
+    kinds = frozenset(e["name"] for e in ops.op_table() if e["family"] in KERNEL_FACTOR_FAMILIES)
+    ms = [(m, kind) for m, kind in _vector_measurements(records, soc, {soc: cal.platform.name}) if kind in kinds]
+    fit_ms = [(m, kind) for m, kind in ms if recs.fit_half(by_id[m.name])]
+    if not fit_ms:
+        return cal
+    names = sorted({op_cost_name(kind) for _, kind in fit_ms})
+    if per_op == "kind+dtype":
+        names += sorted({op_cost_name(kind, m.dtype) for m, kind in fit_ms})
+    held = [replace(m, soc_version=None) for m, _ in ms if not recs.fit_half(by_id[m.name])]
+    stage = calibrate(cal.platform, [replace(m, soc_version=None) for m, _ in fit_ms], held, fit=names)
+    return Calibration(platform=stage.platform, params={**cal.params, **stage.params},
+                       start={**cal.start, **stage.start}, rows=cal.rows + stage.rows)
 
 
 _MEASURED_SOURCE = ("[F] fitted by aoe_native.calibrate_measured (python bench/bench_measured.py --refit) on the {n_fit} "

@@ -490,7 +490,24 @@ def translate_record(record: Mapping[str, Any]) -> Translation:
     if record.get("op") in _LIST_INPUT_OPS:
         record = _flatten_tensor_lists(record)
     rid, op, shapes, dtypes, attrs = _checked(record)
-    return _TRANSLATIONS[op](rid, op, shapes, dtypes, attrs)
+    out = _TRANSLATIONS[op](rid, op, shapes, dtypes, attrs)
+    if op == "Gcd":
+        out = _gcd_steps_of_case(out, str(record.get("notes", "")))
+    return out
+
+
+# Gcd's step count is data dependent (Stein's loop runs until every lane's b is 0): where a
+# record's case note states the data as equal operands ("相同值", gcd = n) the loop ends after one
+# subtraction; all zeros ("零值", gcd = 0) skip it (the model's minimum, one step, is charged).
+# Any other data keeps the model's assumed count.
+_GCD_ONE_STEP_CASES = ("相同值", "零值")
+
+
+def _gcd_steps_of_case(t: Translation, notes: str) -> Translation:
+    op, shapes, dtype, attrs = t
+    if any(c in notes for c in _GCD_ONE_STEP_CASES):
+        attrs = {**attrs, "iterations": 1}
+    return op, shapes, dtype, attrs
 
 
 def predict_record(record: Mapping[str, Any], soc_map: Mapping[str, str] | None = None) -> ops.Estimate:
