@@ -158,7 +158,7 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.elem_prog.push_back(api("WholeReduceSum"));
     k.elem_prog.push_back(api("Adds"));  // BroadCast of the rstd: a copy over the tile
     k.elem_prog.push_back(api("Mul"));
-  } else if (regbase(p) && !quant) {
+  } else if (regbase(p)) {
     // The 950 generation's regbase kernel (op_kernel/arch35/rms_norm_regbase*.h) keeps the
     // row's sum and rstd in the vector registers: a reduction per row, no scalar wait.
     k.row_prog.push_back(api("WholeReduceSum"));
@@ -200,6 +200,19 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
   k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + 260) * hal
                             : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+  if (quant && regbase(p)) {
+    // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
+    // add_rms_norm_dynamic_quant_tiling_arch35.cpp): TryPerfTiling, H up to 2 x 64 x 64 x 2 = 16384,
+    // takes fullLoadBaseM whole rows a pass (UB less gamma, the smooth scales and 1 KB over
+    // x1, x2, x1 + x2 at ds bytes, two fp32 rows and the double-buffered int8 y per element of a
+    // row); else SINGLE_ROW, one whole row while 16 bytes an element fit UB; else split.  In all
+    // of them x1, x2 and x1 + x2 have one buffer each: a pass loads, computes and stores in turn.
+    const int64_t rest = int64_t(p.ub) - (1 + quant_outs) * hal * k.ds - 1024;
+    const int64_t per_row = hal * (3 * k.ds + 8 + 2 * std::max(1, quant_outs)) + 8;
+    if (h <= 16384 && rest / per_row >= 1) k.baseline_tile = rest / per_row * hal;
+    else if (16 * align_up(h, 32) + 1024 <= int64_t(p.ub)) k.baseline_tile = hal;
+    k.baseline_buffer_num = 1;
+  }
   finish(k, double(rows) * double(h), unit_out);
   return make_vec_model(k, p);
 }
