@@ -211,7 +211,8 @@ def test_every_record_of_these_ops_is_predicted(measured):
 def test_held_out_accuracy_stays_above_the_measured_floor(measured):
     # Held-out half (case id % 4 == 2), single-kernel records; the constants were chosen on the
     # other half.  Floors a little under what docs/llm_operators.md reports (the 52 single-kernel
-    # records: median 0.97, 85% within 2x; ApplyRotaryPosEmb's records time helper kernels too).
+    # records: median 0.90, 83% within 2x, per operator medians 0.77 to 1.55; ApplyRotaryPosEmb's
+    # records time helper kernels too).
     ratios = defaultdict(list)
     for r in measured:
         if r["op"] in OPS - {"ApplyRotaryPosEmb"} and r["single_kernel"] is True and not records.fit_half(r):
@@ -219,9 +220,9 @@ def test_held_out_accuracy_stays_above_the_measured_floor(measured):
     allr = [q for qs in ratios.values() for q in qs]
     assert len(allr) >= 45
     assert 0.7 <= statistics.median(allr) <= 1.3
-    assert sum(0.5 <= q <= 2 for q in allr) / len(allr) >= 0.75
+    assert sum(0.5 <= q <= 2 for q in allr) / len(allr) >= 0.8
     for op, qs in ratios.items():
-        assert 0.6 <= statistics.median(qs) <= 1.5, op
+        assert 0.65 <= statistics.median(qs) <= 1.7, op
 
 
 def test_op_table_lists_them_by_family():

@@ -43,6 +43,9 @@ VecStep cast_step(bool up) { return {vec_api_cost(up ? "CastUp" : "CastDown"), f
 
 bool is_float(const std::string& d) { return d == "float16" || d == "bfloat16" || d == "float32"; }
 bool half(const std::string& d) { return d == "float16" || d == "bfloat16"; }
+// The 950 generation (arch35, its 256 KB L0C; as grouped_quant_matmul.cpp tells C220 by its
+// 128 KB one), whose CANN kernels are the regbase ones (op_kernel/arch35).
+bool regbase(const Platform& p) { return p.split && int64_t(p.l0c) > 131072; }
 
 void need_float(const OpDesc& op) {
   if (!is_float(op.dtype))
@@ -145,12 +148,23 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     stream_out(k, k.ds);  // x1 + x2
   }
   k.elem_prog.push_back(api("Mul"));  // x^2
-  k.row_prog.push_back(api("WholeReduceSum"));
-  if (align_up(h, 32 / k.ds) <= kMergeNCols) {
-    // MERGE_N: the rstd of a tile's rows broadcast in UB (Brcb) and applied by one Mul, no
-    // per-row scalar work.
+  const int64_t hal = align_up(h, 32 / k.ds);
+  const bool merge_n = !regbase(p) && hal <= kMergeNCols;
+  if (merge_n) {
+    // MERGE_N ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_merge_n.h Compute, normal_flag 0):
+    // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
+    // over the tile, applied by one Mul: no per-row call, wait or scalar work.  (Charged per
+    // row, the fit half's 910B2 fp32 [2, 3, 17, 1024, 128] was 6.9x the measured time.)
+    k.elem_prog.push_back(api("WholeReduceSum"));
+    k.elem_prog.push_back(api("Adds"));  // BroadCast of the rstd: a copy over the tile
+    k.elem_prog.push_back(api("Mul"));
+  } else if (regbase(p)) {
+    // The 950 generation's regbase kernel (op_kernel/arch35/rms_norm_regbase*.h) keeps the
+    // row's sum and rstd in the vector registers: a reduction per row, no scalar wait.
+    k.row_prog.push_back(api("WholeReduceSum"));
     k.elem_prog.push_back(api("Mul"));
   } else {
+    k.row_prog.push_back(api("WholeReduceSum"));
     k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
     k.row_scalar_cycles = kRowScalarNorm;
   }
@@ -182,7 +196,23 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // holds them double-buffered.  (rms_norm_tiling.cpp's BUFFER_NUM is 1; single-buffered
   // queues put the fit half's 910B2 records at 1.39x measured against 0.79x double-buffered,
   // so the default stays double-buffered: the 910B kernel's queues are assumed to overlap.)
-  k.baseline_tile = k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+  // MERGE_N's own pass: rowFactor = (UB - 1024) / (16 x aligned H + 260) whole rows
+  // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
+  k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + 260) * hal
+                            : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+  if (quant && regbase(p)) {
+    // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
+    // add_rms_norm_dynamic_quant_tiling_arch35.cpp): TryPerfTiling, H up to 2 x 64 x 64 x 2 = 16384,
+    // takes fullLoadBaseM whole rows a pass (UB less gamma, the smooth scales and 1 KB over
+    // x1, x2, x1 + x2 at ds bytes, two fp32 rows and the double-buffered int8 y per element of a
+    // row); else SINGLE_ROW, one whole row while 16 bytes an element fit UB; else split.  In all
+    // of them x1, x2 and x1 + x2 have one buffer each: a pass loads, computes and stores in turn.
+    const int64_t rest = int64_t(p.ub) - (1 + quant_outs) * hal * k.ds - 1024;
+    const int64_t per_row = hal * (3 * k.ds + 8 + 2 * std::max(1, quant_outs)) + 8;
+    if (h <= 16384 && rest / per_row >= 1) k.baseline_tile = rest / per_row * hal;
+    else if (16 * align_up(h, 32) + 1024 <= int64_t(p.ub)) k.baseline_tile = hal;
+    k.baseline_buffer_num = 1;
+  }
   finish(k, double(rows) * double(h), unit_out);
   return make_vec_model(k, p);
 }
@@ -282,12 +312,30 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
   // in multiples of 64, at most 255 x 64), the per-row factors applied to all of them at once.
   // Other rows go one statistic at a time (the per-row scalar work) in passes of
   // min(255, UB / (13 H)) rows (ubPerRow = 13 x aligned H bytes, double-buffered, no smooth).
-  const int64_t max_ub_len =
-      std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
-  const bool multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
   const int64_t hpad = align_up(h, 16);
-  k.baseline_tile = multi_row ? max_ub_len / h * h
-                              : std::max<int64_t>(1, std::min<int64_t>(255, int64_t(p.ub) / (13 * hpad))) * hpad;
+  bool multi_row = false;
+  if (regbase(p)) {
+    // The 950 generation's regbase kernel ([S] hicann/ops-nn quant/dynamic_quant/op_host/
+    // dynamic_quant_tiling_arch35.cpp CalculateTilingData): any row that fits UB goes in passes of
+    // min(255, (UB - 1024) / (16-aligned H x 22 bytes)) whole rows (x, y, scale and offset
+    // double-buffered; 26 with smooth scales; 11 / 13 bytes single-buffered when 22 / 26 do not
+    // fit one row), the row statistics kept in the vector registers (no per-row scalar wait);
+    // a longer row is split in innerLoopEle pieces, one row at a time.
+    const int64_t avail = int64_t(p.ub) - 1024, db_bytes = smooth ? 26 : 22, sb_bytes = smooth ? 13 : 11;
+    if (hpad * sb_bytes > avail) {
+      k.baseline_tile = (avail - 1024) / (2 * (smooth ? 8 : 4)) / 128 * 128;
+    } else {
+      multi_row = true;
+      const int64_t per_row = hpad * (hpad * db_bytes > avail ? sb_bytes : db_bytes);
+      k.baseline_tile = std::min<int64_t>(255, avail / per_row) * hpad;
+    }
+  } else {
+    const int64_t max_ub_len =
+        std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
+    multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
+    k.baseline_tile = multi_row ? max_ub_len / h * h
+                                : std::max<int64_t>(1, std::min<int64_t>(255, int64_t(p.ub) / (13 * hpad))) * hpad;
+  }
   quant_tail(k, int4, multi_row);
   k.sweeps_if_split = 2;
   k.temp_fp32 = half(op.dtype) ? 2 : 1;

@@ -282,15 +282,15 @@ class VecModel : public OpModel {
            (k.baseline_max_tile && v < 2 * block)))
         tile = v;
     if (k.baseline_tile > 0) {
-      // The operator's own rule (norm_quant.cpp), as far as UB holds it double-buffered.
-      const int64_t fit = ub / (per_tile_bytes_db * 2 + fixed) / align * align;
+      // The operator's own rule (norm_quant.cpp), as far as UB holds it with its bufferNum.
+      const int64_t fit = ub / (per_tile_bytes_db * k.baseline_buffer_num + fixed) / align * align;
       tile = std::max<int64_t>(s.values[1].front(), std::min(k.baseline_tile / align * align, fit));
       if (std::find(s.values[1].begin(), s.values[1].end(), tile) == s.values[1].end()) {
         s.values[1].push_back(tile);
         std::sort(s.values[1].begin(), s.values[1].end());
       }
     }
-    s.baseline = {bd_val, tile, 2};
+    s.baseline = {bd_val, tile, k.baseline_tile > 0 ? k.baseline_buffer_num : 2};
     if (k.split_rows) s.baseline.push_back(0);
     if (vc_index_ >= 0) {
       s.baseline.push_back(0);  // the sample launches AI cores only
