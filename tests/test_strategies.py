@@ -530,3 +530,27 @@ def test_forest_with_a_gaussian_process_takes_failures_negative_and_constant_val
     assert res.best_value == 1.0 and len(set(res.history_ids.tolist())) == 60
     with pytest.raises(ValueError, match="gp_train = 1 is out of range"):
         tune(space, landscape, strategy="forest", max_evals=5, strategy_options={"gp": True, "gp_train": 1})
+
+
+def test_forest_center_draws_the_design_near_the_parameters_middle_values(space):
+    """`center` trades the space-filling design, which goes to the parameters' extreme values, for
+    configurations near their middle values (the first `center_points`, or all of it)."""
+    names, values = space.param_names, space.param_values
+
+    def off_center(ids: list[int]) -> float:
+        rows = np.asarray(space.configs())[ids]
+        return float(np.mean([abs(2 * values[p].index(row[p]) / (len(values[p]) - 1) - 1)
+                              for row in rows for p in range(len(names))]))
+
+    def design(**options: float) -> list[int]:
+        return [i for seed in range(8) for i in tune(space, landscape, strategy="forest", max_evals=30, seed=seed,
+                                                       strategy_options={"initial": 6, **options}).history_ids[:6]]
+
+    assert aoe_native.strategy_options("forest")["center"] == 0
+    spread, central = off_center(design()), off_center(design(center=3))
+    assert central < spread - 0.15
+    # Only the first point central: the rest spread as before.
+    first = [i for seed in range(8) for i in tune(space, landscape, strategy="forest", max_evals=30, seed=seed,
+                                                   strategy_options={"initial": 6, "center": 3,
+                                                                     "center_points": 1}).history_ids[:1]]
+    assert off_center(first) < spread - 0.15

@@ -28,6 +28,9 @@ struct ForestSearchOptions {
   size_t warm_initial_min = 10;  // the same after a warm start
   double initial_share = 1.0 / 3;  // ... and at most this share of the run's budget (not `initial`)
   size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
+  double center = 0;            // > 0: the design draws configurations near the parameters' middle values instead
+  size_t center_points = 0;     // ... for this many design points (0: all), the rest spread
+  bool center_far = false;      // ... as the farthest of `spread` draws, distance times centrality^center
   double warm_local = 0.9;      // after a warm start, share of the design spent on the best given one's neighbours
   bool warm_repair = true;      // ... its repaired neighbours among them
   double explore = 0.05;        // share of uniform random proposals afterwards
@@ -298,13 +301,16 @@ class ForestSearch : public StrategyBase {
   // Space-filling design: of `spread` random unvisited candidates, the one
   // farthest (normalised index distance) from every known result.
   bool spread(const std::vector<ConfigId>& batch, ConfigId& out) {
+    if (opt_.center > 0 && !opt_.center_far && (opt_.center_points == 0 || ids_.size() + batch.size() < opt_.center_points))
+      return central(batch, out);
     if (opt_.spread <= 1 || (ids_.empty() && batch.empty())) return random_unvisited(batch, out);
     double farthest = -1;
     bool any = false;
     for (size_t k = 0; k < opt_.spread; ++k) {
       ConfigId c;
       if (!random_unvisited(batch, c)) break;
-      const double nearest = nearest_distance(c, batch);
+      double nearest = nearest_distance(c, batch);
+      if (opt_.center > 0 && opt_.center_far) nearest *= std::exp(opt_.center * log_centrality(c));
       if (nearest > farthest) {
         farthest = nearest;
         out = c;
@@ -312,6 +318,38 @@ class ForestSearch : public StrategyBase {
       }
     }
     return any;
+  }
+
+  // A design point drawn with probability proportional to its centrality^center
+  // (sampling-importance-resampling from `spread` uniform draws): a parameter's
+  // extreme values are where configurations fail or run slowest most often.
+  double log_centrality(ConfigId c) const {
+    const uint16_t* x = space_->indices(c);
+    double logw = 0;
+    for (size_t p = 0; p < nvalues_.size(); ++p)
+      if (nvalues_[p] > 1) logw += std::log(1.1 - std::abs(2.0 * double(x[p]) * inv_range_[p] - 1.0));
+    return logw;
+  }
+  bool central(const std::vector<ConfigId>& batch, ConfigId& out) {
+    cand_.clear();
+    weight_.clear();
+    double total = 0;
+    for (size_t k = 0; k < std::max<size_t>(1, opt_.spread); ++k) {
+      ConfigId c;
+      if (!random_unvisited(batch, c)) break;
+      cand_.push_back(c);
+      weight_.push_back(std::exp(opt_.center * log_centrality(c)));
+      total += weight_.back();
+    }
+    if (cand_.empty()) return false;
+    double u = rng_.uniform() * total;
+    out = cand_.back();
+    for (size_t k = 0; k < cand_.size(); ++k)
+      if ((u -= weight_[k]) <= 0) {
+        out = cand_[k];
+        break;
+      }
+    return true;
   }
 
   // Squared normalised index distance from c to the nearest known result or batch member.
@@ -771,7 +809,8 @@ class ForestSearch : public StrategyBase {
   std::vector<std::pair<double, ConfigId>> ranking_;
   size_t pos_ = 0;
   std::unordered_map<ConfigId, double> pool_;  // candidates of this ranking and their acquisition
-  std::vector<ConfigId> starts_, nbrs_, samples_;
+  std::vector<ConfigId> starts_, nbrs_, samples_, cand_;
+  std::vector<double> weight_;  // central()'s candidates' weights
   // A walk step's predictions along each parameter's line (ready: computed).
   std::vector<std::vector<double>> line_mean_, line_variance_, line_fail_;
   std::vector<double> unused_;
@@ -789,6 +828,9 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("warm_initial_min", o.warm_initial_min, 1, kMany);
   b("initial_share", o.initial_share, 0, 1);
   b("spread", o.spread, 0, kMany);
+  b("center", o.center, 0, kMany);
+  b("center_points", o.center_points, 0, kMany);
+  b("center_far", o.center_far);
   b("warm_local", o.warm_local, 0, 1);
   b("warm_repair", o.warm_repair);
   b("explore", o.explore, 0, 1);
