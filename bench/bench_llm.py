@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,16 +20,9 @@ import aoe_native
 from aoe_native import zoo
 from aoe_native.graph.onnx import load_graph
 from aoe_native.graph.partition import partition
+from bench_opat import _aoe  # the same timed `aoe --job_type=2` call (bench/ is on sys.path when run as a script)
 
-SOC = "Ascend910B3"
 TARGETS = {"cold": 60.0, "bank": 5.0}  # seconds on 2 cores (issue 49, "Done when")
-
-
-def _aoe(model: str, bank: str, cwd: str) -> float:
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "aoe_native.cli", "-f", "5", "-j", "2", "-m", model, "--soc_version", SOC,
-                    "--bank", bank, "--progress_bar", "off"], cwd=cwd, check=True, capture_output=True)
-    return time.perf_counter() - t
 
 
 def describe(name: str, path: str) -> None:

@@ -423,12 +423,15 @@ def _attention_layout(rid: str, op: str, attrs: dict) -> str:
     return layout
 
 
+def _attention_attrs(rid: str, op: str, attrs: dict) -> dict[str, Any]:
+    """The layout and is_causal -> causal, which every attention record has."""
+    return {"input_layout": _attention_layout(rid, op, attrs), "causal": int(bool(attrs.get("is_causal", False)))}
+
+
 def _attention(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
-    """GQA/MHA: query, key, value; is_causal -> causal."""
+    """GQA/MHA: query, key, value."""
     _need(rid, op, shapes, 3)
-    out: dict[str, Any] = {"input_layout": _attention_layout(rid, op, attrs),
-                           "causal": int(bool(attrs.get("is_causal", False)))}
-    return "FusedInferAttentionScore", shapes, dtypes[0], out
+    return "FusedInferAttentionScore", shapes, dtypes[0], _attention_attrs(rid, op, attrs)
 
 
 def _mla(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
@@ -436,14 +439,13 @@ def _mla(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translat
     nope parts (query_rope/key_rope); its cost is that of one head dim of nope + rope for Q K^T,
     so the model takes query and key with the two concatenated along the head dim."""
     _need(rid, op, shapes, 5)
-    layout = _attention_layout(rid, op, attrs)
+    out = _attention_attrs(rid, op, attrs)
     q_nope, q_rope, k_nope, k_rope, value = shapes
     if q_nope[:-1] != q_rope[:-1] or k_nope[:-1] != k_rope[:-1]:
         raise ValueError(f"record {rid}: MLA rope inputs {q_rope}, {k_rope} do not match the nope ones "
                          f"{q_nope}, {k_nope} except in the head dim")
     query = q_nope[:-1] + [q_nope[-1] + q_rope[-1]]
     key = k_nope[:-1] + [k_nope[-1] + k_rope[-1]]
-    out: dict[str, Any] = {"input_layout": layout, "causal": int(bool(attrs.get("is_causal", False)))}
     if "numKVHeads" in attrs:
         out["num_key_value_heads"] = int(attrs["numKVHeads"])
     return "FusedInferAttentionScore", [query, key, value], dtypes[0], out
@@ -452,9 +454,7 @@ def _mla(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translat
 def _sparse_flash_attention(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
     """query, key, value, sparse_indices (top-k key positions per query token and KV head)."""
     _need(rid, op, shapes, 4)
-    out: dict[str, Any] = {"input_layout": _attention_layout(rid, op, attrs),
-                           "causal": int(bool(attrs.get("is_causal", False)))}
-    return "SparseFlashAttention", shapes, dtypes[0], out
+    return "SparseFlashAttention", shapes, dtypes[0], _attention_attrs(rid, op, attrs)
 
 
 def _mla_prolog(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
