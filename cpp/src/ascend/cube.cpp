@@ -413,11 +413,11 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
       if (t[kOrder] == 0) {
         share_a = std::min<int64_t>(nB, cdiv(cores, mB));
         const double w = std::min(1.0, double(share_a) / double(nB));
-        first_pass_a = w + (1 - w) * (1 - h_a);
+        first_pass_a *= w + (1 - w) * (1 - h_a);
       } else {
         share_b = std::min<int64_t>(mB, cdiv(cores, nB));
         const double w = std::min(1.0, double(share_b) / double(mB));
-        first_pass_b = w + (1 - w) * (1 - h_b);
+        first_pass_b *= w + (1 - w) * (1 - h_b);
       }
     }
     mte2_a *= 1 + (p.same_address - 1) * colliding(share_a, cdiv(Kc, kA)) * first_pass_a;
