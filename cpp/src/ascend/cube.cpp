@@ -123,6 +123,7 @@ class CubeModel : public OpModel {
   // MatMulV3's default tiling as this model's knobs, when CANN runs MatMulV3
   // (A2/A3-class SoCs); sets `kind` to the baseline's label.
   std::optional<std::vector<int64_t>> v3_baseline(std::string& kind) const;
+  std::vector<int64_t> asw_baseline() const;  // 950's (DAV_3510) MatMulV3 template
   // Value lists of the round-robin (dispatch 1) part of the space, around `base`.
   void add_round_robin_values(const std::vector<int64_t>& base);
   void add_round_robin_rules(const std::vector<int64_t>& base);
@@ -213,6 +214,9 @@ double CubeModel::b_read_charge(int64_t tn, int64_t nL1, int64_t kB, int64_t Kc)
   if (kB >= q_.K && Kc >= q_.K) return double(sector_count(tn * pitch, sector) * sector);
   return double(tn) * chunked(Kc, std::min(kB, Kc), ds, pitch, sector);
 }
+
+// The 950 class (DAV_3510, arch35): split cores, FixPipe and a 256 KiB L0C ([R] Ascend950PR_9579.ini).
+bool dav3510(const Platform& p) { return p.split && p.fixpipe && int64_t(p.l0c) == 262144; }
 
 // ceil of a non-negative x below 2^62 without a libm call (x86-64's baseline
 // has no rounding instruction, and this runs in every estimate).
@@ -369,7 +373,9 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   }
   // Rows not 32 B aligned in GM: ND2NZ copies C0 block by block (§1 case 13,
   // N = 4095: AIC MTE2 130.77 us; kNd2nzBlockCycles is fitted on §5.8 instead).
-  if (!q.conv) {
+  // 950 (DAV_3510) has no such cost: its MTE2 pads each unaligned row (burst) on the way in
+  // ([A] asc-devkit docs/api/c_api/cube_datamove/asc_copy_gm2l1_align.md, 950PR/950DT only).
+  if (!q.conv && !dav3510(p)) {
     const int64_t pitch_a = (q.trans_a ? q.M : q.K) * q.in_size, rows_a = q.trans_a ? Kc : tm;
     const int64_t pitch_b = (q.trans_b ? q.K : q.N) * q.in_size, rows_b = q.trans_b ? tn : Kc;
     if (pitch_a % 32 && rows_a > 1)
@@ -396,8 +402,26 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
       if (t[kReorder] == 0) return 1.0;
       return double(cdiv(sharers, steps) - 1) / double(sharers - 1);
     };
-    mte2_a *= 1 + (p.same_address - 1) * colliding(std::min<int64_t>(nB, cores), cdiv(Kc, kA)) / double(a_loads);
-    mte2_b *= 1 + (p.same_address - 1) * colliding(std::min<int64_t>(mB, cores), cdiv(Kc, kB)) / double(b_loads);
+    // Static split: all of a block's sharers run at once.  Round-robin (dispatch 1): one wave
+    // covers min(cores, mB) M blocks of cdiv(cores, mB) N columns (iterateOrder 0; 1 the mirror),
+    // so a B block's sharers are the wave's M blocks, each wave touching new columns; an A block is
+    // shared by the wave's columns and read first only by the first wave of columns, later waves
+    // finding it in L2 (h_a of it).
+    int64_t share_a = std::min<int64_t>(nB, cores), share_b = std::min<int64_t>(mB, cores);
+    double first_pass_a = 1.0 / double(a_loads), first_pass_b = 1.0 / double(b_loads);
+    if (t[kDispatch] == 1) {
+      if (t[kOrder] == 0) {
+        share_a = std::min<int64_t>(nB, cdiv(cores, mB));
+        const double w = std::min(1.0, double(share_a) / double(nB));
+        first_pass_a *= w + (1 - w) * (1 - h_a);
+      } else {
+        share_b = std::min<int64_t>(mB, cdiv(cores, nB));
+        const double w = std::min(1.0, double(share_b) / double(mB));
+        first_pass_b *= w + (1 - w) * (1 - h_b);
+      }
+    }
+    mte2_a *= 1 + (p.same_address - 1) * colliding(share_a, cdiv(Kc, kA)) * first_pass_a;
+    mte2_b *= 1 + (p.same_address - 1) * colliding(share_b, cdiv(Kc, kB)) * first_pass_b;
   }
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
@@ -898,6 +922,8 @@ std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) co
   // MatMulV3's 910B tiler: split AIC/AIV, FixPipe L0C -> GM, 128 KiB L0C
   // ([V3] GetMoreArgs' L0C switch); fp16/bf16/fp32 ([V3] GetDtype).
   const bool a2 = p.split && p.fixpipe && int64_t(p.l0c) == 131072;
+  // (WeightQuantBatchMatmul runs its own arch35 kernel and tiler: the API-style default stands in.)
+  if (!q.conv && q.b_prologue.empty() && dav3510(p)) return asw_baseline();
   if (q.conv || !a2 || (q.dtype != "float16" && q.dtype != "bfloat16" && q.dtype != "float32")) return std::nullopt;
   MatMulV3Case c{q.M, q.K, q.N, q.trans_a, q.trans_b, q.bias, q.dtype, false};
   MatMulV3Hw hw{p.cube_cores, int64_t(p.l1), int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c), int64_t(p.ub),
@@ -928,6 +954,30 @@ std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) co
   return b;
 }
 
+// DAV_3510 (950: split cores, FixPipe, 256 KiB L0C): MatMulV3's adaptive sliding-window template,
+// which CANN's arch35 matmuls run ([V3-35] hicann/ops-nn matmul/mat_mul_v3/op_host/op_tiling/arch35:
+// matmul_v3_tiling_helper.cpp ResetBaseDav3510 / CalL1TilingDefault, matmul_v3_asw_tiling.cpp):
+// base 256 x 256 x 128 B (shrunk to M and N), L0C single-buffered, the base blocks dealt round-robin
+// over all cores, and K in L1 copies of up to 8 base steps such that A and B double-buffered fit L1,
+// neither operand's pair over half of it, preferring a copy whose K is a multiple of 256 B.
+// Not restated: the tail-block re-split and the full-load variants.
+std::vector<int64_t> CubeModel::asw_baseline() const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t ds = q.in_size, kq = q.k0;
+  const int64_t bm = std::min<int64_t>(256, align_up(q.M, 16)), bn = std::min<int64_t>(256, align_up(q.N, 16));
+  const int64_t bk = std::min<int64_t>(std::max<int64_t>(kq, 128 / ds), align_up(q.K, kq));
+  const int64_t l1 = int64_t(p.l1) - (q.bias ? bn * 2 * 4 : 0);
+  int64_t step = 1;
+  for (int64_t s = 1; s <= std::min<int64_t>(cdiv(q.K, bk), 8); ++s) {
+    const int64_t a = bm * bk * s * ds, b = bn * bk * s * ds;
+    if ((a + b) * 2 > l1 || std::max(a, b) * 4 > int64_t(p.l1)) break;
+    if (bk * s * ds % 256 == 0 || (step * bk * ds) % 256 != 0) step = s;
+  }
+  const int64_t mB = cdiv(q.M, bm), nB = cdiv(q.N, bn);
+  return tiling_row({bm, bn, bm, bn, bk, 1, 1, step, step, 2 * step, 2 * step, 2, 2, 1, 0, 1, 1, 0},
+                    {1, 0, std::min<int64_t>(p.cube_cores, mB * nB * q.batch), 1, 1, mB, nB, 0});
+}
 
 namespace {
 void add_values(std::vector<int64_t>& list, std::initializer_list<int64_t> more) {
