@@ -424,3 +424,17 @@ def test_rms_norm_without_weight_hand_built():
     (n,) = [n for n in g.nodes if not all(g.is_const(o) for o in n.outputs)]
     assert n.op_type == "RmsNorm" and n.inputs[0] == "x" and g.shape(n.inputs[1]) == (32,) and g.is_const(n.inputs[1])
     assert sorted(g.fused[n.name]) == ["add_eps", "div", "mean", "pow", "sqrt"]
+
+
+def test_topological_order_ends_on_a_cyclic_graph():
+    # A malformed file can make two nodes read each other's outputs (the onnx fuzz target found one
+    # that hung the import here); the order must still end, with every node once.
+    from aoe_native.graph.ir import Node
+    from aoe_native.graph.llm_rewrite import topological
+
+    a = Node(0, "a", "Relu", ["y"], ["x"], {})
+    b = Node(1, "b", "Relu", ["x"], ["y"], {})
+    c = Node(2, "c", "Relu", ["y"], ["z"], {})
+    order = topological([a, b, c], {"x": a, "y": b, "z": c})
+    assert sorted(n.name for n in order) == ["a", "b", "c"]
+    assert order.index(b) < order.index(c)

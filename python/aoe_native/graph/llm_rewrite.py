@@ -151,6 +151,7 @@ def topological(nodes: list[Node], producer: dict[str, Node]) -> list[Node]:
     of its inputs (a fused node sits at its anchor's index, which may precede an input's producer)."""
     pos = {id(n): (n.index, i) for i, n in enumerate(nodes)}
     done: set[int] = set()
+    entered: set[int] = set()  # expanded once: a cycle (a malformed file) cannot loop forever
     out: list[Node] = []
     for first in sorted(nodes, key=lambda n: pos[id(n)]):
         stack = [(first, False)]  # depth-first, without recursion: graphs have thousands of nodes
@@ -162,6 +163,9 @@ def topological(nodes: list[Node], producer: dict[str, Node]) -> list[Node]:
                 done.add(id(m))
                 out.append(m)
                 continue
+            if id(m) in entered:
+                continue
+            entered.add(id(m))
             stack.append((m, True))
             stack.extend((p, False) for t in reversed(m.inputs)
                          if (p := producer.get(t)) is not None and id(p) not in done and p is not m)
