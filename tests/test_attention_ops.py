@@ -1,17 +1,13 @@
 """Attention on Ascend (issue 49): FusedInferAttentionScore (PromptFlashAttention / IncreFlashAttention),
 SparseFlashAttention and MlaProlog in the cost model, and CANN's benchmark records of them."""
-import json
 import math
 import statistics
-from pathlib import Path
 
 import pytest
 
 import aoe_native as an
 from aoe_native.ascend import records
 
-FILE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" / \
-    "cann_bench_calibration.json"
 SOC = "Ascend910B2"
 FIA = "FusedInferAttentionScore"
 
@@ -187,12 +183,6 @@ def test_mla_joins_the_rope_dims_to_the_head_dim():
     assert op == FIA and inputs == [[60, 128, 1, 576], [60, 1, 2048, 576], [60, 1, 2048, 512]]
     assert attrs == {"input_layout": "BNSD", "causal": 0, "num_key_value_heads": 1}
 
-
-@pytest.fixture
-def measured():
-    if not FILE.is_file():
-        pytest.skip(f"CANN measured kernels not found at {FILE}")
-    return json.loads(FILE.read_text(encoding="utf-8"))
 
 
 def test_held_out_accuracy_floor(measured):

@@ -223,10 +223,6 @@ def test_contradictions_refuses_a_tolerance_outside_0_1(tolerance):
 
 # ---- CANN's measured kernels (calibrate_measured) ----------------------------------------------
 
-MEASURED_FILE = (Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" /
-                 "cann_bench_calibration.json")
-
-
 def _sigmoid(rid, case, shape, dtype, t):
     return {"id": rid, "op": "Sigmoid", "family": "elementwise", "soc": "Ascend910B2", "inputs": [shape],
             "dtype": [dtype], "attrs": {}, "time_us": t, "single_kernel": True,
@@ -269,10 +265,8 @@ def test_fitted_vector_constants_stay_physical():
         an.Platform.from_dict({**native_platform("Ascend910B2").to_dict(), "vec_rate_share": 1.5}, "test")
 
 
-def test_calibrate_measured_on_a_sample_of_the_file():
-    if not MEASURED_FILE.is_file():
-        pytest.skip(f"CANN measured kernels not found at {MEASURED_FILE}")
-    recs = json.loads(MEASURED_FILE.read_text(encoding="utf-8"))
+def test_calibrate_measured_on_a_sample_of_the_file(measured):
+    recs = measured
     sample = [r for r in recs if r["op"] in ("Sigmoid", "Maximum") and r["soc"] == "Ascend950PR"][:12]
     cal = calibration.calibrate_measured(sample, candidates={"Ascend950PR": ["Ascend950PR"]})["Ascend950PR"]
     assert cal.fitted_rows and cal.held_out_rows
@@ -386,10 +380,8 @@ def test_vec_reread_l2_speeds_up_rows_swept_more_than_once():
     assert _softmax_time({"vec_reread_l2": 1.0}, [8192, 1024], -1) == _softmax_time({"vec_reread_l2": 0.0}, [8192, 1024], -1)
 
 
-def test_calibrate_measured_fits_the_optimizer_kernels_factors_per_soc_after_the_chip():
-    if not MEASURED_FILE.is_file():
-        pytest.skip(f"CANN measured kernels not found at {MEASURED_FILE}")
-    recs = json.loads(MEASURED_FILE.read_text(encoding="utf-8"))
+def test_calibrate_measured_fits_the_optimizer_kernels_factors_per_soc_after_the_chip(measured):
+    recs = measured
     sig = [r for r in recs if r["op"] == "Sigmoid" and r["soc"] == "Ascend910B2"]
     adam = [r for r in recs if r["op"] == "ApplyAdamW" and r["soc"] == "Ascend910B2"]
     cand = {"Ascend910B2": ["Ascend910B2"]}

@@ -3,7 +3,6 @@ the kernels' quantisation and grouping, their errors, and their accuracy on CANN
 kernels (held-out half)."""
 
 import statistics
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,6 @@ import aoe_native as an
 from aoe_native.ascend import ops, records
 
 B2 = "Ascend910B2"
-FILE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" / \
-    "cann_bench_calibration.json"
 
 
 def _time(op, inputs, dtype, attrs, soc=B2):
@@ -149,11 +146,9 @@ FLOORS = {
 }
 
 
-def test_held_out_accuracy():
-    if not FILE.exists():
-        pytest.skip(f"CANN measured kernels not found at {FILE}")
+def test_held_out_accuracy(measured):
     ratios: dict = {}
-    for r in records.load_records(str(FILE)):
+    for r in measured:
         if r["op"] in ("GroupedMatmul", "WeightQuantBatchMatmul", "QuantBatchMatmulV3") and not records.fit_half(r):
             ratios.setdefault((r["op"], r["soc"]), []).append(records.predict_record(r).time_us / r["time_us"])
     assert set(ratios) == set(FLOORS)

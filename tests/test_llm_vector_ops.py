@@ -1,18 +1,14 @@
 """The LLM vector kernels (cpp/src/ascend/norm_quant.cpp): RmsNorm, AddRmsNorm, AddRmsNormDynamicQuant,
 GroupNorm(Silu), DynamicQuant, DequantSwigluQuant, SwiGlu, ApplyRotaryPosEmb; their record translations
 and their accuracy on the held-out half of CANN's measured kernels."""
-import json
 import statistics
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 import aoe_native as an
 from aoe_native.ascend import ops, records
 
-FILE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" / \
-    "cann_bench_calibration.json"
 SOCS = ("Ascend910B2", "Ascend950PR")
 
 # op -> (inputs with T tokens, dtype, attrs); T is scaled by the tests.
@@ -193,12 +189,6 @@ def test_an_unknown_rope_layout_is_named():
 OPS = {"RmsNorm", "AddRmsNormDynamicQuant", "GroupNorm", "DynamicQuant", "SwiGlu", "DequantSwigluQuant",
        "ApplyRotaryPosEmb"}
 
-
-@pytest.fixture
-def measured():
-    if not FILE.is_file():
-        pytest.skip(f"CANN measured kernels not found at {FILE}")
-    return json.loads(FILE.read_text(encoding="utf-8"))
 
 
 def test_every_record_of_these_ops_is_predicted(measured):

@@ -1,15 +1,11 @@
 """predict_record: CANN's measured kernels (shared/reference/measured_ops) as the model reads them."""
-import json
 import math
-from pathlib import Path
 
 import pytest
 
 import aoe_native as an
 from aoe_native.ascend import records
 
-FILE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" / \
-    "cann_bench_calibration.json"
 
 # A few records of the file, inline, so the reading runs without ../shared.
 SIGMOID = {"id": "M0017", "op": "Sigmoid", "family": "elementwise", "soc": "Ascend910B2", "inputs": [[2048, 2048]],
@@ -107,12 +103,6 @@ def test_the_split_is_by_case_id():
     with pytest.raises(ValueError, match="M0017: no case id"):
         records.case_id({**SIGMOID, "source_where": "nowhere"})
 
-
-@pytest.fixture
-def measured():
-    if not FILE.is_file():
-        pytest.skip(f"CANN measured kernels not found at {FILE}")
-    return json.loads(FILE.read_text(encoding="utf-8"))
 
 
 def test_every_single_kernel_record_is_predicted_or_named(measured):

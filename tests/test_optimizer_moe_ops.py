@@ -3,15 +3,12 @@ ForeachAddcdivScalar, ForeachNorm, ApplyAdamW, Gcd, MoeGatingTopKSoftmax, MoeIni
 MoeReRouting, MoeFinalizeRouting and MhcSinkhorn."""
 import math
 import statistics
-from pathlib import Path
 
 import pytest
 
 import aoe_native as an
 from aoe_native.ascend import records
 
-FILE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "measured_ops" / \
-    "cann_bench_calibration.json"
 SOC = "Ascend910B2"
 
 # (op_type, inputs, dtype, attrs) of a small and of a larger instance of each operator.
@@ -141,11 +138,9 @@ FLOOR_2X = {"ForeachAddcdivScalar": 0.95, "ForeachNorm": 0.95, "ApplyAdamW": 0.9
 
 
 @pytest.fixture(scope="module")
-def held_out():
-    if not FILE.exists():
-        pytest.skip("shared/reference/measured_ops is not beside the repository")
+def held_out(measured):
     out = {}
-    for r in records.load_records(str(FILE)):
+    for r in measured:
         if r["op"] in OPS:
             ratio = records.predict_record(r).time_us / r["time_us"]  # every record translates
             if not records.fit_half(r) and r.get("single_kernel") is True:
