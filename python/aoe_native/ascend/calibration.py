@@ -539,10 +539,26 @@ def _vector_measurements(records: Iterable[Mapping[str, Any]], soc: str,
     return out
 
 
-def _fused_kinds() -> frozenset[str]:
-    """Operator kinds of the fused LLM kernels, whose families carry their own constants."""
-    fams = ("norm", "quant", "llm_elementwise", "optimizer", "routing")
-    return frozenset(e["name"] for e in ops.op_table() if e["family"] in fams)
+# Families of the fused LLM kernels (norm_quant.cpp, optimizer.cpp, moe_routing.cpp): they carry
+# their own per-operator constants, chosen on the same fit half.  Fitted with the chip-wide
+# constants they pulled those towards their own errors (held-out accuracy fell), so the chip-wide
+# stage predicts them and fits only the other vector kernels.
+FUSED_FAMILIES = ("norm", "quant", "llm_elementwise", "optimizer", "routing")
+
+
+def _kinds_of(families: Sequence[str]) -> frozenset[str]:
+    """Operator kinds (canonical names) of the operator table's ``families``."""
+    return frozenset(e["name"] for e in ops.op_table() if e["family"] in families)
+
+
+def _op_cost_names(fit_ms: Sequence[tuple[Measurement, str]], per_op: str) -> list[str]:
+    """The vec_op_costs factors ``per_op`` fits for these (measurement, kind) pairs."""
+    names: list[str] = []
+    if per_op != "none":
+        names += sorted({op_cost_name(kind) for _, kind in fit_ms})
+    if per_op == "kind+dtype":
+        names += sorted({op_cost_name(kind, m.dtype) for m, kind in fit_ms})
+    return names
 
 
 # Which per-operator factors calibrate_measured fits (PER_OP): none, one per operator kind, or
@@ -557,8 +573,9 @@ def calibrate_measured(records: Sequence[Mapping[str, Any]], fit: Sequence[str] 
     (``shared/reference/measured_ops``): the records whose case id % 4 == 0
     (:func:`records.fit_half`) are fitted, the others predicted (``held_out_rows``).  Only
     single-kernel records the model runs on the vector cores alone take part, whatever their
-    operator, except the fused LLM kernels (:func:`_fused_kinds`: their own constants).  With ``per_op`` (:data:`PER_OP`) each operator kind (and each kind and dtype)
-    of the fitted records also gets its factor on the vector instruction costs
+    operator, except the fused LLM kernels (:data:`FUSED_FAMILIES`: their own constants).  With
+    ``per_op`` (:data:`PER_OP`) each operator kind (and each kind and dtype) of the fitted
+    records also gets its factor on the vector instruction costs
     (``vec_op_costs``); the fit starts from the field defaults (no factors), so it does not
     depend on an earlier fit.
 
@@ -574,24 +591,17 @@ def calibrate_measured(records: Sequence[Mapping[str, Any]], fit: Sequence[str] 
     by_id = {str(r.get("id")): r for r in records}
     defaults = {f["name"]: f["default"] for f in _native_fields()}
     out: dict[str, Calibration] = {}
+    fused = _kinds_of(FUSED_FAMILIES)
     for soc, skus in candidates.items():
-        best: tuple[float, Calibration] | None = None
+        best: tuple[float, Calibration, list[tuple[Measurement, str]]] | None = None
         for sku in skus:
-            # The fused LLM kernels (norm_quant.cpp, optimizer.cpp, moe_routing.cpp) carry their own
-            # per-operator constants, chosen on the same fit half: fitted again here they would pull
-            # the chip-wide constants towards their own errors (measured: held-out within ±25% fell
-            # from 62%/68% to 59%/64% on 910B2/950PR), so they are predicted, not fitted.
-            fused = _fused_kinds()
-            ms = [(m, kind) for m, kind in _vector_measurements(records, soc, {soc: sku}) if kind not in fused]
+            all_ms = _vector_measurements(records, soc, {soc: sku})
+            ms = [(m, kind) for m, kind in all_ms if kind not in fused]
             fit_ms = [(m, kind) for m, kind in ms if recs.fit_half(by_id[m.name])]
             held = [m for m, _ in ms if not recs.fit_half(by_id[m.name])]
             if not fit_ms:
                 continue
-            names = list(fit)
-            if per_op != "none":
-                names += sorted({op_cost_name(kind) for _, kind in fit_ms})
-            if per_op == "kind+dtype":
-                names += sorted({op_cost_name(kind, m.dtype) for m, kind in fit_ms})
+            names = list(fit) + _op_cost_names(fit_ms, per_op)
             # From the field defaults: the result is the fit's, not a refinement of the last one.
             base = native_platform(sku).to_dict()
             base.update({k: defaults[k] for k in (*VECTOR_FITTED, "vec_op_costs")})
@@ -601,9 +611,9 @@ def calibrate_measured(records: Sequence[Mapping[str, Any]], fit: Sequence[str] 
             cal = calibrate(start, fit_ms_, held_, fit=names)
             cost = float(np.sum(np.log([r.ratio for r in cal.fitted_rows]) ** 2))
             if best is None or cost < best[0]:
-                best = (cost, cal)
+                best = (cost, cal, all_ms)
         if best is not None:
-            out[soc] = _fit_kernel_factors(best[1], records, soc, by_id, per_op)
+            out[soc] = _fit_kernel_factors(best[1], best[2], by_id, per_op)
     return out
 
 
@@ -614,22 +624,21 @@ def calibrate_measured(records: Sequence[Mapping[str, Any]], fit: Sequence[str] 
 KERNEL_FACTOR_FAMILIES = ("optimizer", "routing")
 
 
-def _fit_kernel_factors(cal: Calibration, records: Sequence[Mapping[str, Any]], soc: str,
+def _fit_kernel_factors(cal: Calibration, all_ms: Sequence[tuple[Measurement, str]],
                         by_id: Mapping[str, Mapping[str, Any]], per_op: str) -> Calibration:
-    """``cal`` with the vec_op_costs factors of the :data:`KERNEL_FACTOR_FAMILIES` kernels fitted
-    on ``soc``'s fit-half records (the other constants as ``cal`` has them)."""
+    """``cal`` with the vec_op_costs factors of the :data:`KERNEL_FACTOR_FAMILIES` kernels among
+    ``all_ms`` (the chosen SKU's vector measurements) fitted on the fit-half records (the other
+    constants as ``cal`` has them)."""
     from . import records as recs
 
     if per_op == "none":
         return cal
-    kinds = frozenset(e["name"] for e in ops.op_table() if e["family"] in KERNEL_FACTOR_FAMILIES)
-    ms = [(m, kind) for m, kind in _vector_measurements(records, soc, {soc: cal.platform.name}) if kind in kinds]
+    kinds = _kinds_of(KERNEL_FACTOR_FAMILIES)
+    ms = [(m, kind) for m, kind in all_ms if kind in kinds]
     fit_ms = [(m, kind) for m, kind in ms if recs.fit_half(by_id[m.name])]
     if not fit_ms:
         return cal
-    names = sorted({op_cost_name(kind) for _, kind in fit_ms})
-    if per_op == "kind+dtype":
-        names += sorted({op_cost_name(kind, m.dtype) for m, kind in fit_ms})
+    names = _op_cost_names(fit_ms, per_op)
     held = [replace(m, soc_version=None) for m, _ in ms if not recs.fit_half(by_id[m.name])]
     stage = calibrate(cal.platform, [replace(m, soc_version=None) for m, _ in fit_ms], held, fit=names)
     return Calibration(platform=stage.platform, params={**cal.params, **stage.params},
