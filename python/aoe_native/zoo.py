@@ -345,7 +345,7 @@ def _swiglu_mlp(g: _GraphBuilder, x: str, hidden: int, ffn: int, name: str) -> s
     return g.op("MatMul", [h, g.weight(f"{name}.down_proj", [ffn, hidden])], name=f"{name}.down_proj")
 
 
-def _llm_attention(g: _GraphBuilder, x: str, rope: tuple[str, str], cfg: dict, b, seq: int, past: int,
+def _llm_attention(g: _GraphBuilder, x: str, rope: tuple[str, str], cfg: dict, *, b, seq: int, past: int,
                    name: str, presents: list[str]) -> str:
     """Q/K/V projections (with bias for Qwen), RoPE, one ONNX Attention (GQA through kv_num_heads'
     shapes; decode: past_key/past_value inputs of `past` positions), output projection."""
@@ -412,8 +412,8 @@ def _decoder(cfg: dict, name: str, batch: int, dynamic_batch: bool, seq: int, pa
     presents: list[str] = []
     for i in range(cfg["layers"]):
         lname = f"layers.{i}"
-        a = _llm_attention(g, _rms_norm(g, x, hidden, f"{lname}.input_layernorm"), rope, cfg, b, seq, past,
-                           f"{lname}.self_attn", presents)
+        a = _llm_attention(g, _rms_norm(g, x, hidden, f"{lname}.input_layernorm"), rope, cfg, b=b, seq=seq, past=past,
+                           name=f"{lname}.self_attn", presents=presents)
         x = g.op("Add", [x, a], name=f"{lname}.attn_residual")
         h = _rms_norm(g, x, hidden, f"{lname}.post_attention_layernorm")
         if "experts" in cfg:

@@ -122,10 +122,11 @@ def _emit_sparse(rw: Rewrite, gating: Node, sc: Node, f: dict[str, Any]) -> None
     rw.add("GroupedMatmul", anchor, [x, f["w_up"], ""], [up], dict(groups), [], suffix="_up")
     rw.add("SwiGlu", anchor, [gate, up], [act], {"dim": -1}, [])
     rw.add("GroupedMatmul", anchor, [act, f["w_down"], ""], [down], dict(groups), [], suffix="_down")
-    _finalize(rw, anchor, f["sum"].outputs[0], list(f["covers"]), down, row_idx, sc.inputs[2], gating.outputs[1], e)
+    _finalize(rw, anchor, f["sum"].outputs[0], list(f["covers"]), down=down, row_idx=row_idx, scales=sc.inputs[2],
+              expert_idx=gating.outputs[1], experts=e)
 
 
-def _finalize(rw: Rewrite, anchor: Node, out: str, covers: list[Node], down: str, row_idx: str, scales: str,
+def _finalize(rw: Rewrite, anchor: Node, out: str, covers: list[Node], *, down: str, row_idx: str, scales: str,
               expert_idx: str, experts: int) -> None:
     """MoeFinalizeRouting writing `out` [T, H], or the Add of a [T, H] tensor (a shared expert's output,
     its skip input) that follows it.  Its bias input ([E, H], required by MoeFinalizeRouting v1) is a
@@ -214,8 +215,8 @@ def _batched_routing(rw: Rewrite) -> None:
         scales = _walk(rw, rw.other(mul, gmm.outputs[0]), _ROW_WALK, covers)
         if rw.shape(scales) != (t, k):
             continue
-        _finalize(rw, red, red.outputs[0], covers + [mul, back, red], gmm.outputs[0], init[idx], scales, idx,
-                  rw.shape(gmm.inputs[1])[0])
+        _finalize(rw, red, red.outputs[0], covers + [mul, back, red], down=gmm.outputs[0], row_idx=init[idx],
+                  scales=scales, expert_idx=idx, experts=rw.shape(gmm.inputs[1])[0])
 
 
 # --------------------------------------------------------------------------- quantised matmuls

@@ -202,7 +202,7 @@ class MeasuredEvaluator(TaskEvaluator):
         return np.where(finite, est, est[finite].max())
 
     def _run(self, task: TaskLike, space: SearchSpace, max_evals: int, seed: int, start: list[Tiling],
-             strategy: str, time_limit: float | None = None, known: Known | None = None,
+             strategy: str, *, time_limit: float | None = None, known: Known | None = None,
              prior: np.ndarray | None = None) -> Any:
         with self._objective(task, space) as (objective, options):
             return tune(space, objective, strategy=strategy, max_evals=max(max_evals, len(start)),
@@ -230,8 +230,8 @@ class MeasuredEvaluator(TaskEvaluator):
         if base_id is not None and measured is not None:  # known, not measured again
             ids, values = known if known is not None else (np.zeros(0, dtype=np.int64), np.zeros(0))
             known = (np.append(ids, base_id), np.append(values, measured))
-        res = self._run(task, space, max_evals, seed, start, self.strategy, time_limit, known,
-                        self.model_prior(task, space))
+        res = self._run(task, space, max_evals, seed, start, self.strategy, time_limit=time_limit, known=known,
+                        prior=self.model_prior(task, space))
         if base_id is None:  # a default outside the pruned space: measured apart, once
             base_us = measured if measured is not None else self.estimate(task, baseline)
             if key is not None:
