@@ -12,7 +12,7 @@ import aoe_native as an
 from aoe_native import cli, zoo
 from aoe_native.outputs import report
 from aoe_native.outputs.console import subgraph_table
-from aoe_native.outputs.text import attr_text, number
+from aoe_native.outputs.text import attr_text, number, shapes_text
 from aoe_native.results import plural
 
 from opat_models import mlp
@@ -26,6 +26,8 @@ def test_counts_and_numbers_read_as_english():
     assert number(1523.4) == "1,523" and number(3.014) == "3.01" and number(0.04123) == "0.0412"
     # float32 attributes as their author wrote them, not as a float64 repr
     assert attr_text({"epsilon": 9.999999747378752e-06, "axis": -1}) == "axis=-1, epsilon=1e-05"
+    # an absent optional input (FusedInferAttentionScore without a mask, a matmul without bias) is named
+    assert shapes_text([[2048, 4096], [], [4096]]) == "2048x4096, none, 4096"
 
 
 def test_operator_tuning_after_subgraph_tuning_reports_its_own_gain(tmp_path):

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ..results import ModelTuneResult, SubgraphTuneResult
 from .aoe_files import percent
+from .text import shapes_text
 
 __all__ = ["ProgressBar", "summary_table", "subgraph_table"]
 
@@ -83,7 +84,7 @@ def summary_table(r: ModelTuneResult, rows: int = 10, narrow: bool = False) -> T
                     ("tuned us", "right"), ("gain", "right"), ("mode", "left")], "input shapes", narrow)
     ranked = sorted(r.tasks, key=lambda t: -t.occurrences * (t.baseline_us - t.time_us))
     for t in ranked[:rows]:
-        table.add_row(Text(t.op_type), "\n".join("x".join(map(str, s)) for s in t.inputs), str(t.occurrences),
+        table.add_row(Text(t.op_type), shapes_text(t.inputs, "\n"), str(t.occurrences),
                       f"{t.baseline_us:.2f}", f"{t.time_us:.2f}", percent(t.improvement),
                       *([] if narrow else [t.update_mode]))
     return table

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ..results import ModelTuneResult, SubgraphTuneResult, plural
 from .aoe_files import percent
-from .text import attr_text, number
+from .text import attr_text, number, shapes_text
 
 # Changed subgraphs shown in the SGAT report's chart and table (the result file lists them all).
 SHOWN_SUBGRAPHS = 12
@@ -118,10 +118,6 @@ def _table(header: list[str], rows: list[list]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _shape_str(inputs: list[list[int]]) -> str:
-    return ", ".join("x".join(map(str, s)) for s in inputs)
-
-
 def _stopped_note(interrupted: bool, units: list, what: str) -> str:
     """A line saying the run did not finish: Ctrl-C, or the time limit before every part started."""
     unreached = sum(1 for u in units if u.update_mode == "not reached")
@@ -147,7 +143,7 @@ def render_report(r: ModelTuneResult) -> str:
     largest = sorted((t for t in r.tasks if t.trace), key=lambda t: -t.occurrences * t.baseline_us)[:6]
     # "#index": the task's row in the task table; every input shape, as tasks of one op type often
     # share the first (the Q, K and V projections of a transformer layer).
-    series = [(f"#{t.index} {t.op_type} {_shape_str(t.inputs)} x{t.occurrences}", t.trace, t.baseline_us)
+    series = [(f"#{t.index} {t.op_type} {shapes_text(t.inputs)} x{t.occurrences}", t.trace, t.baseline_us)
               for t in largest]
     s = r.repo_summary
     summary = _table(["item", "value"], [
@@ -177,7 +173,7 @@ def render_report(r: ModelTuneResult) -> str:
              if r.unsupported else "<p>Every node is modelled.</p>")
     tasks = _table(["#", "op", "input shapes", "attrs", "occurs", "default (us)", "default is", "tuned (us)",
                     "improvement", "mode", "evaluations", "tiling space"],
-                   [[t.index, t.op_type, _shape_str(t.inputs),
+                   [[t.index, t.op_type, shapes_text(t.inputs),
                      attr_text(t.attrs), t.occurrences,
                      f"{t.baseline_us:.3f}", t.baseline_kind, f"{t.time_us:.3f}", percent(t.improvement),
                      t.update_mode + (" (warm start)" if t.warm_started else "") + (f" [{t.error}]" if t.error else ""),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["number", "attr_text"]
+__all__ = ["number", "attr_text", "shapes_text"]
 
 
 def number(v: float) -> str:
@@ -25,3 +25,9 @@ def _value(v: Any) -> str:
 def attr_text(attrs: Mapping[str, Any]) -> str:
     """``k=v, ...`` sorted by name, floats to 6 significant digits."""
     return ", ".join(f"{k}={_value(v)}" for k, v in sorted(attrs.items()))
+
+
+def shapes_text(inputs: list[list[int]], sep: str = ", ") -> str:
+    """Input shapes as ``2048x4096, 4096x1024``; an absent optional input (an empty shape) reads "none"
+    rather than leaving an empty slot between two separators."""
+    return sep.join("x".join(map(str, s)) if s else "none" for s in inputs)
