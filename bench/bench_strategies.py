@@ -18,6 +18,16 @@ Our strategies replay it through ``aoe_native.replay``; Kernel Tuner 1.5.0
 (``pip install .[bench]``) replays the same file in its simulation mode with
 the same budget, and its trace is rebuilt from the order of its results.
 
+Kernel Tuner searches the same space as ours (``--kt-space same``, the default, labels ``kt:``):
+configurations that failed when the file was recorded are in it, cost an evaluation and score as
+the worst value, as they do for ours.  Its own ``tune_cache`` does otherwise: it adds
+``util.infer_restrictions_from_cache`` as a restriction (kernel_tuner 1.5.0 interface.py:874-892,
+util.py:1580-1592), which admits only entries without ``__error__``, and ``util.read_cache``
+(util.py:1493-1513) puts ``__error__`` on every "CompilationFailedConfig" / "RuntimeFailedConfig"
+entry, so its space silently lacks them (convolution 161 of 4,362, pnpoly 318 of 4,092; GEMM has
+none).  ``--kt-space tune_cache`` (labels ``kt-tc:``) replays that way, ``both`` runs the two; a
+curve file from before this option is taken as ``kt-tc:`` by ``--reuse``.
+
 Held-out spaces (``--held-out``), to check that the defaults generalise
 beyond the three files they were measured on:
 
@@ -50,6 +60,7 @@ which slow down as a study grows, to the spaces and seeds the machine can afford
 ``--first-seed N`` starts every strategy's runs, ours and the peers', at seed N (``--reuse`` needs the same N).
 
 Usage:  python bench/bench_strategies.py [--datasets DIR] [--repeats 30] [--ours NAME[:k=v,...] ...] [--no-kt]
+        [--kt-space same|tune_cache|both]
         [--first-seed N] [--optuna ...] [--optuna-max-budget N] [--optuna-repeats N] [--reuse NPZ] [--held-out]
         [--policy]
 Prints tables (strategy x space) and saves bench/results/strategies.png,
@@ -268,16 +279,9 @@ def kt_trace(results: list[dict], keys: list[str]) -> list[float]:
     return trace
 
 
-# Kernel Tuner's two ways to replay a cache file (``--kt-space``).  Its ``tune_cache``
-# (kernel_tuner 1.5.0, interface.py:874-892) adds ``util.infer_restrictions_from_cache(cache)``
-# as a restriction (util.py:1580-1592), which admits only the entries without ``__error__``,
-# and ``util.read_cache`` (util.py:1493-1513) marks every entry whose value is
-# "CompilationFailedConfig" / "RuntimeFailedConfig" with ``__error__``: tune_cache's space
-# silently lacks every configuration that failed (convolution 161 of 4362, pnpoly 318 of 4092),
-# while ours, replayed from the same file, keep them and score one as the worst value.  "same"
-# (the default) gives Kernel Tuner the space ours get: tune_kernel in simulation mode with the
-# cache and a restriction admitting every cached configuration, so a failed one is evaluated,
-# counts as an evaluation (runners/simulation.py:99-119) and scores as the worst (kt_trace).
+# Kernel Tuner's two ways to replay a cache file (``--kt-space``; why: the module docstring).  In
+# "same", a failed configuration is evaluated, counts as an evaluation (runners/simulation.py:99-119)
+# and scores as the worst (kt_trace).
 KT_SPACES = {"same": "kt:", "tune_cache": "kt-tc:"}
 
 
