@@ -34,6 +34,7 @@ struct ForestSearchOptions {
   double warm_local = 0.9;      // after a warm start, share of the design spent on the best given one's neighbours
   bool warm_repair = true;      // ... its repaired neighbours among them
   double cold_local = 0;        // without a warm start, share of the design spent on the best result's neighbours
+                                // (off: lifts convolution and gemm at 25 evaluations, sinks pnpoly; operator_tuning.md)
   size_t cold_local_after = 2;  // ... once this many design points are known
   bool cold_adjacent = false;   // ... only to a neighbouring value of the parameter (its index +-1)
   double explore = 0.05;        // share of uniform random proposals afterwards
