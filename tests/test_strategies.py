@@ -554,3 +554,31 @@ def test_forest_center_draws_the_design_near_the_parameters_middle_values(space)
                                                    strategy_options={"initial": 6, "center": 3,
                                                                      "center_points": 1}).history_ids[:1]]
     assert off_center(first) < spread - 0.15
+
+
+def test_forest_cold_local_spends_the_blind_design_next_to_the_best_result(space):
+    """`cold_local` (off by default) sends design points, after the first `cold_local_after`, to a neighbour of
+    the best result so far (one parameter changed; with `cold_adjacent`, to its next value)."""
+    configs = np.asarray(space.configs())
+    values = space.param_values
+
+    def steps(**options: float) -> list[tuple[int, int]]:
+        """(parameters changed, largest index step) from the best earlier result, for design points 3..8."""
+        out = []
+        for seed in range(6):
+            r = tune(space, landscape, strategy="forest", max_evals=30, seed=seed,
+                     strategy_options={"initial": 8, "cold_local_after": 2, **options})
+            ids, vals = r.history_ids, r.history_values
+            for k in range(2, 8):
+                best = configs[ids[int(np.argmin(vals[:k]))]]
+                new = configs[ids[k]]
+                moved = [abs(values[p].index(new[p]) - values[p].index(best[p])) for p in range(len(values))
+                         if new[p] != best[p]]
+                out.append((len(moved), max(moved)))
+        return out
+
+    assert aoe_native.strategy_options("forest")["cold_local"] == 0
+    assert all(n == 1 for n, _ in steps(cold_local=1))
+    assert all(n == 1 and step == 1 for n, step in steps(cold_local=1, cold_adjacent=1))
+    spread = steps()
+    assert sum(n == 1 for n, _ in spread) < len(spread) / 2  # the default design goes far from it

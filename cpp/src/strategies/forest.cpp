@@ -33,6 +33,10 @@ struct ForestSearchOptions {
   bool center_far = false;      // ... as the farthest of `spread` draws, distance times centrality^center
   double warm_local = 0.9;      // after a warm start, share of the design spent on the best given one's neighbours
   bool warm_repair = true;      // ... its repaired neighbours among them
+  double cold_local = 0;        // without a warm start, share of the design spent on the best result's neighbours
+                                // (off: lifts convolution and gemm at 25 evaluations, sinks pnpoly; operator_tuning.md)
+  size_t cold_local_after = 2;  // ... once this many design points are known
+  bool cold_adjacent = false;   // ... only to a neighbouring value of the parameter (its index +-1)
   double explore = 0.05;        // share of uniform random proposals afterwards
   double greedy = 0.3;          // share of fits whose ranking is by predicted value, not expected improvement
   double local = 0.25;          // share of proposals among the best result's unvisited neighbours
@@ -282,6 +286,9 @@ class ForestSearch : public StrategyBase {
       // After a warm start, part of the design goes to the best given
       // configuration's neighbours: the caller said where to look.
       if (warm_ && rng_.uniform() < opt_.warm_local && design_neighbour(batch, out)) return true;
+      if (!warm_ && opt_.cold_local > 0 && ids_.size() >= opt_.cold_local_after && rng_.uniform() < opt_.cold_local &&
+          cold_neighbour(batch, out))
+        return true;
       return spread(batch, out);
     }
     if (rng_.uniform() < opt_.explore) return random_unvisited(batch, out);
@@ -453,19 +460,7 @@ class ForestSearch : public StrategyBase {
     // a parameter with few values (a method switch) is otherwise a small share of
     // the neighbours, and the model, having seen few of its values, rarely ranks them first.
     const uint16_t* x = space_->indices(ids_[anchor]);
-    size_t line = kNone;
-    if (opt_.local_line > 0 && rng_.uniform() < opt_.local_line) {
-      line_open_.assign(space_->num_params(), false);
-      for (ConfigId nb : nbrs_)
-        if (fresh(batch, nb)) line_open_[differing_param(x, space_->indices(nb))] = true;
-      size_t open = 0;
-      for (bool o : line_open_) open += o;
-      if (open > 0) {
-        size_t k = rng_.below(open);
-        for (size_t p = 0; p < line_open_.size() && line == kNone; ++p)
-          if (line_open_[p] && k-- == 0) line = p;
-      }
-    }
+    const size_t line = opt_.local_line > 0 && rng_.uniform() < opt_.local_line ? random_open_line(x, batch) : kNone;
     double best_a = -kInf;
     bool any = false;
     for (ConfigId nb : nbrs_) {
@@ -479,6 +474,42 @@ class ForestSearch : public StrategyBase {
       }
     }
     return any;
+  }
+
+  // A parameter drawn uniformly among those along which x has a fresh neighbour in nbrs_ (kNone: none).
+  size_t random_open_line(const uint16_t* x, const std::vector<ConfigId>& batch) {
+    line_open_.assign(space_->num_params(), false);
+    for (ConfigId nb : nbrs_)
+      if (fresh(batch, nb)) line_open_[differing_param(x, space_->indices(nb))] = true;
+    size_t open = 0;
+    for (bool o : line_open_) open += o;
+    if (open == 0) return kNone;
+    size_t k = rng_.below(open);
+    for (size_t p = 0; p < line_open_.size(); ++p)
+      if (line_open_[p] && k-- == 0) return p;
+    return kNone;
+  }
+
+  // A blind design point next to the best result so far (`cold_local`): a fresh Hamming
+  // neighbour along a parameter drawn uniformly, as the model phase's local proposals are
+  // (a parameter with many values would otherwise take most draws).
+  bool cold_neighbour(const std::vector<ConfigId>& batch, ConfigId& out) {
+    if (best_ == kNone) return false;
+    space_->neighbours(ids_[best_], Neighbourhood::Hamming, nbrs_);
+    const uint16_t* x = space_->indices(ids_[best_]);
+    if (opt_.cold_adjacent)
+      nbrs_.erase(std::remove_if(nbrs_.begin(), nbrs_.end(), [&](ConfigId nb) {
+                    const uint16_t* y = space_->indices(nb);
+                    const size_t p = differing_param(x, y);
+                    return std::abs(int(y[p]) - int(x[p])) > 1;
+                  }), nbrs_.end());
+    const size_t line = random_open_line(x, batch);
+    if (line == kNone) return false;
+    cand_.clear();
+    for (ConfigId nb : nbrs_)
+      if (fresh(batch, nb) && differing_param(x, space_->indices(nb)) == line) cand_.push_back(nb);
+    out = cand_[rng_.below(cand_.size())];
+    return true;
   }
 
   // Orders result positions best first (ties: earlier first), as a functor for
@@ -832,6 +863,9 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("center_points", o.center_points, 0, kMany);
   b("center_far", o.center_far);
   b("warm_local", o.warm_local, 0, 1);
+  b("cold_local", o.cold_local, 0, 1);
+  b("cold_local_after", o.cold_local_after, 0, kMany);
+  b("cold_adjacent", o.cold_adjacent);
   b("warm_repair", o.warm_repair);
   b("explore", o.explore, 0, 1);
   b("greedy", o.greedy, 0, 1);
