@@ -397,10 +397,18 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // them, as without the knob, which K = 16 was modelled to escape by
   // growing to K = 32).
   if (lim_.reorder) {  // (a Matmul on a SoC with the factor)
+    // On 950 (DAV_3510) the factor, measured with all 32 cores on the same tiles (§5.8: L1
+    // 369.99 against 187.35 us; UB copies show none, 342.29 against 335.64), grows with the cores
+    // that collide beyond the first: the fit-half QuantBatchMatmulV3 records of
+    // cann_bench_calibration.json, whose blocks 4 to 8 cores share, ran 1.17-1.80x faster than
+    // the full factor put them.  On C220 a few sharers pay it in full (§1 case 12: 6x4 cores,
+    // 98.72 -> 85.68 us staggered).
+    const double all_cores = dav3510(p) ? double(std::max<int64_t>(2, p.cube_cores)) - 1 : 0;
     auto colliding = [&](int64_t sharers, int64_t steps) {
       if (sharers <= 1) return 0.0;
-      if (t[kReorder] == 0) return 1.0;
-      return double(cdiv(sharers, steps) - 1) / double(sharers - 1);
+      const int64_t together = t[kReorder] == 0 ? sharers : cdiv(sharers, steps);
+      if (all_cores > 0) return std::min(1.0, double(together - 1) / all_cores);
+      return double(together - 1) / double(sharers - 1);
     };
     // Static split: all of a block's sharers run at once.  Round-robin (dispatch 1): one wave
     // covers min(cores, mB) M blocks of cdiv(cores, mB) N columns (iterateOrder 0; 1 the mirror),
@@ -409,7 +417,25 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     // finding it in L2 (h_a of it).
     int64_t share_a = std::min<int64_t>(nB, cores), share_b = std::min<int64_t>(mB, cores);
     double first_pass_a = 1.0 / double(a_loads), first_pass_b = 1.0 / double(b_loads);
-    if (t[kDispatch] == 1) {
+    if (t[kDispatch] == 1 && dav3510(p)) {
+      // 950's (DAV_3510) sliding-window scheduler deals a window of 4 rows of blocks (columns with
+      // iterateOrder 1) across the other axis, snaking, before the next window ([O] ops-nn
+      // matmul/mat_mul_v3/op_kernel/arch35/block_scheduler_aswt.h, quant_batch_matmul_v3/op_kernel/
+      // arch35/qbmm_asw_block.h: WINDOW_LEN = 4).  A wave's blocks then share both operands: each
+      // column block with the window's rows, each row block with the wave's columns; only the first
+      // window (the first wave of columns) reads them first, later ones find them in L2.
+      const bool m_win = t[kOrder] == 0;
+      const int64_t rows = m_win ? mB : nB, cols = m_win ? nB : mB;
+      const int64_t win = std::min<int64_t>(4, rows), across = std::min<int64_t>(cols, cdiv(cores, win));
+      const double w_win = double(win) / double(rows), w_across = std::min(1.0, double(across) / double(cols));
+      int64_t& share_row = m_win ? share_a : share_b;  // a row block (A's with iterateOrder 0)
+      int64_t& share_col = m_win ? share_b : share_a;
+      share_row = across;
+      share_col = win;
+      const double h_row = m_win ? h_a : h_b, h_col = m_win ? h_b : h_a;
+      (m_win ? first_pass_a : first_pass_b) *= w_across + (1 - w_across) * (1 - h_row);
+      (m_win ? first_pass_b : first_pass_a) *= w_win + (1 - w_win) * (1 - h_col);
+    } else if (t[kDispatch] == 1) {
       if (t[kOrder] == 0) {
         share_a = std::min<int64_t>(nB, cdiv(cores, mB));
         const double w = std::min(1.0, double(share_a) / double(nB));
