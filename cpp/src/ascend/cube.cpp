@@ -124,6 +124,7 @@ class CubeModel : public OpModel {
   // (A2/A3-class SoCs); sets `kind` to the baseline's label.
   std::optional<std::vector<int64_t>> v3_baseline(std::string& kind) const;
   std::vector<int64_t> asw_baseline() const;  // 950's (DAV_3510) MatMulV3 template
+  std::vector<int64_t> wqbmm_as_baseline() const;  // 950's WeightQuantBatchMatmul adaptive-split template
   // Value lists of the round-robin (dispatch 1) part of the space, around `base`.
   void add_round_robin_values(const std::vector<int64_t>& base);
   void add_round_robin_rules(const std::vector<int64_t>& base);
@@ -449,6 +450,11 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     mte2_a *= 1 + (p.same_address - 1) * colliding(share_a, cdiv(Kc, kA)) * first_pass_a;
     mte2_b *= 1 + (p.same_address - 1) * colliding(share_b, cdiv(Kc, kB)) * first_pass_b;
   }
+  // A weight the vector cores convert without a GM workspace reaches the cube's L1 from their UB
+  // (MTE3; [O] ops-nn .../weight_quant_batch_matmul_v2/op_kernel/arch35/n_first/
+  // weight_quant_batch_matmul_v2_cube_compute.h: WeightL1 buffers in the cube's L1, filled by the
+  // vector side): the cube's MTE2 reads A only; the weight's GM read is the vector side's.
+  if (!q.b_prologue.empty() && !q.b_workspace) mte2_b = 0;
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
   const double Kt = double(split == 1 ? Kp_ : align_up(Kc, q.k0));
@@ -950,6 +956,7 @@ std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) co
   const bool a2 = p.split && p.fixpipe && int64_t(p.l0c) == 131072;
   // (WeightQuantBatchMatmul runs its own arch35 kernel and tiler: the API-style default stands in.)
   if (!q.conv && q.b_prologue.empty() && dav3510(p)) return asw_baseline();
+  if (!q.conv && !q.b_prologue.empty() && dav3510(p)) return wqbmm_as_baseline();
   if (q.conv || !a2 || (q.dtype != "float16" && q.dtype != "bfloat16" && q.dtype != "float32")) return std::nullopt;
   MatMulV3Case c{q.M, q.K, q.N, q.trans_a, q.trans_b, q.bias, q.dtype, false};
   MatMulV3Hw hw{p.cube_cores, int64_t(p.l1), int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c), int64_t(p.ub),
@@ -1003,6 +1010,34 @@ std::vector<int64_t> CubeModel::asw_baseline() const {
   const int64_t mB = cdiv(q.M, bm), nB = cdiv(q.N, bn);
   return tiling_row({bm, bn, bm, bn, bk, 1, 1, step, step, 2 * step, 2 * step, 2, 2, 1, 0, 1, 1, 0},
                     {1, 0, std::min<int64_t>(p.cube_cores, mB * nB * q.batch), 1, 1, mB, nB, 0});
+}
+
+// DAV_3510's WeightQuantBatchMatmul: the adaptive-split template, which CANN's arch35 tiler tries
+// first ([O] ops-nn matmul/weight_quant_batch_matmul_v2/op_host/op_tiling/arch35/
+// weight_quant_batch_matmul_v2_adaptive_split_tiling.cpp, ADAPTIVE_SPLIT_PRIORITY 7 below the
+// reg-base and ASW templates; its ComputeCubeSplit / OptimizeMatmulTiling / ComputeBasicTiling):
+// N in L1 blocks of 256 over min(cores, N / 256) cores, M in blocks of up to 256 rows over the
+// cores left, so small M runs on N / 256 cores, not all; base K from half of L0A over a 256-wide
+// N block (64 for fp16), K in L1 copies of 256, both double-buffered, one L0C buffer; A kept in
+// L1 for the whole K when baseM x K fits half of L1 (240 KiB with a bias).  Not restated: the
+// high-performance split of transposed weights (per channel) and the tail re-split.
+std::vector<int64_t> CubeModel::wqbmm_as_baseline() const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t ds = q.in_size, cores = p.cube_cores;
+  const int64_t n_blocks = std::min<int64_t>(cores, cdiv(q.N, 256));
+  const int64_t m_blocks = std::max<int64_t>(1, std::min<int64_t>(cdiv(q.M, 256), cores / n_blocks));
+  const int64_t sm = cdiv(q.M, m_blocks), bm = std::min<int64_t>(q.bias ? 240 : 256, align_up(sm, 16));
+  const int64_t bn = std::min<int64_t>(256, align_up(cdiv(q.N, n_blocks), 16));
+  const int64_t bk = std::max<int64_t>(16, int64_t(p.l0a) / 2 / ds / 256 / 16 * 16);
+  const int64_t step = cdiv(256, bk);
+  const int64_t a_l1 = q.bias ? 240 * 1024 : 256 * 1024;
+  const bool a_full = bm * align_up(q.K, 16) * ds <= a_l1;
+  const int64_t step_a = a_full ? cdiv(align_up(q.K, 16), bk) : step;
+  const int64_t mB = cdiv(q.M, align_up(sm, 16)), nB = cdiv(q.N, bn);
+  return tiling_row({align_up(sm, 16), bn, bm, bn, bk, 1, 1, step_a, step, a_full ? step_a : 2 * step, 2 * step, 2, 2,
+                     1, 0, 1, 1, 0},
+                    {1, a_full ? 10 : 0, std::min(m_blocks * n_blocks, mB * nB * q.batch), 1, 1, mB, nB, 0});
 }
 
 namespace {
