@@ -450,11 +450,11 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     mte2_a *= 1 + (p.same_address - 1) * colliding(share_a, cdiv(Kc, kA)) * first_pass_a;
     mte2_b *= 1 + (p.same_address - 1) * colliding(share_b, cdiv(Kc, kB)) * first_pass_b;
   }
-  // A weight the vector cores convert without a GM workspace reaches the cube's L1 from their UB
+  // On 950 (DAV_3510) the weight the vector cores convert reaches the cube's L1 from their UB
   // (MTE3; [O] ops-nn .../weight_quant_batch_matmul_v2/op_kernel/arch35/n_first/
   // weight_quant_batch_matmul_v2_cube_compute.h: WeightL1 buffers in the cube's L1, filled by the
   // vector side): the cube's MTE2 reads A only; the weight's GM read is the vector side's.
-  if (!q.b_prologue.empty() && !q.b_workspace) mte2_b = 0;
+  if (!q.b_prologue.empty() && !q.b_workspace && dav3510(p)) mte2_b = 0;
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
   const double Kt = double(split == 1 ? Kp_ : align_up(Kc, q.k0));
