@@ -134,15 +134,16 @@ def test_bad_input_names_operator_and_input(op, inputs, dtype, attrs, words):
 
 # Held-out accuracy floors (case id % 4 == 2; measured figures in docs/llm_operators.md): per
 # (op, soc) the share within 2x and the band of the median predicted / measured.  On 950PR
-# QuantBatchMatmulV3 is still slow (median 1.36) and GroupedMatmul fast (0.71): the floors keep
-# those biases from growing.
+# GroupedMatmul is still fast (0.66): its floor keeps that bias from growing.  950PR's
+# QuantBatchMatmulV3 and WeightQuantBatchMatmul follow CANN's arch35 tilers and schedulers since
+# issue 48 (cube.cpp): their band is the plain +-1/3 around 1.
 FLOORS = {
     ("GroupedMatmul", "Ascend910B2"): (0.75, 0.8, 1.25),
     ("GroupedMatmul", "Ascend950PR"): (0.6, 0.6, 1.2),
     ("QuantBatchMatmulV3", "Ascend910B2"): (0.8, 0.9, 1.35),
-    ("QuantBatchMatmulV3", "Ascend950PR"): (1.0, 1.0, 1.6),
+    ("QuantBatchMatmulV3", "Ascend950PR"): (0.8, 0.75, 1.33),
     ("WeightQuantBatchMatmul", "Ascend910B2"): (0.8, 0.7, 1.1),
-    ("WeightQuantBatchMatmul", "Ascend950PR"): (0.8, 1.0, 1.5),
+    ("WeightQuantBatchMatmul", "Ascend950PR"): (0.8, 0.75, 1.33),
 }
 
 

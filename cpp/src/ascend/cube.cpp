@@ -124,6 +124,7 @@ class CubeModel : public OpModel {
   // (A2/A3-class SoCs); sets `kind` to the baseline's label.
   std::optional<std::vector<int64_t>> v3_baseline(std::string& kind) const;
   std::vector<int64_t> asw_baseline() const;  // 950's (DAV_3510) MatMulV3 template
+  std::vector<int64_t> wqbmm_as_baseline() const;  // 950's WeightQuantBatchMatmul adaptive-split template
   // Value lists of the round-robin (dispatch 1) part of the space, around `base`.
   void add_round_robin_values(const std::vector<int64_t>& base);
   void add_round_robin_rules(const std::vector<int64_t>& base);
@@ -397,10 +398,18 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // them, as without the knob, which K = 16 was modelled to escape by
   // growing to K = 32).
   if (lim_.reorder) {  // (a Matmul on a SoC with the factor)
+    // On 950 (DAV_3510) the factor, measured with all 32 cores on the same tiles (§5.8: L1
+    // 369.99 against 187.35 us; UB copies show none, 342.29 against 335.64), grows with the cores
+    // that collide beyond the first: the fit-half QuantBatchMatmulV3 records of
+    // cann_bench_calibration.json, whose blocks 4 to 8 cores share, ran 1.17-1.80x faster than
+    // the full factor put them.  On C220 a few sharers pay it in full (§1 case 12: 6x4 cores,
+    // 98.72 -> 85.68 us staggered).
+    const double all_cores = dav3510(p) ? double(std::max<int64_t>(2, p.cube_cores)) - 1 : 0;
     auto colliding = [&](int64_t sharers, int64_t steps) {
       if (sharers <= 1) return 0.0;
-      if (t[kReorder] == 0) return 1.0;
-      return double(cdiv(sharers, steps) - 1) / double(sharers - 1);
+      const int64_t together = t[kReorder] == 0 ? sharers : cdiv(sharers, steps);
+      if (all_cores > 0) return std::min(1.0, double(together - 1) / all_cores);
+      return double(together - 1) / double(sharers - 1);
     };
     // Static split: all of a block's sharers run at once.  Round-robin (dispatch 1): one wave
     // covers min(cores, mB) M blocks of cdiv(cores, mB) N columns (iterateOrder 0; 1 the mirror),
@@ -409,7 +418,25 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     // finding it in L2 (h_a of it).
     int64_t share_a = std::min<int64_t>(nB, cores), share_b = std::min<int64_t>(mB, cores);
     double first_pass_a = 1.0 / double(a_loads), first_pass_b = 1.0 / double(b_loads);
-    if (t[kDispatch] == 1) {
+    if (t[kDispatch] == 1 && dav3510(p)) {
+      // 950's (DAV_3510) sliding-window scheduler deals a window of 4 rows of blocks (columns with
+      // iterateOrder 1) across the other axis, snaking, before the next window ([O] ops-nn
+      // matmul/mat_mul_v3/op_kernel/arch35/block_scheduler_aswt.h, quant_batch_matmul_v3/op_kernel/
+      // arch35/qbmm_asw_block.h: WINDOW_LEN = 4).  A wave's blocks then share both operands: each
+      // column block with the window's rows, each row block with the wave's columns; only the first
+      // window (the first wave of columns) reads them first, later ones find them in L2.
+      const bool m_win = t[kOrder] == 0;
+      const int64_t rows = m_win ? mB : nB, cols = m_win ? nB : mB;
+      const int64_t win = std::min<int64_t>(4, rows), across = std::min<int64_t>(cols, cdiv(cores, win));
+      const double w_win = double(win) / double(rows), w_across = std::min(1.0, double(across) / double(cols));
+      int64_t& share_row = m_win ? share_a : share_b;  // a row block (A's with iterateOrder 0)
+      int64_t& share_col = m_win ? share_b : share_a;
+      share_row = across;
+      share_col = win;
+      const double h_row = m_win ? h_a : h_b, h_col = m_win ? h_b : h_a;
+      (m_win ? first_pass_a : first_pass_b) *= w_across + (1 - w_across) * (1 - h_row);
+      (m_win ? first_pass_b : first_pass_a) *= w_win + (1 - w_win) * (1 - h_col);
+    } else if (t[kDispatch] == 1) {
       if (t[kOrder] == 0) {
         share_a = std::min<int64_t>(nB, cdiv(cores, mB));
         const double w = std::min(1.0, double(share_a) / double(nB));
@@ -423,6 +450,11 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     mte2_a *= 1 + (p.same_address - 1) * colliding(share_a, cdiv(Kc, kA)) * first_pass_a;
     mte2_b *= 1 + (p.same_address - 1) * colliding(share_b, cdiv(Kc, kB)) * first_pass_b;
   }
+  // On 950 (DAV_3510) the weight the vector cores convert reaches the cube's L1 from their UB
+  // (MTE3; [O] ops-nn .../weight_quant_batch_matmul_v2/op_kernel/arch35/n_first/
+  // weight_quant_batch_matmul_v2_cube_compute.h: WeightL1 buffers in the cube's L1, filled by the
+  // vector side): the cube's MTE2 reads A only; the weight's GM read is the vector side's.
+  if (!q.b_prologue.empty() && !q.b_workspace && dav3510(p)) mte2_b = 0;
 
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
   const double Kt = double(split == 1 ? Kp_ : align_up(Kc, q.k0));
@@ -924,6 +956,7 @@ std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) co
   const bool a2 = p.split && p.fixpipe && int64_t(p.l0c) == 131072;
   // (WeightQuantBatchMatmul runs its own arch35 kernel and tiler: the API-style default stands in.)
   if (!q.conv && q.b_prologue.empty() && dav3510(p)) return asw_baseline();
+  if (!q.conv && !q.b_prologue.empty() && dav3510(p)) return wqbmm_as_baseline();
   if (q.conv || !a2 || (q.dtype != "float16" && q.dtype != "bfloat16" && q.dtype != "float32")) return std::nullopt;
   MatMulV3Case c{q.M, q.K, q.N, q.trans_a, q.trans_b, q.bias, q.dtype, false};
   MatMulV3Hw hw{p.cube_cores, int64_t(p.l1), int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c), int64_t(p.ub),
@@ -977,6 +1010,34 @@ std::vector<int64_t> CubeModel::asw_baseline() const {
   const int64_t mB = cdiv(q.M, bm), nB = cdiv(q.N, bn);
   return tiling_row({bm, bn, bm, bn, bk, 1, 1, step, step, 2 * step, 2 * step, 2, 2, 1, 0, 1, 1, 0},
                     {1, 0, std::min<int64_t>(p.cube_cores, mB * nB * q.batch), 1, 1, mB, nB, 0});
+}
+
+// DAV_3510's WeightQuantBatchMatmul: the adaptive-split template, which CANN's arch35 tiler tries
+// first ([O] ops-nn matmul/weight_quant_batch_matmul_v2/op_host/op_tiling/arch35/
+// weight_quant_batch_matmul_v2_adaptive_split_tiling.cpp, ADAPTIVE_SPLIT_PRIORITY 7 below the
+// reg-base and ASW templates; its ComputeCubeSplit / OptimizeMatmulTiling / ComputeBasicTiling):
+// N in L1 blocks of 256 over min(cores, N / 256) cores, M in blocks of up to 256 rows over the
+// cores left, so small M runs on N / 256 cores, not all; base K from half of L0A over a 256-wide
+// N block (64 for fp16), K in L1 copies of 256, both double-buffered, one L0C buffer; A kept in
+// L1 for the whole K when baseM x K fits half of L1 (240 KiB with a bias).  Not restated: the
+// high-performance split of transposed weights (per channel) and the tail re-split.
+std::vector<int64_t> CubeModel::wqbmm_as_baseline() const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t ds = q.in_size, cores = p.cube_cores;
+  const int64_t n_blocks = std::min<int64_t>(cores, cdiv(q.N, 256));
+  const int64_t m_blocks = std::max<int64_t>(1, std::min<int64_t>(cdiv(q.M, 256), cores / n_blocks));
+  const int64_t sm = cdiv(q.M, m_blocks), bm = std::min<int64_t>(q.bias ? 240 : 256, align_up(sm, 16));
+  const int64_t bn = std::min<int64_t>(256, align_up(cdiv(q.N, n_blocks), 16));
+  const int64_t bk = std::max<int64_t>(16, int64_t(p.l0a) / 2 / ds / 256 / 16 * 16);
+  const int64_t step = cdiv(256, bk);
+  const int64_t a_l1 = q.bias ? 240 * 1024 : 256 * 1024;
+  const bool a_full = bm * align_up(q.K, 16) * ds <= a_l1;
+  const int64_t step_a = a_full ? cdiv(align_up(q.K, 16), bk) : step;
+  const int64_t mB = cdiv(q.M, align_up(sm, 16)), nB = cdiv(q.N, bn);
+  return tiling_row({align_up(sm, 16), bn, bm, bn, bk, 1, 1, step_a, step, a_full ? step_a : 2 * step, 2 * step, 2, 2,
+                     1, 0, 1, 1, 0},
+                    {1, a_full ? 10 : 0, std::min(m_blocks * n_blocks, mB * nB * q.batch), 1, 1, mB, nB, 0});
 }
 
 namespace {

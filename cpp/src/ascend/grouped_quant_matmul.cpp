@@ -16,6 +16,8 @@
 //   cores ([O] ops-transformer gmm/grouped_matmul/op_kernel: the block index carries on
 //   from group to group).
 // [O]: CANN's open operator sources, hicann/ops-nn and hicann/ops-transformer (master, 2025).
+// [O2]: the same ops-transformer as mirrored at repo-mirror-test/ops-transformer@bfbbec8 (Dec 2025,
+// with the arch35 GroupedMatmul the hicann mirror lacks).
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -288,9 +290,21 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   };
   int64_t bm = floor_in(s.values[gBM], 128), bn = floor_in(s.values[gBN], 256);
   int64_t bk = floor_in(s.values[gBK], std::max<int64_t>(kq, 128 / ds));
+  int64_t step = 4;
+  if (groups_.size() > 1 && p.split && p.fixpipe && int64_t(p.l0c) == 262144) {
+    // 950 (DAV_3510), rows split over several groups: base 256 x 256, K from half of L0B over 256
+    // columns (64 fp16, 32 fp32), whatever the groups' rows ([O2] ops-transformer gmm/grouped_matmul/
+    // op_host/op_tiling/arch35/grouped_no_quant_matmul_tiling.cpp CalBaseMMTiling, BASE_M/N_DEFAULT;
+    // a block wider than the rows or N covers them), K in L1 copies filling half of L1 each
+    // (CalL1Tiling: 4 base steps).
+    bn = floor_in(s.values[gBN], 256);
+    bk = floor_in(s.values[gBK], std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (256 * ds) / 16 * 16));
+    const int64_t tiler_bm = std::min<int64_t>(256, int64_t(p.l0a) / 2 / (bk * ds));
+    bm = floor_in(s.values[gBM], tiler_bm);
+    step = std::max<int64_t>(1, int64_t(p.l1) / 4 / (tiler_bm * bk * ds));
+  }
   while (bn > 16 && bn * bk * ds * 2 > p.l0b) bn /= 2;
   while (bm > 16 && (bm * bk * ds * 2 > p.l0a || bm * bn * 4 > p.l0c)) bm /= 2;
-  int64_t step = 4;
   while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * align_up(K, kq)))
     step /= 2;
   s.baseline = {1, bm, bn, bk, step, step, 2 * step, 2 * step};
