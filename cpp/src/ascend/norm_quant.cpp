@@ -149,7 +149,9 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   }
   k.elem_prog.push_back(api("Mul"));  // x^2
   const int64_t hal = align_up(h, 32 / k.ds);
-  const bool merge_n = !regbase(p) && hal <= kMergeNCols;
+  // MERGE_N is RmsNorm's and AddRmsNorm's mode; the quantising kernel's 910B tiling has none
+  // (add_rms_norm_dynamic_quant/op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp DoUbTiling).
+  const bool merge_n = !quant && !regbase(p) && hal <= kMergeNCols;
   if (merge_n) {
     // MERGE_N ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_merge_n.h Compute, normal_flag 0):
     // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
@@ -200,6 +202,22 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
   k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + 260) * hal
                             : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+  if (quant && !regbase(p)) {
+    // The 910B tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch22/
+    // add_rms_norm_dynamic_quant_tiling.cpp CheckUbNormalTiling, CheckUbSingleRowTiling,
+    // CheckUbSliceDTiling): NORMAL takes rowStep = (UB - 3 weight rows - 768) / ((4 ds + 8) x aligned D
+    // + 8) rows a pass, at most 16 (MAX_ROW_STEP); else SINGLE_ROW, one row while (4 ds + 8) bytes an
+    // element and 1 KB fit UB; else SLICE_D, pieces of 8864 elements (SLICE_COL_LEN).  Its queues are
+  // single-buffered (BUFFER_NUM 1, op_kernel/add_rms_norm_dynamic_quant.cpp), but the inputs are cast
+  // into fp32 buffers at once, so the next pass's copy overlaps the compute: modelled double-buffered,
+  // as RmsNorm (single-buffered, the fit half's four 910B2 records were 1.33-1.48x measured, against
+  // 0.84-1.68x double-buffered).  Each row's
+    // rstd and abs-max go through the scalar unit (op_kernel/add_rms_norm_dynamic_quant_normal_kernel.h).
+    const int64_t ub = int64_t(p.ub), row_step = (ub - 3 * hal * k.ds - 768) / ((4 * k.ds + 8) * hal + 8);
+    if (row_step >= 1) k.baseline_tile = std::min<int64_t>(16, row_step) * hal;
+    else if ((4 * k.ds + 8) * hal + 1024 <= ub) k.baseline_tile = hal;
+    else k.baseline_tile = 8864;
+  }
   if (quant && regbase(p)) {
     // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
     // add_rms_norm_dynamic_quant_tiling_arch35.cpp): TryPerfTiling, H up to 2 x 64 x 64 x 2 = 16384,
@@ -343,6 +361,28 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
   return make_vec_model(k, p);
 }
 
+// CANN's default UB pass of DequantSwigluQuant on the 950 generation, in output elements (rows of H,
+// 32-byte aligned), for `rows` rows of H outputs ([S] hicann/ops-nn quant/dequant_swiglu_quant/
+// op_host/dequant_swiglu_quant_tiling_arch35.cpp DoOpTiling): H up to 5120 (Y_LAST_DIM_FULL_LOAD_MAX_
+// VALUE) takes ubFactorDimx whole rows a pass: (UB - 1 KB - 3 fp32 rows) over, per row, x double-
+// buffered (2H at its width, + 32 B of activation scale), y double-buffered (int8), 32 B and one
+// fp32 row (one more with a static quant offset); a longer row goes one piece of ubFactorDimy
+// outputs at a time: (UB - 1 KB - 32 B) / (2 x (1 + x's share of 2H + the weight scale's + 4) + 8),
+// 32-byte aligned.  (The 910B tiling, dequant_swiglu_quant_tiling_base.cpp CalcOptBaseShape, takes
+// one row a pass for int32 x: charged so with the per-row scalar cost, the fit half's 910B2
+// [16384, 512] went from 1.57x to 2.0x measured; the 910B default stays the generic tile.)
+int64_t dequant_swiglu_tile(const Platform& p, bool x_int32, bool dynamic, bool weight_scale, int64_t rows, int64_t h) {
+  const int64_t ub = int64_t(p.ub);
+  if (h <= 5120) {
+    const int64_t a32 = align_up(h, 8), ax = x_int32 ? a32 : align_up(h, 16), xb = x_int32 ? 4 : 2;
+    const int64_t avail = ub - 1024 - 3 * a32 * 4;
+    const int64_t per_row = 2 * (ax * 2 * xb + 32) + 2 * align_up(h, 32) + 32 + a32 * 4 + (dynamic ? 0 : a32 * 4);
+    return std::max<int64_t>(1, std::min(rows, avail / per_row)) * align_up(h, 32);
+  }
+  const int64_t split = 2 * (1 + (x_int32 ? 8 : 4) + (weight_scale ? 8 : 0) + 4) + 8;
+  return (ub - 1024 - 32) / split / 32 * 32;
+}
+
 // DequantSwigluQuant (x [..., 2H] int32 or float16/bfloat16, weight_scale [2H], activation_scale
 // [rows], quant_scale [H], as the calibration records order them; absent ones []): dequantise
 // (x * weight_scale * activation_scale), y = silu(a) * b of the halves, then y * quant_scale and
@@ -379,16 +419,27 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   stream_in(k, k.ds);  // the activation half
   stream_in(k, k.ds);  // the gate half
   k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
+  // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
+  // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,
+  // each row's activation scale and abs-max read back by the scalar unit
+  // (op_kernel/dequant_swiglu_quant_dynamic_*.hpp: activationScaleGm.GetValue, maxTempLocal.GetValue).
+  const bool multi_row = regbase(p);
+  if (multi_row) k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
   if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
-  if (!as.empty()) { k.row_loop_prog.push_back(api("Muls")); k.row_loop_prog.push_back(api("Muls")); k.in_bytes += 4.0 / h; }
+  if (!as.empty()) {
+    for (int i = 0; i < 2; ++i)
+      if (multi_row) k.elem_prog.push_back(api("Mul"));  // broadcast over the pass's rows
+      else k.row_loop_prog.push_back(api("Muls"));       // the row's scalar
+    k.in_bytes += 4.0 / h;
+  }
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));  // silu(a) * b
   if (!qs.empty()) k.elem_prog.push_back(api("Mul"));
   const int64_t n_qs = qs.empty() ? 0 : numel(qs);
   k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + n_qs);  // float32 scales
   const bool int4 = int4_output(op);
   if (mode == "dynamic") {
-    quant_tail(k, int4, false);
+    quant_tail(k, int4, multi_row);
   } else {  // static: y * quant_scale (above) is the quantised value, no row statistic
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);
