@@ -144,6 +144,7 @@ struct VecKernel {
   double row_scalar_cycles = 0;
   int64_t baseline_tile = 0;        // >0: the operator's own default UB tile (CANN's tiling rule)
   int baseline_buffer_num = 2;      // with baseline_tile: the operator's own bufferNum (1: its queues do not overlap)
+  int64_t baseline_block_dim = 0;   // >0: the operator's own default core count, when below min(cores, units)
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

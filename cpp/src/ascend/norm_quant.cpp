@@ -355,12 +355,23 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
       const int64_t per_row = hpad * (hpad * db_bytes > avail ? sb_bytes : db_bytes);
       k.baseline_tile = std::min<int64_t>(255, avail / per_row) * hpad;
     }
+  } else if (!int4 && rows >= 4 && rows <= 384 && (h == 4096 || h == 5120 || h == 10240)) {
+    // SetSpecialTilingForDs (the same file): UB filled first (16384 / H rows a pass,
+    // MAX_ROW_LEN_SPECIAL), then the passes spread over as few cores as keep the most passes a
+    // core the same: ceil(passes / ceil(passes / cores)) cores; DynamicQuantSingleRow's loop.
+    const int64_t per_pass = std::min<int64_t>(16384 / h, rows), passes = cdiv(rows, per_pass);
+    k.baseline_tile = per_pass * h;
+    k.baseline_block_dim = cdiv(passes, cdiv(passes, p.vector_cores));
   } else {
     const int64_t max_ub_len =
         std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
     multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
     k.baseline_tile = multi_row ? max_ub_len / h * h
                                 : std::max<int64_t>(1, std::min<int64_t>(255, int64_t(p.ub) / (13 * hpad))) * hpad;
+    // The multi-row template fills UB first, then takes one core per full pass, at most all of
+    // them (CalculateMultiRowCoreDistribution: coreNum = rows / rowsPerPass when that is below the
+    // core count; the rows left over are spread on those cores).
+    if (multi_row) k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
   }
   quant_tail(k, p, int4, multi_row);
   k.sweeps_if_split = 2;
@@ -432,7 +443,12 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   // each row's activation scale and abs-max read back by the scalar unit
   // (op_kernel/dequant_swiglu_quant_dynamic_*.hpp: activationScaleGm.GetValue, maxTempLocal.GetValue).
   const bool multi_row = regbase(p);
-  if (multi_row) k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
+  if (multi_row) {
+    k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
+    // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
+    // ceil(rows / ubFactorDimx))); a split row (H > 5120) takes a core a row.
+    if (h <= 5120) k.baseline_block_dim = cdiv(rows, k.baseline_tile / align_up(h, 32));
+  }
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
   if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
   if (!as.empty()) {
