@@ -500,6 +500,13 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
   stream_in(k, k.ds);
   k.run_in = double(inner) * k.ds;
   k.out_bytes = k.ds;
+  // Halves not 32-byte aligned take the kernel's DataCopyPad path, one GM burst per row of the
+  // output too ([S] hicann/ops-nn activation/swi_glu/op_kernel/swi_glu_single.hpp CopyOut_Non32BAligned,
+  // glu_tiling_kernel.hpp: blockCount = rows, blockLen = colLen bytes), each written as whole L2
+  // lines (common.hpp write_charge).  Not on the 950 generation, whose MTE pads unaligned bursts
+  // itself (as cube.cpp's unaligned rows): the fit half's fp32 [2, 3, 17, 512, 100] dim -1 took
+  // 78.1 us on 910B2 against 21.2 on 950PR (3.7x; the chips' usual ratio is about 0.7x).
+  if ((inner * k.ds) % 32 != 0 && !regbase(p)) k.run_out = double(inner) * k.ds;
   const bool h16 = half(op.dtype);
   if (h16) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));
