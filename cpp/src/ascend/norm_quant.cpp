@@ -212,18 +212,21 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   if (quant && !regbase(p)) {
     // The 910B tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch22/
     // add_rms_norm_dynamic_quant_tiling.cpp CheckUbNormalTiling, CheckUbSingleRowTiling,
-    // CheckUbSliceDTiling): NORMAL takes rowStep = (UB - 3 weight rows - 768) / ((4 ds + 8) x aligned D
-    // + 8) rows a pass, at most 16 (MAX_ROW_STEP); else SINGLE_ROW, one row while (4 ds + 8) bytes an
-    // element and 1 KB fit UB; else SLICE_D, pieces of 8864 elements (SLICE_COL_LEN).  Its queues are
-  // single-buffered (BUFFER_NUM 1, op_kernel/add_rms_norm_dynamic_quant.cpp), but the inputs are cast
-  // into fp32 buffers at once, so the next pass's copy overlaps the compute: modelled double-buffered,
-  // as RmsNorm (single-buffered, the fit half's four 910B2 records were 1.33-1.48x measured, against
-  // 0.84-1.68x double-buffered).  Each row's
+    // CheckUbSliceDTiling): NORMAL takes rowStep = (UB - 3 weight rows - 768) / ((4 ds + 8) x aligned
+    // D + 8) rows a pass, at most 16 (MAX_ROW_STEP); else SINGLE_ROW, one row while (4 ds + 8) bytes
+    // an element and 1 KB fit UB; else SLICE_D, pieces of 8864 elements (SLICE_COL_LEN).  Each row's
     // rstd and abs-max go through the scalar unit (op_kernel/add_rms_norm_dynamic_quant_normal_kernel.h).
+    // The queues are single-buffered (BUFFER_NUM 1, op_kernel/add_rms_norm_dynamic_quant.cpp), but the
+    // inputs are cast into fp32 buffers at once, so the next pass's copy overlaps the compute:
+    // modelled double-buffered, as RmsNorm (single-buffered, the fit half's four 910B2 records were
+    // 1.33-1.48x measured, against 0.84-1.68x double-buffered) - unless the double-buffered tile
+    // could not hold the row CANN keeps whole: then single-buffered, as the kernel is, rather than
+    // a split row swept three times (the fit half's bf16 [2048, 8192]: 1.68x split, 1.33x so).
     const int64_t ub = int64_t(p.ub), row_step = (ub - 3 * hal * k.ds - 768) / ((4 * k.ds + 8) * hal + 8);
-    if (row_step >= 1) k.baseline_tile = std::min<int64_t>(16, row_step) * hal;
-    else if ((4 * k.ds + 8) * hal + 1024 <= ub) k.baseline_tile = hal;
-    else k.baseline_tile = 8864;
+    const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * hal + 1024 <= ub;
+    k.baseline_tile = row_step >= 1 ? std::min<int64_t>(16, row_step) * hal : whole_row ? hal : 8864;
+    const int64_t ub_left = ub - int64_t(std::ceil(k.bcast_bytes / 32.0) * 32);  // as vector.cpp's UB fit
+    if (whole_row && (2 * k.ub_buffers * k.ds + 4 * k.temp_fp32) * hal > ub_left) k.baseline_buffer_num = 1;
   }
   if (quant && regbase(p)) {
     // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
