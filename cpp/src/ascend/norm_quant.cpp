@@ -19,23 +19,22 @@
 namespace aoe::ascend::detail {
 namespace {
 
-// Scalar cycles per row of a kernel that reads a row statistic (rstd, abs-max) back into a
-// scalar register: a vector -> scalar pipe wait (SetFlag/WaitFlag V_S) and the scalar
-// arithmetic of the row's factor.  [F] chosen on the fit half (case id % 4 == 0) of
-// shared/reference/measured_ops/cann_bench_calibration.json only: the grid {60, 120, 240, 480,
-// 960} x {150, 300, 600, 1200} minimising the mean |log(predicted / measured)| of the
-// single-kernel records of the norms (RmsNorm, AddRmsNormDynamicQuant, GroupNorm: 24) and of the
-// quantisation (DynamicQuant, DequantSwigluQuant, AddRmsNormDynamicQuant: 29); see
-// docs/llm_operators.md.
-constexpr double kRowScalarQuant = 600.0;
-constexpr double kRowScalarNorm = 480.0;
-// The 950 generation's regbase quantisers (DynamicQuant, DequantSwigluQuant: op_kernel/arch35) keep
-// a row's abs-max in the vector registers, but the row's scale (127 / max) depends on the row's
-// whole reduction: a dependency wait per row inside the vector loop, no scalar round trip.  [F]
-// chosen on the fit half's 10 950PR records of the two (all 0.56-0.83x measured without it) from
-// {0, 150, 300, 600}: 150 on both inner halves (case id % 8 == 0: mean |log ratio| of the six
-// quantising and norm operators 0.208 against 0.240 without; % 8 == 4: 0.216 against 0.232).
-constexpr double kRowChainRegbase = 150.0;
+// Cycles per row of a kernel that reads a row statistic (rstd, abs-max) back into a scalar
+// register: a vector -> scalar pipe wait (SetFlag/WaitFlag V_S) and the scalar arithmetic of the
+// row's factor; pipe latency, so not scaled by the vector unit's issue speed (vec_cost_scale).
+// And the 950 generation's regbase quantisers (DynamicQuant, DequantSwigluQuant: op_kernel/arch35),
+// which keep a row's abs-max in the vector registers, but whose row scale (127 / max) waits for the
+// row's whole reduction: a dependency wait per row inside the vector loop, no scalar round trip.
+// [F] chosen on the fit half (case id % 4 == 0) of shared/reference/measured_ops/
+// cann_bench_calibration.json only, over {150, 300, 450, 600} x {120, 240, 360, 480} x {0, 50, 100,
+// 150} (quant x norm x chain), minimising the mean |log(predicted / measured)| of the 44 records of
+// RmsNorm, AddRmsNormDynamicQuant, GroupNorm, DynamicQuant and DequantSwigluQuant: 0.169 (0.191
+// with the earlier 600 / 480 / 150 scaled by vec_cost_scale: 1.11 on 910B2, 0.59 on 950PR, which
+// left 910B2 over-predicted as rows per core grew).  Inner split: chosen on case id % 8 == 0, the
+// % 8 == 4 records score 0.168 (0.190 before); chosen on % 8 == 4, the % 8 == 0 ones 0.186 (0.193).
+constexpr double kRowScalarQuant = 450.0;
+constexpr double kRowScalarNorm = 240.0;
+constexpr double kRowChainRegbase = 100.0;
 
 // CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
 // pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /

@@ -195,7 +195,7 @@ class VecModel : public OpModel {
       const double pieces = fits ? double(units_core) : double(units_core) * double(cdiv(row, tile));
       const double piece_elems = fits ? row_elems : double(std::min(row, tile));
       c.vec += pieces * vec_cycles(k.row_loop_prog, piece_elems) * cost_scale_ +
-               double(units_core) * sweeps * k.row_scalar_cycles * cost_scale_;
+               double(units_core) * sweeps * k.row_scalar_cycles;
     }
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (db == 2)
