@@ -220,7 +220,8 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // modelled double-buffered, as RmsNorm (single-buffered, the fit half's four 910B2 records were
     // 1.33-1.48x measured, against 0.84-1.68x double-buffered) - unless the double-buffered tile
     // could not hold the row CANN keeps whole: then single-buffered, as the kernel is, rather than
-    // a split row swept three times (the fit half's bf16 [2048, 8192]: 1.68x split, 1.33x so).
+    // a split row swept three times (the fit half's bf16 [2048, 8192]: 1.68x split, 1.33x so, with the
+    // per-row constants of the time).
     const int64_t ub = int64_t(p.ub), row_step = (ub - 3 * hal * k.ds - 768) / ((4 * k.ds + 8) * hal + 8);
     const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * hal + 1024 <= ub;
     k.baseline_tile = row_step >= 1 ? std::min<int64_t>(16, row_step) * hal : whole_row ? hal : 8864;
@@ -391,7 +392,8 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
 // outputs at a time: (UB - 1 KB - 32 B) / (2 x (1 + x's share of 2H + the weight scale's + 4) + 8),
 // 32-byte aligned.  (The 910B tiling, dequant_swiglu_quant_tiling_base.cpp CalcOptBaseShape, takes
 // one row a pass for int32 x: charged so with the per-row scalar cost, the fit half's 910B2
-// [16384, 512] went from 1.57x to 2.0x measured; the 910B default stays the generic tile.)
+// [16384, 512] went from 1.57x to 2.0x measured, with the per-row constants of the time; the 910B
+// default stays the generic tile.)
 int64_t dequant_swiglu_tile(const Platform& p, bool x_int32, bool dynamic, bool weight_scale, int64_t rows, int64_t h) {
   const int64_t ub = int64_t(p.ub);
   if (h <= 5120) {
