@@ -67,6 +67,46 @@ def test_rms_norm_tiling_follows_cann():
     assert wide["tileLen"] < 16384
 
 
+def test_dynamic_quant_fills_ub_before_taking_cores():
+    # dynamic_quant_tiling.cpp: the multi-row template takes one core per full UB pass (64 rows of
+    # 1024 fp16, 15 a pass: 4 cores); SetSpecialTilingForDs passes 16384 / H rows and spreads the
+    # passes (128 rows of 4096: 32 passes, 32 cores); enough rows use every core.
+    def base(x):
+        return an.baseline_tiling("DynamicQuant", [x], "float16", "Ascend910B2", {"output_dtype": "int8"})
+    assert base([64, 1024])["blockDim"] == 4
+    assert base([128, 4096])["blockDim"] == 32
+    assert base([8192, 8192])["blockDim"] == 48
+    r = an.tune_op("DynamicQuant", [[64, 1024]], "float16", "Ascend910B2", attrs={"output_dtype": "int8"},
+                   max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)
+
+
+def test_add_rms_norm_dynamic_quant_910b_passes_at_most_16_rows():
+    # add_rms_norm_dynamic_quant_tiling.cpp (arch22) has no MERGE_N: NORMAL passes at most 16 rows.
+    h = 128
+    base = an.baseline_tiling("AddRmsNormDynamicQuant", [[4096, h], [4096, h], [h]], "bfloat16", "Ascend910B2")
+    assert 1 <= base["tileLen"] // h <= 16
+
+
+def test_dequant_swiglu_quant_950_passes_whole_rows():
+    # dequant_swiglu_quant_tiling_arch35.cpp: H <= 5120 takes ubFactorDimx whole rows a UB pass (43 rows
+    # of 256 here; 27 as far as the model's double-buffered UB holds them; the generic tile held 16).
+    h = 256
+    base = an.baseline_tiling("DequantSwigluQuant", [[16384, 2 * h], [1, 2 * h], [16384]], "int32",
+                              "Ascend950PR", {"quant_mode": "dynamic"})
+    assert 20 <= base["tileLen"] // h <= 43
+
+
+def test_swiglu_unaligned_halves_cost_more_on_910b_only():
+    # Halves of 50 fp32 (200 bytes, not 32-byte aligned; the calibration file's [2, 3, 17, 512, 100])
+    # go the DataCopyPad path: one GM write burst per output row on 910B; the 950 generation pads
+    # unaligned bursts itself.  So 910B2's time over 950PR's grows from aligned halves (64 fp32).
+    def chips(x):
+        t = [est("SwiGlu", [x], "float32", soc, {"dim": -1}).time_us for soc in ("Ascend910B2", "Ascend950PR")]
+        return t[0] / t[1]
+    assert chips([52224, 100]) > 1.3 * chips([52224, 128])
+
+
 def test_outputs_and_dtypes_set_the_bytes():
     t, h = 2048, 4096
     w = lambda op, inputs, dtype, attrs=None: est(op, inputs, dtype, "Ascend910B2", attrs or {}).breakdown[

@@ -138,12 +138,13 @@ struct VecKernel {
   double unit_cycles = 0;           // per unit, not overlapped: waits for a unit's dependent gathers
   // Row kernels that loop over the rows of a UB tile (norm_quant.cpp): APIs called once per
   // row (a per-row scalar operand: x * rstd, x * 127 / max), and the scalar cycles per row
-  // of reading a row statistic back from UB (a vector -> scalar pipe wait; scaled, as the
-  // vector APIs, by Platform::vec_cost_scale: an assumption, the generation's issue speed).
+  // of reading a row statistic back from UB (a vector -> scalar pipe wait: latency, in cycles as
+  // they are, not scaled by Platform::vec_cost_scale as the vector APIs are).
   std::vector<VecStep> row_loop_prog;
   double row_scalar_cycles = 0;
   int64_t baseline_tile = 0;        // >0: the operator's own default UB tile (CANN's tiling rule)
   int baseline_buffer_num = 2;      // with baseline_tile: the operator's own bufferNum (1: its queues do not overlap)
+  int64_t baseline_block_dim = 0;   // >0: the operator's own default core count, when below min(cores, units)
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

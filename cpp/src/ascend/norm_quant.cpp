@@ -19,16 +19,22 @@
 namespace aoe::ascend::detail {
 namespace {
 
-// Scalar cycles per row of a kernel that reads a row statistic (rstd, abs-max) back into a
-// scalar register: a vector -> scalar pipe wait (SetFlag/WaitFlag V_S) and the scalar
-// arithmetic of the row's factor.  [F] chosen on the fit half (case id % 4 == 0) of
-// shared/reference/measured_ops/cann_bench_calibration.json only: the grid {60, 120, 240, 480,
-// 960} x {150, 300, 600, 1200} minimising the mean |log(predicted / measured)| of the
-// single-kernel records of the norms (RmsNorm, AddRmsNormDynamicQuant, GroupNorm: 24) and of the
-// quantisation (DynamicQuant, DequantSwigluQuant, AddRmsNormDynamicQuant: 29); see
-// docs/llm_operators.md.
-constexpr double kRowScalarQuant = 600.0;
-constexpr double kRowScalarNorm = 480.0;
+// Cycles per row of a kernel that reads a row statistic (rstd, abs-max) back into a scalar
+// register: a vector -> scalar pipe wait (SetFlag/WaitFlag V_S) and the scalar arithmetic of the
+// row's factor; pipe latency, so not scaled by the vector unit's issue speed (vec_cost_scale).
+// And the 950 generation's regbase quantisers (DynamicQuant, DequantSwigluQuant: op_kernel/arch35),
+// which keep a row's abs-max in the vector registers, but whose row scale (127 / max) waits for the
+// row's whole reduction: a dependency wait per row inside the vector loop, no scalar round trip.
+// [F] chosen on the fit half (case id % 4 == 0) of shared/reference/measured_ops/
+// cann_bench_calibration.json only, over {150, 300, 450, 600} x {120, 240, 360, 480} x {0, 50, 100,
+// 150} (quant x norm x chain), minimising the mean |log(predicted / measured)| of the 44 records of
+// RmsNorm, AddRmsNormDynamicQuant, GroupNorm, DynamicQuant and DequantSwigluQuant: 0.169 (0.191
+// with the earlier 600 / 480 / 150 scaled by vec_cost_scale: 1.11 on 910B2, 0.59 on 950PR, which
+// left 910B2 over-predicted as rows per core grew).  Inner split: chosen on case id % 8 == 0, the
+// % 8 == 4 records score 0.168 (0.190 before); chosen on % 8 == 4, the % 8 == 0 ones 0.186 (0.193).
+constexpr double kRowScalarQuant = 450.0;
+constexpr double kRowScalarNorm = 240.0;
+constexpr double kRowChainRegbase = 100.0;
 
 // CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
 // pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
@@ -149,7 +155,9 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   }
   k.elem_prog.push_back(api("Mul"));  // x^2
   const int64_t hal = align_up(h, 32 / k.ds);
-  const bool merge_n = !regbase(p) && hal <= kMergeNCols;
+  // MERGE_N is RmsNorm's and AddRmsNorm's mode; the quantising kernel's 910B tiling has none
+  // (add_rms_norm_dynamic_quant/op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp DoUbTiling).
+  const bool merge_n = !quant && !regbase(p) && hal <= kMergeNCols;
   if (merge_n) {
     // MERGE_N ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_merge_n.h Compute, normal_flag 0):
     // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
@@ -200,6 +208,26 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
   k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + 260) * hal
                             : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+  if (quant && !regbase(p)) {
+    // The 910B tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch22/
+    // add_rms_norm_dynamic_quant_tiling.cpp CheckUbNormalTiling, CheckUbSingleRowTiling,
+    // CheckUbSliceDTiling): NORMAL takes rowStep = (UB - 3 weight rows - 768) / ((4 ds + 8) x aligned
+    // D + 8) rows a pass, at most 16 (MAX_ROW_STEP); else SINGLE_ROW, one row while (4 ds + 8) bytes
+    // an element and 1 KB fit UB; else SLICE_D, pieces of 8864 elements (SLICE_COL_LEN).  Each row's
+    // rstd and abs-max go through the scalar unit (op_kernel/add_rms_norm_dynamic_quant_normal_kernel.h).
+    // The queues are single-buffered (BUFFER_NUM 1, op_kernel/add_rms_norm_dynamic_quant.cpp), but the
+    // inputs are cast into fp32 buffers at once, so the next pass's copy overlaps the compute:
+    // modelled double-buffered, as RmsNorm (single-buffered, the fit half's four 910B2 records were
+    // 1.33-1.48x measured, against 0.84-1.68x double-buffered) - unless the double-buffered tile
+    // could not hold the row CANN keeps whole: then single-buffered, as the kernel is, rather than
+    // a split row swept three times (the fit half's bf16 [2048, 8192]: 1.68x split, 1.33x so, with the
+    // per-row constants of the time).
+    const int64_t ub = int64_t(p.ub), row_step = (ub - 3 * hal * k.ds - 768) / ((4 * k.ds + 8) * hal + 8);
+    const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * hal + 1024 <= ub;
+    k.baseline_tile = row_step >= 1 ? std::min<int64_t>(16, row_step) * hal : whole_row ? hal : 8864;
+    const int64_t ub_left = ub - int64_t(std::ceil(k.bcast_bytes / 32.0) * 32);  // as vector.cpp's UB fit
+    if (whole_row && (2 * k.ub_buffers * k.ds + 4 * k.temp_fp32) * hal > ub_left) k.baseline_buffer_num = 1;
+  }
   if (quant && regbase(p)) {
     // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
     // add_rms_norm_dynamic_quant_tiling_arch35.cpp): TryPerfTiling, H up to 2 x 64 x 64 x 2 = 16384,
@@ -271,11 +299,12 @@ std::shared_ptr<OpModel> make_group_norm(const OpDesc& op, const Platform& p) {
 
 // The per-row dynamic quantisation tail on fp32 data: |y|, row abs-max, scale out, y * 127/max,
 // fp32 -> fp16 -> int8 (int4: one more narrowing step).
-void quant_tail(VecKernel& k, bool int4, bool multi_row) {
+void quant_tail(VecKernel& k, const Platform& p, bool int4, bool multi_row) {
   k.elem_prog.push_back(api("Adds"));            // Abs
   k.row_prog.push_back(api("WholeReduceSum"));   // ReduceMax
   if (multi_row) {
     k.elem_prog.push_back(api("Mul"));           // * 127 / max, broadcast over the tile's rows
+    if (regbase(p)) k.row_scalar_cycles = kRowChainRegbase;
   } else {
     k.row_loop_prog.push_back(api("Muls"));      // * 127 / max, the row's scalar
     k.row_scalar_cycles = kRowScalarQuant;
@@ -329,18 +358,52 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
       const int64_t per_row = hpad * (hpad * db_bytes > avail ? sb_bytes : db_bytes);
       k.baseline_tile = std::min<int64_t>(255, avail / per_row) * hpad;
     }
+  } else if (!int4 && rows >= 4 && rows <= 384 && (h == 4096 || h == 5120 || h == 10240)) {
+    // SetSpecialTilingForDs (the same file): UB filled first (16384 / H rows a pass,
+    // MAX_ROW_LEN_SPECIAL), then the passes spread over as few cores as keep the most passes a
+    // core the same: ceil(passes / ceil(passes / cores)) cores; DynamicQuantSingleRow's loop.
+    const int64_t per_pass = std::min<int64_t>(16384 / h, rows), passes = cdiv(rows, per_pass);
+    k.baseline_tile = per_pass * h;
+    k.baseline_block_dim = cdiv(passes, cdiv(passes, p.vector_cores));
   } else {
     const int64_t max_ub_len =
         std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
     multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
     k.baseline_tile = multi_row ? max_ub_len / h * h
                                 : std::max<int64_t>(1, std::min<int64_t>(255, int64_t(p.ub) / (13 * hpad))) * hpad;
+    // The multi-row template fills UB first, then takes one core per full pass, at most all of
+    // them (CalculateMultiRowCoreDistribution: coreNum = rows / rowsPerPass when that is below the
+    // core count; the rows left over are spread on those cores).
+    if (multi_row) k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
   }
-  quant_tail(k, int4, multi_row);
+  quant_tail(k, p, int4, multi_row);
   k.sweeps_if_split = 2;
   k.temp_fp32 = half(op.dtype) ? 2 : 1;
   finish(k, double(rows) * double(h), 4);
   return make_vec_model(k, p);
+}
+
+// CANN's default UB pass of DequantSwigluQuant on the 950 generation, in output elements (rows of H,
+// 32-byte aligned), for `rows` rows of H outputs ([S] hicann/ops-nn quant/dequant_swiglu_quant/
+// op_host/dequant_swiglu_quant_tiling_arch35.cpp DoOpTiling): H up to 5120 (Y_LAST_DIM_FULL_LOAD_MAX_
+// VALUE) takes ubFactorDimx whole rows a pass: (UB - 1 KB - 3 fp32 rows) over, per row, x double-
+// buffered (2H at its width, + 32 B of activation scale), y double-buffered (int8), 32 B and one
+// fp32 row (one more with a static quant offset); a longer row goes one piece of ubFactorDimy
+// outputs at a time: (UB - 1 KB - 32 B) / (2 x (1 + x's share of 2H + the weight scale's + 4) + 8),
+// 32-byte aligned.  (The 910B tiling, dequant_swiglu_quant_tiling_base.cpp CalcOptBaseShape, takes
+// one row a pass for int32 x: charged so with the per-row scalar cost, the fit half's 910B2
+// [16384, 512] went from 1.57x to 2.0x measured, with the per-row constants of the time; the 910B
+// default stays the generic tile.)
+int64_t dequant_swiglu_tile(const Platform& p, bool x_int32, bool dynamic, bool weight_scale, int64_t rows, int64_t h) {
+  const int64_t ub = int64_t(p.ub);
+  if (h <= 5120) {
+    const int64_t a32 = align_up(h, 8), ax = x_int32 ? a32 : align_up(h, 16), xb = x_int32 ? 4 : 2;
+    const int64_t avail = ub - 1024 - 3 * a32 * 4;
+    const int64_t per_row = 2 * (ax * 2 * xb + 32) + 2 * align_up(h, 32) + 32 + a32 * 4 + (dynamic ? 0 : a32 * 4);
+    return std::max<int64_t>(1, std::min(rows, avail / per_row)) * align_up(h, 32);
+  }
+  const int64_t split = 2 * (1 + (x_int32 ? 8 : 4) + (weight_scale ? 8 : 0) + 4) + 8;
+  return (ub - 1024 - 32) / split / 32 * 32;
 }
 
 // DequantSwigluQuant (x [..., 2H] int32 or float16/bfloat16, weight_scale [2H], activation_scale
@@ -379,16 +442,32 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   stream_in(k, k.ds);  // the activation half
   stream_in(k, k.ds);  // the gate half
   k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
+  // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
+  // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,
+  // each row's activation scale and abs-max read back by the scalar unit
+  // (op_kernel/dequant_swiglu_quant_dynamic_*.hpp: activationScaleGm.GetValue, maxTempLocal.GetValue).
+  const bool multi_row = regbase(p);
+  if (multi_row) {
+    k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
+    // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
+    // ceil(rows / ubFactorDimx))); a split row (H > 5120) takes a core a row.
+    if (h <= 5120) k.baseline_block_dim = cdiv(rows, k.baseline_tile / align_up(h, 32));
+  }
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
   if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
-  if (!as.empty()) { k.row_loop_prog.push_back(api("Muls")); k.row_loop_prog.push_back(api("Muls")); k.in_bytes += 4.0 / h; }
+  if (!as.empty()) {
+    for (int i = 0; i < 2; ++i)
+      if (multi_row) k.elem_prog.push_back(api("Mul"));  // broadcast over the pass's rows
+      else k.row_loop_prog.push_back(api("Muls"));       // the row's scalar
+    k.in_bytes += 4.0 / h;
+  }
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));  // silu(a) * b
   if (!qs.empty()) k.elem_prog.push_back(api("Mul"));
   const int64_t n_qs = qs.empty() ? 0 : numel(qs);
   k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + n_qs);  // float32 scales
   const bool int4 = int4_output(op);
   if (mode == "dynamic") {
-    quant_tail(k, int4, false);
+    quant_tail(k, p, int4, multi_row);
   } else {  // static: y * quant_scale (above) is the quantised value, no row statistic
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);
@@ -425,6 +504,13 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
   stream_in(k, k.ds);
   k.run_in = double(inner) * k.ds;
   k.out_bytes = k.ds;
+  // Halves not 32-byte aligned take the kernel's DataCopyPad path, one GM burst per row of the
+  // output too ([S] hicann/ops-nn activation/swi_glu/op_kernel/swi_glu_single.hpp CopyOut_Non32BAligned,
+  // glu_tiling_kernel.hpp: blockCount = rows, blockLen = colLen bytes), each written as whole L2
+  // lines (common.hpp write_charge).  Not on the 950 generation, whose MTE pads unaligned bursts
+  // itself (as cube.cpp's unaligned rows): the fit half's fp32 [2, 3, 17, 512, 100] dim -1 took
+  // 78.1 us on 910B2 against 21.2 on 950PR (3.7x; the chips' usual ratio is about 0.7x).
+  if ((inner * k.ds) % 32 != 0 && !regbase(p)) k.run_out = double(inner) * k.ds;
   const bool h16 = half(op.dtype);
   if (h16) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));

@@ -195,7 +195,7 @@ class VecModel : public OpModel {
       const double pieces = fits ? double(units_core) : double(units_core) * double(cdiv(row, tile));
       const double piece_elems = fits ? row_elems : double(std::min(row, tile));
       c.vec += pieces * vec_cycles(k.row_loop_prog, piece_elems) * cost_scale_ +
-               double(units_core) * sweeps * k.row_scalar_cycles * cost_scale_;
+               double(units_core) * sweeps * k.row_scalar_cycles;
     }
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (db == 2)
@@ -271,7 +271,15 @@ class VecModel : public OpModel {
     // 910B2 and 950PR).  A transpose takes the largest
     // square tile UB holds (CANN's Transpose: 32x32 tiles wrote 64-byte runs, 3-8x the
     // measured time of 950PR's 2-D transposes).
-    const int64_t bd = std::min<int64_t>(p.vector_cores, std::max<int64_t>(1, k.units));
+    int64_t bd = std::min<int64_t>(p.vector_cores, std::max<int64_t>(1, k.units));
+    if (k.baseline_block_dim > 0 && k.baseline_block_dim < bd) {
+      // The operator's own core count (norm_quant.cpp), a candidate of the search too.
+      bd = k.baseline_block_dim;
+      if (std::find(s.values[0].begin(), s.values[0].end(), bd) == s.values[0].end()) {
+        s.values[0].push_back(bd);
+        std::sort(s.values[0].begin(), s.values[0].end());
+      }
+    }
     int64_t bd_val = s.values[0].front();
     for (int64_t v : s.values[0]) if (v <= bd) bd_val = v;
     const int64_t block = cdiv(total, bd_val);
