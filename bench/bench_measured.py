@@ -13,6 +13,9 @@ Run: python bench/bench_measured.py [--half held|fit|all] [--json] [--file PATH]
      python bench/bench_measured.py --fit     (fit the vector constants on the fit half and print them)
      python bench/bench_measured.py --refit   (the same, and write them into socs.json; then rebuild:
                                                pip install --no-deps . compiles socs.json into the core)
+     python bench/bench_measured.py --inner   (an inner split of the fit half, to choose how the fit is
+                                               regularised without the held-out half: fit on case id
+                                               % 8 == 0, predict % 8 == 4, and the reverse)
 """
 
 from __future__ import annotations
@@ -182,6 +185,35 @@ def fit_report(records: list[dict], as_json: bool, write: bool = False) -> None:
             print(f"  {k:34s} {o['start'][k]:10.4g} -> {v:10.4g}")
 
 
+def inner_report(records: list[dict], as_json: bool) -> None:
+    """calibrate_measured fitted on the case ids % 8 == 0 of the fit half and scored on those
+    % 8 == 4, and the reverse; per SoC x family of the records calibrate_measured predicts
+    (the vector kernels outside FUSED_FAMILIES, and KERNEL_FACTOR_FAMILIES'): n, share within
+    +-25% and 2x, mean |log ratio|.  The held-out half takes no part."""
+    from aoe_native.ascend.calibration import calibrate_measured
+
+    by_id = {str(r["id"]): r for r in records}
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for a, b in ((0, 4), (4, 0)):
+        cals = calibrate_measured(records, fit_half=lambda r, a=a: rec.case_id(r) % 8 == a)
+        for soc, c in cals.items():
+            for row in c.held_out_rows:
+                r = by_id[row.name]
+                if rec.case_id(r) % 8 == b:  # (the held-out half, % 4 == 2, is left out)
+                    groups[(soc, r["family"])].append(row.ratio)
+                    groups[(soc, "all")].append(row.ratio)
+    out = [{"soc": s, "family": f, "n": len(q), "within_25": sum(abs(x - 1) <= 0.25 for x in q) / len(q),
+            "within_2x": sum(0.5 <= x <= 2 for x in q) / len(q),
+            "mean_abs_log": sum(abs(math.log(x)) for x in q) / len(q)} for (s, f), q in sorted(groups.items())]
+    if as_json:
+        print(json.dumps(out, indent=1))
+        return
+    print("inner split of the fit half: fit case id % 8 == 0 -> predict % 8 == 4, and the reverse")
+    for o in out:
+        print(f"{o['family']:26s} {o['soc']:12s} {o['n']:4d} {o['within_25'] * 100:5.0f}% {o['within_2x'] * 100:5.0f}% "
+              f"mean |log| {o['mean_abs_log']:.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", default=DEFAULT_FILE)
@@ -192,11 +224,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="fit the vector constants on the fit half (calibrate_measured) and print them")
     ap.add_argument("--refit", action="store_true",
                     help="as --fit, and write the fitted constants into socs.json (rebuild afterwards)")
+    ap.add_argument("--inner", action="store_true",
+                    help="fit on half of the fit half and score the other half (choosing the fit's regularisation)")
     args = ap.parse_args(argv)
     if not os.path.exists(args.file):
         print(f"bench_measured: {args.file} not found (shared/reference/measured_ops)", file=sys.stderr)
         return 2
     records = rec.load_records(args.file)
+    if args.inner:
+        inner_report(records, args.json)
+        return 0
     if args.fit or args.refit:
         fit_report(records, args.json, write=args.refit)
         return 0

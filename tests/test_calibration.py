@@ -249,6 +249,14 @@ def test_calibrate_measured_fits_on_the_case_id_half_and_reports_the_other():
     assert again.params == cal.params  # deterministic
 
 
+def test_calibrate_measured_takes_another_split_for_an_inner_check():
+    # bench_measured.py --inner: fit on part of the fit half, predict the rest (held out too)
+    cal = calibration.calibrate_measured(SIGMOIDS, fit=["vec_cost_scale"], candidates={"Ascend910B2": ["Ascend910B2"]},
+                                         fit_half=lambda r: r["id"] in ("M0017", "M0023"))["Ascend910B2"]
+    assert sorted(r.name for r in cal.fitted_rows) == ["M0017", "M0023"]
+    assert sorted(r.name for r in cal.held_out_rows) == ["M0019", "M0021"]
+
+
 def test_fitted_vector_constants_stay_physical():
     for soc in ("Ascend910B2", "Ascend950PR"):
         p = native_platform(soc)

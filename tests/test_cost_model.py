@@ -586,3 +586,20 @@ def test_growing_random_matmuls_never_makes_their_optimum_much_faster():
         grown[int(rng.integers(3))] *= int(rng.choice([2, 4, 8]))
         worst = min(worst, _tuned_matmul_us(*grown) / _tuned_matmul_us(*small))
     assert worst > 0.97  # what is left: how UnitFlag and the L0C buffers overlap the write-out (<= 2.1% in 300 pairs)
+
+
+def test_softmax_over_a_leading_axis_spreads_its_inner_axis_over_every_vector_core():
+    # CANN's SoftmaxV2 ARA tiling (ops-nn softmax_v2_ara_recompute_tiling.cpp): the inner axis in
+    # 32-byte blocks, ceil(129 blocks / 64 cores) = 3 per unit: 43 units of 48 fp16 columns.  The
+    # 512-byte blocks before ran on 17 cores, 3.8x the measured 5.93 us (cann_bench M0871, fit half).
+    shape, attrs = [[512, 2049]], {"axis": 0}
+    t = an.baseline_tiling("Softmax", shape, "float16", "Ascend950PR", attrs=attrs)
+    est = an.estimate("Softmax", shape, "float16", "Ascend950PR", t, attrs=attrs)
+    assert est.breakdown["cores_used"] == 43
+    assert est.time_us < 2 * 5.93
+    # a longer inner axis takes wider units, up to what UB holds, and still every core
+    wide = an.estimate("Softmax", [[512, 65536]], "float16", "Ascend950PR",
+                       an.baseline_tiling("Softmax", [[512, 65536]], "float16", "Ascend950PR", attrs=attrs), attrs=attrs)
+    assert wide.breakdown["cores_used"] == 64
+    tuned = an.tune_op("Softmax", shape, "float16", "Ascend950PR", attrs=attrs)
+    assert tuned.time_us <= est.time_us

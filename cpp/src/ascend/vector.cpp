@@ -528,23 +528,34 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     k.out_bytes_per_unit = (sm || ln) ? 0 : k.ds;
     k.out_bytes = (sm || ln) ? k.ds : 0;
   } else {
-    // Reduction along a non-innermost axis: vector Adds of rows, blocks of
-    // 512 B of the inner axis per unit (so GM runs stay long), narrower (down to one
-    // 32-byte block) while that leaves vector cores idle: CANN's kernels split the
-    // inner axis over the cores (a 950PR Softmax over dim 0 of [8192, 8192] on 32 of
-    // 64 cores was 3.5x the measured time, issue 48).
-    int64_t blk = std::min<int64_t>(align_up(inner, elem_align), 512 / k.ds);
-    // (Not below one GM read sector: shorter bursts cost a whole one.)
-    const int64_t min_blk = std::max<int64_t>(elem_align, p.gm_sector / k.ds);
-    while (blk > min_blk && outer * cdiv(inner, blk) < p.vector_cores) blk = align_up(blk / 2, elem_align);
+    // Reduction along a non-innermost axis ([outer, R, inner]): vector Adds of rows over a block
+    // of the inner axis per unit, as CANN's SoftmaxV2 ARA templates tile it (hicann/ops-nn
+    // activation/softmax_v2/op_host/arch35/softmax_v2_ara_recompute_tiling.cpp, DoOpTiling):
+    // the inner axis in 32-byte blocks, as many per unit as spread the units over every core
+    // (a0Inner = ceil(outer x blocks / cores)), at most the inner axis and what UB holds for R
+    // in chunks of 128 rows (binAddRFactor) double-buffered in the input dtype and fp32, with
+    // 11 + cache fp32 rows of work space (UB_COMPUTE_FACTOR, binAddCacheBufferCount).
+    // (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
+    // Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
+    const int64_t blocks = cdiv(inner, elem_align);
+    const int64_t r_loops = cdiv(R, 128);
+    int64_t cache = 1;  // binary-add partials kept: the bit width of the largest power of two < r_loops
+    if (r_loops > 1) {
+      int64_t basic = 1;
+      while (basic * 2 < r_loops) basic *= 2;
+      for (cache = 0; basic > 0; basic >>= 1) ++cache;
+    }
+    const int64_t ub_blocks = int64_t(p.ub) / elem_align / (128 * 2 * (4 + k.ds) + 4 * (11 + cache));
+    const int64_t per_unit = std::max<int64_t>(
+        1, std::min({cdiv(outer * blocks, int64_t(p.vector_cores)), ub_blocks, blocks}));
+    const int64_t blk = per_unit * elem_align;
     k.units = outer * cdiv(inner, blk);
     k.unit_elems = R * blk;
-    k.run_in = double(blk) * k.ds;
-    k.run_out = double(blk) * k.ds;
-    // Each run is a block of one row of the reduced axis: they start a row of `inner` apart, at
-    // multiples of the block (aligned when the row is: 950PR's Softmax over dim 0 of
-    // [8192, 8192] was charged an extra sector per 256-byte run, 1.85x the measured time).
-    k.pitch_in = double(inner) * k.ds;
+    // A unit's GM runs (blk elements a row, rows `inner` apart) are contiguous with the next
+    // unit's, which the next core reads at the same time (or this core next): together they
+    // read and write whole sectors and L2 lines, so the runs are charged as contiguous.
+    k.run_in = 0;
+    k.run_out = 0;
     if (sm) {
       for (auto* a : {"Add", "Add", "Exp", "Add", "Mul"}) k.elem_prog.push_back(api(a));
       k.sweeps_if_split = 3;
