@@ -81,6 +81,22 @@ def test_dynamic_quant_fills_ub_before_taking_cores():
     assert r.time_us <= r.baseline_us * (1 + 1e-9)
 
 
+def test_dynamic_quant_910b_one_row_template_pays_its_row_chain():
+    # dynamic_quant_db.h (910B, H not a multiple of 8): per row a chain of barriered vector calls and
+    # an in-place Max over the row's repeats; float16 without smooth scales takes the abs-max on x
+    # itself (128 a repeat), bfloat16 on its fp32 cast (64 a repeat), so bf16 pays the longer chain.
+    def est(x, dtype, smooth=False):
+        ins = [x, [x[-1]]] if smooth else [x]
+        t = an.baseline_tiling("DynamicQuant", ins, dtype, "Ascend910B2", {"output_dtype": "int8"})
+        return an.estimate("DynamicQuant", ins, dtype, "Ascend910B2", t, {"output_dtype": "int8"}).time_us
+    assert est([480, 4001], "float16") < 0.9 * est([480, 4001], "bfloat16")
+    # The chain grows with the row: 4x the row at equal rows, more than 1.5x the time (head included).
+    assert est([480, 4001], "bfloat16") > 1.5 * est([480, 1001], "bfloat16")
+    r = an.tune_op("DynamicQuant", [[480, 4001]], "bfloat16", "Ascend910B2", attrs={"output_dtype": "int8"},
+                   max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)
+
+
 def test_add_rms_norm_dynamic_quant_910b_passes_at_most_16_rows():
     # add_rms_norm_dynamic_quant_tiling.cpp (arch22) has no MERGE_N: NORMAL passes at most 16 rows.
     h = 128
