@@ -32,6 +32,7 @@ namespace {
 // with the earlier 600 / 480 / 150 scaled by vec_cost_scale: 1.11 on 910B2, 0.59 on 950PR, which
 // left 910B2 over-predicted as rows per core grew).  Inner split: chosen on case id % 8 == 0, the
 // % 8 == 4 records score 0.168 (0.190 before); chosen on % 8 == 4, the % 8 == 0 ones 0.186 (0.193).
+// (910B's one-row DynamicQuant has no scalar round trip: kPipeDrain below replaces it there.)
 constexpr double kRowScalarQuant = 450.0;
 constexpr double kRowScalarNorm = 240.0;
 constexpr double kRowChainRegbase = 100.0;
@@ -353,7 +354,7 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
   // rows of 128 to maxUbLen elements, a multiple of 8, take the multi-row template, UB passes of
   // maxUbLen / H whole rows (maxUbLen = (UB - 1024 - 3392 bytes) / 11, / 15 with smooth scales,
   // in multiples of 64, at most 255 x 64), the per-row factors applied to all of them at once.
-  // Other rows go one statistic at a time (the per-row scalar work) in passes of
+  // Other rows go one statistic at a time (the per-row chain, kPipeDrain) in passes of
   // min(255, UB / (13 H)) rows (ubPerRow = 13 x aligned H bytes, double-buffered, no smooth).
   const int64_t hpad = align_up(h, 16);
   bool multi_row = false, special = false;
