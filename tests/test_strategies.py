@@ -586,7 +586,7 @@ def test_forest_cold_local_spends_the_blind_design_next_to_the_best_result(space
 
 def test_forest_uniform_share_draws_design_points_uniformly(space):
     """`uniform_share` (0 by default) draws that share of the design uniformly instead of as the farthest of
-    `spread` draws, which go to the parameters' extreme values."""
+    `spread` draws by index distance, which go to the parameters' extreme values."""
     names, values = space.param_names, space.param_values
 
     def off_center(**options: float) -> float:
@@ -598,6 +598,9 @@ def test_forest_uniform_share_draws_design_points_uniformly(space):
 
     assert aoe_native.strategy_options("forest")["uniform_share"] == 0
     assert off_center(uniform_share=1) < off_center() - 0.1
+    # `spread_hamming` (off): farthest by the number of differing parameters, which has no pull to the extremes.
+    assert not aoe_native.strategy_options("forest")["spread_hamming"]
+    assert off_center(spread_hamming=1) < off_center() - 0.1
 
 
 def test_forest_screen_ranks_only_a_small_pool_while_results_are_few(space):

@@ -29,6 +29,7 @@ struct ForestSearchOptions {
   double initial_share = 1.0 / 3;  // ... and at most this share of the run's budget (not `initial`)
   size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
   double uniform_share = 0;     // share of design points drawn uniformly instead (extremes are slow on some spaces)
+  bool spread_hamming = false;  // the design's distance counts differing parameters (no pull to extreme values)
   double center = 0;            // > 0: the design draws configurations near the parameters' middle values instead
   size_t center_points = 0;     // ... for this many design points (0: all), the rest spread
   bool center_far = false;      // ... as the farthest of `spread` draws, distance times centrality^center
@@ -371,6 +372,10 @@ class ForestSearch : public StrategyBase {
       const uint16_t* y = space_->indices(e);
       double d = 0;
       for (size_t p = 0; p < P; ++p) {
+        if (opt_.spread_hamming) {
+          d += x[p] != y[p] && nvalues_[p] > 1;
+          continue;
+        }
         const double t = (double(x[p]) - double(y[p])) * inv_range_[p];
         d += t * t;
       }
@@ -866,6 +871,7 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("initial_share", o.initial_share, 0, 1);
   b("spread", o.spread, 0, kMany);
   b("uniform_share", o.uniform_share, 0, 1);
+  b("spread_hamming", o.spread_hamming);
   b("center", o.center, 0, kMany);
   b("center_points", o.center_points, 0, kMany);
   b("center_far", o.center_far);
