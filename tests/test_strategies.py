@@ -582,3 +582,40 @@ def test_forest_cold_local_spends_the_blind_design_next_to_the_best_result(space
     assert all(n == 1 and step == 1 for n, step in steps(cold_local=1, cold_adjacent=1))
     spread = steps()
     assert sum(n == 1 for n, _ in spread) < len(spread) / 2  # the default design goes far from it
+
+
+def test_forest_uniform_share_draws_design_points_uniformly(space):
+    """`uniform_share` (0 by default) draws that share of the design uniformly instead of as the farthest of
+    `spread` draws by index distance, which go to the parameters' extreme values."""
+    names, values = space.param_names, space.param_values
+
+    def off_center(**options: float) -> float:
+        ids = [i for seed in range(8) for i in tune(space, landscape, strategy="forest", max_evals=30, seed=seed,
+                                                    strategy_options={"initial": 6, **options}).history_ids[1:6]]
+        rows = np.asarray(space.configs())[ids]
+        return float(np.mean([abs(2 * values[p].index(row[p]) / (len(values[p]) - 1) - 1)
+                              for row in rows for p in range(len(names))]))
+
+    assert aoe_native.strategy_options("forest")["uniform_share"] == 0
+    assert off_center(uniform_share=1) < off_center() - 0.1
+    # `spread_hamming` (off): farthest by the number of differing parameters, which has no pull to the extremes.
+    assert not aoe_native.strategy_options("forest")["spread_hamming"]
+    assert off_center(spread_hamming=1) < off_center() - 0.1
+
+
+def test_forest_screen_ranks_only_a_small_pool_while_results_are_few(space):
+    """`screen_until` (0: off) ranks only `screen_pool` random candidates while the results are fewer: with a
+    pool of one, the model's proposals are uniform draws, worse than the model's pick over the space."""
+    assert aoe_native.strategy_options("forest")["screen_until"] == 0
+    base = {"initial": 6, "local": 0, "explore": 0}
+
+    def model_phase(**options: float) -> float:
+        return float(np.mean([np.median(tune(space, landscape, strategy="forest", max_evals=30, seed=seed,
+                                             strategy_options={**base, **options}).history_values[6:])
+                              for seed in range(6)]))
+
+    assert model_phase() < model_phase(screen_until=30, screen_pool=1)
+    # Only while the results are fewer: past screen_until the run is the default's.
+    late = tune(space, landscape, strategy="forest", max_evals=30, seed=0, strategy_options={**base, "screen_until": 6})
+    assert late.history_ids.tolist() == tune(space, landscape, strategy="forest", max_evals=30, seed=0,
+                                             strategy_options=base).history_ids.tolist()

@@ -28,6 +28,8 @@ struct ForestSearchOptions {
   size_t warm_initial_min = 10;  // the same after a warm start
   double initial_share = 1.0 / 3;  // ... and at most this share of the run's budget (not `initial`)
   size_t spread = 100;          // random candidates per initial configuration (0/1: uniform sampling)
+  double uniform_share = 0;     // share of design points drawn uniformly instead (extremes are slow on some spaces)
+  bool spread_hamming = false;  // the design's distance counts differing parameters (no pull to extreme values)
   double center = 0;            // > 0: the design draws configurations near the parameters' middle values instead
   size_t center_points = 0;     // ... for this many design points (0: all), the rest spread
   bool center_far = false;      // ... as the farthest of `spread` draws, distance times centrality^center
@@ -51,6 +53,8 @@ struct ForestSearchOptions {
   size_t full_limit = 8192;     // rank every unvisited configuration when there are at most this many
   size_t pool = 2048;           // else: random candidates,
   size_t walks = 8;             // and greedy walks from this many best results and best candidates
+  size_t screen_until = 0;      // while fewer results than this: rank only a small random pool (no walks),
+  size_t screen_pool = 32;      // ... of this many candidates, so a weak model picks the best of a few draws
   size_t refit_ratio = 32;      // refit when the results have grown by 1/refit_ratio
   size_t max_train = 4096;      // results a model learns from at most
   size_t batch = 1;             // proposals per ask at most; 0 = as many as the objective takes
@@ -311,6 +315,7 @@ class ForestSearch : public StrategyBase {
     if (opt_.center > 0 && !opt_.center_far && (opt_.center_points == 0 || ids_.size() + batch.size() < opt_.center_points))
       return central(batch, out);
     if (opt_.spread <= 1 || (ids_.empty() && batch.empty())) return random_unvisited(batch, out);
+    if (opt_.uniform_share > 0 && rng_.uniform() < opt_.uniform_share) return random_unvisited(batch, out);
     double farthest = -1;
     bool any = false;
     for (size_t k = 0; k < opt_.spread; ++k) {
@@ -367,6 +372,10 @@ class ForestSearch : public StrategyBase {
       const uint16_t* y = space_->indices(e);
       double d = 0;
       for (size_t p = 0; p < P; ++p) {
+        if (opt_.spread_hamming) {
+          d += x[p] != y[p] && nvalues_[p] > 1;
+          continue;
+        }
         const double t = (double(x[p]) - double(y[p])) * inv_range_[p];
         d += t * t;
       }
@@ -676,7 +685,8 @@ class ForestSearch : public StrategyBase {
     pos_ = 0;
     const size_t unvisited = space_->size() - std::min(space_->size(), record_->count());
     samples_.clear();
-    if (unvisited <= opt_.full_limit) {
+    const bool screening = ids_.size() < opt_.screen_until;
+    if (unvisited <= opt_.full_limit && !screening) {
       for (size_t c = 0; c < space_->size(); ++c)
         if (!record_->contains(ConfigId(c))) samples_.push_back(ConfigId(c));
       predict_batch(samples_);
@@ -685,7 +695,7 @@ class ForestSearch : public StrategyBase {
       pool_.clear();
       // Drawn first so that their rows can be fetched ahead: in a space of 10^6
       // configurations the rows are megabytes, and each random one is a cache miss.
-      for (size_t k = 0; k < opt_.pool; ++k) samples_.push_back(space_->sample(rng_));
+      for (size_t k = 0, n = screening ? opt_.screen_pool : opt_.pool; k < n; ++k) samples_.push_back(space_->sample(rng_));
       // With a prior, its best configurations too: a uniform pool rarely holds them.
       size_t added = 0;
       for (size_t k = 0; k < prior_order_.size() && added < opt_.prior_pool; ++k)
@@ -706,10 +716,11 @@ class ForestSearch : public StrategyBase {
       for (size_t k = 0; k < samples_.size(); ++k) add_candidate(samples_[k], [&] { return batch_acquisition(k); });
       // Walks from the best results and from the best random candidates.
       starts_.clear();
-      for (size_t i : best_results(opt_.walks)) starts_.push_back(ids_[i]);
-      std::partial_sort(ranking_.begin(), ranking_.begin() + std::min(opt_.walks, ranking_.size()), ranking_.end(),
+      const size_t walks = screening ? 0 : opt_.walks;
+      for (size_t i : best_results(walks)) starts_.push_back(ids_[i]);
+      std::partial_sort(ranking_.begin(), ranking_.begin() + std::min(walks, ranking_.size()), ranking_.end(),
                         std::greater<>());
-      for (size_t i = 0; i < std::min(opt_.walks, ranking_.size()); ++i) starts_.push_back(ranking_[i].second);
+      for (size_t i = 0; i < std::min(walks, ranking_.size()); ++i) starts_.push_back(ranking_[i].second);
       for (ConfigId s : starts_) walk(s);
     }
     // Highest acquisition first; ties in id order (deterministic).
@@ -859,6 +870,8 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("warm_initial_min", o.warm_initial_min, 1, kMany);
   b("initial_share", o.initial_share, 0, 1);
   b("spread", o.spread, 0, kMany);
+  b("uniform_share", o.uniform_share, 0, 1);
+  b("spread_hamming", o.spread_hamming);
   b("center", o.center, 0, kMany);
   b("center_points", o.center_points, 0, kMany);
   b("center_far", o.center_far);
@@ -881,6 +894,8 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("full_limit", o.full_limit, 0, kMany);
   b("pool", o.pool, 0, kMany);
   b("walks", o.walks, 0, kMany);
+  b("screen_until", o.screen_until, 0, kMany);
+  b("screen_pool", o.screen_pool, 1, kMany);
   b("refit_ratio", o.refit_ratio, 1, kMany);
   b("max_train", o.max_train, 2, kMany);
   b("batch", o.batch, 0, kMany);
