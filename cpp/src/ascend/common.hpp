@@ -151,6 +151,14 @@ struct VecKernel {
 VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
 // The Ascend C vector pattern's model (blockDim, tileLen, bufferNum[, splitR][, vcBlocks]) of `k`.
 std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p);
+// How a tile of `k` fills UB: tileLen x (per_buffer x bufferNum + fixed) <= ub, the broadcast operands
+// resident beside it (ub <= 0: not even those fit).  The search's UB restriction, and the bound an
+// operator's own default tiling is held to.
+struct UbFit {
+  int64_t ub, per_buffer, fixed;  // bytes left for tiles; bytes a tile element takes per buffer and in fp32 work tiles
+  int64_t tile(int buffer_num) const { return std::max<int64_t>(0, ub) / (per_buffer * buffer_num + fixed); }
+};
+UbFit ub_fit(const VecKernel& k, const Platform& p);
 
 // ---- start costs (GE ATT, [G] perf_param_v1.cpp / pipe_perf_expr.cpp) ---------
 constexpr double kOpHead = 300.0;         // per kernel

@@ -240,8 +240,7 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     const int64_t ub = int64_t(p.ub), row_step = (ub - 3 * hal * k.ds - 768) / ((4 * k.ds + 8) * hal + 8);
     const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * hal + 1024 <= ub;
     k.baseline_tile = row_step >= 1 ? std::min<int64_t>(16, row_step) * hal : whole_row ? hal : 8864;
-    const int64_t ub_left = ub - int64_t(std::ceil(k.bcast_bytes / 32.0) * 32);  // as vector.cpp's UB fit
-    if (whole_row && (2 * k.ub_buffers * k.ds + 4 * k.temp_fp32) * hal > ub_left) k.baseline_buffer_num = 1;
+    if (whole_row && ub_fit(k, p).tile(2) < hal) k.baseline_buffer_num = 1;
   }
   if (quant && regbase(p)) {
     // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/

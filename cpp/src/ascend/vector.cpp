@@ -16,6 +16,13 @@ namespace {
 
 enum P { kBlockDim, kTileLen, kBufferNum, kSplitR };
 
+// A knob's candidate values, sorted, with `v` among them (a default the ladder of values lacks).
+void add_value(std::vector<int64_t>& values, int64_t v) {
+  if (std::find(values.begin(), values.end(), v) != values.end()) return;
+  values.push_back(v);
+  std::sort(values.begin(), values.end());
+}
+
 class VecModel : public OpModel {
  public:
   VecModel(const VecKernel& k, const Platform& p) : k_(k), p_(p) {
@@ -213,29 +220,24 @@ class VecModel : public OpModel {
     const int64_t ds = k.ds;
     const int64_t total = k.units * k.unit_elems;
     const int64_t align = 32 / ds;  // UB operands are 32 B aligned ([A] NPU架构版本2201.md)
-    const int64_t per_tile_bytes_db = k.ub_buffers * ds;  // x bufferNum
-    const int64_t fixed = k.temp_fp32 * 4;
-    const int64_t ub = int64_t(p.ub) - int64_t(std::ceil(k.bcast_bytes / 32.0) * 32);
-    if (ub <= 0 || (per_tile_bytes_db + fixed) * std::max<int64_t>(align, 256 / ds) > ub)
+    const UbFit fit = ub_fit(k, p);
+    if (fit.tile(1) < std::max<int64_t>(align, 256 / ds))
       fail(k.kind + ": the operands do not fit the " + std::to_string(int64_t(p.ub)) + "-byte UB of " + p.name);
     s.names = {"blockDim", "tileLen", "bufferNum"};
     const int64_t max_units = k.split_rows ? std::max<int64_t>(k.units, p.vector_cores) : k.units;
     std::vector<int64_t> cores = core_counts(p.vector_cores, max_units);
     // With rows that could be split, max_units is all the cores; one core per row is a
     // candidate too (7 rows: blockDim 7 beats the 4 or 8 of the ladder; found by a QA check).
-    if (k.split_rows && k.units < p.vector_cores && std::find(cores.begin(), cores.end(), k.units) == cores.end()) {
-      cores.push_back(k.units);
-      std::sort(cores.begin(), cores.end());
-    }
+    if (k.split_rows && k.units < p.vector_cores) add_value(cores, k.units);
     s.values.push_back(cores);
-    s.values.push_back(pow2_range(std::max<int64_t>(align, 256 / ds), ub / (per_tile_bytes_db + fixed)));
+    s.values.push_back(pow2_range(std::max<int64_t>(align, 256 / ds), fit.tile(1)));
     s.values.push_back({1, 2});
     auto& r = s.restrictions;
     r.push_back("blockDim >= 1 and blockDim <= " + std::to_string(p.vector_cores));
     r.push_back("tileLen % " + std::to_string(align) + " == 0 and tileLen > 0");
     r.push_back("bufferNum >= 1 and bufferNum <= 2");
-    r.push_back("tileLen * (" + std::to_string(per_tile_bytes_db) + " * bufferNum + " + std::to_string(fixed) +
-                ") <= " + std::to_string(ub));
+    r.push_back("tileLen * (" + std::to_string(fit.per_buffer) + " * bufferNum + " + std::to_string(fit.fixed) +
+                ") <= " + std::to_string(fit.ub));
     // Pruning: no more cores than rows (unless rows are split), no tile
     // beyond twice a core's share.
     const std::string share = "(" + std::to_string(total) + " + blockDim - 1) / blockDim";
@@ -275,28 +277,22 @@ class VecModel : public OpModel {
     if (k.baseline_block_dim > 0 && k.baseline_block_dim < bd) {
       // The operator's own core count (norm_quant.cpp), a candidate of the search too.
       bd = k.baseline_block_dim;
-      if (std::find(s.values[0].begin(), s.values[0].end(), bd) == s.values[0].end()) {
-        s.values[0].push_back(bd);
-        std::sort(s.values[0].begin(), s.values[0].end());
-      }
+      add_value(s.values[0], bd);
     }
     int64_t bd_val = s.values[0].front();
     for (int64_t v : s.values[0]) if (v <= bd) bd_val = v;
     const int64_t block = cdiv(total, bd_val);
     int64_t tile = s.values[1].front();
     for (int64_t v : s.values[1])
-      if (v * (per_tile_bytes_db * 2 + fixed) <= ub &&
+      if (v <= fit.tile(2) &&
           (v <= std::max<int64_t>(block / 16, 1) || v < 2 * k.unit_elems || k.transpose_side ||
            (k.baseline_max_tile && v < 2 * block)))
         tile = v;
     if (k.baseline_tile > 0) {
       // The operator's own rule (norm_quant.cpp), as far as UB holds it with its bufferNum.
-      const int64_t fit = ub / (per_tile_bytes_db * k.baseline_buffer_num + fixed) / align * align;
-      tile = std::max<int64_t>(s.values[1].front(), std::min(k.baseline_tile / align * align, fit));
-      if (std::find(s.values[1].begin(), s.values[1].end(), tile) == s.values[1].end()) {
-        s.values[1].push_back(tile);
-        std::sort(s.values[1].begin(), s.values[1].end());
-      }
+      const int64_t held = fit.tile(k.baseline_buffer_num) / align * align;
+      tile = std::max<int64_t>(s.values[1].front(), std::min(k.baseline_tile / align * align, held));
+      add_value(s.values[1], tile);
     }
     s.baseline = {bd_val, tile, k.baseline_tile > 0 ? k.baseline_buffer_num : 2};
     if (k.split_rows) s.baseline.push_back(0);
@@ -328,6 +324,10 @@ VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& k
   k.dtype = op.dtype;
   k.ds = dtype_size(op.dtype);
   return k;
+}
+
+UbFit ub_fit(const VecKernel& k, const Platform& p) {
+  return {int64_t(p.ub) - int64_t(std::ceil(k.bcast_bytes / 32.0) * 32), k.ub_buffers * k.ds, k.temp_fp32 * 4};
 }
 
 std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p) {
