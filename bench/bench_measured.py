@@ -81,11 +81,17 @@ def _case_key(r: dict) -> str:
     return json.dumps([r["op"], r["inputs"], r["dtype"], r["attrs"]], sort_keys=True)
 
 
+def _shares(ratios: list[float]) -> dict:
+    """Shares of predicted / measured ratios within +-25% and within 2x (the issue's two bars)."""
+    if not ratios:
+        return {"within_25": float("nan"), "within_2x": float("nan")}
+    return {"within_25": sum(abs(q - 1) <= 0.25 for q in ratios) / len(ratios),
+            "within_2x": sum(0.5 <= q <= 2 for q in ratios) / len(ratios)}
+
+
 def _stats(rows: list[dict]) -> dict:
     ratios = [x["ratio"] for x in rows]
-    return {"n": len(rows), "median_ratio": statistics.median(ratios) if ratios else float("nan"),
-            "within_25": sum(abs(q - 1) <= 0.25 for q in ratios) / len(ratios) if ratios else float("nan"),
-            "within_2x": sum(0.5 <= q <= 2 for q in ratios) / len(ratios) if ratios else float("nan"),
+    return {"n": len(rows), "median_ratio": statistics.median(ratios) if ratios else float("nan"), **_shares(ratios),
             "spearman": spearman([x["model_us"] for x in rows], [x["measured_us"] for x in rows])}
 
 
@@ -202,9 +208,8 @@ def inner_report(records: list[dict], as_json: bool) -> None:
                 if rec.case_id(r) % 8 == b:  # (the held-out half, % 4 == 2, is left out)
                     groups[(soc, r["family"])].append(row.ratio)
                     groups[(soc, "all")].append(row.ratio)
-    out = [{"soc": s, "family": f, "n": len(q), "within_25": sum(abs(x - 1) <= 0.25 for x in q) / len(q),
-            "within_2x": sum(0.5 <= x <= 2 for x in q) / len(q),
-            "mean_abs_log": sum(abs(math.log(x)) for x in q) / len(q)} for (s, f), q in sorted(groups.items())]
+    out = [{"soc": s, "family": f, "n": len(q), **_shares(q), "mean_abs_log": sum(abs(math.log(x)) for x in q) / len(q)}
+           for (s, f), q in sorted(groups.items())]
     if as_json:
         print(json.dumps(out, indent=1))
         return
