@@ -236,6 +236,37 @@ def test_records_translate_to_the_cann_kernel(rec):
         assert [] in inputs and attrs["input_dtypes"][1] == ""
 
 
+def test_a_group_norm_record_runs_without_the_silu():
+    # aclnnGroupNorm calls GroupNormSilu with activate_silu false (aclnn_group_norm.cpp).
+    rec = next(r for r in INLINE if r["op"] == "GroupNorm")
+    op, _, _, attrs = records.translate_record(rec)
+    assert (op, attrs["num_groups"], attrs["activate_silu"]) == ("GroupNormSilu", 8, 0)
+
+
+def _gn(x, groups, dtype="float16", soc="Ascend910B2"):
+    c = x[1]
+    return est("GroupNormSilu", [x, [c], [c]], dtype, soc, {"num_groups": groups, "activate_silu": 0}).breakdown
+
+
+def test_group_norm_on_910b_takes_whole_groups_a_core():
+    # CANN's 910B tiling: ceil(N G / cores) groups a core, so 16 groups take 16 of the 48 cores.
+    assert _gn([16, 257, 32, 31], 1)["cores_used"] == 16
+    assert _gn([5, 48, 33, 65], 6, "bfloat16")["cores_used"] == 30
+    # A channel under one 32-byte block (H W = 2 x 2 fp16) runs on one core: far slower than the
+    # same bytes with blocks of H W (64 cores' worth of groups).
+    tiny, wide = _gn([64, 64, 2, 2], 8), _gn([64, 4, 8, 8], 4)
+    assert tiny["cores_used"] == 1 and wide["cores_used"] > 1
+    assert tiny["time_us"] > 5 * wide["time_us"]
+
+
+def test_group_norm_on_910b_reads_x_twice_unless_a_small_group_stays_in_ub():
+    x_bytes = lambda x: 2 * x[0] * x[1] * x[2] * x[3]
+    big = [2, 64, 67, 71]  # H W 4757: not the small-shape template, a second read per channel
+    assert _gn(big, 8)["gm_read_bytes"] >= 2 * x_bytes(big)
+    small = [8, 64, 8, 8]  # groups of 8 x 64 = 512 elements: one read
+    assert _gn(small, 8)["gm_read_bytes"] < 1.2 * x_bytes(small)
+
+
 def test_an_unknown_rope_layout_is_named():
     bad = {**INLINE[-1], "attrs": {"layout": 3, "rotaryMode": "half"}}
     with pytest.raises(an.UnmodelledOperator, match="ApplyRotaryPosEmb.*layout 3"):

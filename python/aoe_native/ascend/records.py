@@ -374,7 +374,7 @@ def _group_norm(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> T
     groups = attrs.get("num_groups")
     if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
         raise ValueError(f"record {rid}: GroupNorm needs an integer num_groups, got {groups!r}")
-    return "GroupNormSilu", shapes, dtypes[0], {"num_groups": int(groups)}
+    return "GroupNormSilu", shapes, dtypes[0], {"num_groups": int(groups), "activate_silu": 0}
 
 
 def _swiglu(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
