@@ -59,12 +59,28 @@ def test_tiling_space_holds_the_approximate_cann_default(op):
 
 
 def test_rms_norm_tiling_follows_cann():
-    # ceil(rows / cores) rows per core on every core; a UB pass of up to 12288 16-bit elements
-    # (as far as UB holds it double-buffered), a row wider than that split (rms_norm_tiling.cpp).
+    # ceil(rows / cores) rows per core on every core; MODE_NORMAL (a row up to the 12288-element UB
+    # factor) one row a pass through single-buffered queues, a row wider than that split
+    # (rms_norm_tiling.cpp, rms_norm.h).
     base = an.baseline_tiling("RmsNorm", [[4096, 4096], [4096]], "bfloat16", "Ascend910B2")
-    assert base["blockDim"] == 48 and 8192 < base["tileLen"] <= 12288
+    assert base == {"blockDim": 48, "tileLen": 4096, "bufferNum": 1}
     wide = an.baseline_tiling("RmsNorm", [[64, 16384], [16384]], "bfloat16", "Ascend910B2")
     assert wide["tileLen"] < 16384
+    # AddRmsNorm's 910B tiling has modes of its own: it keeps the UB-factor pass.
+    add = an.baseline_tiling("AddRmsNorm", [[4096, 4096], [4096, 4096], [4096]], "bfloat16", "Ascend910B2")
+    assert 4096 < add["tileLen"] <= 12288 and add["bufferNum"] == 2
+
+
+def test_rms_norm_on_910b_loads_computes_and_stores_a_row_in_turn():
+    # Single-buffered: the time per row is the load plus the vector work (the store beside the next
+    # load), so a core's rows cost more than the slower of the two and the search's double
+    # buffering (bufferNum 2) beats CANN's default.
+    inputs = [[4096, 4096], [4096]]
+    base = an.baseline_tiling("RmsNorm", inputs, "bfloat16", "Ascend910B2")
+    b = an.estimate("RmsNorm", inputs, "bfloat16", "Ascend910B2", base).breakdown
+    assert b["time_us"] > b["head_us"] + max(b["mte2_us"], b["vector_us"]) + 0.5 * min(b["mte2_us"], b["vector_us"])
+    db = an.estimate("RmsNorm", inputs, "bfloat16", "Ascend910B2", {**base, "bufferNum": 2}).time_us
+    assert db < b["time_us"]
 
 
 def test_dynamic_quant_fills_ub_before_taking_cores():

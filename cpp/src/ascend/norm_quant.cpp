@@ -173,6 +173,9 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // MERGE_N is RmsNorm's and AddRmsNorm's mode; the quantising kernel's 910B tiling has none
   // (add_rms_norm_dynamic_quant/op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp DoUbTiling).
   const bool merge_n = !quant && !regbase(p) && hal <= kMergeNCols;
+  // RmsNorm's rows up to its UB factor, not MERGE_N, on 910B: MODE_NORMAL (rms_norm_tiling.cpp).
+  const bool rms_normal = op.kind == "RmsNorm" && !merge_n && !regbase(p) &&
+                          hal <= (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16);
   if (merge_n) {
     // MERGE_N ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_merge_n.h Compute, normal_flag 0):
     // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
@@ -186,6 +189,18 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // row's sum and rstd in the vector registers: a reduction per row, no scalar wait.
     k.row_prog.push_back(api("WholeReduceSum"));
     k.elem_prog.push_back(api("Mul"));
+  } else if (rms_normal) {
+    // RmsNorm's MODE_NORMAL on 910B ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm.h Compute):
+    // one row at a time, its sum of squares by ReduceSumHalfInterval (reduce_common.h: halving Adds,
+    // about one Add over the row, log2(H / 64) calls each with a PipeBarrier, then one repeat of
+    // WholeReduceSum), the rstd through the scalar unit (V_S and S_V waits: kRowScalarNorm), Muls by
+    // it, and gamma cast to fp32 again for every row (ComputeMulGammaCast).
+    k.elem_prog.push_back(api("Add"));
+    const double levels = std::ceil(std::log2(std::max(1.0, double(h) / 64.0)));
+    const VecCost add = vec_api_cost("Add"), wrs = vec_api_cost("WholeReduceSum");
+    k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
+    k.row_scalar_cycles = kRowScalarNorm + levels * (add.per_call + kPipeDrain) + wrs.per_repeat + wrs.per_call;
+    if (h16) k.elem_prog.push_back(cast_step(true));  // gamma
   } else {
     k.row_prog.push_back(api("WholeReduceSum"));
     k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
@@ -223,6 +238,16 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
   k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + 260) * hal
                             : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+  if (rms_normal) {
+    // MODE_NORMAL copies in, computes and copies out one row at a time through single-buffered
+    // queues (rms_norm.h SubProcess; BUFFER_NUM 1): the row's load, vector work and store in turn.
+    // (With the per-row reduction as one WholeReduceSum and the queues assumed to overlap, the fit
+    // half's three 910B2 MODE_NORMAL records were 1.02, 0.78, 0.97x the measured time: right for
+    // fp16 and bf16 by vector cost, short for fp32, whose rows move twice the bytes.)
+    k.baseline_tile = hal;
+    k.baseline_buffer_num = 1;
+    k.store_beside_load = true;  // outQueueY apart from inQueueX: row i's store beside row i+1's load
+  }
   if (quant && !regbase(p)) {
     // The 910B tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch22/
     // add_rms_norm_dynamic_quant_tiling.cpp CheckUbNormalTiling, CheckUbSingleRowTiling,
