@@ -83,6 +83,18 @@ def test_rms_norm_on_910b_loads_computes_and_stores_a_row_in_turn():
     assert db < b["time_us"]
 
 
+def test_add_rms_norm_dynamic_quant_slice_d_goes_through_its_workspace():
+    # 910B: a bf16 row of 14336 fits neither NORMAL nor SINGLE_ROW: SLICE_D's three passes move x1 + x2
+    # and the normalised row through a per-core fp32 workspace (cut_d_kernel.h): 22 bytes an element
+    # in (3 x 2 + 8 + 8) against 4 for a whole row's x1 and x2.
+    def read_per_elem(h):
+        x = [96, h]
+        b = est("AddRmsNormDynamicQuant", [x, x, [h]], "bfloat16", "Ascend910B2", {}).breakdown
+        return b["gm_read_bytes"] / (96 * h)
+    assert 21 < read_per_elem(14336) < 24  # (+ gamma, read once a core)
+    assert read_per_elem(8192) < 5
+
+
 def test_dynamic_quant_fills_ub_before_taking_cores():
     # dynamic_quant_tiling.cpp: the multi-row template takes one core per full UB pass (64 rows of
     # 1024 fp16, 15 a pass: 4 cores); SetSpecialTilingForDs passes 16384 / H rows and spreads the

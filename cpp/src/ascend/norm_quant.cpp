@@ -248,6 +248,7 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.baseline_buffer_num = 1;
     k.store_beside_load = true;  // outQueueY apart from inQueueX: row i's store beside row i+1's load
   }
+  double slice_d_in = 0;  // GM bytes read per element and sweep by SLICE_D (below), 0: as streamed
   if (quant && !regbase(p)) {
     // The 910B tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch22/
     // add_rms_norm_dynamic_quant_tiling.cpp CheckUbNormalTiling, CheckUbSingleRowTiling,
@@ -260,12 +261,24 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // modelled double-buffered, as RmsNorm (single-buffered, the fit half's four 910B2 records were
     // 1.33-1.48x measured, against 0.84-1.68x double-buffered) - unless the double-buffered tile
     // could not hold the row CANN keeps whole: then single-buffered, as the kernel is, rather than
-    // a split row swept three times (the fit half's bf16 [2048, 8192]: 1.68x split, 1.33x so, with the
-    // per-row constants of the time).
+    // a split row swept three times, with a pass's store beside the next pass's load (outRowsQue is
+    // apart from inRowsQue; the fit half's bf16 [2048, 8192]: 1.68x split, 1.33x single-buffered in
+    // turn, with the per-row constants of the time; 1.25x in turn and 1.09x store beside load now).
     const int64_t ub = int64_t(p.ub), row_step = (ub - 3 * hal * k.ds - 768) / ((4 * k.ds + 8) * hal + 8);
     const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * hal + 1024 <= ub;
     k.baseline_tile = row_step >= 1 ? std::min<int64_t>(16, row_step) * hal : whole_row ? hal : 8864;
-    if (whole_row && ub_fit(k, p).tile(2) < hal) k.baseline_buffer_num = 1;
+    if (whole_row && ub_fit(k, p).tile(2) < hal) {
+      k.baseline_buffer_num = 1;
+      k.store_beside_load = true;
+    }
+    // SLICE_D's three passes over a row (op_kernel/add_rms_norm_dynamic_quant_cut_d_kernel.h Process)
+    // go through a per-core fp32 workspace in GM: x1 + x2 out to it (CopyOutX), back in with gamma and
+    // the normalised (smoothed) rows out again (CopyInTmpX, CopyInGamma, CopyOutSmoothNorm), back in
+    // to quantise (CopyInSmoothNorm).  Beyond x1 and x2, 4 + ds + 4 q bytes an element come in and 4
+    // + 4 q go out through the core's port, all in L2 (the workspace is one row a core): charged as
+    // the re-reads of the three sweeps, 3 ds + 8 + 8 q bytes an element in all.  (As three sweeps of
+    // x1 and x2, 2 ds each, the fit half's bf16 [4096, 14336] was 0.75x the measured time.)
+    if (!whole_row) slice_d_in = (3.0 * k.ds + 8 + 8 * std::max(1, quant_outs)) / 3;
   }
   if (quant && regbase(p)) {
     // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
@@ -281,6 +294,7 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.baseline_buffer_num = 1;
   }
   finish(k, double(rows) * double(h), unit_out);
+  if (slice_d_in > 0) k.in_bytes = slice_d_in;  // after finish: the roofline keeps the unique bytes
   return make_vec_model(k, p);
 }
 
