@@ -92,7 +92,7 @@ def test_add_rms_norm_dynamic_quant_slice_d_goes_through_its_workspace():
         b = est("AddRmsNormDynamicQuant", [x, x, [h]], "bfloat16", "Ascend910B2", {}).breakdown
         return b["gm_read_bytes"] / (96 * h)
     assert 21 < read_per_elem(14336) < 24  # (+ gamma, read once a core)
-    assert read_per_elem(8192) < 5
+    assert read_per_elem(8192) < 6
 
 
 def test_dynamic_quant_fills_ub_before_taking_cores():
