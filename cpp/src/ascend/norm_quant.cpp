@@ -231,13 +231,20 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   k.temp_fp32 = h16 ? 2 : 1;
   // CANN's default: ceil(rows / cores) rows per core, UB passes of ubFactor elements
   // (rms_norm_tiling.cpp; MERGE_N packs as many whole rows as that holds), here as far as UB
-  // holds them double-buffered.  (rms_norm_tiling.cpp's BUFFER_NUM is 1; single-buffered
-  // queues put the fit half's 910B2 records at 1.39x measured against 0.79x double-buffered,
-  // so the default stays double-buffered: the 910B kernel's queues are assumed to overlap.)
+  // holds them with the kernel's bufferNum (RmsNorm's 1 on 910B: MERGE_N and MODE_NORMAL below).
   // MERGE_N's own pass: rowFactor = (UB - 1024) / (16 x aligned H + 260) whole rows
   // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
   k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + 260) * hal
                             : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+  if (merge_n && op.kind == "RmsNorm") {
+    // RmsNorm's MERGE_N queues are single-buffered too ([S] rms_norm_merge_n.h, BUFFER_NUM 1 of
+    // rms_norm_base.h; AddRmsNorm's add_rms_norm_merge_n.h double-buffers x and y): a pass of
+    // rowFactor rows is loaded, computed and stored as MODE_NORMAL's row.
+    // (The fit half's one 910B2 MERGE_N record, fp32 [2, 3, 17, 1024, 128], is HBM-bound either way:
+    // 1.02x double-buffered, 1.00x so.)
+    k.baseline_buffer_num = 1;
+    k.store_beside_load = true;
+  }
   if (rms_normal) {
     // MODE_NORMAL copies in, computes and copies out one row at a time through single-buffered
     // queues (rms_norm.h SubProcess; BUFFER_NUM 1): the row's load, vector work and store in turn.
