@@ -236,24 +236,22 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
   k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + 260) * hal
                             : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
-  if (merge_n && op.kind == "RmsNorm") {
-    // RmsNorm's MERGE_N queues are single-buffered too ([S] rms_norm_merge_n.h, BUFFER_NUM 1 of
-    // rms_norm_base.h; AddRmsNorm's add_rms_norm_merge_n.h double-buffers x and y): a pass of
-    // rowFactor rows is loaded, computed and stored as MODE_NORMAL's row.
-    // (The fit half's one 910B2 MERGE_N record, fp32 [2, 3, 17, 1024, 128], is HBM-bound either way:
-    // 1.02x double-buffered, 1.00x so.)
+  if (op.kind == "RmsNorm" && !regbase(p)) {
+    // RmsNorm's 910B kernels are single-buffered ([S] hicann/ops-nn norm/rms_norm/op_kernel/
+    // rms_norm_base.h BUFFER_NUM 1, taken by rms_norm.h, rms_norm_merge_n.h and rms_norm_split_d.h):
+    // a pass (MODE_NORMAL: one row, rms_norm.h SubProcess; MERGE_N: rowFactor rows; SPLIT_D: a slice)
+    // is loaded, then computed, its store running beside the next pass's load (outQueueY is apart from
+    // inQueueX).  (With the per-row reduction as one WholeReduceSum and double-buffered queues, the fit
+    // half's three 910B2 MODE_NORMAL records were 1.02, 0.78, 0.97x the measured time: right for fp16
+    // and bf16 by vector cost, short for fp32, whose rows move twice the bytes; its one MERGE_N record,
+    // fp32 [2, 3, 17, 1024, 128], is HBM-bound either way: 1.02x, 1.00x so.  AddRmsNorm's
+    // add_rms_norm_merge_n.h double-buffers x and y.)
     k.baseline_buffer_num = 1;
     k.store_beside_load = true;
-  }
-  if (rms_normal) {
-    // MODE_NORMAL copies in, computes and copies out one row at a time through single-buffered
-    // queues (rms_norm.h SubProcess; BUFFER_NUM 1): the row's load, vector work and store in turn.
-    // (With the per-row reduction as one WholeReduceSum and the queues assumed to overlap, the fit
-    // half's three 910B2 MODE_NORMAL records were 1.02, 0.78, 0.97x the measured time: right for
-    // fp16 and bf16 by vector cost, short for fp32, whose rows move twice the bytes.)
-    k.baseline_tile = hal;
-    k.baseline_buffer_num = 1;
-    k.store_beside_load = true;  // outQueueY apart from inQueueX: row i's store beside row i+1's load
+    if (rms_normal) k.baseline_tile = hal;
+    // SPLIT_D: the row in ceil(H / ubFactor) equal slices, 16-aligned (rms_norm_tiling.cpp MODE_SPLIT_D).
+    const int64_t ub_factor = k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+    if (!merge_n && hal > ub_factor) k.baseline_tile = cdiv(h, cdiv(h, ub_factor) * 16) * 16;
   }
   double slice_d_in = 0;  // GM bytes read per element and sweep by SLICE_D (below), 0: as streamed
   if (quant && !regbase(p)) {
