@@ -181,7 +181,11 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
     // over the tile, applied by one Mul: no per-row call, wait or scalar work.  (Charged per
     // row, the fit half's 910B2 fp32 [2, 3, 17, 1024, 128] was 6.9x the measured time.)
-    k.elem_prog.push_back(api("WholeReduceSum"));
+    // ReduceSumMultiN (reduce_common.h ReduceSumForSmallReduceDimPreRepeat; add_rms_norm_merge_n.h
+    // the same) adds a row's 64-element blocks into a 64-wide accumulator, one Add over the tile in
+    // all, then takes one WholeReduceSum repeat a row (its cost per row below, in cycles).
+    k.elem_prog.push_back(api("Add"));
+    k.row_scalar_cycles = vec_api_cost("WholeReduceSum").per_repeat;
     k.elem_prog.push_back(api("Adds"));  // BroadCast of the rstd: a copy over the tile
     k.elem_prog.push_back(api("Mul"));
   } else if (regbase(p)) {
