@@ -366,6 +366,10 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
   k.row_scalar_cycles = hw1 ? (g == c ? 0.0 : double(g) * (kRowScalarNorm + reduce))  // a sample's G groups
                             : kPipeDrain * double(barriers) + (basic ? 2 * kRowScalarNorm : 0.0) +
                                   (kRowScalarNorm + reduce) / double(d);
+  // The normalising pass's first load is issued only once the group's mean and rstd are in the
+  // scalar unit: one GM load latency a group exposed (GE's first-copy cost, mte2_head), spread over
+  // its channels; not with H W = 1, whose groups are all in one row.
+  if (!hw1) k.unit_cycles = mte2_head(int(cores), false) / double(d);
   k.baseline_tile = kGnChunk;
   k.baseline_block_dim = cores;
   k.sweeps_if_split = 1;  // the second read is the stream above, for any tile
