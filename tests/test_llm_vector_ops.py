@@ -59,12 +59,40 @@ def test_tiling_space_holds_the_approximate_cann_default(op):
 
 
 def test_rms_norm_tiling_follows_cann():
-    # ceil(rows / cores) rows per core on every core; a UB pass of up to 12288 16-bit elements
-    # (as far as UB holds it double-buffered), a row wider than that split (rms_norm_tiling.cpp).
+    # ceil(rows / cores) rows per core on every core; MODE_NORMAL (a row up to the 12288-element UB
+    # factor) one row a pass through single-buffered queues, a row wider than that split
+    # (rms_norm_tiling.cpp, rms_norm.h).
     base = an.baseline_tiling("RmsNorm", [[4096, 4096], [4096]], "bfloat16", "Ascend910B2")
-    assert base["blockDim"] == 48 and 8192 < base["tileLen"] <= 12288
+    assert base == {"blockDim": 48, "tileLen": 4096, "bufferNum": 1}
     wide = an.baseline_tiling("RmsNorm", [[64, 16384], [16384]], "bfloat16", "Ascend910B2")
     assert wide["tileLen"] < 16384
+    # AddRmsNorm's 910B tiling has modes of its own: it keeps the UB-factor pass.
+    add = an.baseline_tiling("AddRmsNorm", [[4096, 4096], [4096, 4096], [4096]], "bfloat16", "Ascend910B2")
+    assert 4096 < add["tileLen"] <= 12288 and add["bufferNum"] == 2
+
+
+def test_rms_norm_on_910b_loads_computes_and_stores_a_row_in_turn():
+    # Single-buffered: the time per row is the load plus the vector work (the store beside the next
+    # load), so a core's rows cost more than the slower of the two and the search's double
+    # buffering (bufferNum 2) beats CANN's default.
+    inputs = [[4096, 4096], [4096]]
+    base = an.baseline_tiling("RmsNorm", inputs, "bfloat16", "Ascend910B2")
+    b = an.estimate("RmsNorm", inputs, "bfloat16", "Ascend910B2", base).breakdown
+    assert b["time_us"] > b["head_us"] + max(b["mte2_us"], b["vector_us"]) + 0.5 * min(b["mte2_us"], b["vector_us"])
+    db = an.estimate("RmsNorm", inputs, "bfloat16", "Ascend910B2", {**base, "bufferNum": 2}).time_us
+    assert db < b["time_us"]
+
+
+def test_add_rms_norm_dynamic_quant_slice_d_goes_through_its_workspace():
+    # 910B: a bf16 row of 14336 fits neither NORMAL nor SINGLE_ROW: SLICE_D's three passes move x1 + x2
+    # and the normalised row through a per-core fp32 workspace (cut_d_kernel.h): 22 bytes an element
+    # in (3 x 2 + 8 + 8) against 4 for a whole row's x1 and x2.
+    def read_per_elem(h):
+        x = [96, h]
+        b = est("AddRmsNormDynamicQuant", [x, x, [h]], "bfloat16", "Ascend910B2", {}).breakdown
+        return b["gm_read_bytes"] / (96 * h)
+    assert 21 < read_per_elem(14336) < 24  # (+ gamma, read once a core)
+    assert read_per_elem(8192) < 6
 
 
 def test_dynamic_quant_fills_ub_before_taking_cores():
@@ -234,6 +262,37 @@ def test_records_translate_to_the_cann_kernel(rec):
                                           else [q[0], 1, q[2], q[3]])
     if None in rec["inputs"]:
         assert [] in inputs and attrs["input_dtypes"][1] == ""
+
+
+def test_a_group_norm_record_runs_without_the_silu():
+    # aclnnGroupNorm calls GroupNormSilu with activate_silu false (aclnn_group_norm.cpp).
+    rec = next(r for r in INLINE if r["op"] == "GroupNorm")
+    op, _, _, attrs = records.translate_record(rec)
+    assert (op, attrs["num_groups"], attrs["activate_silu"]) == ("GroupNormSilu", 8, 0)
+
+
+def _gn(x, groups, dtype="float16", soc="Ascend910B2"):
+    c = x[1]
+    return est("GroupNormSilu", [x, [c], [c]], dtype, soc, {"num_groups": groups, "activate_silu": 0}).breakdown
+
+
+def test_group_norm_on_910b_takes_whole_groups_a_core():
+    # CANN's 910B tiling: ceil(N G / cores) groups a core, so 16 groups take 16 of the 48 cores.
+    assert _gn([16, 257, 32, 31], 1)["cores_used"] == 16
+    assert _gn([5, 48, 33, 65], 6, "bfloat16")["cores_used"] == 30
+    # A channel under one 32-byte block (H W = 2 x 2 fp16) runs on one core: far slower than the
+    # same bytes with blocks of H W (64 cores' worth of groups).
+    tiny, wide = _gn([64, 64, 2, 2], 8), _gn([64, 4, 8, 8], 4)
+    assert tiny["cores_used"] == 1 and wide["cores_used"] > 1
+    assert tiny["time_us"] > 5 * wide["time_us"]
+
+
+def test_group_norm_on_910b_reads_x_twice_unless_a_small_group_stays_in_ub():
+    x_bytes = lambda x: 2 * x[0] * x[1] * x[2] * x[3]
+    big = [2, 64, 67, 71]  # H W 4757: not the small-shape template, a second read per channel
+    assert _gn(big, 8)["gm_read_bytes"] >= 2 * x_bytes(big)
+    small = [8, 64, 8, 8]  # groups of 8 x 64 = 512 elements: one read
+    assert _gn(small, 8)["gm_read_bytes"] < 1.2 * x_bytes(small)
 
 
 def test_an_unknown_rope_layout_is_named():

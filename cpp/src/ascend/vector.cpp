@@ -207,6 +207,8 @@ class VecModel : public OpModel {
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (db == 2)
       c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + per_tile_mte2 + per_tile_mte3;
+    else if (k.store_beside_load)
+      c.cycles = std::max(std::max(c.mte2, c.mte3) + c.vec, c.port) + per_tile_mte3;
     else
       c.cycles = std::max(c.mte2 + c.vec + c.mte3, c.port);
     c.cycles += double(units_core) * k.unit_cycles;

@@ -369,12 +369,14 @@ def _norm_quant(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> T
 
 
 def _group_norm(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
-    # The benchmark's reference runs CANN's GroupNormSilu kernel (its notes: "GroupNormSilu x1").
+    # The benchmark's reference runs CANN's GroupNormSilu kernel (its notes: "GroupNormSilu x1"), which
+    # aclnnGroupNorm calls with activate_silu false (hicann/ops-nn norm/group_norm/op_host/op_api/
+    # aclnn_group_norm.cpp).
     _need(rid, op, shapes, 3)
     groups = attrs.get("num_groups")
     if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
         raise ValueError(f"record {rid}: GroupNorm needs an integer num_groups, got {groups!r}")
-    return "GroupNormSilu", shapes, dtypes[0], {"num_groups": int(groups)}
+    return "GroupNormSilu", shapes, dtypes[0], {"num_groups": int(groups), "activate_silu": 0}
 
 
 def _swiglu(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
