@@ -145,6 +145,9 @@ struct VecKernel {
   int64_t baseline_tile = 0;        // >0: the operator's own default UB tile (CANN's tiling rule)
   int baseline_buffer_num = 2;      // with baseline_tile: the operator's own bufferNum (1: its queues do not overlap)
   int64_t baseline_block_dim = 0;   // >0: the operator's own default core count, when below min(cores, units)
+  // Each row's row_prog reductions end in a scalar wait (Platform::vec_row_cycles); false for
+  // kernels that reduce a tile of rows per API call (moe_routing.cpp's MoeGatingTopKSoftmax).
+  bool row_waits = true;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

@@ -195,7 +195,7 @@ class VecModel : public OpModel {
       // Each row's reductions end in a wait before the row's next step can use the result
       // (vec_row_cycles, fitted per SoC: 910B2's last-axis Softmax of 2048 and 4097-element rows,
       // 43 rows a core, differ by 20 us where their element work differs by 2x; 950PR's fit: ~0).
-      c.vec += double(units_core) * double(k.row_prog.size()) * p.vec_row_cycles;
+      if (k.row_waits) c.vec += double(units_core) * double(k.row_prog.size()) * p.vec_row_cycles;
     }
     if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
       // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
