@@ -564,8 +564,9 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     // (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
     // Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
     // 910B runs SoftmaxV2 as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp tbe/impl/dynamic/softmax_v2.py),
-    // whose block split also spreads the A axes over the cores in 32-byte blocks (canndev 2021
-    // op_tiling/norm.cc GetBlockTilingInfo): taken as alike; no 910B2 fit record checks it.
+    // whose block split also spreads the A axes over the cores, each core's share at least a 32-byte
+    // block (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo): taken as alike; no 910B2 fit
+    // record checks it.
     const int64_t blocks = cdiv(inner, elem_align);
     const int64_t r_loops = cdiv(R, 128);
     int64_t cache = 1;  // binary-add partials kept: the bit width of the largest power of two < r_loops
