@@ -97,6 +97,25 @@ def test_integer_dtypes_move_compare_and_reduce():
         an.baseline_tiling("MatMul", [[64, 64], [64, 64]], "int32", "Ascend910B2")
 
 
+def _vector_us(shapes, soc, dtype="float32"):
+    t = an.baseline_tiling("Max", shapes, dtype, soc)
+    return an.estimate("Max", shapes, dtype, soc, t).breakdown["vector_us"]
+
+
+def test_910b_expands_an_unaligned_last_axis_broadcast_in_ub():
+    # 910B's TBE broadcast schedule expands an operand broadcast along an unaligned last axis
+    # (101 fp32 = 404 bytes) by transposes in UB: vector work per output element the same-size
+    # operands do not have.  An aligned last axis (128) or a scalar operand needs none, and the
+    # 950's Ascend C kernel broadcasts without it.
+    full, unaligned = [2, 1024, 101], [1, 1024, 1]
+    b910 = _vector_us([full, unaligned], "Ascend910B2") / _vector_us([full, full], "Ascend910B2")
+    assert b910 > 1.5
+    assert _vector_us([[2, 1024, 128], [1, 1024, 1]], "Ascend910B2") <= 1.01 * _vector_us(
+        [[2, 1024, 128], [2, 1024, 128]], "Ascend910B2")
+    assert _vector_us([full, [1]], "Ascend910B2") <= 1.01 * _vector_us([full, full], "Ascend910B2")
+    assert _vector_us([full, unaligned], "Ascend950PR") <= 1.01 * _vector_us([full, full], "Ascend950PR")
+
+
 def test_the_split_is_by_case_id():
     assert records.case_id(SIGMOID) == 2 and not records.fit_half(SIGMOID)
     assert records.fit_half(TRANSPOSE_I32)

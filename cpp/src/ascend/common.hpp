@@ -148,6 +148,9 @@ struct VecKernel {
   // store runs beside the next tile's load, the load and the vector work in turn (norm_quant.cpp).
   bool store_beside_load = false;
   int64_t baseline_block_dim = 0;   // >0: the operator's own default core count, when below min(cores, units)
+  // Each row's row_prog reductions end in a scalar wait (Platform::vec_row_cycles); false for
+  // kernels that reduce a tile of rows per API call (moe_routing.cpp's MoeGatingTopKSoftmax).
+  bool row_waits = true;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

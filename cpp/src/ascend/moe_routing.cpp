@@ -96,6 +96,12 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   cast_around(k, op.dtype, body);
   k.row_prog = {f32("WholeReduceSum"), f32("WholeReduceSum")};  // max, sum
   for (int64_t i = 0; i < topk; ++i) k.row_prog.push_back(f32("WholeReduceSum"));  // max with its index
+  // CANN's kernel reduces a UB tile of rows per call (hicann/ops-transformer moe/moe_gating_top_k_softmax:
+  // op_kernel/moe_gating_top_k_softmax_perf.h ReduceMaxFP32Perf/ReduceSumFP32Perf, WholeReduceMax and
+  // BlockReduce over curRowsNum rows, Brcb to broadcast the results back; the tile's rows from
+  // op_host/*_tiling_perf.cpp, *_e_k_full_load.cpp calcMaxRowInUb): no scalar wait per row, as
+  // 910B's TBE Softmax has (vec_row_cycles).
+  k.row_waits = false;
   k.ub_buffers = 2;
   k.temp_fp32 = 2;
   k.fixed_us = kTopKSetupCycles / p.freq_mhz;

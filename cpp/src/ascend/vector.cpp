@@ -195,7 +195,7 @@ class VecModel : public OpModel {
       // Each row's reductions end in a wait before the row's next step can use the result
       // (vec_row_cycles, fitted per SoC: 910B2's last-axis Softmax of 2048 and 4097-element rows,
       // 43 rows a core, differ by 20 us where their element work differs by 2x; 950PR's fit: ~0).
-      c.vec += double(units_core) * double(k.row_prog.size()) * p.vec_row_cycles;
+      if (k.row_waits) c.vec += double(units_core) * double(k.row_prog.size()) * p.vec_row_cycles;
     }
     if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
       // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
@@ -338,6 +338,20 @@ std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p) {
 
 namespace {
 
+// The 950 generation (arch35: its 256 KB L0C, as norm_quant.cpp tells it), whose element-wise
+// kernels are Ascend C ones; 910B's are TBE schedules.
+bool regbase(const Platform& p) { return p.split && int64_t(p.l0c) > 131072; }
+
+// An input of `ins` broadcast along the output's last axis (its own last axis 1), where that
+// axis is not a whole number of 32-byte blocks.  A scalar is not one: TBE takes it as the scalar
+// operand of a vector-scalar instruction.
+bool last_axis_broadcast(const std::vector<std::vector<int64_t>>& ins, const std::vector<int64_t>& out, int ds) {
+  if (out.empty() || out.back() <= 1 || out.back() * ds % 32 == 0) return false;
+  for (const auto& s : ins)
+    if (!s.empty() && s.back() == 1 && numel(s) > 1) return true;
+  return false;
+}
+
 // Byte-wide data (int8, uint8, bool) is computed in fp16 between casts.
 bool byte_dtype(const std::string& d) { return d == "int8" || d == "uint8" || d == "bool"; }
 std::string compute_dtype(const std::string& dtype) { return byte_dtype(dtype) ? "float16" : dtype; }
@@ -435,6 +449,18 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
     for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
   }
   if (byte_dtype(dtype)) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
+  if (!regbase(p) && last_axis_broadcast(op.inputs, out_shape, k.ds)) {
+    // 910B's element-wise kernels are TBE broadcast schedules (CANN 8.1.RC1's opp,
+    // op_impl/ai_core/tbe/impl/dynamic/maximum.py; hicann/ops-math's Ascend C Maximum,
+    // math/maximum/op_host/maximum_def.cpp, is built for ascend950 only): an operand broadcast along a last
+    // axis that is not a whole number of 32-byte blocks cannot be stored row-aligned, and is
+    // expanded in UB by vnchwconv transposes (tbe/dsl/unify_schedule/vector/broadcast/
+    // broadcast_schedule.py, _calc_storage_bound: "vnchwconv extra space for not enough case"),
+    // costed per output element as the transposes' gathers are.  (Fit half: 910B2's fp32 Maximum
+    // of [2, 3, 17, 1024, 101] and [1, 1, 1, 1024, 1] ran at 0.40 of the measured time without it;
+    // the 950's Ascend C kernel of the same case matched.)
+    k.elem_prog.push_back({vec_api_cost("Gather"), false});
+  }
   k.temp_fp32 += temps;
   if (consumed != op.inputs.size())
     fail(op.kind + ": the ops " + [&] { std::string s; for (auto& o : ops) s += (s.empty() ? "" : ", ") + o; return s; }() +
@@ -539,6 +565,10 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     // 11 + cache fp32 rows of work space (UB_COMPUTE_FACTOR, binAddCacheBufferCount).
     // (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
     // Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
+    // 910B runs SoftmaxV2 as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp tbe/impl/dynamic/softmax_v2.py),
+    // whose block split also spreads the A axes over the cores, each core's share at least a 32-byte
+    // block (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo): taken as alike; no 910B2 fit
+    // record checks it.
     const int64_t blocks = cdiv(inner, elem_align);
     const int64_t r_loops = cdiv(R, 128);
     int64_t cache = 1;  // binary-add partials kept: the bit width of the largest power of two < r_loops
