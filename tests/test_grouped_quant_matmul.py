@@ -104,6 +104,20 @@ def test_grouped_matmul_uneven_groups():
     assert _gmm([512] * 8) > even
 
 
+def test_grouped_default_on_910b_is_canns_tiler():
+    # ops-transformer grouped_matmul_tiling.cpp CalMMTiling / CalcStepKaKb (C220): base 128 x 256 x 64
+    # (fp16), baseM from all of x's rows when fewer (two groups of 32: 64, not 32), A's K steps from
+    # the L1 part left beside B's 256 KiB (8 without a bias, 4 with one: the bias row takes 1 KiB).
+    def base(sizes, k, n, bias):
+        cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+        inputs = [[cum[-1], k], [len(sizes), k, n]] + ([[len(sizes), n]] if bias else [])
+        t = ops.baseline_tiling("GroupedMatmul", inputs, "float16", B2, {"group_list": cum})
+        return t["baseM"], t["baseN"], t["baseK"], t["stepKa"], t["stepKb"]
+    assert base([32, 32], 256, 512, True) == (64, 256, 64, 4, 4)
+    assert base([253, 252, 252, 252], 4096, 1024, False) == (128, 256, 64, 8, 4)
+    assert base([253, 252, 252, 252], 4096, 1024, True) == (128, 256, 64, 4, 4)
+
+
 def test_grouped_dispatch_carrying_on_beats_restarting_per_group():
     # 8 experts of 40 tokens: 4 blocks of 40 x 256 each.  Restarting at core 0 runs 8 rounds of
     # 4 busy cores; dealing on fills the 24 cores: 2 rounds.
