@@ -81,7 +81,7 @@ std::vector<VecStep> antiquant_program(const std::string& act, bool int4, bool o
 // 910B registry ([O] ops-nn matmul/weight_quant_batch_matmul_v2/op_host/op_tiling/
 // weight_quant_batch_matmul_v2_tiling_registry.cpp: SplitK (bf16 white list only), MsdGroup (int4
 // per group), Msd, ..., Custom; weight_quant_batch_matmul_v2_tiling_msd.cpp IsCapable): the AIVs
-// split each row of x into two int8 slices (x ~ max|x| (a1 / 127 + a2 / 127^2)), the AICs multiply
+// split each row of x into two int8 slices (EXPAND_FACTOR_1 / _2: 127.5 and 2 x 127.5^2), the AICs multiply
 // the [2M, K] int8 slices by the int8 weight as it sits in GM (no antiquantised copy), int32 out
 // to a workspace, and after the core's GEMM its AIVs combine the two slices with the row maxima,
 // the offset (times the row sums) and the scale ([O] .../op_kernel/
@@ -118,7 +118,8 @@ std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int
     cq.msd_task_n = std::min<int64_t>(slab, 128LL * p.vector_cores);
   }
   const int ds = dtype_size(op.dtype);
-  cq.extra_bytes = double(M) * K * ds + double(numel(op.inputs[2])) * (present(op, 3) ? 2 : 1) * ds;
+  cq.extra_bytes = double(M) * K * ds + double(numel(op.inputs[2])) * (present(op, 3) ? 2 : 1) * ds +
+                   (present(op, 6) ? double(N) * dtype_size(input_dtype(op, 6, op.dtype)) : 0);  // the combine adds the bias
   cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}, {vec_api_cost("Add"), true},
                 {vec_api_cost("Mul"), true}};
   return make_quant_cube_model(mm, p, cq, op.kind);
