@@ -29,14 +29,41 @@ def _mm(m, k, n, dtype="float16", soc=B2):
     return _time("MatMul", [[m, k], [k, n]], dtype, {}, soc)
 
 
-def test_weight_quant_is_cheaper_than_fp16_when_memory_bound():
-    # Decode (M = 1) of a large weight: the int8 weight halves the HBM traffic, int4 quarters it.
+def _wqbmm_tiling(m, k, n, dtype="float16", soc=B2):
+    inputs, attrs = [[m, k], [k, n], [n]], {"input_dtypes": [dtype, "int8", dtype]}
+    return inputs, attrs, ops.baseline_tiling("WeightQuantBatchMatmul", inputs, dtype, soc, attrs)
+
+
+def test_weight_quant_decode_default_waits_on_its_copies_and_tunes_below_fp16():
+    # Decode (M = 1) of a large weight.  910B's default (the MSD template, one base block per L1
+    # copy) waits out the HBM latency copy by copy: CANN's measured W8A16 decode moves its int8
+    # weight no faster than an fp16 MatMul moves twice the bytes (fit-half records of
+    # cann_bench_calibration.json: 16.8 MB in 33.2 us, 33 MB in 31.1 us).
     fp16, w8, w4 = _mm(1, 8192, 8192), _wqbmm(1, 8192, 8192), _wqbmm(1, 8192, 8192, "int4")
-    assert w8 < 0.9 * fp16
-    assert w4 < w8
-    # ... and the antiquant is not free: the W8A16 kernel costs more than the weight's HBM time.
     hbm_us = 8192 * 8192 / (an.platform(B2)["hbm_gbps"] * 1e3)
     assert w8 > hbm_us
+    assert w4 < w8  # (int4 runs the custom antiquant kernel on a quarter of the bytes)
+    # Deeper L1 copies (fewer latency rounds) are where the int8 weight pays: the knob matters.
+    inputs, attrs, t = _wqbmm_tiling(1, 8192, 8192)
+    deep = dict(t, stepKa=4, stepKb=4, depthA1=8, depthB1=8)
+    tuned = an.estimate("WeightQuantBatchMatmul", inputs, "float16", B2, deep, attrs).time_us
+    assert tuned < 0.9 * min(w8, fp16)
+
+
+def test_w8a16_on_910b_takes_canns_template_by_m():
+    # M <= 64, per-channel int8 weight: the MSD template, N over the cores in 256-column multiples,
+    # M not split; K over 13696 splits K into blocks of at most 12 Ki (28672 -> 3).
+    _, _, t = _wqbmm_tiling(16, 4096, 11008)
+    assert (t["dispatch"], t["singleCoreN"], t["singleCoreM"], t["splitK"]) == (0, 512, 32, 1)
+    _, _, t = _wqbmm_tiling(32, 28672, 8192, "bfloat16")
+    assert (t["singleCoreN"], t["splitK"]) == (256, 3)
+    # M = 65 leaves it for the custom kernel, whose vector antiquant of the whole weight and the
+    # GEMM hand over in rounds: one round of 256 columns per core here, run back to back, so the
+    # step up from M = 64 is the antiquant's time (measured: M = 128, K = N = 5120 at 75.7 us).
+    m64, m65 = _wqbmm(64, 5120, 5120), _wqbmm(65, 5120, 5120)
+    inputs, attrs, t = _wqbmm_tiling(65, 5120, 5120)
+    vec = an.estimate("WeightQuantBatchMatmul", inputs, "float16", B2, t, attrs).breakdown["vector_us"]
+    assert vec > 0 and m65 - m64 > 0.8 * vec
 
 
 def test_per_group_scales_cost_no_less_than_per_channel():
@@ -75,6 +102,20 @@ def test_grouped_matmul_uneven_groups():
     assert counts == pytest.approx(even)
     # More tokens per expert cost more.
     assert _gmm([512] * 8) > even
+
+
+def test_grouped_default_on_910b_is_canns_tiler():
+    # ops-transformer grouped_matmul_tiling.cpp CalMMTiling / CalcStepKaKb (C220): base 128 x 256 x 64
+    # (fp16), baseM from all of x's rows when fewer (two groups of 32: 64, not 32), A's K steps from
+    # the L1 part left beside B's 256 KiB (8 without a bias, 4 with one: the bias row takes 1 KiB).
+    def base(sizes, k, n, bias):
+        cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+        inputs = [[cum[-1], k], [len(sizes), k, n]] + ([[len(sizes), n]] if bias else [])
+        t = ops.baseline_tiling("GroupedMatmul", inputs, "float16", B2, {"group_list": cum})
+        return t["baseM"], t["baseN"], t["baseK"], t["stepKa"], t["stepKb"]
+    assert base([32, 32], 256, 512, True) == (64, 256, 64, 4, 4)
+    assert base([253, 252, 252, 252], 4096, 1024, False) == (128, 256, 64, 8, 4)
+    assert base([253, 252, 252, 252], 4096, 1024, True) == (128, 256, 64, 4, 4)
 
 
 def test_grouped_dispatch_carrying_on_beats_restarting_per_group():

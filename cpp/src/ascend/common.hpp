@@ -232,6 +232,11 @@ struct CubeQuant {
   std::vector<VecStep> antiquant;  // vector program per B element before the cube reads it
   double antiquant_extra = 0;      // bytes of scales/offsets read per B element beside it
   bool workspace = false;          // the antiquantised B goes AIV -> GM workspace -> AIC (no UB -> L1 path)
+  bool rounds = false;             // ... in rounds of baseN columns with barriers (not block by block)
+  // C220 WeightQuantBatchMatmul's MSD kernel: an int8 GEMM of the activations' two int8 slices
+  // ([2M, K]) by the int8 weight; `dequant` then runs after the core's GEMM, not block by block.
+  // msd_k_blocks: the K blocks it splits K into (1: none); msd_task_n: the N of one task (0: N).
+  int64_t msd_k_blocks = 0, msd_task_n = 0;
   std::vector<VecStep> dequant;    // vector program per output element (dequant not on FixPipe)
   double dequant_extra = 0;        // bytes read per output element beside the output tile
   double extra_bytes = 0;          // small operands read once (scales, offsets)

@@ -34,7 +34,9 @@ constexpr double kCvExposure = 1.5006;
 // The same hand-over when the vector cores feed the cube (WeightQuantBatchMatmul's antiquant
 // through its workspace slots): fitted on the 9 fit-half WeightQuantBatchMatmul records of
 // cann_bench_calibration.json (910B2, 950PR), least squares of log(predicted / measured) over
-// 0..kCvExposure: 0, i.e. the weight stream hides the hand-over (910B2's 4 alone: 0.27).
+// 0..kCvExposure: 0, i.e. the weight stream hides the hand-over (910B2's 4 alone: 0.27).  Since
+// issue 48 round 3 the 910B2 records run CANN's C220 kernels instead (the MSD template, and the
+// custom kernel's rounds: CubeProblem::cv_rounds), so it prices 950's hand-over only.
 constexpr double kCvPrologueExposure = 0.0;
 // ND2NZ inside MTE2 from ND rows whose GM pitch is not a multiple of 32 B
 // moves one 32 B C0 block per request: cycles per block, from
@@ -93,6 +95,11 @@ struct CubeProblem {
   std::vector<VecStep> b_prologue;
   double b_prologue_extra = 0;
   bool b_workspace = false;  // the converted copy goes through a GM workspace (AIV -> GM -> AIC's L1)
+  // The vector and cube sides hand over in rounds of baseN columns of B, with all-core barriers
+  // between them, not block by block (WeightQuantBatchMatmul's C220 custom kernel; CubeQuant::rounds).
+  bool cv_rounds = false;
+  // WeightQuantBatchMatmul's C220 MSD kernel (CubeQuant::msd_k_blocks, msd_task_n): 0 if not it.
+  int64_t msd_k_blocks = 0, msd_task_n = 0;
   bool v3_kernel = true;     // CANN runs it as MatMulV3 (its default tiling is then MatMulV3's)
 };
 
@@ -125,6 +132,7 @@ class CubeModel : public OpModel {
   std::optional<std::vector<int64_t>> v3_baseline(std::string& kind) const;
   std::vector<int64_t> asw_baseline() const;  // 950's (DAV_3510) MatMulV3 template
   std::vector<int64_t> wqbmm_as_baseline() const;  // 950's WeightQuantBatchMatmul adaptive-split template
+  std::vector<int64_t> msd_baseline() const;       // C220's WeightQuantBatchMatmul MSD template
   // Value lists of the round-robin (dispatch 1) part of the space, around `base`.
   void add_round_robin_values(const std::vector<int64_t>& base);
   void add_round_robin_rules(const std::vector<int64_t>& base);
@@ -543,7 +551,14 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).
   const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
   const double exposure = !q.epilogue.empty() ? kCvExposure : kCvPrologueExposure;
-  const double cv_sync = (p.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
+  double cv_sync = (p.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
+  if (q.msd_k_blocks > 0) cv_sync = cv_short;  // the dequant waits for the core's whole GEMM
+  if (q.cv_rounds) {
+    // Handed over in R rounds (a core's baseN column steps over all its waves), the vector side one
+    // round ahead: v/R + (R-1) max(c, v)/R + c/R, i.e. the shorter side exposed for one round of R.
+    // One round (N within one baseN step per core) runs the two sides back to back.
+    cv_sync = cv_short / std::max(1.0, double(waves) * double(nIter));
+  }
   const double busy_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec_side, mte3, scalar});
   const double core_cycles = std::max({cube_side, vec_side, mte3, scalar}) + cv_sync + tail;
   const double fill = core_cycles - cv_sync - busy_cycles;  // what the fill adds to the busiest pipe
@@ -741,7 +756,8 @@ void CubeModel::build_spec() {
   // load3d is not modelled per K slice.  It adds C's traffic, so it is searched
   // only where it can pay: where the 128 x 128 blocks of M x N leave cores idle
   // (§1 case 11), or as slabs of at least 256 of K where A and B overflow L2.
-  const bool k_split = !q.conv && q.epilogue.empty() && !q.fused_after;
+  // (MSD's dequant sums its K blocks' partial products itself)
+  const bool k_split = !q.conv && (q.epilogue.empty() || q.msd_k_blocks > 0) && !q.fused_after;
   const int64_t Kq = align_up(Kp_, kq);
   s.values[kSplitK] = {1};
   const int64_t pieces = q.batch * cdiv(q.M, 128) * cdiv(q.N, 128);
@@ -955,6 +971,7 @@ std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) co
   // ([V3] GetMoreArgs' L0C switch); fp16/bf16/fp32 ([V3] GetDtype).
   const bool a2 = p.split && p.fixpipe && int64_t(p.l0c) == 131072;
   // (WeightQuantBatchMatmul runs its own arch35 kernel and tiler: the API-style default stands in.)
+  if (q.msd_k_blocks > 0) return msd_baseline();
   if (!q.conv && q.b_prologue.empty() && dav3510(p)) return asw_baseline();
   if (!q.conv && !q.b_prologue.empty() && dav3510(p)) return wqbmm_as_baseline();
   if (q.conv || !a2 || (q.dtype != "float16" && q.dtype != "bfloat16" && q.dtype != "float32")) return std::nullopt;
@@ -1038,6 +1055,37 @@ std::vector<int64_t> CubeModel::wqbmm_as_baseline() const {
   return tiling_row({align_up(sm, 16), bn, bm, bn, bk, 1, 1, step_a, step, a_full ? step_a : 2 * step, 2 * step, 2, 2,
                      1, 0, 1, 1, 0},
                     {1, a_full ? 10 : 0, std::min(m_blocks * n_blocks, mB * nB * q.batch), 1, 1, mB, nB, 0});
+}
+
+// C220's WeightQuantBatchMatmul MSD template ([O] ops-nn matmul/weight_quant_batch_matmul_v2/op_host/
+// op_tiling/weight_quant_batch_matmul_v2_tiling_msd.cpp, weight_quant_batch_matmul_v2_compute_matmul_
+// tiling.cpp): M not split (cubeBlockDimM 1), N over the cores in floor(N / cores) columns rounded up
+// to 256 (ND K x N weight; GetMatMulTiling) or 32 (transposed weight; MsdA16W8CommonTiling), base
+// 2M x 256 x 128, K in msd_k_blocks blocks.  L1 copies: a transposed weight takes CalcCommonTiling's
+// stepKb 4 and A whole in L1 when its 2M x K slices fit 256 KiB; an ND K x N weight takes the TBE cache
+// tiling (GetCacheTiling -> GenTiling), not restated: one base block per copy (stepKb 1) stands in,
+// the depth that reproduces the three fit-half MSD records of cann_bench_calibration.json (910B2
+// predicted / measured 1.05, 1.12, 1.10; with stepKb 4: 0.70, 0.93, 0.74), each copy then a round
+// that waits out the HBM latency (mte2_miss_cycles).
+std::vector<int64_t> CubeModel::msd_baseline() const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t task_n = q.msd_task_n > 0 ? std::min(q.N, q.msd_task_n) : q.N;
+  const int64_t n_align = q.trans_b ? 32 : 256;
+  const int64_t sn = std::max(n_align, align_up(task_n / p.cube_cores, n_align));
+  const int64_t sm = align_up(q.M, 16), kc = align_up(cdiv(q.K, q.msd_k_blocks), q.k0);
+  const int64_t bn = std::min<int64_t>(256, sn), bm = sm, bk = std::min<int64_t>(128, kc);
+  const int64_t k_steps = cdiv(kc, bk);
+  const int64_t step_b = std::min<int64_t>(q.trans_b ? 4 : 1, k_steps);
+  const bool a_full = q.trans_b && q.M * q.K <= 256 * 1024;
+  const int64_t step_a = a_full ? k_steps : step_b;
+  const int64_t split = q.msd_k_blocks;
+  // (K blocks: its (slab, K block) tasks dealt over the cores, the model's split-K template 3)
+  const int64_t dispatch = split > 1 ? 1 : 0, te = split > 1 ? 3 : 0;
+  const int64_t mb = split > 1 ? cdiv(q.M, sm) : 1, nb = split > 1 ? cdiv(q.N, sn) : 1;
+  return tiling_row({sm, sn, bm, bn, bk, 1, 1, step_a, step_b, a_full ? step_a : 2 * step_a, 2 * step_b, 2, 2, 1, 0,
+                     split, 1, 0},
+                    {dispatch, te, p.cube_cores, 1, 1, mb, nb, 0});
 }
 
 namespace {
@@ -1268,11 +1316,14 @@ std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform&
   q.b_prologue = quant.antiquant;
   q.b_prologue_extra = quant.antiquant_extra;
   q.b_workspace = quant.workspace;
+  q.cv_rounds = quant.rounds;
+  q.msd_k_blocks = quant.msd_k_blocks;
+  q.msd_task_n = quant.msd_task_n;
   q.extra_bytes += quant.extra_bytes;
   q.epilogue.insert(q.epilogue.end(), quant.dequant.begin(), quant.dequant.end());
   q.epi_extra_per_elem += quant.dequant_extra;
   // (a vector dequant rules out partial sums, as fused ops do; the antiquant runs before the MMADs)
-  q.fused_after = q.fused_after || !quant.dequant.empty();
+  q.fused_after = q.fused_after || (!quant.dequant.empty() && quant.msd_k_blocks == 0);
   return std::make_shared<CubeModel>(q, p);
 }
 

@@ -76,6 +76,55 @@ std::vector<VecStep> antiquant_program(const std::string& act, bool int4, bool o
   return v;
 }
 
+// ---- WeightQuantBatchMatmul on C220 (910B/910C): the MSD kernel ----------------------------------
+// Per-channel int8 weights at M <= 64 run the MSD ("multi-scale dequant") template first in CANN's
+// 910B registry ([O] ops-nn matmul/weight_quant_batch_matmul_v2/op_host/op_tiling/
+// weight_quant_batch_matmul_v2_tiling_registry.cpp: SplitK (bf16 white list only), MsdGroup (int4
+// per group), Msd, ..., Custom; weight_quant_batch_matmul_v2_tiling_msd.cpp IsCapable): the AIVs
+// split each row of x into two int8 slices (EXPAND_FACTOR_1 / _2: 127.5 and 2 x 127.5^2), the AICs multiply
+// the [2M, K] int8 slices by the int8 weight as it sits in GM (no antiquantised copy), int32 out
+// to a workspace, and after the core's GEMM its AIVs combine the two slices with the row maxima,
+// the offset (times the row sums) and the scale ([O] .../op_kernel/
+// weight_quant_batch_matmul_v2_msd_multicore.h Process; _msd_split_k.h for K in blocks).
+// Returns the K blocks of its split (1: none), or 0 when the template does not take the case.
+int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int4, int64_t group, bool trans_x,
+                     bool trans_w, bool quant_out) {
+  // IsCapable: per channel (scale [N]), no transposed x, no int8 output, M <= 64, K and N multiples
+  // of 32.  (int4 per channel needs a transposed weight and N >= 2M and runs three slices: not restated.)
+  const bool per_channel = group == 0 && numel(op.inputs[2]) == N && N > 1;
+  if (int4 || !per_channel || trans_x || quant_out || M > 64 || K % 32 || N % 32) return 0;
+  // K over 13696 or N over 32000: the split-K variant (DoMSDGeneralOpTiling): K in 1..6 blocks (4 up
+  // when K is 30x N and the weight not transposed), each at most 12 Ki of K, aligned to 64 (512 with
+  // a transposed weight).
+  if (K <= 13696 && N <= 32000) return 1;
+  for (int64_t blocks = (K / N >= 30 && !trans_w) ? 4 : 1; blocks <= 6; ++blocks)
+    if (align_up(cdiv(K, blocks), trans_w ? 512 : 64) <= 12 * 1024) return blocks;
+  return 0;  // (the tiler fails it; the next template takes the case)
+}
+
+// The MSD kernel as a cube model: the int8 GEMM [2M, K] x [K, N] (int32 out) and the AIVs' combine of
+// each int32 element pair (cast, scale by 1/127^k, add, times the row maximum and the scale: about four
+// vector ops per int32 element), after the GEMM.  The split of x (M x K) is not charged: the kernel
+// preloads up to three weight copies into L1 meanwhile.  Split-K tasks take N in slabs that keep the
+// K blocks' int32 partials within 16 MiB of workspace, at most 128 columns per AIV (taskNSize).
+std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int64_t M, int64_t K, int64_t N,
+                                        bool trans_w, int64_t blocks) {
+  const std::vector<int64_t> w = trans_w ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
+  OpDesc mm = inner_matmul(op, {{2 * M, K}, w}, "int8", false, trans_w);
+  CubeQuant cq;
+  cq.msd_k_blocks = blocks;
+  if (blocks > 1) {
+    const int64_t slab = 16LL * 1024 * 1024 / (blocks * 2 * M * 4) / 256 * 256;
+    cq.msd_task_n = std::min<int64_t>(slab, 128LL * p.vector_cores);
+  }
+  const int ds = dtype_size(op.dtype);
+  cq.extra_bytes = double(M) * K * ds + double(numel(op.inputs[2])) * (present(op, 3) ? 2 : 1) * ds +
+                   (present(op, 6) ? double(N) * dtype_size(input_dtype(op, 6, op.dtype)) : 0);  // the combine adds the bias
+  cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}, {vec_api_cost("Add"), true},
+                {vec_api_cost("Mul"), true}};
+  return make_quant_cube_model(mm, p, cq, op.kind);
+}
+
 }  // namespace
 
 // ---- WeightQuantBatchMatmul -------------------------------------------------------------
@@ -128,6 +177,10 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
     if (present(op, i) && numel(op.inputs[i]) != N && numel(op.inputs[i]) != 1)
       fail(K_ + ": " + std::string(i == 6 ? "bias" : i == 4 ? "quant_scale" : "quant_offset") + " " +
            shape_str(op.inputs[i]) + " must have " + std::to_string(N) + " elements (or 1)");
+  const int64_t M = trans_x ? x[1] : x[0];
+  const bool c220 = p.split && int64_t(p.l0c) == 131072;
+  const int64_t msd_blocks = c220 ? msd_k_blocks(op, M, Kx, N, int4, g, trans_x, trans_w, quant_out) : 0;
+  if (msd_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, msd_blocks);
   std::vector<std::vector<int64_t>> mm_in{x, w};
   if (present(op, 6)) mm_in.push_back({N});
   OpDesc mm = inner_matmul(op, mm_in, op.dtype, trans_x, trans_w);
@@ -141,6 +194,13 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
   cq.extra_bytes = scales;
   // C220: split cores, FixPipe, 128 KiB L0C (the test cube.cpp's MatMulV3 baseline uses for 910B).
   cq.workspace = p.split && int64_t(p.l0c) == 131072;
+  // There the kernel hands over whole rounds: each round the AIVs antiquantise a slab of baseN x
+  // cubeBlockDimN columns over all K into the workspace, all AIVs sync, then the AICs multiply it
+  // (IterateAll), the AIVs one round ahead, three slabs in the workspace ([O] ops-nn
+  // .../weight_quant_batch_matmul_v2/op_kernel/weight_quant_batch_matmul_v2_custom.h ProcessVector /
+  // ProcessCube; op_host/op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp DoLibApiTiling:
+  // cubeSingleNLoop = each core's N over baseN).
+  cq.rounds = cq.workspace;
   if (quant_out) cq.dequant = {{vec_api_cost("Mul"), true}, {vec_api_cost("CastDown"), false}};
   return make_quant_cube_model(mm, p, cq, K_);
 }
@@ -227,6 +287,8 @@ class GroupedMatmulModel : public OpModel {
 
  private:
   void build_spec(int64_t K, int ds, int kq, bool bias);
+  // CANN's C220 default base block (baseM, baseK) and K steps, over the approximate ones.
+  void c220_baseline(int64_t K, int ds, int kq, bool bt, int64_t& bm, int64_t& bk, int64_t& step_a, int64_t& step_b);
   std::vector<Group> groups_;
   Platform p_;
   int64_t N_;
@@ -307,8 +369,46 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   while (bm > 16 && (bm * bk * ds * 2 > p.l0a || bm * bn * 4 > p.l0c)) bm /= 2;
   while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * align_up(K, kq)))
     step /= 2;
-  s.baseline = {1, bm, bn, bk, step, step, 2 * step, 2 * step};
+  int64_t step_a = step, step_b = step;
+  if (p.split && int64_t(p.l0c) == 131072) c220_baseline(K, ds, kq, bt, bm, bk, step_a, step_b);
+  s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b};
   s.baseline_kind = "approximate CANN default";
+}
+
+// C220 (910B/910C): CANN's grouped tiler ([O] ops-transformer gmm/grouped_matmul/op_host/op_tiling/
+// grouped_matmul_tiling.cpp CalMMTiling, CalcStepKaKb; no quantisation): baseN 256, baseK from half
+// of L0B over it (64 fp16), baseM from half of L0A and L0C (128), or all of x's rows (M, not the
+// largest group's) when fewer; L1 in a 256 KiB part for the narrower base block's operand (A while
+// baseM <= baseN) and the rest (less a bias row) for the other, each double-buffered, the larger
+// K step a multiple of the smaller.  (A copy deeper than K stops at K, as the MatMul's loads do.)
+void GroupedMatmulModel::c220_baseline(int64_t K, int ds, int kq, bool bt, int64_t& bm, int64_t& bk, int64_t& step_a,
+                                       int64_t& step_b) {
+  const Platform& p = p_;
+  auto& s = spec_;
+  constexpr int64_t kBaseN = 256, kPartA = 256 * 1024;
+  int64_t total_m = 0;
+  for (const auto& g : groups_) total_m += g.m * g.count;
+  const int64_t tiler_bk = std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (kBaseN * ds) / 16 * 16);
+  int64_t tiler_bm = std::min<int64_t>(int64_t(p.l0a) / 2 / (tiler_bk * ds), int64_t(p.l0c) / (kBaseN * 4));
+  tiler_bm = std::min<int64_t>(256, tiler_bm > total_m ? align_up(total_m, 16) : tiler_bm / 16 * 16);
+  if (std::find(s.values[gBK].begin(), s.values[gBK].end(), tiler_bk) == s.values[gBK].end()) return;
+  bk = tiler_bk;
+  bm = tiler_bm;
+  auto& vm = s.values[gBM];
+  if (std::find(vm.begin(), vm.end(), bm) == vm.end()) vm.insert(std::upper_bound(vm.begin(), vm.end(), bm), bm);
+  const int64_t avail = int64_t(p.l1) - (bt ? kBaseN * 4 : 0);
+  const int64_t l1a = bm > kBaseN ? kPartA : avail - kPartA, l1b = avail - l1a;
+  step_a = std::max<int64_t>(1, l1a / 2 / (bm * bk * ds));
+  step_b = std::max<int64_t>(1, l1b / 2 / (kBaseN * bk * ds));
+  if (step_a > step_b) step_a = step_a / step_b * step_b;
+  else step_b = step_b / step_a * step_a;
+  const int64_t k_steps = cdiv(align_up(K, kq), bk);
+  step_a = std::min(step_a, k_steps);
+  step_b = std::min(step_b, k_steps);
+  for (auto* st : {&step_a, &step_b}) {
+    auto& v = s.values[st == &step_a ? gStepKa : gStepKb];
+    if (std::find(v.begin(), v.end(), *st) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), *st), *st);
+  }
 }
 
 double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
