@@ -522,6 +522,20 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     if (multi_row) k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
   }
   quant_tail(k, p, int4, multi_row);
+  if (!regbase(p) && (multi_row || special)) {
+    // 910B's multi-row and special templates (op_kernel/dynamic_quant_multi_row.h,
+    // dynamic_quant_single_row.h) keep the row statistics in the vector unit: per row one Max over
+    // its repeats into the first (ComputeReduceMax, a PipeBarrier after it), one WholeReduceMax for
+    // the pass's rows, the 127 / max of each row broadcast over the pass (BroadCast; Brcb + Copy)
+    // and multiplied in.  No per-row wait for the scalar unit (the row reduction's vec_row_cycles).
+    // One UB buffer (TBuf; TQue depth 1): a pass's load, then its vector work; the store beside the
+    // next load.
+    k.row_prog.clear();
+    k.row_loop_prog.push_back(api("Add"));  // Max: the Add class
+    k.elem_prog.push_back(api("Adds"));     // the broadcast copy of the rows' scales
+    k.baseline_buffer_num = 1;
+    k.store_beside_load = true;
+  }
   // 910B's one-row-at-a-time template: the per-row chain of kPipeDrain waits (above).
   if (!regbase(p) && !multi_row && !special) {
     const int64_t per_rep = op.dtype == "float16" && !smooth ? 128 : 64;  // fp16 without smooth: on x itself
