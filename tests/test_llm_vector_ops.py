@@ -141,6 +141,42 @@ def test_dequant_swiglu_quant_950_passes_whole_rows():
     assert 20 <= base["tileLen"] // h <= 43
 
 
+def test_dequant_swiglu_quant_910b_takes_cann_base_tiling():
+    # dequant_swiglu_quant_tiling_base.cpp (910B): UB / 25 bytes = 7840 outputs a pass for dynamic 16-bit x,
+    # whole rows of H = 2048 (3 of them); int32 x one row a pass; small problems (H < 1536, < 128 rows)
+    # on 12 cores; the kernel's queues are single-buffered (dequant_swiglu_quant_dynamic_base.hpp).
+    def base(inputs, dtype):
+        return an.baseline_tiling("DequantSwigluQuant", inputs, dtype, "Ascend910B2", {})
+    assert base([[4096, 4096], [], [], [2048]], "bfloat16") == {"blockDim": 48, "tileLen": 3 * 2048, "bufferNum": 1}
+    assert base([[4096, 4096], [4096], [4096]], "int32") == {"blockDim": 48, "tileLen": 2048, "bufferNum": 1}
+    assert base([[64, 512]], "bfloat16")["blockDim"] == 12
+    # int32 rows of at most 1536 outputs with an activation scale take the ping-pong performance template.
+    assert base([[16384, 512], [512], [16384]], "int32") == {"blockDim": 48, "tileLen": 256, "bufferNum": 2}
+
+
+def test_dequant_swiglu_quant_910b_performance_template_overlaps_its_loads():
+    # The same int32 [16384, 512] without an activation scale runs the serial template (tiling key 30006,
+    # not 30013): less vector work, yet slower, since no load overlaps the vector work.
+    t = lambda inputs: est("DequantSwigluQuant", inputs, "int32", "Ascend910B2", {})
+    with_scale, without = t([[16384, 512], [512], [16384]]), t([[16384, 512], [512]])
+    assert with_scale.breakdown["vector_us"] > without.breakdown["vector_us"]
+    assert with_scale.time_us < without.time_us
+
+
+def test_dynamic_quant_910b_multi_row_templates_are_single_buffered():
+    # dynamic_quant_tiling.cpp (910B): H in {4096, 5120, 10240} and 4..384 rows take the special template,
+    # 16384 / H rows a pass; other rows of 128..16320 elements (multiples of 8) the multi-row one,
+    # 16320 / H rows a pass.  Both keep one UB buffer (dynamic_quant_single_row.h, dynamic_quant_multi_row.h).
+    def base(shape):
+        return an.baseline_tiling("DynamicQuant", [shape], "float16", "Ascend910B2", {})
+    assert base([128, 4096]) == {"blockDim": 32, "tileLen": 4 * 4096, "bufferNum": 1}
+    assert base([4096, 4096]) == {"blockDim": 48, "tileLen": 3 * 4096, "bufferNum": 1}
+    # Their row maxima stay in the vector unit, no per-row wait for the scalar unit: the same bytes in 8x
+    # the rows of 1/8 the length take about the same time.
+    t = lambda shape: est("DynamicQuant", [shape], "float16", "Ascend910B2", {}).time_us
+    assert t([32768, 1024]) < 1.2 * t([4096, 8192])
+
+
 def test_swiglu_unaligned_halves_cost_more_on_910b_only():
     # Halves of 50 fp32 (200 bytes, not 32-byte aligned; the calibration file's [2, 3, 17, 512, 100])
     # go the DataCopyPad path: one GM write burst per output row on 910B; the 950 generation pads

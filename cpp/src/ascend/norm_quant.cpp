@@ -522,6 +522,20 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     if (multi_row) k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
   }
   quant_tail(k, p, int4, multi_row);
+  if (!regbase(p) && (multi_row || special)) {
+    // 910B's multi-row and special templates (op_kernel/dynamic_quant_multi_row.h,
+    // dynamic_quant_single_row.h) keep the row statistics in the vector unit: per row one Max over
+    // its repeats into the first (ComputeReduceMax, a PipeBarrier after it), one WholeReduceMax for
+    // the pass's rows, the 127 / max of each row broadcast over the pass (BroadCast; Brcb + Copy)
+    // and multiplied in.  No per-row wait for the scalar unit (the row reduction's vec_row_cycles).
+    // One UB buffer (TBuf; TQue depth 1): a pass's load, then its vector work; the store beside the
+    // next load.
+    k.row_prog.clear();
+    k.row_loop_prog.push_back(api("Add"));  // Max: the Add class
+    k.elem_prog.push_back(api("Adds"));     // the broadcast copy of the rows' scales
+    k.baseline_buffer_num = 1;
+    k.store_beside_load = true;
+  }
   // 910B's one-row-at-a-time template: the per-row chain of kPipeDrain waits (above).
   if (!regbase(p) && !multi_row && !special) {
     const int64_t per_rep = op.dtype == "float16" && !smooth ? 128 : 64;  // fp16 without smooth: on x itself
@@ -541,10 +555,7 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
 // buffered (2H at its width, + 32 B of activation scale), y double-buffered (int8), 32 B and one
 // fp32 row (one more with a static quant offset); a longer row goes one piece of ubFactorDimy
 // outputs at a time: (UB - 1 KB - 32 B) / (2 x (1 + x's share of 2H + the weight scale's + 4) + 8),
-// 32-byte aligned.  (The 910B tiling, dequant_swiglu_quant_tiling_base.cpp CalcOptBaseShape, takes
-// one row a pass for int32 x: charged so with the per-row scalar cost, the fit half's 910B2
-// [16384, 512] went from 1.57x to 2.0x measured, with the per-row constants of the time; the 910B
-// default stays the generic tile.)
+// 32-byte aligned.  (910B's tiling: dequant_swiglu_910b below.)
 int64_t dequant_swiglu_tile(const Platform& p, bool x_int32, bool dynamic, bool weight_scale, int64_t rows, int64_t h) {
   const int64_t ub = int64_t(p.ub);
   if (h <= 5120) {
@@ -555,6 +566,38 @@ int64_t dequant_swiglu_tile(const Platform& p, bool x_int32, bool dynamic, bool 
   }
   const int64_t split = 2 * (1 + (x_int32 ? 8 : 4) + (weight_scale ? 8 : 0) + 4) + 8;
   return (ub - 1024 - 32) / split / 32 * 32;
+}
+
+// CANN's DequantSwigluQuant tiling on 910B ([S] hicann/ops-nn quant/dequant_swiglu_quant/op_host/
+// dequant_swiglu_quant_tiling_base.cpp, the template without group_index; not on the regbase SoCs).
+struct DequantSwiglu910b {
+  int64_t base_rows;  // rows a UB pass (baseRowLen)
+  int64_t base_cols;  // outputs of a row a UB pass (baseColLen; below H: the row goes in pieces)
+  int64_t cores;      // usedCoreNum
+  bool perf;          // the ping-pong template (tiling key 30013, dequant_swiglu_quant_dynamic_performance.hpp)
+};
+DequantSwiglu910b dequant_swiglu_910b(const Platform& p, bool x_int32, int ds, bool dynamic, bool act_scale,
+                                      bool qs_one, int64_t rows, int64_t h) {
+  // GetBufferNumAndDataLenPerUB: UB bytes per output element, fp32 buffers x 4 + the int8 output (the
+  // bias dtype defaults to float without a bias, so int32 x takes the 11 / 12-buffer line).
+  const int64_t per_elem = dynamic ? (x_int32 ? 11 * 4 + 1 : 6 * 4 + 1) : (x_int32 ? 12 * 4 + 1 : 7 * 4 + 1);
+  const int64_t max_tile = int64_t(p.ub) / per_elem / 32 * 32;  // CalcUbMaxTileLen: 32-element aligned
+  // getBaseColLenUpBound: a row UB does not hold goes in 512-byte pieces (cacheLineLen = 512 / x's size).
+  const int64_t line = 512 / ds;
+  int64_t cols = std::min(h, max_tile);
+  if (h % (32 / ds)) cols = std::min<int64_t>(cols, 65535 / 4);  // DISCONTINE_COPY_MAX_BLOCKLEN / sizeof(DataType)
+  if (cols < h && cols > line) cols = cols / line * line;
+  // CalcOptBaseShape: several rows a pass only for dynamic quantisation of 16-bit x, at most a core's share.
+  int64_t base_rows = 1;
+  if (dynamic && !x_int32)
+    base_rows = std::max<int64_t>(1, std::min({max_tile / align_up(cols, 32), rows, cdiv(rows, p.vector_cores)}));
+  // SaveOptBaseShape: a core per row, at most all of them; small problems (H < 1536 and < 128 rows) on 12.
+  int64_t cores = std::min<int64_t>(rows, p.vector_cores);
+  if (h < 1536 && rows < 128) cores = std::min<int64_t>(cores, 12);
+  // isPerformanceBranch + getTilingKeyDynamic: int32 x, rows of at most 1536 whole 32-byte blocks in one
+  // piece, an activation scale, no bias, a quant scale that is not a single value.
+  const bool perf = x_int32 && dynamic && !qs_one && h % 8 == 0 && h <= 1536 && cols == h && act_scale;
+  return {base_rows, cols, std::max<int64_t>(1, cores), perf};
 }
 
 // DequantSwigluQuant (x [..., 2H] int32 or float16/bfloat16, weight_scale [2H], activation_scale
@@ -595,14 +638,25 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
   // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
   // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,
-  // each row's activation scale and abs-max read back by the scalar unit
-  // (op_kernel/dequant_swiglu_quant_dynamic_*.hpp: activationScaleGm.GetValue, maxTempLocal.GetValue).
+  // each row's abs-max read back by the scalar unit (op_kernel/dequant_swiglu_quant_dynamic_base.hpp
+  // DynamicCompute: ReduceMax, a V_S wait, GetValue, then Muls by the row's scale).
   const bool multi_row = regbase(p);
+  const int64_t n_qs = qs.empty() ? 0 : numel(qs);
   if (multi_row) {
     k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
     // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
     // ceil(rows / ubFactorDimx))); a split row (H > 5120) takes a core a row.
     if (h <= 5120) k.baseline_block_dim = cdiv(rows, k.baseline_tile / align_up(h, 32));
+  } else {
+    const auto t = dequant_swiglu_910b(p, op.dtype == "int32", k.ds, mode == "dynamic", !as.empty(), n_qs == 1, rows, h);
+    k.baseline_tile = t.base_cols < h ? t.base_cols : t.base_rows * k.unit_elems;
+    k.baseline_block_dim = t.cores;
+    // Its queues are single-buffered (TQue depth 1, InitBuffer(..., 1, ...)) and each pass waits for
+    // its load (DeQue) while the scalar unit waits for the pass's last row: a pass's load and vector
+    // work in turn, the store beside the next load (CanFullLocaOneRow).  The performance template
+    // loads the next row into its ping-pong buffers during this one's work.
+    k.baseline_buffer_num = t.perf ? 2 : 1;
+    k.store_beside_load = !t.perf;
   }
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
   if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
@@ -612,13 +666,19 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
       else k.row_loop_prog.push_back(api("Muls"));       // the row's scalar
     k.in_bytes += 4.0 / h;
   }
-  for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));  // silu(a) * b
+  // silu(a) * b; the 910B kernel's SiLU is a / (1 + exp(-a)) (BaseCompute: Muls, Exp, Adds, Div).
+  for (const char* a : multi_row ? std::vector<const char*>{"Sigmoid", "Mul", "Mul"}
+                                 : std::vector<const char*>{"Muls", "Exp", "Adds", "Div", "Mul"})
+    k.elem_prog.push_back(api(a));
   if (!qs.empty()) k.elem_prog.push_back(api("Mul"));
-  const int64_t n_qs = qs.empty() ? 0 : numel(qs);
   k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + n_qs);  // float32 scales
   const bool int4 = int4_output(op);
   if (mode == "dynamic") {
     quant_tail(k, p, int4, multi_row);
+    // 910B: the row's wait is its ReduceMax's (vec_row_cycles, the row reduction's wait): the scalar
+    // work after it is a division and the Muls' operand, no second round trip (kRowScalarQuant on top
+    // put the fit half's 910B2 [4096, 4096] bf16 at 1.43x and int32 [16384, 512] at 1.67x measured).
+    if (!multi_row) k.row_scalar_cycles = 0;
   } else {  // static: y * quant_scale (above) is the quantised value, no row statistic
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);
