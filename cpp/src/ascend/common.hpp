@@ -22,6 +22,10 @@ std::string canonical_dtype(const std::string& dtype);
 // int8, uint8, bool, int16, int32, int64.
 bool is_integer_dtype(const std::string& dtype);
 
+// The 950 generation (arch35, told by its 256 KB L0C; C220/910B has 128 KB): CANN's kernels for it
+// are the regbase Ascend C ones (op_kernel/arch35), 910B's the C220 Ascend C or TBE ones.
+inline bool regbase(const Platform& p) { return p.split && int64_t(p.l0c) > 131072; }
+
 // ---- GM access charging ------------------------------------------------------
 // MTE2 moves GM data in sectors (Platform::gm_sector bytes): a burst
 // (contiguous run) shorter than a sector costs a whole sector, and a burst

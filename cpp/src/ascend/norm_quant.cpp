@@ -64,9 +64,6 @@ VecStep cast_step(bool up) { return {vec_api_cost(up ? "CastUp" : "CastDown"), f
 
 bool is_float(const std::string& d) { return d == "float16" || d == "bfloat16" || d == "float32"; }
 bool half(const std::string& d) { return d == "float16" || d == "bfloat16"; }
-// The 950 generation (arch35, its 256 KB L0C; as grouped_quant_matmul.cpp tells C220 by its
-// 128 KB one), whose CANN kernels are the regbase ones (op_kernel/arch35).
-bool regbase(const Platform& p) { return p.split && int64_t(p.l0c) > 131072; }
 
 void need_float(const OpDesc& op) {
   if (!is_float(op.dtype))

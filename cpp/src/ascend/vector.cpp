@@ -338,10 +338,6 @@ std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p) {
 
 namespace {
 
-// The 950 generation (arch35: its 256 KB L0C, as norm_quant.cpp tells it), whose element-wise
-// kernels are Ascend C ones; 910B's are TBE schedules.
-bool regbase(const Platform& p) { return p.split && int64_t(p.l0c) > 131072; }
-
 // An input of `ins` broadcast along the output's last axis (its own last axis 1), where that
 // axis is not a whole number of 32-byte blocks.  A scalar is not one: TBE takes it as the scalar
 // operand of a vector-scalar instruction.
