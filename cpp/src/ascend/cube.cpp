@@ -1153,7 +1153,7 @@ std::vector<int64_t> CubeModel::qbmm_basic_baseline() const {
   // consecutive blocks in that order ([O] .../op_kernel/quant_batch_matmul_v3_block.h
   // InitFirstTileBlockIndex), which the model prices as MatMulV3's dealing, every cores-th block:
   // it still charges every wave's first copies as L2 misses.  (Priced as runs, fewer copies miss and
-  // the fit-half records of cann_bench_calibration.json come out 0.68-0.82 of measured: the L2-hit
+  // the fit-half records of cann_bench_calibration.json come out 0.67-0.82 of measured: the L2-hit
   // rate of these copies, not restated, is then the gap.)
   const int64_t round = cdiv(mB * nB, used), half = std::max<int64_t>(1, used / 2);
   auto divides = [&](int64_t cnt) { return std::max(cnt, round) % std::min(cnt, round) == 0; };
