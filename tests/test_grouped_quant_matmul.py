@@ -85,6 +85,28 @@ def test_w8a8_runs_at_the_int8_cube_rate():
     assert pt > q
 
 
+def _qbmm_default(m, k, n, out="float16", bias=False):
+    inputs = [[m, k], [k, n], [n]] + ([[], [n]] if bias else [])
+    attrs = {"output_dtype": out}
+    return inputs, attrs, ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, attrs)
+
+
+def test_w8a8_default_on_910b_is_canns_basic_template():
+    # ops-nn quant_batch_matmul_v3_basic_tiling.cpp (C220): large ND shapes take the basic template,
+    # base 128 x 256 x 128 B dealt round-robin over the cores, K in L1 copies of 8 base steps for A
+    # and 2 for the K x N weight (ModifyStepKForKOuter), M first when N > 5 M, N first otherwise.
+    def knobs(t):
+        return tuple(t[k] for k in ("dispatch", "baseM", "baseN", "baseK", "stepKa", "stepKb", "iterateOrder"))
+    _, _, t = _qbmm_default(1024, 4096, 14336, bias=True)
+    assert knobs(t) == (1, 128, 256, 128, 8, 2, 0)
+    assert t["usedCoreNum"] == 24
+    _, _, t = _qbmm_default(4096, 4096, 4096, "bfloat16")
+    assert knobs(t) == (1, 128, 256, 128, 8, 2, 1)
+    # Smaller shapes run the TBE cache tiling (closed): the API-style static split stands in.
+    _, _, t = _qbmm_default(256, 4096, 1024)
+    assert t["dispatch"] == 0
+
+
 def _gmm(sizes, k=1024, n=1024, attrs=None, soc=B2):
     cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
     a = {"group_list": cum, **(attrs or {})}

@@ -244,6 +244,9 @@ struct CubeQuant {
   std::vector<VecStep> dequant;    // vector program per output element (dequant not on FixPipe)
   double dequant_extra = 0;        // bytes read per output element beside the output tile
   double extra_bytes = 0;          // small operands read once (scales, offsets)
+  // C220 QuantBatchMatmulV3's basic template (grouped_quant_matmul.cpp decides when CANN takes it):
+  // 0 not it, 1 with the dequant on FixPipe (scale in L1), 2 with the dequant on the vector cores.
+  int qbmm_basic = 0;
 };
 // The cube model of MatMul `op` with `quant` applied, reporting `kind`.
 std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform& p, const CubeQuant& quant,

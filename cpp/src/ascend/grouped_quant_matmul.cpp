@@ -206,6 +206,34 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
 }
 
 // ---- QuantBatchMatmulV3 ---------------------------------------------------------------------
+// Whether CANN's C220 (910B/910C) tiler takes the basic template for an int8 x int8 GEMM with ND
+// operands, single batch, fp16/bf16/int8 out ([O] ops-nn matmul/quant_batch_matmul_v3/op_host/op_tiling/
+// quant_batch_matmul_v3_basic_tiling.cpp CheckUseBasicTiling; registered first, 0, in
+// quant_batch_matmul_v3_tiling.cpp): large shapes, unless one operand is small enough to stay whole in L1
+// across the blocks (CheckNotFullLoadForMutliIterate) or the vector dequant meets M <= 256
+// (CheckIfUseBasicInMix).  Otherwise the TBE cache tiling (closed) runs, and the API-style default stands
+// in.  The tuned-shape lists (CheckSupportConditionQbmm, closed) are not restated.
+bool c220_qbmm_basic(int64_t M, int64_t K, int64_t N, bool t1, bool t2, bool ub_quant, int out_size, int64_t cores,
+                     double l2) {
+  const bool decode_range = M <= 16 && K >= 13000 && K <= 18944 && N >= 1500 && out_size == 2;
+  if (!decode_range) {
+    if (ub_quant && M <= 256) return false;
+    const double total = double(M) * K + double(K) * N + double(M) * N * out_size;
+    if (K < 1024 && total <= 0.8 * l2) return false;  // K small: the old template loads it whole
+    const int64_t mn = std::min(M, N);
+    if (mn <= 256) return false;
+    int64_t full = align_up(mn, 16) * align_up(K, 32);
+    if (mn < 512) full = std::min(full, 128 * align_up(K, 32));
+    if (full <= 448 * 1024) {  // the smaller operand fits its half of L1
+      const int64_t base = (M <= N && !t2) || (M > N && t1) ? 128 : 64;
+      if ((cdiv(std::max(M, N), cores * base) - 1) * full > 160 * 1024) return false;
+      const int64_t inner = M <= N ? (t1 ? M : K) : (t2 ? K : N);
+      if (inner % 128) return false;
+    }
+  }
+  return !(std::min(M, N) <= 512 && std::max(M, N) <= 1024);  // small shapes gain nothing from it
+}
+
 // inputs: x1 [M, K] int8, x2 [K, N] int8, scale [N] or [1], (offset), (bias [N]), (pertoken_scale [M]).
 std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platform& p) {
   const std::string& K_ = op.kind;
@@ -254,6 +282,11 @@ std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platfor
                   {vec_api_cost("CastDown"), false}};
     cq.dequant_extra = 4.0 - dtype_size(odt);
   }
+  // (bf16 out dequantises on the vector cores too: the basic tiler's isUbQuant_)
+  const bool ub_quant = present(op, 5) || odt == "bfloat16";
+  if (p.split && p.fixpipe && int64_t(p.l0c) == 131072 &&
+      c220_qbmm_basic(M, Ka, N, t1, t2, ub_quant, dtype_size(odt), p.cube_cores, p.l2))
+    cq.qbmm_basic = ub_quant ? 2 : 1;
   return make_quant_cube_model(mm, p, cq, K_);
 }
 
