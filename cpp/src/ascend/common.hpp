@@ -153,9 +153,10 @@ struct VecKernel {
   bool row_waits = true;
   // Copy-only kernels (moe_routing.cpp's MoeReRouting on 910B), opt-in: a core's stores leave by
   // MTE3's own UB -> GM path beside its loads ([R] the platform ini rates ub_to_ddr apart from
-  // ddr_rate) instead of sharing one GM port with them; and a tile's load and store, issue to
-  // done, take at least tile_round_trip cycles (0: no such floor).
-  bool store_own_port = false;
+  // ddr_rate) instead of sharing one GM port with them, and with no vector stage between a tile's
+  // load and its store the double-buffered pipeline fills by one tile, not two.  A tile's load
+  // and store, issue to done, take at least tile_round_trip cycles (0: no such floor).
+  bool copy_only = false;
   double tile_round_trip = 0;
 };
 

@@ -190,16 +190,21 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
     // each way per ubFactor rows at most (ubFactor = (UB - 12 KB) / 2 over a row, its index and its
     // scale), through a TQueBind of depth 2 with no vector work between: a load and a store of
     // consecutive blocks overlap, and a small block waits on its copies' latency (the round trip
-    // of a load and a store, as GE's start costs charge them).  A rank is a unit, a block a tile.
+    // of a load and a store, as GE's start costs charge them).  A block is a unit (a tile when it
+    // fits ubFactor rows); the search may split a rank's blocks over more cores, as the 950
+    // generation's tiling does.
     const int64_t block_rows = std::max<int64_t>(1, cdiv(A, R * E));
     const int64_t ub_factor = (int64_t(p.ub) - 12288) / 2 / (H * k.ds + (scales ? 8 : 4));
     const int64_t chunk = std::max<int64_t>(1, std::min(block_rows, ub_factor)) * H;
     const int64_t cores = std::min<int64_t>(R, p.vector_cores);
-    k.units = R;
-    k.unit_elems = cdiv(A, R) * H;
+    k.units = R * E;
+    k.unit_elems = block_rows * H;
+    k.baseline_block_dim = cores;
     k.baseline_tile = align_up(chunk, 32 / k.ds);  // rounded up: one tile holds a block
+    k.ub_buffers = 1;  // the TQueBind is one queue, VECIN and VECOUT alike
+    k.run_out = double(block_rows * H * k.ds);  // a block's rows are contiguous in permute_tokens only
     k.in_streams = scales ? 2 : 1;
-    k.store_own_port = true;
+    k.copy_only = true;
     k.tile_round_trip = mte2_head(int(cores), double(chunk) * k.ds >= 25000) + kMte3Head;
     return make_vec_model(k, p);
   }

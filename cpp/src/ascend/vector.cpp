@@ -166,7 +166,7 @@ class VecModel : public OpModel {
     c.mte2 = read_cycles + double(tiles) * k.in_streams * sweeps * kLoadCall;
     c.mte3 = c.write_ch / (rate * eff) + double(tiles) * kStoreCall;
     // MTE2 and MTE3 share the core's GM port, unless the kernel's stores have their own.
-    c.port = k.store_own_port ? std::max(read_cycles, c.write_ch / (rate * eff)) : read_cycles + c.write_ch / (rate * eff);
+    c.port = k.copy_only ? std::max(read_cycles, c.write_ch / (rate * eff)) : read_cycles + c.write_ch / (rate * eff);
     // Vector: elementwise APIs over each tile; reduce APIs per row.
     // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
     // with the sum, then the scaling): every element op runs once per element, not per sweep
@@ -215,7 +215,9 @@ class VecModel : public OpModel {
       c.mte2 = std::max(c.mte2, floor);
       c.mte3 = std::max(c.mte3, floor);
     }
-    if (db == 2)
+    if (db == 2 && k.copy_only)  // tile i's store beside tile i + 1's load: n tiles take n + 1 steps
+      c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + std::min(per_tile_mte2, per_tile_mte3);
+    else if (db == 2)
       c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + per_tile_mte2 + per_tile_mte3;
     else if (k.store_beside_load)
       c.cycles = std::max(std::max(c.mte2, c.mte3) + c.vec, c.port) + per_tile_mte3;
