@@ -58,8 +58,10 @@ void check_input_dtypes(const OpDesc& op) {
 // Fitted two at a time per operator (setup, per row) minimising the mean |log(pred / measured)|.
 constexpr double kGatherWaitCycles = 330;      // MoeFinalizeRouting, 6 fit records
 constexpr double kFinalizeSetupCycles = 3250;
-constexpr double kReRoutingRowCycles = 40;      // MoeReRouting, 9 fit records (950PR's model since 910B's
-constexpr double kReRoutingSetupCycles = 6000;  // follows CANN's 910B kernel without them)
+// MoeReRouting on the 950 generation, fitted on 9 records of both SoCs (910B's model now follows
+// CANN's 910B kernel, with no fitted constant).
+constexpr double kReRoutingRowCycles = 40;
+constexpr double kReRoutingSetupCycles = 6000;
 constexpr double kTopKSetupCycles = 3000;       // MoeGatingTopKSoftmax, 2 fit records (950PR only)
 
 VecStep f32(const char* api) { return {vec_api_cost(api), true}; }
@@ -180,10 +182,9 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
   const double side = (scales ? 8.0 : 0.0) + 4.0;  // scales in and out, permute_token_idx
   k.in_bytes = k.ds + (scales ? 4.0 / double(H) : 0.0);
   k.out_bytes = k.ds + (side - (scales ? 4.0 : 0.0)) / double(H);
-  k.ub_buffers = 2;
   k.unique_bytes = 2.0 * double(A) * H * k.ds + double(A) * side + double(R * E) * 4;
   if (c220(p)) {
-    // CANN's 910B kernel ([T] hicann/ops-transformer moe/moe_re_routing @ c29bc10: op_host/
+    // CANN's 910B kernel (hicann/ops-transformer moe/moe_re_routing @ c29bc10: op_host/
     // moe_re_routing_membase_tiling.cpp, the template 910B runs (the r and re tilings are
     // ASCEND910_95 only); op_kernel/moe_re_routing.h): blockDim = ranks, one core per rank.  A core
     // walks its rank's experts and copies each (rank, expert) block GM -> UB -> GM, one DataCopyPad
@@ -208,9 +209,10 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
     k.tile_round_trip = mte2_head(int(cores), double(chunk) * k.ds >= 25000) + kMte3Head;
     return make_vec_model(k, p);
   }
-  // The 950 generation's tilings (op_host/moe_re_routing_r_tiling.cpp, *_re_tiling.cpp) split
-  // the ranks' experts over the cores too: modelled as token rows over all cores, runs of a block.
+  // The 950 generation's tilings (op_host/moe_re_routing_r_tiling.cpp, *_re_tiling.cpp) also
+  // spread a rank's experts over the cores: modelled as token rows over all cores, runs of a block.
   k.units = A;
+  k.ub_buffers = 2;
   k.unit_elems = H;
   k.unit_cycles = kReRoutingRowCycles;
   k.fixed_us = kReRoutingSetupCycles / p.freq_mhz;
