@@ -73,6 +73,41 @@ def test_gating_kernel_reduces_tiles_of_rows_on_both_chips():
     assert 0.7 < ratio < 2
 
 
+def _re_routing(inputs, soc=SOC):
+    tiling = an.baseline_tiling("MoeReRouting", inputs, "float16", soc, {})
+    est = an.estimate("MoeReRouting", inputs, "float16", soc, tiling, {})
+    return tiling, est
+
+
+def test_re_routing_on_910b_runs_a_core_per_rank():
+    # CANN's 910B tiling (ops-transformer moe_re_routing_membase_tiling.cpp) launches one core per
+    # rank: the same tokens over 2 ranks take 2 cores, each copying half of them, well over
+    # 3x the time of 8 ranks on 8 cores; the 950 generation's tiling spreads them over its cores.
+    tokens = [4096, 512]
+    t8, e8 = _re_routing([tokens, [8, 8], [4096]])
+    t2, e2 = _re_routing([tokens, [2, 32], [4096]])
+    assert (t8["blockDim"], t2["blockDim"]) == (8, 2)
+    assert e8.breakdown["cores_used"] == 8 and e2.breakdown["cores_used"] == 2
+    assert e2.time_us > 3 * e8.time_us
+    t950, _ = _re_routing([tokens, [2, 32], [4096]], soc="Ascend950PR")
+    assert t950["blockDim"] > 2
+    # The search may split a rank's blocks over more cores (as the 950 tiling does): faster.
+    best = an.tune_op("MoeReRouting", [tokens, [2, 32], [4096]], "float16", SOC, attrs={}, max_evals=64)
+    assert best.time_us < 0.5 * e2.time_us
+
+
+def test_re_routing_small_blocks_wait_on_their_copies():
+    # A core copies each (rank, expert) block in and out on its own: 1 KB blocks are bound by the
+    # copies' round trip, so the same 1024 x 32 tokens in 8 experts a rank cost more than in one;
+    # 64 KB blocks are bound by the transfer, so splitting them into more experts costs ~nothing.
+    _, small8 = _re_routing([[1024, 32], [8, 8], [1024]])
+    _, small1 = _re_routing([[1024, 32], [8, 1], [1024]])
+    assert small8.time_us > 1.5 * small1.time_us
+    _, big8 = _re_routing([[4096, 512], [8, 8], [4096]])
+    _, big4 = _re_routing([[4096, 512], [8, 4], [4096]])
+    assert big8.time_us == pytest.approx(big4.time_us, rel=0.1)
+
+
 def test_gcd_record_with_equal_or_zero_data_runs_one_step():
     # The benchmark's case note states the data; equal operands or zeros end Stein's loop at once.
     rec = {"id": "X1", "op": "Gcd", "soc": "Ascend950PR", "inputs": [SQ, SQ], "dtype": ["int32", "int32"],

@@ -155,6 +155,13 @@ struct VecKernel {
   // Each row's row_prog reductions end in a scalar wait (Platform::vec_row_cycles); false for
   // kernels that reduce a tile of rows per API call (moe_routing.cpp's MoeGatingTopKSoftmax).
   bool row_waits = true;
+  // Copy-only kernels (moe_routing.cpp's MoeReRouting on 910B), opt-in: a core's stores leave by
+  // MTE3's own UB -> GM path beside its loads ([R] the platform ini rates ub_to_ddr apart from
+  // ddr_rate) instead of sharing one GM port with them, and with no vector stage between a tile's
+  // load and its store the double-buffered pipeline fills by one tile, not two.  A tile's load
+  // and store, issue to done, take at least tile_round_trip cycles (0: no such floor).
+  bool copy_only = false;
+  double tile_round_trip = 0;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

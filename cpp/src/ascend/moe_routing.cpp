@@ -58,11 +58,17 @@ void check_input_dtypes(const OpDesc& op) {
 // Fitted two at a time per operator (setup, per row) minimising the mean |log(pred / measured)|.
 constexpr double kGatherWaitCycles = 330;      // MoeFinalizeRouting, 6 fit records
 constexpr double kFinalizeSetupCycles = 3250;
-constexpr double kReRoutingRowCycles = 40;      // MoeReRouting, 9 fit records
+// MoeReRouting on the 950 generation, fitted on 9 records of both SoCs (910B's model now follows
+// CANN's 910B kernel, with no fitted constant).
+constexpr double kReRoutingRowCycles = 40;
 constexpr double kReRoutingSetupCycles = 6000;
 constexpr double kTopKSetupCycles = 3000;       // MoeGatingTopKSoftmax, 2 fit records (950PR only)
 
 VecStep f32(const char* api) { return {vec_api_cost(api), true}; }
+
+// C220 (910B, 910C: split cores with a 128 KB L0C, as grouped_quant_matmul.cpp tells it), whose
+// CANN kernels differ from the 950 generation's (arch35) for some operators.
+bool c220(const Platform& p) { return p.split && int64_t(p.l0c) == 131072; }
 
 // 16-bit data computed in fp32 between casts, as vector.cpp's Softmax.
 void cast_around(VecKernel& k, const std::string& dtype, const std::vector<VecStep>& body) {
@@ -174,15 +180,43 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
          std::to_string(A) + ")");
   VecKernel k = start_kernel(op, p, op.kind);
   const double side = (scales ? 8.0 : 0.0) + 4.0;  // scales in and out, permute_token_idx
+  k.in_bytes = k.ds + (scales ? 4.0 / double(H) : 0.0);
+  k.out_bytes = k.ds + (side - (scales ? 4.0 : 0.0)) / double(H);
+  k.unique_bytes = 2.0 * double(A) * H * k.ds + double(A) * side + double(R * E) * 4;
+  if (c220(p)) {
+    // CANN's 910B kernel (hicann/ops-transformer moe/moe_re_routing @ c29bc10: op_host/
+    // moe_re_routing_membase_tiling.cpp, the template 910B runs (the r and re tilings are
+    // ASCEND910_95 only); op_kernel/moe_re_routing.h): blockDim = ranks, one core per rank.  A core
+    // walks its rank's experts and copies each (rank, expert) block GM -> UB -> GM, one DataCopyPad
+    // each way per ubFactor rows at most (ubFactor = (UB - 12 KB) / 2 over a row, its index and its
+    // scale), through a TQueBind of depth 2 with no vector work between: a load and a store of
+    // consecutive blocks overlap, and a small block waits on its copies' latency (the round trip
+    // of a load and a store, as GE's start costs charge them).  A block is a unit (a tile when it
+    // fits ubFactor rows); the search may split a rank's blocks over more cores, as the 950
+    // generation's tiling does.
+    const int64_t block_rows = std::max<int64_t>(1, cdiv(A, R * E));
+    const int64_t ub_factor = (int64_t(p.ub) - 12288) / 2 / (H * k.ds + (scales ? 8 : 4));
+    const int64_t chunk = std::max<int64_t>(1, std::min(block_rows, ub_factor)) * H;
+    const int64_t cores = std::min<int64_t>(R, p.vector_cores);
+    k.units = R * E;
+    k.unit_elems = block_rows * H;
+    k.baseline_block_dim = cores;
+    k.baseline_tile = align_up(chunk, 32 / k.ds);  // rounded up: one tile holds a block
+    k.ub_buffers = 1;  // the TQueBind is one queue, VECIN and VECOUT alike
+    k.run_out = double(block_rows * H * k.ds);  // a block's rows are contiguous in permute_tokens only
+    k.in_streams = scales ? 2 : 1;
+    k.copy_only = true;
+    k.tile_round_trip = mte2_head(int(cores), double(chunk) * k.ds >= 25000) + kMte3Head;
+    return make_vec_model(k, p);
+  }
+  // The 950 generation's tilings (op_host/moe_re_routing_r_tiling.cpp, *_re_tiling.cpp) also
+  // spread a rank's experts over the cores: modelled as token rows over all cores, runs of a block.
   k.units = A;
+  k.ub_buffers = 2;
   k.unit_elems = H;
   k.unit_cycles = kReRoutingRowCycles;
   k.fixed_us = kReRoutingSetupCycles / p.freq_mhz;
-  k.in_bytes = k.ds + (scales ? 4.0 / double(H) : 0.0);
-  k.out_bytes = k.ds + (side - (scales ? 4.0 : 0.0)) / double(H);
   k.run_in = k.run_out = double(std::max<int64_t>(1, A / (R * E))) * H * k.ds;
-  k.ub_buffers = 2;
-  k.unique_bytes = 2.0 * double(A) * H * k.ds + double(A) * side + double(R * E) * 4;
   return make_vec_model(k, p);
 }
 

@@ -165,7 +165,8 @@ class VecModel : public OpModel {
     const double read_cycles = (c.read_ch - fast) / (rate * eff) + fast / (l2_rate * eff);
     c.mte2 = read_cycles + double(tiles) * k.in_streams * sweeps * kLoadCall;
     c.mte3 = c.write_ch / (rate * eff) + double(tiles) * kStoreCall;
-    c.port = read_cycles + c.write_ch / (rate * eff);  // MTE2 and MTE3 share the core's GM port
+    // MTE2 and MTE3 share the core's GM port, unless the kernel's stores have their own.
+    c.port = k.copy_only ? std::max(read_cycles, c.write_ch / (rate * eff)) : read_cycles + c.write_ch / (rate * eff);
     // Vector: elementwise APIs over each tile; reduce APIs per row.
     // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
     // with the sum, then the scaling): every element op runs once per element, not per sweep
@@ -205,7 +206,18 @@ class VecModel : public OpModel {
                double(units_core) * sweeps * k.row_scalar_cycles;
     }
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
-    if (db == 2)
+    if (k.tile_round_trip > 0) {
+      // Small tiles wait on their copies' latency: each pipe takes at least half a round trip a
+      // tile (bufferNum 2: two tiles' round trips overlap; 1: the load and the store alternate,
+      // summing to one).  The fill stays the transfer's: the kernel head charges the first load's
+      // and the last store's start.
+      const double floor = double(tiles) * k.tile_round_trip / 2;
+      c.mte2 = std::max(c.mte2, floor);
+      c.mte3 = std::max(c.mte3, floor);
+    }
+    if (db == 2 && k.copy_only)  // tile i's store beside tile i + 1's load: n tiles take n + 1 steps
+      c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + std::min(per_tile_mte2, per_tile_mte3);
+    else if (db == 2)
       c.cycles = std::max({c.mte2, c.vec, c.mte3, c.port}) + per_tile_mte2 + per_tile_mte3;
     else if (k.store_beside_load)
       c.cycles = std::max(std::max(c.mte2, c.mte3) + c.vec, c.port) + per_tile_mte3;
