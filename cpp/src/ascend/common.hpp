@@ -25,6 +25,8 @@ bool is_integer_dtype(const std::string& dtype);
 // The 950 generation (arch35, told by its 256 KB L0C; C220/910B has 128 KB): CANN's kernels for it
 // are the regbase Ascend C ones (op_kernel/arch35), 910B's the C220 Ascend C or TBE ones.
 inline bool regbase(const Platform& p) { return p.split && int64_t(p.l0c) > 131072; }
+// The C220 generation (910B, 910C: split cube/vector cores with a 128 KB L0C).
+inline bool c220(const Platform& p) { return p.split && int64_t(p.l0c) == 131072; }
 
 // ---- GM access charging ------------------------------------------------------
 // MTE2 moves GM data in sectors (Platform::gm_sector bytes): a burst

@@ -971,7 +971,7 @@ std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) co
   const CubeProblem& q = q_;
   // MatMulV3's 910B tiler: split AIC/AIV, FixPipe L0C -> GM, 128 KiB L0C
   // ([V3] GetMoreArgs' L0C switch); fp16/bf16/fp32 ([V3] GetDtype).
-  const bool a2 = p.split && p.fixpipe && int64_t(p.l0c) == 131072;
+  const bool a2 = c220(p) && p.fixpipe;
   // (WeightQuantBatchMatmul runs its own arch35 kernel and tiler: the API-style default stands in.)
   if (q.msd_k_blocks > 0) return msd_baseline();
   if (q.qbmm_basic > 0) return qbmm_basic_baseline();

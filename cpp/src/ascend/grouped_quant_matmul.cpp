@@ -178,8 +178,7 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
       fail(K_ + ": " + std::string(i == 6 ? "bias" : i == 4 ? "quant_scale" : "quant_offset") + " " +
            shape_str(op.inputs[i]) + " must have " + std::to_string(N) + " elements (or 1)");
   const int64_t M = trans_x ? x[1] : x[0];
-  const bool c220 = p.split && int64_t(p.l0c) == 131072;
-  const int64_t msd_blocks = c220 ? msd_k_blocks(op, M, Kx, N, int4, g, trans_x, trans_w, quant_out) : 0;
+  const int64_t msd_blocks = c220(p) ? msd_k_blocks(op, M, Kx, N, int4, g, trans_x, trans_w, quant_out) : 0;
   if (msd_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, msd_blocks);
   std::vector<std::vector<int64_t>> mm_in{x, w};
   if (present(op, 6)) mm_in.push_back({N});
@@ -193,7 +192,7 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
   if (g > 0) cq.antiquant_extra = double(ds) * (present(op, 3) ? 2 : 1) / double(g);
   cq.extra_bytes = scales;
   // C220: split cores, FixPipe, 128 KiB L0C (the test cube.cpp's MatMulV3 baseline uses for 910B).
-  cq.workspace = p.split && int64_t(p.l0c) == 131072;
+  cq.workspace = c220(p);
   // There the kernel hands over whole rounds: each round the AIVs antiquantise a slab of baseN x
   // cubeBlockDimN columns over all K into the workspace, all AIVs sync, then the AICs multiply it
   // (IterateAll), the AIVs one round ahead, three slabs in the workspace ([O] ops-nn
@@ -284,7 +283,7 @@ std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platfor
   }
   // (bf16 out dequantises on the vector cores too: the basic tiler's isUbQuant_)
   const bool ub_quant = present(op, 5) || odt == "bfloat16";
-  if (p.split && p.fixpipe && int64_t(p.l0c) == 131072 &&
+  if (c220(p) && p.fixpipe &&
       c220_qbmm_basic(M, Ka, N, t1, t2, ub_quant, dtype_size(odt), p.cube_cores, p.l2))
     cq.qbmm_basic = ub_quant ? 2 : 1;
   return make_quant_cube_model(mm, p, cq, K_);
@@ -403,7 +402,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * align_up(K, kq)))
     step /= 2;
   int64_t step_a = step, step_b = step;
-  if (p.split && int64_t(p.l0c) == 131072) c220_baseline(K, ds, kq, bt, bm, bk, step_a, step_b);
+  if (c220(p)) c220_baseline(K, ds, kq, bt, bm, bk, step_a, step_b);
   s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b};
   s.baseline_kind = "approximate CANN default";
 }

@@ -66,9 +66,6 @@ constexpr double kTopKSetupCycles = 3000;       // MoeGatingTopKSoftmax, 2 fit r
 
 VecStep f32(const char* api) { return {vec_api_cost(api), true}; }
 
-// C220 (910B, 910C: split cores with a 128 KB L0C, as grouped_quant_matmul.cpp tells it), whose
-// CANN kernels differ from the 950 generation's (arch35) for some operators.
-bool c220(const Platform& p) { return p.split && int64_t(p.l0c) == 131072; }
 
 // 16-bit data computed in fp32 between casts, as vector.cpp's Softmax.
 void cast_around(VecKernel& k, const std::string& dtype, const std::vector<VecStep>& body) {
