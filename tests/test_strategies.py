@@ -603,6 +603,29 @@ def test_forest_uniform_share_draws_design_points_uniformly(space):
     assert off_center(spread_hamming=1) < off_center() - 0.1
 
 
+def test_forest_arms_continue_the_design_in_the_region_whose_results_are_better(space):
+    """`arms` (0: off) alternates central and farthest design points for 2 x arms points, then draws the rest of
+    the design from the arm whose best result is better: central points where the extremes are slow, far points
+    where they are fast."""
+    names, values = space.param_names, space.param_values
+
+    def off_center_of(row) -> float:
+        return float(np.mean([abs(2 * values[p].index(row[p]) / (len(values[p]) - 1) - 1)
+                              for p in range(len(names)) if len(values[p]) > 1]))
+
+    def off_center(objective) -> float:
+        """Mean off-centre of design points 5..10 (after two probes per arm), over 8 seeds."""
+        rows = np.asarray(space.configs())
+        ids = [i for seed in range(8) for i in tune(space, objective, strategy="forest", max_evals=30, seed=seed,
+                                                    strategy_options={"initial": 10, "arms": 2}).history_ids[4:10]]
+        return float(np.mean([off_center_of(rows[i]) for i in ids]))
+
+    assert aoe_native.strategy_options("forest")["arms"] == 0
+    slow_extremes = off_center(lambda c: 1.0 + off_center_of([c[n] for n in names]))
+    fast_extremes = off_center(lambda c: 2.0 - off_center_of([c[n] for n in names]))
+    assert slow_extremes < fast_extremes - 0.15
+
+
 def test_forest_screen_ranks_only_a_small_pool_while_results_are_few(space):
     """`screen_until` (0: off) ranks only `screen_pool` random candidates while the results are fewer: with a
     pool of one, the model's proposals are uniform draws, worse than the model's pick over the space."""

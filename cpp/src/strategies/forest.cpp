@@ -33,6 +33,10 @@ struct ForestSearchOptions {
   double center = 0;            // > 0: the design draws configurations near the parameters' middle values instead
   size_t center_points = 0;     // ... for this many design points (0: all), the rest spread
   bool center_far = false;      // ... as the farthest of `spread` draws, distance times centrality^center
+  size_t arms = 0;              // > 0: the design alternates central and farthest points for 2 x arms points, then
+                                // draws from the arm whose best result is better (a two-armed bandit over design styles)
+  double arm_center = 2;        // ... the central arm's centrality power (as `center`)
+  bool arm_far_first = false;   // ... the first point from the farthest arm (a uniform draw) instead
   double warm_local = 0.9;      // after a warm start, share of the design spent on the best given one's neighbours
   bool warm_repair = true;      // ... its repaired neighbours among them
   double cold_local = 0;        // without a warm start, share of the design spent on the best result's neighbours
@@ -145,6 +149,7 @@ class ForestSearch : public StrategyBase {
     fail_model_.clear();
     ranking_.clear();
     pos_ = 0;
+    arm_of_.clear();
     start_prior();
   }
 
@@ -293,6 +298,7 @@ class ForestSearch : public StrategyBase {
       if (!warm_ && opt_.cold_local > 0 && ids_.size() >= opt_.cold_local_after && rng_.uniform() < opt_.cold_local &&
           cold_neighbour(batch, out))
         return true;
+      if (opt_.arms > 0) return armed_design(batch, out);
       return spread(batch, out);
     }
     if (rng_.uniform() < opt_.explore) return random_unvisited(batch, out);
@@ -313,18 +319,23 @@ class ForestSearch : public StrategyBase {
   // farthest (normalised index distance) from every known result.
   bool spread(const std::vector<ConfigId>& batch, ConfigId& out) {
     if (opt_.center > 0 && !opt_.center_far && (opt_.center_points == 0 || ids_.size() + batch.size() < opt_.center_points))
-      return central(batch, out);
+      return central(batch, out, opt_.center);
     if (opt_.spread <= 1 || (ids_.empty() && batch.empty())) return random_unvisited(batch, out);
     if (opt_.uniform_share > 0 && rng_.uniform() < opt_.uniform_share) return random_unvisited(batch, out);
-    double farthest = -1;
+    return farthest(batch, out);
+  }
+
+  // The farthest of `spread` random unvisited candidates from every known result.
+  bool farthest(const std::vector<ConfigId>& batch, ConfigId& out) {
+    double far_d = -1;
     bool any = false;
     for (size_t k = 0; k < opt_.spread; ++k) {
       ConfigId c;
       if (!random_unvisited(batch, c)) break;
       double nearest = nearest_distance(c, batch);
       if (opt_.center > 0 && opt_.center_far) nearest *= std::exp(opt_.center * log_centrality(c));
-      if (nearest > farthest) {
-        farthest = nearest;
+      if (nearest > far_d) {
+        far_d = nearest;
         out = c;
         any = true;
       }
@@ -342,7 +353,7 @@ class ForestSearch : public StrategyBase {
       if (nvalues_[p] > 1) logw += std::log(1.1 - std::abs(2.0 * double(x[p]) * inv_range_[p] - 1.0));
     return logw;
   }
-  bool central(const std::vector<ConfigId>& batch, ConfigId& out) {
+  bool central(const std::vector<ConfigId>& batch, ConfigId& out, double power) {
     cand_.clear();
     weight_.clear();
     double total = 0;
@@ -350,7 +361,7 @@ class ForestSearch : public StrategyBase {
       ConfigId c;
       if (!random_unvisited(batch, c)) break;
       cand_.push_back(c);
-      weight_.push_back(std::exp(opt_.center * log_centrality(c)));
+      weight_.push_back(std::exp(power * log_centrality(c)));
       total += weight_.back();
     }
     if (cand_.empty()) return false;
@@ -362,6 +373,29 @@ class ForestSearch : public StrategyBase {
         break;
       }
     return true;
+  }
+
+  // The design as a two-armed bandit (`arms`): whether a space's good configurations lie
+  // inside its parameters' ranges (convolution, gemm: slow or failing at extreme values) or
+  // at their ends (pnpoly: its ten best all take the last value of one parameter) is not
+  // known before the run, so the first 2 x arms points alternate a central draw (first:
+  // a central first point fails least often) and the farthest one, and every later
+  // design point comes from the arm whose best result so far is better.
+  bool armed_design(const std::vector<ConfigId>& batch, ConfigId& out) {
+    const size_t k = ids_.size() + batch.size();
+    const bool central_arm = k < 2 * opt_.arms ? k % 2 == size_t(opt_.arm_far_first) : central_leads();
+    const bool found = central_arm ? central(batch, out, opt_.arm_center) : farthest(batch, out);
+    if (found) arm_of_[out] = central_arm;
+    return found;
+  }
+  // Whether the central arm's best result is at least as good as the farthest arm's.
+  bool central_leads() const {
+    double best[2] = {kInf, kInf};  // [farthest, central]
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      auto it = arm_of_.find(ids_[i]);
+      if (it != arm_of_.end()) best[it->second] = std::min(best[it->second], values_[i]);
+    }
+    return best[1] <= best[0];
   }
 
   // Squared normalised index distance from c to the nearest known result or batch member.
@@ -853,6 +887,7 @@ class ForestSearch : public StrategyBase {
   std::unordered_map<ConfigId, double> pool_;  // candidates of this ranking and their acquisition
   std::vector<ConfigId> starts_, nbrs_, samples_, cand_;
   std::vector<double> weight_;  // central()'s candidates' weights
+  std::unordered_map<ConfigId, bool> arm_of_;  // armed_design()'s points: whether from the central arm
   // A walk step's predictions along each parameter's line (ready: computed).
   std::vector<std::vector<double>> line_mean_, line_variance_, line_fail_;
   std::vector<double> unused_;
@@ -875,6 +910,9 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("center", o.center, 0, kMany);
   b("center_points", o.center_points, 0, kMany);
   b("center_far", o.center_far);
+  b("arms", o.arms, 0, kMany);
+  b("arm_center", o.arm_center, 0, kMany);
+  b("arm_far_first", o.arm_far_first);
   b("warm_local", o.warm_local, 0, 1);
   b("cold_local", o.cold_local, 0, 1);
   b("cold_local_after", o.cold_local_after, 0, kMany);
