@@ -41,6 +41,7 @@ struct ForestSearchOptions {
   bool region_far = false;      // ... as the farthest of `spread` draws, distance times that weight
   bool arm_far_first = false;   // ... the first point from the farthest arm (a uniform draw) instead
   double arm_share = 0;         // ... the trailing arm's least share of the design's points
+  double arm_margin = 1;        // ... the central arm leads when its best is below this times the farthest's
   double warm_local = 0.9;      // after a warm start, share of the design spent on the best given one's neighbours
   bool warm_repair = true;      // ... its repaired neighbours among them
   double cold_local = 0;        // without a warm start, share of the design spent on the best result's neighbours
@@ -401,7 +402,7 @@ class ForestSearch : public StrategyBase {
     if (found) arm_of_[out] = central_arm;
     return found;
   }
-  // The arm whose best result is better (ties: central), unless the other has had less than
+  // The arm whose best result is better (the central one by `arm_margin`), unless the other has had less than
   // `arm_share` of the arms' points (a greedy choice would never revisit an arm that lost early).
   bool central_arm_next() const {
     double best[2] = {kInf, kInf};  // [farthest, central]
@@ -411,7 +412,7 @@ class ForestSearch : public StrategyBase {
       auto it = arm_of_.find(ids_[i]);
       if (it != arm_of_.end()) best[it->second] = std::min(best[it->second], values_[i]);
     }
-    const bool leader = best[1] <= best[0];
+    const bool leader = best[1] <= opt_.arm_margin * best[0];
     return double(count[!leader]) < opt_.arm_share * double(count[0] + count[1]) ? !leader : leader;
   }
 
@@ -421,7 +422,8 @@ class ForestSearch : public StrategyBase {
   // points with weight exp(-region_bias x the sum over parameters of (score - 0.5)): a
   // coarse main-effects model, used to sample rather than to rank, for spaces whose good
   // configurations sit at one end of a parameter (pnpoly) or inside its range (convolution).
-  // (Failures do not count: pnpoly's best value of one parameter also fails most often.)
+  // (Failures do not count: they are the failure model's; pnpoly's best value of one
+  // parameter also fails most often.  Counting them as the worst was no better: operator_tuning.md.)
   size_t region_of(size_t p, size_t v) const { return v == 0 ? 0 : v + 1 == nvalues_[p] ? 2 : 1; }
   // Fills region_score_ (3 per parameter) from the results so far.
   void score_regions() {
@@ -975,6 +977,7 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("arm_center", o.arm_center, 0, kMany);
   b("arm_far_first", o.arm_far_first);
   b("arm_share", o.arm_share, 0, 0.5);
+  b("arm_margin", o.arm_margin, 0, 1);
   b("region_bias", o.region_bias, 0, kMany);
   b("region_far", o.region_far);
   b("warm_local", o.warm_local, 0, 1);
