@@ -36,12 +36,12 @@ struct ForestSearchOptions {
   size_t arms = 0;              // > 0: the design alternates central and farthest points for 2 x arms points, then
                                 // draws from the arm whose best result is better (a two-armed bandit over design styles)
   double arm_center = 2;        // ... the central arm's centrality power (as `center`)
-  double region_bias = 0;       // > 0: design points (after the first 2) drawn from `spread` draws with weight
-                                // exp(-region_bias x the summed per-parameter region scores; region_design())
-  bool region_far = false;      // ... as the farthest of `spread` draws, distance times that weight
   bool arm_far_first = false;   // ... the first point from the farthest arm (a uniform draw) instead
   double arm_share = 0;         // ... the trailing arm's least share of the design's points
   double arm_margin = 1;        // ... the central arm leads when its best is below this times the farthest's
+  double region_bias = 0;       // > 0: design points (after the first 2) drawn from `spread` draws with weight
+                                // exp(-region_bias x the summed per-parameter region scores; region_design())
+  bool region_far = false;      // ... as the farthest of `spread` draws, distance times that weight
   double warm_local = 0.9;      // after a warm start, share of the design spent on the best given one's neighbours
   bool warm_repair = true;      // ... its repaired neighbours among them
   double cold_local = 0;        // without a warm start, share of the design spent on the best result's neighbours
@@ -331,8 +331,9 @@ class ForestSearch : public StrategyBase {
     return farthest(batch, out);
   }
 
-  // The farthest of `spread` random unvisited candidates from every known result.
-  bool farthest(const std::vector<ConfigId>& batch, ConfigId& out) {
+  // The farthest of `spread` random unvisited candidates from every known result
+  // (`by_region`: distance times the region weight, region_design()).
+  bool farthest(const std::vector<ConfigId>& batch, ConfigId& out, bool by_region = false) {
     double far_d = -1;
     bool any = false;
     for (size_t k = 0; k < opt_.spread; ++k) {
@@ -340,7 +341,7 @@ class ForestSearch : public StrategyBase {
       if (!random_unvisited(batch, c)) break;
       double nearest = nearest_distance(c, batch);
       if (opt_.center > 0 && opt_.center_far) nearest *= std::exp(opt_.center * log_centrality(c));
-      if (opt_.region_bias > 0 && opt_.region_far && ids_.size() >= 2) nearest *= std::exp(log_region_weight(c));
+      if (by_region) nearest *= std::exp(log_region_weight(c));
       if (nearest > far_d) {
         far_d = nearest;
         out = c;
@@ -392,9 +393,9 @@ class ForestSearch : public StrategyBase {
   // The design as a two-armed bandit (`arms`): whether a space's good configurations lie
   // inside its parameters' ranges (convolution, gemm: slow or failing at extreme values) or
   // at their ends (pnpoly: its ten best all take the last value of one parameter) is not
-  // known before the run, so the first 2 x arms points alternate a central draw (first:
-  // a central first point fails least often) and the farthest one, and every later
-  // design point comes from the arm whose best result so far is better.
+  // known before the run, so the first 2 x arms points alternate a central draw and the
+  // farthest one, and every later design point comes from the arm whose best result so
+  // far is better.  (It sinks pnpoly: operator_tuning.md, "Small budgets"; off.)
   bool armed_design(const std::vector<ConfigId>& batch, ConfigId& out) {
     const size_t k = ids_.size() + batch.size();
     const bool central_arm = k < 2 * opt_.arms ? k % 2 == size_t(opt_.arm_far_first) : central_arm_next();
@@ -456,7 +457,7 @@ class ForestSearch : public StrategyBase {
   }
   bool region_design(const std::vector<ConfigId>& batch, ConfigId& out) {
     score_regions();
-    if (opt_.region_far) return farthest(batch, out);
+    if (opt_.region_far) return farthest(batch, out, true);
     return resample(batch, out, [&](ConfigId c) { return log_region_weight(c); });
   }
 
