@@ -603,6 +603,63 @@ def test_forest_uniform_share_draws_design_points_uniformly(space):
     assert off_center(spread_hamming=1) < off_center() - 0.1
 
 
+def test_forest_arms_continue_the_design_in_the_region_whose_results_are_better(space):
+    """`arms` (0: off) alternates central and farthest design points for 2 x arms points, then draws the rest of
+    the design from the arm whose best result is better: central points where the extremes are slow, far points
+    where they are fast."""
+    names, values = space.param_names, space.param_values
+
+    def off_center_of(row) -> float:
+        return float(np.mean([abs(2 * values[p].index(row[p]) / (len(values[p]) - 1) - 1)
+                              for p in range(len(names)) if len(values[p]) > 1]))
+
+    def off_center(objective, **options: float) -> float:
+        """Mean off-centre of design points 5..10 (after two probes per arm), over 8 seeds."""
+        rows = np.asarray(space.configs())
+        ids = [i for seed in range(8) for i in tune(space, objective, strategy="forest", max_evals=30, seed=seed,
+                                                    strategy_options={"initial": 10, "arms": 2,
+                                                                      **options}).history_ids[4:10]]
+        return float(np.mean([off_center_of(rows[i]) for i in ids]))
+
+    def slow(c: dict) -> float:
+        return 1.0 + off_center_of([c[n] for n in names])
+
+    assert aoe_native.strategy_options("forest")["arms"] == 0
+    slow_extremes = off_center(slow)
+    fast_extremes = off_center(lambda c: 2.0 - off_center_of([c[n] for n in names]))
+    assert slow_extremes < fast_extremes - 0.15
+    # `arm_share` keeps drawing from the losing arm: here the farthest one, half of the points.
+    assert off_center(slow, arm_share=0.5) > slow_extremes + 0.1
+
+
+def test_forest_region_bias_draws_the_design_towards_the_parameter_ends_that_did_better(space):
+    """`region_bias` (0: off) draws design points after the first two towards the region of each parameter
+    (lowest value, highest, between) whose results ranked better so far; the default design ignores values."""
+    names, values = space.param_names, space.param_values
+    varying = [p for p in range(len(names)) if len(values[p]) > 1]
+
+    def position(row) -> float:
+        """Mean normalised value index: 0 all lowest values, 1 all highest."""
+        return float(np.mean([values[p].index(row[p]) / (len(values[p]) - 1) for p in varying]))
+
+    def design_position(objective, **options: float) -> float:
+        rows = np.asarray(space.configs())
+        ids = [i for seed in range(8) for i in tune(space, objective, strategy="forest", max_evals=30, seed=seed,
+                                                    strategy_options={"initial": 10, **options}).history_ids[2:10]]
+        return float(np.mean([position(rows[i]) for i in ids]))
+
+    def low_fast(c: dict) -> float:
+        return 1.0 + position([c[n] for n in names])
+
+    def high_fast(c: dict) -> float:
+        return 2.0 - position([c[n] for n in names])
+
+    assert aoe_native.strategy_options("forest")["region_bias"] == 0
+    assert design_position(low_fast) == design_position(high_fast)
+    for options in ({"region_bias": 4}, {"region_bias": 4, "region_far": 1}):
+        assert design_position(low_fast, **options) < design_position(high_fast, **options) - 0.1
+
+
 def test_forest_screen_ranks_only_a_small_pool_while_results_are_few(space):
     """`screen_until` (0: off) ranks only `screen_pool` random candidates while the results are fewer: with a
     pool of one, the model's proposals are uniform draws, worse than the model's pick over the space."""

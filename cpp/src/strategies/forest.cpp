@@ -33,6 +33,15 @@ struct ForestSearchOptions {
   double center = 0;            // > 0: the design draws configurations near the parameters' middle values instead
   size_t center_points = 0;     // ... for this many design points (0: all), the rest spread
   bool center_far = false;      // ... as the farthest of `spread` draws, distance times centrality^center
+  size_t arms = 0;              // > 0: the design alternates central and farthest points for 2 x arms points, then
+                                // draws from the arm whose best result is better (a two-armed bandit over design styles)
+  double arm_center = 2;        // ... the central arm's centrality power (as `center`)
+  bool arm_far_first = false;   // ... the first point from the farthest arm (a uniform draw) instead
+  double arm_share = 0;         // ... the trailing arm's least share of the design's points
+  double arm_margin = 1;        // ... the central arm leads when its best is below this times the farthest's
+  double region_bias = 0;       // > 0: design points (after the first 2) drawn from `spread` draws with weight
+                                // exp(-region_bias x the summed per-parameter region scores; region_design())
+  bool region_far = false;      // ... as the farthest of `spread` draws, distance times that weight
   double warm_local = 0.9;      // after a warm start, share of the design spent on the best given one's neighbours
   bool warm_repair = true;      // ... its repaired neighbours among them
   double cold_local = 0;        // without a warm start, share of the design spent on the best result's neighbours
@@ -145,6 +154,7 @@ class ForestSearch : public StrategyBase {
     fail_model_.clear();
     ranking_.clear();
     pos_ = 0;
+    arm_of_.clear();
     start_prior();
   }
 
@@ -293,6 +303,8 @@ class ForestSearch : public StrategyBase {
       if (!warm_ && opt_.cold_local > 0 && ids_.size() >= opt_.cold_local_after && rng_.uniform() < opt_.cold_local &&
           cold_neighbour(batch, out))
         return true;
+      if (opt_.arms > 0) return armed_design(batch, out);
+      if (opt_.region_bias > 0 && ids_.size() >= 2) return region_design(batch, out);
       return spread(batch, out);
     }
     if (rng_.uniform() < opt_.explore) return random_unvisited(batch, out);
@@ -313,18 +325,25 @@ class ForestSearch : public StrategyBase {
   // farthest (normalised index distance) from every known result.
   bool spread(const std::vector<ConfigId>& batch, ConfigId& out) {
     if (opt_.center > 0 && !opt_.center_far && (opt_.center_points == 0 || ids_.size() + batch.size() < opt_.center_points))
-      return central(batch, out);
+      return central(batch, out, opt_.center);
     if (opt_.spread <= 1 || (ids_.empty() && batch.empty())) return random_unvisited(batch, out);
     if (opt_.uniform_share > 0 && rng_.uniform() < opt_.uniform_share) return random_unvisited(batch, out);
-    double farthest = -1;
+    return farthest(batch, out);
+  }
+
+  // The farthest of `spread` random unvisited candidates from every known result
+  // (`by_region`: distance times the region weight, region_design()).
+  bool farthest(const std::vector<ConfigId>& batch, ConfigId& out, bool by_region = false) {
+    double far_d = -1;
     bool any = false;
     for (size_t k = 0; k < opt_.spread; ++k) {
       ConfigId c;
       if (!random_unvisited(batch, c)) break;
       double nearest = nearest_distance(c, batch);
       if (opt_.center > 0 && opt_.center_far) nearest *= std::exp(opt_.center * log_centrality(c));
-      if (nearest > farthest) {
-        farthest = nearest;
+      if (by_region) nearest *= std::exp(log_region_weight(c));
+      if (nearest > far_d) {
+        far_d = nearest;
         out = c;
         any = true;
       }
@@ -342,7 +361,14 @@ class ForestSearch : public StrategyBase {
       if (nvalues_[p] > 1) logw += std::log(1.1 - std::abs(2.0 * double(x[p]) * inv_range_[p] - 1.0));
     return logw;
   }
-  bool central(const std::vector<ConfigId>& batch, ConfigId& out) {
+  bool central(const std::vector<ConfigId>& batch, ConfigId& out, double power) {
+    return resample(batch, out, [&](ConfigId c) { return power * log_centrality(c); });
+  }
+
+  // One of `spread` random unvisited draws, drawn with probability proportional to
+  // exp(log_weight(draw)) (sampling-importance-resampling).
+  template <class LogWeight>
+  bool resample(const std::vector<ConfigId>& batch, ConfigId& out, LogWeight log_weight) {
     cand_.clear();
     weight_.clear();
     double total = 0;
@@ -350,7 +376,7 @@ class ForestSearch : public StrategyBase {
       ConfigId c;
       if (!random_unvisited(batch, c)) break;
       cand_.push_back(c);
-      weight_.push_back(std::exp(opt_.center * log_centrality(c)));
+      weight_.push_back(std::exp(log_weight(c)));
       total += weight_.back();
     }
     if (cand_.empty()) return false;
@@ -362,6 +388,77 @@ class ForestSearch : public StrategyBase {
         break;
       }
     return true;
+  }
+
+  // The design as a two-armed bandit (`arms`): whether a space's good configurations lie
+  // inside its parameters' ranges (convolution, gemm: slow or failing at extreme values) or
+  // at their ends (pnpoly: its ten best all take the last value of one parameter) is not
+  // known before the run, so the first 2 x arms points alternate a central draw and the
+  // farthest one, and every later design point comes from the arm whose best result so
+  // far is better.  (It sinks pnpoly: operator_tuning.md, "Small budgets"; off.)
+  bool armed_design(const std::vector<ConfigId>& batch, ConfigId& out) {
+    const size_t k = ids_.size() + batch.size();
+    const bool central_arm = k < 2 * opt_.arms ? k % 2 == size_t(opt_.arm_far_first) : central_arm_next();
+    const bool found = central_arm ? central(batch, out, opt_.arm_center) : farthest(batch, out);
+    if (found) arm_of_[out] = central_arm;
+    return found;
+  }
+  // The arm whose best result is better (the central one by `arm_margin`), unless the other has had less than
+  // `arm_share` of the arms' points (a greedy choice would never revisit an arm that lost early).
+  bool central_arm_next() const {
+    double best[2] = {kInf, kInf};  // [farthest, central]
+    size_t count[2] = {0, 0};
+    for (const auto& [id, central_arm] : arm_of_) ++count[central_arm];
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      auto it = arm_of_.find(ids_[i]);
+      if (it != arm_of_.end()) best[it->second] = std::min(best[it->second], values_[i]);
+    }
+    const bool leader = best[1] <= opt_.arm_margin * best[0];
+    return double(count[!leader]) < opt_.arm_share * double(count[0] + count[1]) ? !leader : leader;
+  }
+
+  // Per parameter, each value falls in a region: its lowest value, its highest, or between.
+  // region_design() scores each (parameter, region) by the mean rank (0 best, 1 worst) of
+  // the successful results in it, shrunk to 0.5 by one pseudo-result, and draws design
+  // points with weight exp(-region_bias x the sum over parameters of (score - 0.5)): a
+  // coarse main-effects model, used to sample rather than to rank, for spaces whose good
+  // configurations sit at one end of a parameter (pnpoly) or inside its range (convolution).
+  // (Failures do not count: they are the failure model's; pnpoly's best value of one
+  // parameter also fails most often.  Counting them as the worst was no better: operator_tuning.md.)
+  size_t region_of(size_t p, size_t v) const { return v == 0 ? 0 : v + 1 == nvalues_[p] ? 2 : 1; }
+  // Fills region_score_ (3 per parameter) from the results so far.
+  void score_regions() {
+    const size_t P = nvalues_.size(), n = ids_.size();
+    order_.resize(n);
+    for (size_t i = 0; i < n; ++i) order_[i] = i;
+    std::sort(order_.begin(), order_.end(), by_rank());
+    region_score_.assign(3 * P, 0.5);
+    std::vector<double> count(3 * P, 1.0);
+    size_t ok = 0;
+    for (double v : values_) ok += std::isfinite(v);
+    for (size_t r = 0; r < ok; ++r) {  // (failures sort last; they say nothing about speed)
+      const size_t i = order_[r];
+      const double u = ok > 1 ? double(r) / double(ok - 1) : 0.5;
+      const uint16_t* x = space_->indices(ids_[i]);
+      for (size_t p = 0; p < P; ++p) {
+        region_score_[3 * p + region_of(p, x[p])] += u;
+        count[3 * p + region_of(p, x[p])] += 1;
+      }
+    }
+    for (size_t k = 0; k < 3 * P; ++k) region_score_[k] /= count[k];
+  }
+  // Log of c's design weight from the region scores (0 at the prior 0.5 everywhere).
+  double log_region_weight(ConfigId c) const {
+    const uint16_t* x = space_->indices(c);
+    double score = 0;
+    for (size_t p = 0; p < nvalues_.size(); ++p)
+      if (nvalues_[p] > 1) score += region_score_[3 * p + region_of(p, x[p])] - 0.5;
+    return -opt_.region_bias * score;
+  }
+  bool region_design(const std::vector<ConfigId>& batch, ConfigId& out) {
+    score_regions();
+    if (opt_.region_far) return farthest(batch, out, true);
+    return resample(batch, out, [&](ConfigId c) { return log_region_weight(c); });
   }
 
   // Squared normalised index distance from c to the nearest known result or batch member.
@@ -852,7 +949,9 @@ class ForestSearch : public StrategyBase {
   size_t pos_ = 0;
   std::unordered_map<ConfigId, double> pool_;  // candidates of this ranking and their acquisition
   std::vector<ConfigId> starts_, nbrs_, samples_, cand_;
-  std::vector<double> weight_;  // central()'s candidates' weights
+  std::vector<double> weight_;  // resample()'s candidates' weights
+  std::vector<double> region_score_;  // score_regions(): mean rank per (parameter, region)
+  std::unordered_map<ConfigId, bool> arm_of_;  // armed_design()'s points: whether from the central arm
   // A walk step's predictions along each parameter's line (ready: computed).
   std::vector<std::vector<double>> line_mean_, line_variance_, line_fail_;
   std::vector<double> unused_;
@@ -875,6 +974,13 @@ std::unique_ptr<Strategy> make(OptionBinder& b) {
   b("center", o.center, 0, kMany);
   b("center_points", o.center_points, 0, kMany);
   b("center_far", o.center_far);
+  b("arms", o.arms, 0, kMany);
+  b("arm_center", o.arm_center, 0, kMany);
+  b("arm_far_first", o.arm_far_first);
+  b("arm_share", o.arm_share, 0, 0.5);
+  b("arm_margin", o.arm_margin, 0, 1);
+  b("region_bias", o.region_bias, 0, kMany);
+  b("region_far", o.region_far);
   b("warm_local", o.warm_local, 0, 1);
   b("cold_local", o.cold_local, 0, 1);
   b("cold_local_after", o.cold_local_after, 0, kMany);
