@@ -331,6 +331,17 @@ def test_group_norm_on_910b_reads_x_twice_unless_a_small_group_stays_in_ub():
     assert _gn(small, 8)["gm_read_bytes"] < 1.2 * x_bytes(small)
 
 
+def test_group_norm_on_910b_pays_a_copy_round_trip_per_channel():
+    # Outside the small-shape template CANN's kernel loads, normalises and stores one channel at a
+    # time (group_norm_silu_b16.h): the same bytes in 16 short channels a core take far longer than
+    # in 2 long ones, and the default tile is one channel.
+    short, long = _gn([1, 512, 17, 3], 32), _gn([1, 64, 17, 24], 32)
+    assert short["cores_used"] == long["cores_used"] == 32
+    assert short["time_us"] > 1.5 * long["time_us"]
+    x, a = [[1, 512, 17, 3], [512], [512]], {"num_groups": 32}
+    assert an.baseline_tiling("GroupNorm", x, "float16", "Ascend910B2", a)["tileLen"] < 8192
+
+
 def test_an_unknown_rope_layout_is_named():
     bad = {**INLINE[-1], "attrs": {"layout": 3, "rotaryMode": "half"}}
     with pytest.raises(an.UnmodelledOperator, match="ApplyRotaryPosEmb.*layout 3"):

@@ -368,6 +368,18 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
   // its channels; not with H W = 1, whose groups are all in one row.
   if (!hw1) k.unit_cycles = mte2_head(int(cores), false) / double(d);
   k.baseline_tile = kGnChunk;
+  if (!small && !hw1) {
+    // The other templates' normalising pass copies one channel at a time, in pieces of at most
+    // 8192 elements ([S] group_norm_silu_b16.h ComputeMultipleLoop: CopyInX, CalcSilu, CopyOutY per
+    // channel dIdx; _b32.h, _g16.h, _g32.h the same): a tile per channel, not 8192 / (H W) channels.
+    k.baseline_tile = std::min(align_up(hw, blk), kGnChunk);
+    // Each channel's load and store is a GM round trip (GE's start costs of a load and a store,
+    // mte2_head + kMte3Head), two channels in flight (bufferNum 2); with few groups a core the
+    // channels' round trips, not their bytes, set the time.  The fit half's 910B2 [5, 48, 33, 65]
+    // (8 channels of 2145 a core) and [2, 64, 67, 71] (8 of 4757) take the same time (9.68, 9.47 us)
+    // with 2.2x the data: the model had them at 7.33 and 9.02 us from the bytes and vector work.
+    k.tile_round_trip = mte2_head(int(cores), false) + kMte3Head;
+  }
   k.baseline_block_dim = cores;
   k.sweeps_if_split = 1;  // the second read is the stream above, for any tile
   k.temp_fp32 = 3;        // xBuf32, x1Buf32, x2Buf32
