@@ -516,8 +516,7 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
   // rows of 128 to maxUbLen elements, a multiple of 8, take the multi-row template, UB passes of
   // maxUbLen / H whole rows (maxUbLen = (UB - 1024 - 3392 bytes) / 11, / 15 with smooth scales,
   // in multiples of 64, at most 255 x 64), the per-row factors applied to all of them at once.
-  // Other rows go one statistic at a time (the per-row chain, kPipeDrain) in passes of
-  // min(255, UB / (13 H)) rows (ubPerRow = 13 x aligned H bytes, double-buffered, no smooth).
+  // Other rows go one statistic at a time (the per-row chain, kPipeDrain) in passes (below).
   const int64_t hpad = align_up(h, 16);
   bool multi_row = false, special = false;
   if (regbase(p)) {
@@ -547,8 +546,10 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     const int64_t max_ub_len =
         std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
     multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
-    k.baseline_tile = multi_row ? max_ub_len / h * h
-                                : std::max<int64_t>(1, std::min<int64_t>(255, int64_t(p.ub) / (13 * hpad))) * hpad;
+    // The one-row template's passes: min(255, (UB - 1024) / ubPerRowNew) rows, ubPerRowNew = 11
+    // bytes an aligned element, 17 with smooth scales (CalculateMaxUbSizePerRow, SetTilingData).
+    const int64_t one_row_pass = (int64_t(p.ub) - 1024) / ((smooth ? 17 : 11) * hpad);
+    k.baseline_tile = multi_row ? max_ub_len / h * h : std::max<int64_t>(1, std::min<int64_t>(255, one_row_pass)) * hpad;
     // The multi-row template fills UB first, then takes one core per full pass, at most all of
     // them (CalculateMultiRowCoreDistribution: coreNum = rows / rowsPerPass when that is below the
     // core count; the rows left over are spread on those cores).
