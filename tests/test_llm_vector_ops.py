@@ -83,6 +83,25 @@ def test_rms_norm_on_910b_loads_computes_and_stores_a_row_in_turn():
     assert db < b["time_us"]
 
 
+def test_rms_norm_merge_n_performance_path_pays_a_barrier_per_column_block():
+    # 910B's MERGE_N kernel takes isPerformance for 16-bit 2-D x of at most 512 rows (3-D: 512 x 8):
+    # x * rstd and * gamma as one Mul per 64-column block, each behind a PipeBarrier
+    # (rms_norm_tiling.cpp, rms_norm_merge_n.h mulRepeat).  The same rows as [1, 512, H] (second
+    # dimension over 8) take the BroadCast path; fp32 and the 950 generation have no such path.
+    def vec(shape, dtype="float16", soc="Ascend910B2"):
+        inputs = [shape, [shape[-1]]]
+        return an.estimate("RmsNorm", inputs, dtype, soc, an.baseline_tiling("RmsNorm", inputs, dtype, soc)).breakdown[
+            "vector_us"]
+
+    assert vec([512, 1024]) > 1.3 * vec([1, 512, 1024])
+    assert vec([512, 1024], "bfloat16") > 1.3 * vec([1, 512, 1024], "bfloat16")
+    # More 64-column blocks, more dependent calls: the gap grows with H.
+    assert vec([512, 2000]) - vec([1, 512, 2000]) > vec([512, 512]) - vec([1, 512, 512]) > 0
+    assert vec([512, 1024], "float32") == pytest.approx(vec([1, 512, 1024], "float32"))
+    assert vec([513, 1024]) == pytest.approx(vec([1, 513, 1024]))
+    assert vec([512, 1024], soc="Ascend950PR") == pytest.approx(vec([1, 512, 1024], soc="Ascend950PR"))
+
+
 def test_add_rms_norm_dynamic_quant_slice_d_goes_through_its_workspace():
     # 910B: a bf16 row of 14336 fits neither NORMAL nor SINGLE_ROW: SLICE_D's three passes move x1 + x2
     # and the normalised row through a per-core fp32 workspace (cut_d_kernel.h): 22 bytes an element

@@ -164,6 +164,9 @@ struct VecKernel {
   // and store, issue to done, take at least tile_round_trip cycles (0: no such floor).
   bool copy_only = false;
   double tile_round_trip = 0;
+  // Vector cycles each tile pays beyond its programs' (opt-in: norm_quant.cpp's RmsNorm MERGE_N
+  // isPerformance path, a Mul per 64-column block each behind a PipeBarrier), in cycles as they are.
+  double tile_cycles = 0;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

@@ -125,6 +125,19 @@ void finish(VecKernel& k, double elems, double unit_out_bytes) {
 
 // ---- norms --------------------------------------------------------------------------------
 
+// RmsNorm's MERGE_N kernel on 910B1-4 takes its isPerformance path for 16-bit x of 2 or 3 dimensions
+// (at most 512 rows in the first, 8 in the second), a 1-D gamma of x's dtype and H <= 5120 ([S]
+// hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp: dimOK, sizeOk, dtypeOk, PERFORMANC_DIM_*).
+bool rms_performance(const OpDesc& op, const Platform& p) {
+  const auto& x = op.inputs[0];
+  const auto dts = attr_strs(op, "input_dtypes");
+  const bool mixed = dts.size() == 2 && dts[1] != dts[0];
+  const bool dims = (x.size() == 2 && x[0] <= 512) || (x.size() == 3 && x[0] <= 512 && x[1] <= 8);
+  const bool soc_910b = p.name.rfind("Ascend910B", 0) == 0;  // SocVersion::ASCEND910B: 910B1-4
+  return op.kind == "RmsNorm" && soc_910b && half(op.dtype) && !mixed && dims && input(op, 1).size() == 1 &&
+         x.back() <= 5120;
+}
+
 // RmsNorm (x, gamma), AddRmsNorm (x1, x2, gamma), AddRmsNormDynamicQuant (x1, x2, gamma,
 // smooth_scale1, smooth_scale2): y = x / sqrt(mean(x^2) + eps) * gamma, computed in fp32
 // (16-bit inputs cast up).  Assumed structure ([S] hicann/ops-nn norm/rms_norm/op_kernel,
@@ -183,7 +196,18 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // all, then takes one WholeReduceSum repeat a row (its cost per row below, in cycles).
     k.elem_prog.push_back(api("Add"));
     k.row_scalar_cycles = vec_api_cost("WholeReduceSum").per_repeat;
-    k.elem_prog.push_back(api("Adds"));  // BroadCast of the rstd: a copy over the tile
+    if (rms_performance(op, p)) {
+      // isPerformance ([S] rms_norm_merge_n.h doPerformanceRstd, repeatByRow, mulRepeat): the rstd
+      // by Brcb, one block a row (no BroadCast over the tile), then x * rstd and * gamma each as
+      // one Mul per 64-column block (a repeat a row, up to 255 rows a call), every call followed
+      // by a PipeBarrier: per tile 2 x ceil(H / 64) dependent calls and the Brcb's, where the
+      // programs below charge two Mul calls.  (Rows past 255 a call, only at H <= 16 with
+      // CANN's rowFactor, are not charged.)
+      const double blocks = double(cdiv(hal, 64)), mul_call = vec_api_cost("Mul").per_call;
+      k.tile_cycles = (2 * blocks - 2) * mul_call + (2 * blocks + 1) * kPipeDrain + vec_api_cost("Adds").per_call;
+    } else {
+      k.elem_prog.push_back(api("Adds"));  // BroadCast of the rstd: a copy over the tile
+    }
     k.elem_prog.push_back(api("Mul"));
   } else if (regbase(p)) {
     // The 950 generation's regbase kernel (op_kernel/arch35/rms_norm_regbase*.h) keeps the
@@ -492,8 +516,7 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
   // rows of 128 to maxUbLen elements, a multiple of 8, take the multi-row template, UB passes of
   // maxUbLen / H whole rows (maxUbLen = (UB - 1024 - 3392 bytes) / 11, / 15 with smooth scales,
   // in multiples of 64, at most 255 x 64), the per-row factors applied to all of them at once.
-  // Other rows go one statistic at a time (the per-row chain, kPipeDrain) in passes of
-  // min(255, UB / (13 H)) rows (ubPerRow = 13 x aligned H bytes, double-buffered, no smooth).
+  // Other rows go one statistic at a time (the per-row chain, kPipeDrain) in passes (below).
   const int64_t hpad = align_up(h, 16);
   bool multi_row = false, special = false;
   if (regbase(p)) {
@@ -523,8 +546,10 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     const int64_t max_ub_len =
         std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
     multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
-    k.baseline_tile = multi_row ? max_ub_len / h * h
-                                : std::max<int64_t>(1, std::min<int64_t>(255, int64_t(p.ub) / (13 * hpad))) * hpad;
+    // The one-row template's passes: min(255, (UB - 1024) / ubPerRowNew) rows, ubPerRowNew = 11
+    // bytes an aligned element, 17 with smooth scales (CalculateMaxUbSizePerRow, SetTilingData).
+    const int64_t one_row_pass = (int64_t(p.ub) - 1024) / ((smooth ? 17 : 11) * hpad);
+    k.baseline_tile = multi_row ? max_ub_len / h * h : std::max<int64_t>(1, std::min<int64_t>(255, one_row_pass)) * hpad;
     // The multi-row template fills UB first, then takes one core per full pass, at most all of
     // them (CalculateMultiRowCoreDistribution: coreNum = rows / rowsPerPass when that is below the
     // core count; the rows left over are spread on those cores).

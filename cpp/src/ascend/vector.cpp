@@ -205,6 +205,7 @@ class VecModel : public OpModel {
       c.vec += pieces * vec_cycles(k.row_loop_prog, piece_elems) * cost_scale_ +
                double(units_core) * sweeps * k.row_scalar_cycles;
     }
+    c.vec += double(tiles) * k.tile_cycles;
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (k.tile_round_trip > 0) {
       // Small tiles wait on their copies' latency: each pipe takes at least half a round trip a
