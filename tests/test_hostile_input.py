@@ -196,6 +196,7 @@ def test_bank_file_size_limit(tmp_path, monkeypatch):
     ({"inputs": 5}, "malformed inputs"),
     ({"inputs": [[10**400]]}, "malformed inputs"),
     ({"op_type": 7}, "malformed op_type"),
+    ({"op_type": "LayerNormalizati" + "[" * 300}, "op_type of 316 characters"),  # fuzzer: merge failed on its file name
     ({"tiling": {"baseM": 2**64}}, "beyond the 64-bit range"),
     ({"attrs": []}, "malformed formats or attrs"),
 ])

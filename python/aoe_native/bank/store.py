@@ -48,6 +48,9 @@ SCHEMA_VERSION = 1
 _ENTRY_FIELDS = ("op_type", "inputs", "dtype", "formats", "attrs", "tiling", "time_before_us", "time_after_us",
                  "tool_version", "date")
 _LOCK_NAME = ".lock"
+# An op_type names its bank file (<op_type>.json, written via a ".tmp-XXXXXXXX-" sibling): longer
+# names would pass the 255-byte file-name limit of common filesystems.  Operator types are short.
+MAX_OP_TYPE_CHARS = 128
 # A writer holds the lock for one file's read-merge-write; waiting longer than this means
 # another process is stuck, or locks do not work on this filesystem.
 LOCK_NOTICE_S = 5.0
@@ -130,6 +133,9 @@ def _check_entry(path: str, key: str, e: Any) -> None:
         raise BankError(f"{path}: entry {key!r} has a tiling value beyond the 64-bit range")
     if not isinstance(e["op_type"], str) or not e["op_type"] or not isinstance(e["dtype"], str):
         raise BankError(f"{path}: entry {key!r} has a malformed op_type or dtype")
+    if len(e["op_type"]) > MAX_OP_TYPE_CHARS:
+        raise BankError(f"{path}: entry {key!r} has an op_type of {len(e['op_type'])} characters "
+                        f"(at most {MAX_OP_TYPE_CHARS}: it names the bank file)")
     if not isinstance(e["inputs"], list) or not all(
             isinstance(s, list) and all(_is_int64(d, 0) for d in s) for s in e["inputs"]):
         raise BankError(f"{path}: entry {key!r} has malformed inputs (lists of non-negative 64-bit integers)")
