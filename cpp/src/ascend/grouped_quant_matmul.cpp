@@ -212,13 +212,14 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
 // across the blocks (CheckNotFullLoadForMutliIterate) or the vector dequant meets M <= 256
 // (CheckIfUseBasicInMix).  Otherwise the TBE cache tiling (closed) runs, and the API-style default stands
 // in.  The tuned-shape lists (CheckSupportConditionQbmm, closed) are not restated.
-bool c220_qbmm_basic(int64_t M, int64_t K, int64_t N, bool t1, bool t2, bool ub_quant, int out_size, int64_t cores,
-                     double l2) {
+bool c220_qbmm_basic(int64_t M, int64_t K, int64_t N, bool t1, bool t2, bool ub_quant, int out_size,
+                     const Platform& p) {
+  const int64_t cores = p.cube_cores;
   const bool decode_range = M <= 16 && K >= 13000 && K <= 18944 && N >= 1500 && out_size == 2;
   if (!decode_range) {
     if (ub_quant && M <= 256) return false;
     const double total = double(M) * K + double(K) * N + double(M) * N * out_size;
-    if (K < 1024 && total <= 0.8 * l2) return false;  // K small: the old template loads it whole
+    if (K < 1024 && total <= 0.8 * p.l2) return false;  // K small: the old template loads it whole
     const int64_t mn = std::min(M, N);
     if (mn <= 256) return false;
     int64_t full = align_up(mn, 16) * align_up(K, 32);
@@ -284,7 +285,7 @@ std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platfor
   // (bf16 out dequantises on the vector cores too: the basic tiler's isUbQuant_)
   const bool ub_quant = present(op, 5) || odt == "bfloat16";
   if (c220(p) && p.fixpipe &&
-      c220_qbmm_basic(M, Ka, N, t1, t2, ub_quant, dtype_size(odt), p.cube_cores, p.l2))
+      c220_qbmm_basic(M, Ka, N, t1, t2, ub_quant, dtype_size(odt), p))
     cq.qbmm_basic = ub_quant ? 2 : 1;
   return make_quant_cube_model(mm, p, cq, K_);
 }

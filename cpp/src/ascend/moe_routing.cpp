@@ -66,7 +66,6 @@ constexpr double kTopKSetupCycles = 3000;       // MoeGatingTopKSoftmax, 2 fit r
 
 VecStep f32(const char* api) { return {vec_api_cost(api), true}; }
 
-
 // 16-bit data computed in fp32 between casts, as vector.cpp's Softmax.
 void cast_around(VecKernel& k, const std::string& dtype, const std::vector<VecStep>& body) {
   const bool cast = dtype != "float32";
