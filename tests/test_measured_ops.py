@@ -138,6 +138,18 @@ def test_910b_l2_keeps_the_written_share_of_a_streams_last_bytes():
     assert max_us([8192, 8192], "Ascend950PR") < past_l2 / rate
 
 
+def test_910b_gelu_computes_float16_in_float32():
+    # 910B's TBE Gelu (CANN's opp, op_impl/ai_core/tbe/impl/dynamic/gelu.py) casts float16 to float32
+    # in its default high_precision mode, as bfloat16 is: the same vector work per element (up to
+    # the fitted per-dtype factors).  The 950's Ascend C Gelu keeps float16 lanes: half of it.
+    def vec_us(dtype, soc):
+        t = an.baseline_tiling("Gelu", [[8192, 8192]], dtype, soc)
+        return an.estimate("Gelu", [[8192, 8192]], dtype, soc, t).breakdown["vector_us"]
+
+    assert 0.85 < vec_us("float16", "Ascend910B2") / vec_us("bfloat16", "Ascend910B2") < 1.15
+    assert vec_us("float16", "Ascend950PR") / vec_us("bfloat16", "Ascend950PR") < 0.6
+
+
 def test_the_split_is_by_case_id():
     assert records.case_id(SIGMOID) == 2 and not records.fit_half(SIGMOID)
     assert records.fit_half(TRANSPOSE_I32)

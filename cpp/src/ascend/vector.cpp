@@ -477,7 +477,12 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
       fail(op.kind + ": '" + o + "' is not an elementwise op (supported: " + v + ")");
     }
     const size_t first = k.elem_prog.size();
-    const int arity = vec_program(o, cd, k.elem_prog);
+    // 910B's Gelu is the TBE one (CANN's opp, op_impl/ai_core/tbe/impl/dynamic/gelu.py): both
+    // of its paths without a vtanh intrinsic (gelu_compute_v2, and gelu_compute's own) cast float16
+    // to float32 when vexp takes float32, in the default high_precision mode, and back at the end:
+    // fp16 runs as bf16 does (vec_program).  The 950's Ascend C Gelu (arch35) is not this one.
+    const bool gelu_fp32 = c220(p) && o == "Gelu" && cd == "float16";
+    const int arity = vec_program(o, gelu_fp32 ? "bfloat16" : cd, k.elem_prog);
     consumed += (i == 0) ? arity : arity - 1;
     for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
   }
