@@ -116,6 +116,40 @@ def test_910b_expands_an_unaligned_last_axis_broadcast_in_ub():
     assert _vector_us([full, unaligned], "Ascend950PR") <= 1.01 * _vector_us([full, full], "Ascend950PR")
 
 
+def test_910b_l2_keeps_the_written_share_of_a_streams_last_bytes():
+    # C220: every GM access is cached in L2 (192 MB, the 910B2 ini), so at the kernel's end L2
+    # holds the stream's last 192 MB and their written share never reaches HBM; the rest moves at
+    # the 1179 GB/s a reading and writing vector stream reaches on A2 (ascend_measured_cases.md
+    # §5.5: GELU alone on 8192 x 8192 fp32, 436.2 MB past L2 in 369.827 us).
+    l2, rate = 201326592, 436.2e6 / 369.827  # bytes, bytes/us
+
+    def max_us(shape, soc="Ascend910B2"):
+        t = an.baseline_tiling("Max", [shape] * 2, "int32", soc)
+        return an.estimate("Max", [shape] * 2, "int32", soc, t).time_us
+
+    # 8192 x 8192 int32: 537 MB read, 268 MB written, of which L2 keeps 268 x 192 / 805 MB.
+    reads, writes = 2 * 8192 * 8192 * 4, 8192 * 8192 * 4
+    past_l2 = reads + writes - writes * l2 / (reads + writes)
+    assert past_l2 / rate <= max_us([8192, 8192]) <= 1.05 * past_l2 / rate
+    # 2048 x 4096: 101 MB in all, within L2, which keeps every write: the reads alone reach HBM.
+    small = 2 * 2048 * 4096 * 4
+    assert small / rate <= max_us([2048, 4096]) <= 1.15 * small / rate
+    # The 950's model is not this one (its fitted l2_absorb share, its datasheet HBM rate).
+    assert max_us([8192, 8192], "Ascend950PR") < past_l2 / rate
+
+
+def test_910b_gelu_computes_float16_in_float32():
+    # 910B's TBE Gelu (CANN's opp, op_impl/ai_core/tbe/impl/dynamic/gelu.py) casts float16 to float32
+    # in its default high_precision mode, as bfloat16 is: the same vector work per element (up to
+    # the fitted per-dtype factors).  The 950's Ascend C Gelu keeps float16 lanes: half of it.
+    def vec_us(dtype, soc):
+        t = an.baseline_tiling("Gelu", [[8192, 8192]], dtype, soc)
+        return an.estimate("Gelu", [[8192, 8192]], dtype, soc, t).breakdown["vector_us"]
+
+    assert 0.85 < vec_us("float16", "Ascend910B2") / vec_us("bfloat16", "Ascend910B2") < 1.15
+    assert vec_us("float16", "Ascend950PR") / vec_us("bfloat16", "Ascend950PR") < 0.6
+
+
 def test_the_split_is_by_case_id():
     assert records.case_id(SIGMOID) == 2 and not records.fit_half(SIGMOID)
     assert records.fit_half(TRANSPOSE_I32)

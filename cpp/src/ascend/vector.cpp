@@ -16,6 +16,15 @@ namespace {
 
 enum P { kBlockDim, kTileLen, kBufferNum, kSplitR };
 
+// What a vector stream that reads and writes reaches at HBM on A2 (910B), GB/s: the published GELU
+// alone on 8192 x 8192 fp32 (shared/reference/ascend_measured_cases.md §5.5, A2, 48 AIV: 369.827 us,
+// from asc-devkit examples/03_fusion_compute/matmul_gelu_high_performance) reads 268.4 MB and
+// writes 268.4 MB, of which L2 (192 MB) keeps 268.4 x 201.3 / 536.9 = 100.6 MB (l2_absorbed):
+// 436.2 MB / 369.827 us = 1179 GB/s, below the 1.6-1.8 TB/s the docs quote for GM (the same
+// section's reads alone, §5.8 GM->UB, reach 1.46-1.49 TB/s).  910B2 and 910B1 share the HBM
+// (64 GiB, ascend_model.md §1).
+constexpr double kC220StreamGBps = 436.2e6 / 369.827 / 1e3;
+
 // A knob's candidate values, sorted, with `v` among them (a default the ladder of values lacks).
 void add_value(std::vector<int64_t>& values, int64_t v) {
   if (std::find(values.begin(), values.end(), v) != values.end()) return;
@@ -34,7 +43,9 @@ class VecModel : public OpModel {
     rate_ = p.vec_rate_share > 0 ? p.ddr_rate * p.vec_rate_share
             : p.split             ? p.ddr_rate * p.cube_cores / p.vector_cores
                                   : p.ddr_rate;
-    hbm_Bpus_ = p.hbm_gbps * 1e3;
+    // C220 (910B): a vector stream that writes as it reads reaches kC220StreamGBps at HBM, not the
+    // datasheet's hbm_gbps (see l2_absorbed for the bytes that reach it).
+    hbm_Bpus_ = (c220(p) ? std::min(p.hbm_gbps, kC220StreamGBps) : p.hbm_gbps) * 1e3;
     l2_Bpus_ = (p.l2_gbps > 0 ? p.l2_gbps * 1e3 : p.cube_cores * p.l2_rate * p.freq_mhz);
     cost_scale_ = p.vec_cost_scale * p.vec_op_cost(k.kind, k.dtype);
     const double chip_rate =
@@ -77,10 +88,10 @@ class VecModel : public OpModel {
     const double head_us =
         (kOpHead + mte2_head(int(launched), ai.tile_bytes >= 25000) + kMte3Head + kVecHead + p.vec_launch_cycles) / f;
     // L2 is cleared before the kernel (the benchmark's set-up), so reads come from HBM; writes
-    // that fit the l2_absorb share of L2 stay there (write-back) and go at L2 speed.
+    // that L2 holds stay there (write-back) and go at L2 speed.
     const double reads = ai.read_ch * cores + vr.read_ch * vcores, writes = ai.write_ch * cores + vr.write_ch * vcores;
     const double rereads = ai.reread_ch * cores + vr.reread_ch * vcores;
-    const double absorbed = std::min(writes, p.l2 * p.l2_absorb);
+    const double absorbed = l2_absorbed(reads - rereads, writes);
     const double hbm_us = std::max((reads - rereads + writes - absorbed) / hbm_Bpus_, (absorbed + rereads) / l2_Bpus_);
     const double ai_us = core_cycles / f, vc_us = vcores > 0 ? vr.cycles / p.vec_freq_mhz : 0.0;
     const double core_us = std::max(ai_us, vc_us);
@@ -317,6 +328,19 @@ class VecModel : public OpModel {
     }
   }
 
+  // Bytes of a kernel's `writes` that are still in L2 when it ends (never reach HBM during it).
+  // C220: every GM access is cached in L2 ([A] 基本架构.md), read or written, and the stream
+  // evicts its oldest lines, so at the end L2 (192 MB, [R] Ascend910B2.ini) holds the stream's
+  // last bytes, of which the written share is dirty: W x min(1, L2 / (R + W)), no fitted share.
+  // A stream within L2 keeps all its writes; a 1 GB stream with a quarter of writes keeps 50 MB,
+  // a 270 MB half-written one 100 MB (the fit half's 910B2 8192x8192 records: their bytes over
+  // the measured time fall from 1.9 TB/s at 270 MB to 1.2 TB/s at 1 GB).  Elsewhere (950) the
+  // model before: writes up to the fitted l2_absorb share of L2 stay there whatever the reads.
+  double l2_absorbed(double reads, double writes) const {
+    if (!c220(p_)) return std::min(writes, p_.l2 * p_.l2_absorb);
+    return writes * std::min(1.0, p_.l2 / std::max(1.0, reads + writes));
+  }
+
   VecKernel k_;
   Platform p_;
   double rate_, hbm_Bpus_, l2_Bpus_;
@@ -453,7 +477,12 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
       fail(op.kind + ": '" + o + "' is not an elementwise op (supported: " + v + ")");
     }
     const size_t first = k.elem_prog.size();
-    const int arity = vec_program(o, cd, k.elem_prog);
+    // 910B's Gelu is the TBE one (CANN's opp, op_impl/ai_core/tbe/impl/dynamic/gelu.py): both
+    // of its paths without a vtanh intrinsic (gelu_compute_v2, and gelu_compute's own) cast float16
+    // to float32 when vexp takes float32, in the default high_precision mode, and back at the end:
+    // fp16 runs as bf16 does (vec_program).  The 950's Ascend C Gelu (arch35) is not this one.
+    const bool gelu_fp32 = c220(p) && o == "Gelu" && cd == "float16";
+    const int arity = vec_program(o, gelu_fp32 ? "bfloat16" : cd, k.elem_prog);
     consumed += (i == 0) ? arity : arity - 1;
     for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
   }
