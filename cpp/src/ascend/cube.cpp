@@ -102,6 +102,7 @@ struct CubeProblem {
   int64_t msd_k_blocks = 0, msd_task_n = 0;
   int qbmm_basic = 0;        // C220 QuantBatchMatmulV3's basic template (CubeQuant::qbmm_basic)
   bool v3_kernel = true;     // CANN runs it as MatMulV3 (its default tiling is then MatMulV3's)
+  bool grouped = false;      // a GroupedMatmul group: its kernel deals blocks its own way
 };
 
 class CubeModel : public OpModel {
@@ -446,6 +447,20 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
       const double h_row = m_win ? h_a : h_b, h_col = m_win ? h_b : h_a;
       (m_win ? first_pass_a : first_pass_b) *= w_across + (1 - w_across) * (1 - h_row);
       (m_win ? first_pass_b : first_pass_a) *= w_win + (1 - w_win) * (1 - h_col);
+    } else if (t[kDispatch] == 1 && c220(p) && q.v3_kernel && !q.grouped && q.batch == 1 && t[kTE] == 0 &&
+               t[kL2Order] == 0) {
+      // C220 MatMulV3's base template with l2IterateOrder (calOrder) 0 deals staggered blocks
+      // ([O] ops-nn matmul/mat_mul_v3/op_kernel/mat_mul_base_kernel.h Process: UpdateBasicIndex when
+      // rowOrder == 0; mat_mul_base_block.h UpdateBasicIndex: the i-th block of an L2 tile is row
+      // i % mCnt, column (i + i / lcm(mCnt, nCnt)) % nCnt).  The cores of a wave walk a diagonal:
+      // an A row block is shared by cdiv(cores, mCnt) of them, a B column block by cdiv(cores, nCnt),
+      // and only the wave that first touches a block reads it from HBM.
+      const int64_t mc = std::min(t[kL2MBlk], mB), nc = std::min(t[kL2NBlk], nB);
+      share_a = std::min<int64_t>(nc, cdiv(cores, mc));
+      share_b = std::min<int64_t>(mc, cdiv(cores, nc));
+      const double wa = std::min(1.0, double(share_a) / double(nc)), wb = std::min(1.0, double(share_b) / double(mc));
+      first_pass_a *= wa + (1 - wa) * (1 - h_a);
+      first_pass_b *= wb + (1 - wb) * (1 - h_b);
     } else if (t[kDispatch] == 1) {
       if (t[kOrder] == 0) {
         share_a = std::min<int64_t>(nB, cdiv(cores, mB));
@@ -1310,6 +1325,7 @@ namespace {
 CubeProblem matmul_problem(const OpDesc& op, const Platform& p) {
   CubeProblem q;
   q.kind = op.kind;
+  q.grouped = op.kind == "GroupedMatmul";  // its groups are MatMul problems (grouped_quant_matmul.cpp)
   q.dtype = op.dtype;
   const std::string dtype = op.dtype;
   check_cube_dtype(dtype, p, op.kind);
