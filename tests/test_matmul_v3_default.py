@@ -205,3 +205,23 @@ def test_shipped_bank_records_read_as_model_tilings():
         assert math.isfinite(est.time_us) and est.time_us > 0
         read += 1
     assert read >= 30
+
+
+def test_staggered_dealing_leaves_no_shared_block_in_a_wave():
+    """C220 MatMulV3's base template with l2IterateOrder 0 deals the i-th block of an L2 tile to
+    row i % mCnt, column (i + i / lcm(mCnt, nCnt)) % nCnt (ops-nn mat_mul_base_block.h
+    UpdateBasicIndex): with 24 or more blocks along both axes the 24 cores of a wave read 24
+    different A rows and B columns, so kReorderLoad (which staggers cores that share a block)
+    changes nothing; with fewer rows (8 here) three cores share each A row and it does."""
+    def both(inputs):
+        base = dict(ops.baseline_tiling("MatMul", inputs, "float16", B2))
+        staggered = dict(base, kReorderLoad=1)
+        return base, [ops.estimate("MatMul", inputs, "float16", B2, t).time_us for t in (base, staggered)]
+
+    base, (plain, reordered) = both([[3072, 2048], [2048, 6144]])
+    assert (base["dispatch"], base["tilingEnable"], base["l2IterateOrder"]) == (1, 0, 0)
+    assert (base["l2MTileBlock"], base["l2NTileBlock"]) == (24, 24)
+    assert plain == pytest.approx(reordered, rel=1e-12)
+    base, (plain, reordered) = both([[1024, 2048], [2048, 6144]])
+    assert base["l2MTileBlock"] == 8
+    assert reordered < plain

@@ -102,6 +102,7 @@ struct CubeProblem {
   int64_t msd_k_blocks = 0, msd_task_n = 0;
   int qbmm_basic = 0;        // C220 QuantBatchMatmulV3's basic template (CubeQuant::qbmm_basic)
   bool v3_kernel = true;     // CANN runs it as MatMulV3 (its default tiling is then MatMulV3's)
+  bool grouped = false;      // a GroupedMatmul group: its kernel deals blocks its own way
 };
 
 class CubeModel : public OpModel {
@@ -348,6 +349,16 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   double mte2_a = a_ch * cyc_per_byte, mte2_b = b_ch * cyc_per_byte;
   double first_a = 0, first_b = 0;  // share of the tasks whose first copy of A (B) misses L2
   double bw_share = 1;              // of MTE2's time, the share that is bandwidth, not latency
+  // C220 MatMulV3's base template with l2IterateOrder (calOrder) 0 deals staggered blocks
+  // ([O] ops-nn matmul/mat_mul_v3/op_kernel/mat_mul_base_kernel.h Process: UpdateBasicIndex when
+  // rowOrder == 0; mat_mul_base_block.h UpdateBasicIndex: the i-th block of an L2 tile is row
+  // i % mCnt, column (i + i / lcm(mCnt, nCnt)) % nCnt).  The cores of a wave walk a diagonal:
+  // an A row block is shared by cdiv(cores, mCnt) of them, a B column block by cdiv(cores, nCnt).
+  const bool staggered = t[kDispatch] == 1 && c220(p) && q.v3_kernel && !q.grouped && q.batch == 1 &&
+                         t[kTE] == 0 && t[kL2Order] == 0;
+  const int64_t st_mc = std::min(t[kL2MBlk], mB), st_nc = std::min(t[kL2NBlk], nB);
+  const int64_t st_share_a = std::min<int64_t>(st_nc, cdiv(cores, st_mc));
+  const int64_t st_share_b = std::min<int64_t>(st_mc, cdiv(cores, st_nc));
   if (p.mte2_miss_cycles > 0) {
     // A round of GM->L1 copies (one of A and one of B) that misses L2 waits
     // for HBM: MTE2 takes at least rounds x latency (§1 case 6: 80 rounds of
@@ -366,8 +377,9 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     // faster than 16x64x16.)
     const double a_data = q.conv ? a_one : double(tm) * double(Kc) * double(ds);
     const double b_data = q.conv ? b_one : double(tn) * double(Kc) * double(ds);
-    first_a = std::min(1.0, q.a_bytes * double(cores) / (double(tasks) * a_data));
-    first_b = std::min(1.0, q.b_bytes * double(cores) / (double(tasks) * b_data));
+    // (Staggered dealing: only the wave's sharers of a block it touches first wait for it.)
+    first_a = std::min(1.0, q.a_bytes * double(staggered ? st_share_a : cores) / (double(tasks) * a_data));
+    first_b = std::min(1.0, q.b_bytes * double(staggered ? st_share_b : cores) / (double(tasks) * b_data));
     const double plane_k = q.conv ? double(q.K / q.cin_pad) * q.k0 : 0;  // K of one C1 plane: kh x kw x C0
     const double new_a = q.conv ? std::min(1.0, double(kA) / plane_k)
                                 : new_sector_share(q.trans_a, tm, mL1, Kc, kA, a_copies_per_load, q.trans_a ? q.M : q.K);
@@ -446,6 +458,13 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
       const double h_row = m_win ? h_a : h_b, h_col = m_win ? h_b : h_a;
       (m_win ? first_pass_a : first_pass_b) *= w_across + (1 - w_across) * (1 - h_row);
       (m_win ? first_pass_b : first_pass_a) *= w_win + (1 - w_win) * (1 - h_col);
+    } else if (staggered) {
+      // The staggered dealing (above): only the wave that first touches a block reads it from HBM.
+      share_a = st_share_a;
+      share_b = st_share_b;
+      const double wa = std::min(1.0, double(share_a) / double(st_nc)), wb = std::min(1.0, double(share_b) / double(st_mc));
+      first_pass_a *= wa + (1 - wa) * (1 - h_a);
+      first_pass_b *= wb + (1 - wb) * (1 - h_b);
     } else if (t[kDispatch] == 1) {
       if (t[kOrder] == 0) {
         share_a = std::min<int64_t>(nB, cdiv(cores, mB));
@@ -1310,6 +1329,7 @@ namespace {
 CubeProblem matmul_problem(const OpDesc& op, const Platform& p) {
   CubeProblem q;
   q.kind = op.kind;
+  q.grouped = op.kind == "GroupedMatmul";  // its groups are MatMul problems (grouped_quant_matmul.cpp)
   q.dtype = op.dtype;
   const std::string dtype = op.dtype;
   check_cube_dtype(dtype, p, op.kind);
