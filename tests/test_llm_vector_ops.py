@@ -405,3 +405,29 @@ def test_op_table_lists_them_by_family():
     inputs, dtype, attrs = cases()["GroupNorm"]
     gn, gns = (est(op, inputs, dtype, "Ascend910B2", attrs).breakdown for op in ("GroupNorm", "GroupNormSilu"))
     assert gns["vector_us"] > gn["vector_us"] and gns["gm_read_bytes"] == gn["gm_read_bytes"]
+
+
+def test_dynamic_quant_910b_large_rows_and_single_buffer_templates():
+    # dynamic_quant_tiling.cpp SetTilingData (910B): a row UB - 1 KB cannot hold at 11 bytes an aligned
+    # element (17 with smooth scales) takes TILING_KEY 6 (dynamic_quant_large_shape_opt.h): pieces of
+    # (UB - 1 KB) / 19 / 128 x 128 = 10240 elements, double-buffered, x read in an abs-max pass and again
+    # in the quant pass, the smooth scales loaded with every piece in both passes.
+    def run(shape, smooth=False):
+        ins = [shape, [shape[-1]]] if smooth else [shape]
+        t = an.baseline_tiling("DynamicQuant", ins, "bfloat16", "Ascend910B2", {"output_dtype": "int8"})
+        b = an.estimate("DynamicQuant", ins, "bfloat16", "Ascend910B2", t, {"output_dtype": "int8"}).breakdown
+        return t, b["gm_read_bytes"] / (shape[0] * shape[1])
+    t, read = run([96, 20000])
+    assert (t["tileLen"], t["bufferNum"]) == (10240, 2) and 3.9 < read < 4.3
+    t, read = run([96, 14000], smooth=True)
+    assert t["tileLen"] == 10240 and 7.9 < read < 8.5
+    # 13 bytes an element over UB - 1 KB (useDb false), the row still held: TILING_KEY 0/1 (dynamic_quant.h),
+    # one row a pass, single-buffered queues.
+    t, read = run([96, 17001])
+    assert (t["tileLen"], t["bufferNum"]) == (17008, 1) and read < 2.2
+    # A multi-row row of 15000 (a multiple of 8, at most 16320) is held whole, 16 bytes-aligned in UB: one read.
+    t, read = run([96, 15000])
+    assert t["tileLen"] == 15008 and read < 2.2
+    r = an.tune_op("DynamicQuant", [[96, 20000]], "bfloat16", "Ascend910B2", attrs={"output_dtype": "int8"},
+                   max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)

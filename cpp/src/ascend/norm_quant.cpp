@@ -496,6 +496,68 @@ bool int4_output(const OpDesc& op) {
   fail(op.kind + ": output_dtype '" + od[0] + "' is not int8 or int4");
 }
 
+// 910B's one-row-at-a-time DynamicQuant templates ([S] hicann/ops-nn quant/dynamic_quant/op_host/
+// dynamic_quant_tiling.cpp SetTilingData, CalculateMaxUbSizePerRow; the rows neither the multi-row nor
+// the special template takes), on the kernel `k` of make_dynamic_quant (x cast, smooth Mul, Abs, abs-max,
+// * 127 / max, the casts down).  With ubPerRowNew = 11 bytes an aligned element (17 with smooth scales)
+// and ubPerRow = 13 (19), UB - 1024 bytes hold ubAvail = (UB - 1024) / ubPerRowNew rows:
+// - ubAvail >= 1 and ubPerRow < UB - 1024: TILING_KEY 2/3 (op_kernel/dynamic_quant_db.h), passes of
+//   min(255, ubAvail) rows, x's queue double-buffered; the fp32 work buffers hold one row, not a pass
+//   (dynamic_quant_base.h InitBaseBuffer: sizeHalfLen elements).  Per row a chain of vector calls with
+//   a PipeBarrier<PIPE_V> after nearly every one (Cast, Abs, the in-place abs-max, Brcb, Div, Mul,
+//   Cast, Cast: 9 barriers, one more with smooth scales or a row that is not whole repeats) and the
+//   in-place Max over the row's repeats (ReduceMaxInplace, repeat strides 0: each repeat reads the
+//   block the one before wrote), each waiting out the pipe's latency (kPipeDrain); the row's scale
+//   stays in the vector unit.
+// - ubAvail >= 1, ubPerRow >= UB - 1024 (useDb false): TILING_KEY 0/1 (op_kernel/dynamic_quant.h), one
+//   row a pass, every queue single-buffered (BUFFER_NUM 1: the load and the vector work in turn, the
+//   store beside the next load), the same chain on the fp32 cast (64 a repeat), and the row's 127 / max
+//   read into a scalar register (SetFlag/WaitFlag V_S, GetValue: kRowScalarQuant) for its Muls.
+// - ubAvail 0 (a row UB does not hold): TILING_KEY 6 (op_kernel/dynamic_quant_large_shape_opt.h), the row
+//   in pieces of innerLoopEle = (UB - 1024) / 19 / 128 x 128 elements, double-buffered, in two passes: the
+//   abs-max pass (per piece Cast, Abs, the in-place Max chain, a V_S wait and GetValue), then the quant
+//   pass re-reading every piece (Cast, Muls, the casts down); smooth scales are loaded with each piece in
+//   both passes (CopyInByEle) and cast and multiplied in both.
+void dynamic_quant_one_row_910b(VecKernel& k, const Platform& p, bool fp16, bool smooth, int64_t h) {
+  const int64_t avail = int64_t(p.ub) - 1024, hpad = align_up(h, 16);
+  const int64_t rows_fit = avail / ((smooth ? 17 : 11) * hpad);
+  const int extra = smooth ? 1 : 0;
+  if (rows_fit == 0) {
+    const int64_t piece = avail / 19 / 128 * 128, pieces = cdiv(h, piece);
+    k.baseline_tile = piece;
+    k.ub_buffers -= 1;  // UB (below) without the int8 output, which VecKernel would count at x's width
+    if (smooth) {  // the smooth scales as a second stream, read in both passes
+      k.bcast_bytes = 0;
+      stream_in(k, k.ds);
+      k.elem_prog.push_back(cast_step(true));  // the smooth piece's cast, in the abs-max pass
+      k.elem_prog.push_back(cast_step(true));  // and in the quant pass, with its Mul
+      k.elem_prog.push_back(api("Mul"));
+    }
+    k.elem_prog.push_back(cast_step(true));  // x's cast again in the quant pass
+    // Barriers per piece: Cast, Abs, the Max chain's end, (smooth: Cast, Mul) in the first pass; Cast,
+    // Muls, Cast, SetDeqScale, Cast, (Cast, Mul) in the second; the dependent repeats of each piece's
+    // Max; the V_S round trip per piece.  Charged per row and sweep (vector.cpp: x units x sweeps).
+    const double barriers = double(pieces) * (3 + 5 + 4 * extra) + double(cdiv(h, 64) - pieces);
+    k.row_scalar_cycles = (kPipeDrain * barriers + double(pieces) * kRowScalarQuant) / k.sweeps_if_split;
+    return;
+  }
+  const bool db = (smooth ? 19 : 13) * hpad < avail;
+  // fp16 without smooth scales takes the DB template's abs-max on x itself, 128 a repeat.
+  const int64_t per_rep = db && fp16 && !smooth ? 128 : 64;
+  const int64_t barriers = 9 + extra + (h % per_rep && h > per_rep ? 1 : 0);
+  k.row_scalar_cycles = kPipeDrain * double(barriers + std::max<int64_t>(0, cdiv(h, per_rep) - 1));
+  if (db) {
+    k.baseline_tile = std::min<int64_t>(255, rows_fit) * hpad;
+    k.temp_fp32 = 0;  // the fp32 work buffers are one row (above), beside the pass
+  } else {
+    k.baseline_tile = hpad;
+    k.ub_buffers -= 1;  // so that UB holds the row as CANN's 11 bytes an element do (the int8 output's left out)
+    k.baseline_buffer_num = 1;
+    k.store_beside_load = true;
+    k.row_scalar_cycles += kRowScalarQuant;
+  }
+}
+
 // DynamicQuant (x [..., H], smooth_scales [H]): per-token int8/int4 and a float32 scale per row.
 std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p) {
   need_inputs(op, 1, 2, "x, smooth_scales");
@@ -546,14 +608,13 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     const int64_t max_ub_len =
         std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
     multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
-    // The one-row template's passes: min(255, (UB - 1024) / ubPerRowNew) rows, ubPerRowNew = 11
-    // bytes an aligned element, 17 with smooth scales (CalculateMaxUbSizePerRow, SetTilingData).
-    const int64_t one_row_pass = (int64_t(p.ub) - 1024) / ((smooth ? 17 : 11) * hpad);
-    k.baseline_tile = multi_row ? max_ub_len / h * h : std::max<int64_t>(1, std::min<int64_t>(255, one_row_pass)) * hpad;
-    // The multi-row template fills UB first, then takes one core per full pass, at most all of
-    // them (CalculateMultiRowCoreDistribution: coreNum = rows / rowsPerPass when that is below the
-    // core count; the rows left over are spread on those cores).
-    if (multi_row) k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
+    // The multi-row template fills UB first (whole rows, each 32-byte aligned in UB), then takes
+    // one core per full pass, at most all of them (CalculateMultiRowCoreDistribution: coreNum =
+    // rows / rowsPerPass when that is below the core count; the rows left over are spread on those cores).
+    if (multi_row) {
+      k.baseline_tile = max_ub_len / h * k.unit_elems;
+      k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
+    }
   }
   quant_tail(k, p, int4, multi_row);
   if (!regbase(p) && (multi_row || special)) {
@@ -570,14 +631,11 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     k.baseline_buffer_num = 1;
     k.store_beside_load = true;
   }
-  // 910B's one-row-at-a-time template: the per-row chain of kPipeDrain waits (above).
-  if (!regbase(p) && !multi_row && !special) {
-    const int64_t per_rep = op.dtype == "float16" && !smooth ? 128 : 64;  // fp16 without smooth: on x itself
-    const int64_t barriers = 9 + (smooth ? 1 : 0) + (h % per_rep && h > per_rep ? 1 : 0);
-    k.row_scalar_cycles = kPipeDrain * double(barriers + std::max<int64_t>(0, cdiv(h, per_rep) - 1));
-  }
   k.sweeps_if_split = 2;
-  k.temp_fp32 = half(op.dtype) ? 2 : 1;
+  // x's fp32 cast and the abs / int work buffer (tempCastUb, fp32_buf_); the special template one fp32
+  // buffer of the pass (dynamic_quant_single_row.h Init: tmpBufNew_; its x queue twice x's size).
+  k.temp_fp32 = special ? 1 : 2;
+  if (!regbase(p) && !multi_row && !special) dynamic_quant_one_row_910b(k, p, op.dtype == "float16", smooth, h);
   finish(k, double(rows) * double(h), 4);
   return make_vec_model(k, p);
 }
