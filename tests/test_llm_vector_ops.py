@@ -431,3 +431,14 @@ def test_dynamic_quant_910b_large_rows_and_single_buffer_templates():
     r = an.tune_op("DynamicQuant", [[96, 20000]], "bfloat16", "Ascend910B2", attrs={"output_dtype": "int8"},
                    max_evals=64)
     assert r.time_us <= r.baseline_us * (1 + 1e-9)
+
+
+def test_group_norm_on_910b_has_one_channel_in_flight():
+    # group_norm_silu_b16.h (910B, not the small-shape template): each channel's gamma and beta are read
+    # into scalar registers (GetValue) before its load is issued (_g16.h: an explicit V_S wait), so
+    # one channel is in flight: a channel costs a GM round trip whatever its size.  2.2x the data in
+    # the same 8 channels a core (16 cores) takes about the same time; twice the channels, near twice.
+    t = lambda x: _gn(x, 8)["time_us"]
+    short, long = t([2, 64, 33, 65]), t([2, 64, 67, 71])
+    assert long < 1.1 * short
+    assert t([2, 128, 33, 65]) > 1.6 * short

@@ -387,10 +387,10 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
   k.row_scalar_cycles = hw1 ? (g == c ? 0.0 : double(g) * (kRowScalarNorm + reduce))  // a sample's G groups
                             : kPipeDrain * double(barriers) + (basic ? 2 * kRowScalarNorm : 0.0) +
                                   (kRowScalarNorm + reduce) / double(d);
-  // The normalising pass's first load is issued only once the group's mean and rstd are in the
-  // scalar unit: one GM load latency a group exposed (GE's first-copy cost, mte2_head), spread over
-  // its channels; not with H W = 1, whose groups are all in one row.
-  if (!hw1) k.unit_cycles = mte2_head(int(cores), false) / double(d);
+  // The small template's normalising pass: its first load is issued only once the group's mean and
+  // rstd are in the scalar unit: one GM load latency a group exposed (GE's first-copy cost,
+  // mte2_head), spread over its channels; not with H W = 1, whose groups are all in one row.
+  if (small) k.unit_cycles = mte2_head(int(cores), false) / double(d);
   k.baseline_tile = kGnChunk;
   if (!small && !hw1) {
     // The other templates' normalising pass copies one channel at a time, in pieces of at most
@@ -398,11 +398,18 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
     // channel dIdx; _b32.h, _g16.h, _g32.h the same): a tile per channel, not 8192 / (H W) channels.
     k.baseline_tile = std::min(align_up(hw, blk), kGnChunk);
     // Each channel's load and store is a GM round trip (GE's start costs of a load and a store,
-    // mte2_head + kMte3Head), two channels in flight (bufferNum 2); with few groups a core the
-    // channels' round trips, not their bytes, set the time.  The fit half's 910B2 [5, 48, 33, 65]
-    // (8 channels of 2145 a core) and [2, 64, 67, 71] (8 of 4757) take the same time (9.68, 9.47 us)
-    // with 2.2x the data: the model had them at 7.33 and 9.02 us from the bytes and vector work.
-    k.tile_round_trip = mte2_head(int(cores), false) + kMte3Head;
+    // mte2_head + kMte3Head), and one channel is in flight, not the two bufferNum 2 would allow: the
+    // channel loop reads the channel's gamma and beta into scalar registers first (GetValue; the
+    // scale and bias of its Muls and Adds), from fp32 buffers the vector unit wrote, so the scalar
+    // unit, which issues the channel's load, waits for the vector pipe to finish the channel before
+    // (group_norm_silu_b16.h ComputeMultipleLoop / ComputeOneLoop, _b32.h the same; _g16.h
+    // CopyInGammaBeta16 makes the wait explicit: SetFlag/WaitFlag V_S each channel, _g32.h MTE2_S).
+    // Each channel then takes at least a whole round trip (vector.cpp: tile_round_trip / 2 a tile on
+    // each pipe), whatever its size, the group's first load included (no unit_cycles then).  The fit
+    // half's 910B2 [5, 48, 33, 65] (8 channels of 2145 a core) and [2, 64, 67, 71] (8 of 4757) take
+    // the same time (9.68, 9.47 us) with 2.2x the data: 7.32 and 9.05 us with two channels in flight,
+    // 10.69 and 9.95 with one.
+    k.tile_round_trip = 2 * (mte2_head(int(cores), false) + kMte3Head);
   }
   k.baseline_block_dim = cores;
   k.sweeps_if_split = 1;  // the second read is the stream above, for any tile
