@@ -442,3 +442,22 @@ def test_group_norm_on_910b_has_one_channel_in_flight():
     short, long = t([2, 64, 33, 65]), t([2, 64, 67, 71])
     assert long < 1.1 * short
     assert t([2, 128, 33, 65]) > 1.6 * short
+
+
+def test_rms_norm_910b_core_count_and_float32_gamma_modes():
+    # rms_norm_tiling.cpp (910B): blockFactor = ceil(rows / cores) rows a core on ceil(rows / blockFactor)
+    # cores: 50 rows take 25 cores of 2 rows, not 48.
+    base = lambda x, dt="float16", attrs=None: an.baseline_tiling("RmsNorm", [x, [x[-1]]], dt, "Ascend910B2",
+                                                                attrs or {})
+    assert base([50, 4096])["blockDim"] == 25
+    assert base([100, 1000], "float32")["blockDim"] == 34
+    # A float32 gamma with 16-bit x (CalMixDtypeTiling): a row of 13000 takes MODE_SINGLE_ROW, one whole row
+    # a pass (14 bytes an element fit UB), where the 16-bit gamma's tiling splits it (SPLIT_D, over 12288).
+    mixed = {"input_dtypes": ["bfloat16", "float32"]}
+    assert base([1000, 13000], "bfloat16", mixed)["tileLen"] == 13008
+    assert base([1000, 13000], "bfloat16")["tileLen"] < 13000
+    # MERGE_N's rows a pass: (UB - 1 KB) / (16 x aligned H + 288) with the float32 gamma, + 260 without.
+    assert base([4096, 128], "bfloat16", mixed)["tileLen"] == 195584 // (16 * 128 + 288) * 128
+    assert base([4096, 128], "bfloat16")["tileLen"] == 195584 // (16 * 128 + 260) * 128
+    r = an.tune_op("RmsNorm", [[50, 4096], [4096]], "float16", "Ascend910B2", max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)

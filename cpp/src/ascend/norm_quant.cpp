@@ -51,6 +51,13 @@ constexpr double kRowChainRegbase = 100.0;
 // 0.167 (0.202 before); chosen on % 8 == 4 (10), the % 8 == 0 ones 0.131 (0.218).
 constexpr double kPipeDrain = 14.0;
 
+// RmsNorm with 16-bit x and a float32 gamma (input_dtypes), CANN's mixed-dtype tiling on 910B
+// ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp isMixDtype, CalMixDtypeTiling).
+bool rms_mixed_gamma(const OpDesc& op) {
+  const auto dts = attr_strs(op, "input_dtypes");
+  return op.kind == "RmsNorm" && dts.size() == 2 && dts[0] != "float32" && dts[1] == "float32";
+}
+
 // CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
 // pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
 // UB_FACTOR_B32; add_rms_norm_tiling.cpp the same); a row wider than that is split (SPLIT_D).
@@ -184,8 +191,13 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // (add_rms_norm_dynamic_quant/op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp DoUbTiling).
   const bool merge_n = !quant && !regbase(p) && hal <= kMergeNCols;
   // RmsNorm's rows up to its UB factor, not MERGE_N, on 910B: MODE_NORMAL (rms_norm_tiling.cpp).
+  // With 16-bit x and a float32 gamma (CalMixDtypeTiling): MODE_NORMAL while 16 bytes an element
+  // and 512 fit UB - 1 KB, then MODE_SINGLE_ROW (rms_norm_single_row.h: one row a pass, the same
+  // ReduceSumHalfInterval and scalar rstd) while 14 bytes do, then SPLIT_D.
+  const bool mixed = rms_mixed_gamma(op);
+  const int64_t ub_rms = int64_t(p.ub) - 1024;  // [S] rms_norm_tiling.cpp UB_USED
   const bool rms_normal = op.kind == "RmsNorm" && !merge_n && !regbase(p) &&
-                          hal <= (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16);
+                          (mixed ? 14 * hal + 512 < ub_rms : hal <= (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16));
   if (merge_n) {
     // MERGE_N ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_merge_n.h Compute, normal_flag 0):
     // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
@@ -232,7 +244,7 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.row_scalar_cycles = kRowScalarNorm;
   }
   k.elem_prog.push_back(api("Mul"));       // * gamma
-  k.bcast_bytes += double(h) * k.ds * (1 + quant_outs);
+  k.bcast_bytes += double(h) * (mixed ? 4 : k.ds) * (1 + quant_outs);
   double unit_out = 4;  // rstd (float32) per row
   k.sweeps_if_split = 2;
   if (quant) {
@@ -253,13 +265,14 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     if (h16) k.elem_prog.push_back(cast_step(false));
     stream_out(k, k.ds);
   }
-  k.temp_fp32 = h16 ? 2 : 1;
+  // (MODE_SINGLE_ROW keeps one fp32 buffer, xBufFp32: rms_norm_single_row.h Init.)
+  k.temp_fp32 = mixed && rms_normal && 16 * hal + 512 >= ub_rms ? 1 : h16 ? 2 : 1;
   // CANN's default: ceil(rows / cores) rows per core, UB passes of ubFactor elements
   // (rms_norm_tiling.cpp; MERGE_N packs as many whole rows as that holds), here as far as UB
   // holds them with the kernel's bufferNum (RmsNorm's 1 on 910B: MERGE_N and MODE_NORMAL below).
   // MERGE_N's own pass: rowFactor = (UB - 1024) / (16 x aligned H + 260) whole rows
   // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
-  k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + 260) * hal
+  k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + (mixed ? 288 : 260)) * hal
                             : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
   if (op.kind == "RmsNorm" && !regbase(p)) {
     // RmsNorm's 910B kernels are single-buffered ([S] hicann/ops-nn norm/rms_norm/op_kernel/
@@ -274,9 +287,19 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.baseline_buffer_num = 1;
     k.store_beside_load = true;
     if (rms_normal) k.baseline_tile = hal;
-    // SPLIT_D: the row in ceil(H / ubFactor) equal slices, 16-aligned (rms_norm_tiling.cpp MODE_SPLIT_D).
+    // SPLIT_D: the row in ceil(H / ubFactor) equal slices, 16-aligned, less 16 while the last slice
+    // would be under 16 elements (rms_norm_tiling.cpp MODE_SPLIT_D); with a float32 gamma slices of
+    // (UB - 1 KB - 2560) / 16 bytes, 16-aligned (CalMixDtypeTiling: x, y, three fp32 buffers).
     const int64_t ub_factor = k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
-    if (!merge_n && hal > ub_factor) k.baseline_tile = cdiv(h, cdiv(h, ub_factor) * 16) * 16;
+    if (mixed && !merge_n && !rms_normal) {
+      k.baseline_tile = (ub_rms - 2560) / 16 / 16 * 16;
+    } else if (!merge_n && !rms_normal && hal > ub_factor) {
+      int64_t slice = cdiv(h, cdiv(h, ub_factor) * 16) * 16;
+      while (h % slice && h % slice < 16) slice -= 16;
+      k.baseline_tile = slice;
+    }
+    // Cores: blockFactor = ceil(rows / cores) rows each, ceil(rows / blockFactor) cores (Tiling4RmsNorm).
+    k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
   }
   double slice_d_in = 0;  // GM bytes read per element and sweep by SLICE_D (below), 0: as streamed
   if (quant && !regbase(p)) {
