@@ -406,3 +406,59 @@ def test_op_table_lists_them_by_family():
     inputs, dtype, attrs = cases()["GroupNorm"]
     gn, gns = (est(op, inputs, dtype, "Ascend910B2", attrs).breakdown for op in ("GroupNorm", "GroupNormSilu"))
     assert gns["vector_us"] > gn["vector_us"] and gns["gm_read_bytes"] == gn["gm_read_bytes"]
+
+
+def test_dynamic_quant_910b_large_rows_and_single_buffer_templates():
+    # dynamic_quant_tiling.cpp SetTilingData (910B): a row UB - 1 KB cannot hold at 11 bytes an aligned
+    # element (17 with smooth scales) takes TILING_KEY 6 (dynamic_quant_large_shape_opt.h): pieces of
+    # (UB - 1 KB) / 19 / 128 x 128 = 10240 elements, double-buffered, x read in an abs-max pass and again
+    # in the quant pass, the smooth scales loaded with every piece in both passes.
+    def run(shape, smooth=False):
+        ins = [shape, [shape[-1]]] if smooth else [shape]
+        t = an.baseline_tiling("DynamicQuant", ins, "bfloat16", "Ascend910B2", {"output_dtype": "int8"})
+        b = an.estimate("DynamicQuant", ins, "bfloat16", "Ascend910B2", t, {"output_dtype": "int8"}).breakdown
+        return t, b["gm_read_bytes"] / (shape[0] * shape[1])
+    t, read = run([96, 20000])
+    assert (t["tileLen"], t["bufferNum"]) == (10240, 2) and 3.9 < read < 4.3
+    t, read = run([96, 14000], smooth=True)
+    assert t["tileLen"] == 10240 and 7.9 < read < 8.5
+    # 13 bytes an element over UB - 1 KB (useDb false), the row still held: TILING_KEY 0/1 (dynamic_quant.h),
+    # one row a pass, single-buffered queues.
+    t, read = run([96, 17001])
+    assert (t["tileLen"], t["bufferNum"]) == (17008, 1) and read < 2.2
+    # A multi-row row of 15000 (a multiple of 8, at most 16320) is held whole, 16 bytes-aligned in UB: one read.
+    t, read = run([96, 15000])
+    assert t["tileLen"] == 15008 and read < 2.2
+    r = an.tune_op("DynamicQuant", [[96, 20000]], "bfloat16", "Ascend910B2", attrs={"output_dtype": "int8"},
+                   max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)
+
+
+def test_group_norm_on_910b_has_one_channel_in_flight():
+    # group_norm_silu_b16.h (910B, not the small-shape template): each channel's gamma and beta are read
+    # into scalar registers (GetValue) before its load is issued (_g16.h: an explicit V_S wait), so
+    # one channel is in flight: a channel costs a GM round trip whatever its size.  2.2x the data in
+    # the same 8 channels a core (16 cores) takes about the same time; twice the channels, near twice.
+    t = lambda x: _gn(x, 8)["time_us"]
+    short, long = t([2, 64, 33, 65]), t([2, 64, 67, 71])
+    assert long < 1.1 * short
+    assert t([2, 128, 33, 65]) > 1.6 * short
+
+
+def test_rms_norm_910b_core_count_and_float32_gamma_modes():
+    # rms_norm_tiling.cpp (910B): blockFactor = ceil(rows / cores) rows a core on ceil(rows / blockFactor)
+    # cores: 50 rows take 25 cores of 2 rows, not 48.
+    base = lambda x, dt="float16", attrs=None: an.baseline_tiling("RmsNorm", [x, [x[-1]]], dt, "Ascend910B2",
+                                                                attrs or {})
+    assert base([50, 4096])["blockDim"] == 25
+    assert base([100, 1000], "float32")["blockDim"] == 34
+    # A float32 gamma with 16-bit x (CalMixDtypeTiling): a row of 13000 takes MODE_SINGLE_ROW, one whole row
+    # a pass (14 bytes an element fit UB), where the 16-bit gamma's tiling splits it (SPLIT_D, over 12288).
+    mixed = {"input_dtypes": ["bfloat16", "float32"]}
+    assert base([1000, 13000], "bfloat16", mixed)["tileLen"] == 13008
+    assert base([1000, 13000], "bfloat16")["tileLen"] < 13000
+    # MERGE_N's rows a pass: (UB - 1 KB) / (16 x aligned H + 288) with the float32 gamma, + 260 without.
+    assert base([4096, 128], "bfloat16", mixed)["tileLen"] == 195584 // (16 * 128 + 288) * 128
+    assert base([4096, 128], "bfloat16")["tileLen"] == 195584 // (16 * 128 + 260) * 128
+    r = an.tune_op("RmsNorm", [[50, 4096], [4096]], "float16", "Ascend910B2", max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)

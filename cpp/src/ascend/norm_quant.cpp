@@ -51,6 +51,13 @@ constexpr double kRowChainRegbase = 100.0;
 // 0.167 (0.202 before); chosen on % 8 == 4 (10), the % 8 == 0 ones 0.131 (0.218).
 constexpr double kPipeDrain = 14.0;
 
+// RmsNorm with 16-bit x and a float32 gamma (input_dtypes), CANN's mixed-dtype tiling on 910B
+// ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp isMixDtype, CalMixDtypeTiling).
+bool rms_mixed_gamma(const OpDesc& op) {
+  const auto dts = attr_strs(op, "input_dtypes");
+  return op.kind == "RmsNorm" && dts.size() == 2 && dts[0] != "float32" && dts[1] == "float32";
+}
+
 // CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
 // pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
 // UB_FACTOR_B32; add_rms_norm_tiling.cpp the same); a row wider than that is split (SPLIT_D).
@@ -184,8 +191,13 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // (add_rms_norm_dynamic_quant/op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp DoUbTiling).
   const bool merge_n = !quant && !regbase(p) && hal <= kMergeNCols;
   // RmsNorm's rows up to its UB factor, not MERGE_N, on 910B: MODE_NORMAL (rms_norm_tiling.cpp).
+  // With 16-bit x and a float32 gamma (CalMixDtypeTiling): MODE_NORMAL while 16 bytes an element
+  // and 512 fit UB - 1 KB, then MODE_SINGLE_ROW (rms_norm_single_row.h: one row a pass, the same
+  // ReduceSumHalfInterval and scalar rstd) while 14 bytes do, then SPLIT_D.
+  const bool mixed = rms_mixed_gamma(op);
+  const int64_t ub_rms = int64_t(p.ub) - 1024;  // [S] rms_norm_tiling.cpp UB_USED
   const bool rms_normal = op.kind == "RmsNorm" && !merge_n && !regbase(p) &&
-                          hal <= (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16);
+                          (mixed ? 14 * hal + 512 < ub_rms : hal <= (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16));
   if (merge_n) {
     // MERGE_N ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_merge_n.h Compute, normal_flag 0):
     // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
@@ -232,7 +244,7 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.row_scalar_cycles = kRowScalarNorm;
   }
   k.elem_prog.push_back(api("Mul"));       // * gamma
-  k.bcast_bytes += double(h) * k.ds * (1 + quant_outs);
+  k.bcast_bytes += double(h) * (mixed ? 4 : k.ds) * (1 + quant_outs);
   double unit_out = 4;  // rstd (float32) per row
   k.sweeps_if_split = 2;
   if (quant) {
@@ -253,13 +265,14 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     if (h16) k.elem_prog.push_back(cast_step(false));
     stream_out(k, k.ds);
   }
-  k.temp_fp32 = h16 ? 2 : 1;
+  // (MODE_SINGLE_ROW keeps one fp32 buffer, xBufFp32: rms_norm_single_row.h Init.)
+  k.temp_fp32 = mixed && rms_normal && 16 * hal + 512 >= ub_rms ? 1 : h16 ? 2 : 1;
   // CANN's default: ceil(rows / cores) rows per core, UB passes of ubFactor elements
   // (rms_norm_tiling.cpp; MERGE_N packs as many whole rows as that holds), here as far as UB
   // holds them with the kernel's bufferNum (RmsNorm's 1 on 910B: MERGE_N and MODE_NORMAL below).
   // MERGE_N's own pass: rowFactor = (UB - 1024) / (16 x aligned H + 260) whole rows
   // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
-  k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + 260) * hal
+  k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + (mixed ? 288 : 260)) * hal
                             : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
   if (op.kind == "RmsNorm" && !regbase(p)) {
     // RmsNorm's 910B kernels are single-buffered ([S] hicann/ops-nn norm/rms_norm/op_kernel/
@@ -274,9 +287,19 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.baseline_buffer_num = 1;
     k.store_beside_load = true;
     if (rms_normal) k.baseline_tile = hal;
-    // SPLIT_D: the row in ceil(H / ubFactor) equal slices, 16-aligned (rms_norm_tiling.cpp MODE_SPLIT_D).
+    // SPLIT_D: the row in ceil(H / ubFactor) equal slices, 16-aligned, less 16 while the last slice
+    // would be under 16 elements (rms_norm_tiling.cpp MODE_SPLIT_D); with a float32 gamma slices of
+    // (UB - 1 KB - 2560) / 16 bytes, 16-aligned (CalMixDtypeTiling: x, y, three fp32 buffers).
     const int64_t ub_factor = k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
-    if (!merge_n && hal > ub_factor) k.baseline_tile = cdiv(h, cdiv(h, ub_factor) * 16) * 16;
+    if (mixed && !merge_n && !rms_normal) {
+      k.baseline_tile = (ub_rms - 2560) / 16 / 16 * 16;
+    } else if (!merge_n && !rms_normal && hal > ub_factor) {
+      int64_t slice = cdiv(h, cdiv(h, ub_factor) * 16) * 16;
+      while (h % slice && h % slice < 16) slice -= 16;
+      k.baseline_tile = slice;
+    }
+    // Cores: blockFactor = ceil(rows / cores) rows each, ceil(rows / blockFactor) cores (Tiling4RmsNorm).
+    k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
   }
   double slice_d_in = 0;  // GM bytes read per element and sweep by SLICE_D (below), 0: as streamed
   if (quant && !regbase(p)) {
@@ -387,10 +410,10 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
   k.row_scalar_cycles = hw1 ? (g == c ? 0.0 : double(g) * (kRowScalarNorm + reduce))  // a sample's G groups
                             : kPipeDrain * double(barriers) + (basic ? 2 * kRowScalarNorm : 0.0) +
                                   (kRowScalarNorm + reduce) / double(d);
-  // The normalising pass's first load is issued only once the group's mean and rstd are in the
-  // scalar unit: one GM load latency a group exposed (GE's first-copy cost, mte2_head), spread over
-  // its channels; not with H W = 1, whose groups are all in one row.
-  if (!hw1) k.unit_cycles = mte2_head(int(cores), false) / double(d);
+  // The small template's normalising pass: its first load is issued only once the group's mean and
+  // rstd are in the scalar unit: one GM load latency a group exposed (GE's first-copy cost,
+  // mte2_head), spread over its channels; not with H W = 1, whose groups are all in one row.
+  if (small) k.unit_cycles = mte2_head(int(cores), false) / double(d);
   k.baseline_tile = kGnChunk;
   if (!small && !hw1) {
     // The other templates' normalising pass copies one channel at a time, in pieces of at most
@@ -398,11 +421,18 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
     // channel dIdx; _b32.h, _g16.h, _g32.h the same): a tile per channel, not 8192 / (H W) channels.
     k.baseline_tile = std::min(align_up(hw, blk), kGnChunk);
     // Each channel's load and store is a GM round trip (GE's start costs of a load and a store,
-    // mte2_head + kMte3Head), two channels in flight (bufferNum 2); with few groups a core the
-    // channels' round trips, not their bytes, set the time.  The fit half's 910B2 [5, 48, 33, 65]
-    // (8 channels of 2145 a core) and [2, 64, 67, 71] (8 of 4757) take the same time (9.68, 9.47 us)
-    // with 2.2x the data: the model had them at 7.33 and 9.02 us from the bytes and vector work.
-    k.tile_round_trip = mte2_head(int(cores), false) + kMte3Head;
+    // mte2_head + kMte3Head), and one channel is in flight, not the two bufferNum 2 would allow: the
+    // channel loop reads the channel's gamma and beta into scalar registers first (GetValue; the
+    // scale and bias of its Muls and Adds), from fp32 buffers the vector unit wrote, so the scalar
+    // unit, which issues the channel's load, waits for the vector pipe to finish the channel before
+    // (group_norm_silu_b16.h ComputeMultipleLoop / ComputeOneLoop, _b32.h the same; _g16.h
+    // CopyInGammaBeta16 makes the wait explicit: SetFlag/WaitFlag V_S each channel, _g32.h MTE2_S).
+    // Each channel then takes at least a whole round trip (vector.cpp: tile_round_trip / 2 a tile on
+    // each pipe), whatever its size, the group's first load included (no unit_cycles then).  The fit
+    // half's 910B2 [5, 48, 33, 65] (8 channels of 2145 a core) and [2, 64, 67, 71] (8 of 4757) take
+    // the same time (9.68, 9.47 us) with 2.2x the data: 7.32 and 9.05 us with two channels in flight,
+    // 10.69 and 9.95 with one.
+    k.tile_round_trip = 2 * (mte2_head(int(cores), false) + kMte3Head);
   }
   k.baseline_block_dim = cores;
   k.sweeps_if_split = 1;  // the second read is the stream above, for any tile
@@ -496,6 +526,68 @@ bool int4_output(const OpDesc& op) {
   fail(op.kind + ": output_dtype '" + od[0] + "' is not int8 or int4");
 }
 
+// 910B's one-row-at-a-time DynamicQuant templates ([S] hicann/ops-nn quant/dynamic_quant/op_host/
+// dynamic_quant_tiling.cpp SetTilingData, CalculateMaxUbSizePerRow; the rows neither the multi-row nor
+// the special template takes), on the kernel `k` of make_dynamic_quant (x cast, smooth Mul, Abs, abs-max,
+// * 127 / max, the casts down).  With ubPerRowNew = 11 bytes an aligned element (17 with smooth scales)
+// and ubPerRow = 13 (19), UB - 1024 bytes hold ubAvail = (UB - 1024) / ubPerRowNew rows:
+// - ubAvail >= 1 and ubPerRow < UB - 1024: TILING_KEY 2/3 (op_kernel/dynamic_quant_db.h), passes of
+//   min(255, ubAvail) rows, x's queue double-buffered; the fp32 work buffers hold one row, not a pass
+//   (dynamic_quant_base.h InitBaseBuffer: sizeHalfLen elements).  Per row a chain of vector calls with
+//   a PipeBarrier<PIPE_V> after nearly every one (Cast, Abs, the in-place abs-max, Brcb, Div, Mul,
+//   Cast, Cast: 9 barriers, one more with smooth scales or a row that is not whole repeats) and the
+//   in-place Max over the row's repeats (ReduceMaxInplace, repeat strides 0: each repeat reads the
+//   block the one before wrote), each waiting out the pipe's latency (kPipeDrain); the row's scale
+//   stays in the vector unit.
+// - ubAvail >= 1, ubPerRow >= UB - 1024 (useDb false): TILING_KEY 0/1 (op_kernel/dynamic_quant.h), one
+//   row a pass, every queue single-buffered (BUFFER_NUM 1: the load and the vector work in turn, the
+//   store beside the next load), the same chain on the fp32 cast (64 a repeat), and the row's 127 / max
+//   read into a scalar register (SetFlag/WaitFlag V_S, GetValue: kRowScalarQuant) for its Muls.
+// - ubAvail 0 (a row UB does not hold): TILING_KEY 6 (op_kernel/dynamic_quant_large_shape_opt.h), the row
+//   in pieces of innerLoopEle = (UB - 1024) / 19 / 128 x 128 elements, double-buffered, in two passes: the
+//   abs-max pass (per piece Cast, Abs, the in-place Max chain, a V_S wait and GetValue), then the quant
+//   pass re-reading every piece (Cast, Muls, the casts down); smooth scales are loaded with each piece in
+//   both passes (CopyInByEle) and cast and multiplied in both.
+void dynamic_quant_one_row_910b(VecKernel& k, const Platform& p, bool fp16, bool smooth, int64_t h) {
+  const int64_t avail = int64_t(p.ub) - 1024, hpad = align_up(h, 16);
+  const int64_t rows_fit = avail / ((smooth ? 17 : 11) * hpad);
+  const int extra = smooth ? 1 : 0;
+  if (rows_fit == 0) {
+    const int64_t piece = avail / 19 / 128 * 128, pieces = cdiv(h, piece);
+    k.baseline_tile = piece;
+    k.ub_buffers -= 1;  // UB (below) without the int8 output, which VecKernel would count at x's width
+    if (smooth) {  // the smooth scales as a second stream, read in both passes
+      k.bcast_bytes = 0;
+      stream_in(k, k.ds);
+      k.elem_prog.push_back(cast_step(true));  // the smooth piece's cast, in the abs-max pass
+      k.elem_prog.push_back(cast_step(true));  // and in the quant pass, with its Mul
+      k.elem_prog.push_back(api("Mul"));
+    }
+    k.elem_prog.push_back(cast_step(true));  // x's cast again in the quant pass
+    // Barriers per piece: Cast, Abs, the Max chain's end, (smooth: Cast, Mul) in the first pass; Cast,
+    // Muls, Cast, SetDeqScale, Cast, (Cast, Mul) in the second; the dependent repeats of each piece's
+    // Max; the V_S round trip per piece.  Charged per row and sweep (vector.cpp: x units x sweeps).
+    const double barriers = double(pieces) * (3 + 5 + 4 * extra) + double(cdiv(h, 64) - pieces);
+    k.row_scalar_cycles = (kPipeDrain * barriers + double(pieces) * kRowScalarQuant) / k.sweeps_if_split;
+    return;
+  }
+  const bool db = (smooth ? 19 : 13) * hpad < avail;
+  // fp16 without smooth scales takes the DB template's abs-max on x itself, 128 a repeat.
+  const int64_t per_rep = db && fp16 && !smooth ? 128 : 64;
+  const int64_t barriers = 9 + extra + (h % per_rep && h > per_rep ? 1 : 0);
+  k.row_scalar_cycles = kPipeDrain * double(barriers + std::max<int64_t>(0, cdiv(h, per_rep) - 1));
+  if (db) {
+    k.baseline_tile = std::min<int64_t>(255, rows_fit) * hpad;
+    k.temp_fp32 = 0;  // the fp32 work buffers are one row (above), beside the pass
+  } else {
+    k.baseline_tile = hpad;
+    k.ub_buffers -= 1;  // so that UB holds the row as CANN's 11 bytes an element do (the int8 output's left out)
+    k.baseline_buffer_num = 1;
+    k.store_beside_load = true;
+    k.row_scalar_cycles += kRowScalarQuant;
+  }
+}
+
 // DynamicQuant (x [..., H], smooth_scales [H]): per-token int8/int4 and a float32 scale per row.
 std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p) {
   need_inputs(op, 1, 2, "x, smooth_scales");
@@ -546,14 +638,13 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     const int64_t max_ub_len =
         std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
     multi_row = h >= 128 && h % 8 == 0 && h <= max_ub_len;
-    // The one-row template's passes: min(255, (UB - 1024) / ubPerRowNew) rows, ubPerRowNew = 11
-    // bytes an aligned element, 17 with smooth scales (CalculateMaxUbSizePerRow, SetTilingData).
-    const int64_t one_row_pass = (int64_t(p.ub) - 1024) / ((smooth ? 17 : 11) * hpad);
-    k.baseline_tile = multi_row ? max_ub_len / h * h : std::max<int64_t>(1, std::min<int64_t>(255, one_row_pass)) * hpad;
-    // The multi-row template fills UB first, then takes one core per full pass, at most all of
-    // them (CalculateMultiRowCoreDistribution: coreNum = rows / rowsPerPass when that is below the
-    // core count; the rows left over are spread on those cores).
-    if (multi_row) k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
+    // The multi-row template fills UB first (whole rows, each 32-byte aligned in UB), then takes
+    // one core per full pass, at most all of them (CalculateMultiRowCoreDistribution: coreNum =
+    // rows / rowsPerPass when that is below the core count; the rows left over are spread on those cores).
+    if (multi_row) {
+      k.baseline_tile = max_ub_len / h * k.unit_elems;
+      k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
+    }
   }
   quant_tail(k, p, int4, multi_row);
   if (!regbase(p) && (multi_row || special)) {
@@ -570,14 +661,11 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     k.baseline_buffer_num = 1;
     k.store_beside_load = true;
   }
-  // 910B's one-row-at-a-time template: the per-row chain of kPipeDrain waits (above).
-  if (!regbase(p) && !multi_row && !special) {
-    const int64_t per_rep = op.dtype == "float16" && !smooth ? 128 : 64;  // fp16 without smooth: on x itself
-    const int64_t barriers = 9 + (smooth ? 1 : 0) + (h % per_rep && h > per_rep ? 1 : 0);
-    k.row_scalar_cycles = kPipeDrain * double(barriers + std::max<int64_t>(0, cdiv(h, per_rep) - 1));
-  }
   k.sweeps_if_split = 2;
-  k.temp_fp32 = half(op.dtype) ? 2 : 1;
+  // x's fp32 cast and the abs / int work buffer (tempCastUb, fp32_buf_); the special template one fp32
+  // buffer of the pass (dynamic_quant_single_row.h Init: tmpBufNew_; its x queue twice x's size).
+  k.temp_fp32 = special ? 1 : 2;
+  if (!regbase(p) && !multi_row && !special) dynamic_quant_one_row_910b(k, p, op.dtype == "float16", smooth, h);
   finish(k, double(rows) * double(h), 4);
   return make_vec_model(k, p);
 }
