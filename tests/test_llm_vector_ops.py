@@ -206,6 +206,18 @@ def test_swiglu_unaligned_halves_cost_more_on_910b_only():
     assert chips([52224, 100]) > 1.3 * chips([52224, 128])
 
 
+def test_swiglu_910b_moves_each_unaligned_row_as_bursts_of_its_own():
+    # swi_glu_tiling.cpp / glu_tiling_kernel.hpp (910B): halves that are not whole 32-byte blocks go through
+    # DataCopyPad with blockCount = the pass's rows, so every row is three transfers (two halves in, one out),
+    # each paying a transfer's start.  Rows of 50 fp32 (200 bytes) then cost far more than rows of 56 fp32
+    # (224 bytes, aligned: one strided copy a pass), though they move fewer bytes; the 950 generation's MTE
+    # pads unaligned bursts itself, so there the two cost about the same.
+    def t(x, soc):
+        return est("SwiGlu", [x], "float32", soc, {"dim": -1}).time_us
+    assert t([52224, 100], "Ascend910B2") > 2.5 * t([52224, 112], "Ascend910B2")
+    assert t([52224, 100], "Ascend950PR") < 1.1 * t([52224, 112], "Ascend950PR")
+
+
 def test_outputs_and_dtypes_set_the_bytes():
     t, h = 2048, 4096
     w = lambda op, inputs, dtype, attrs=None: est(op, inputs, dtype, "Ascend910B2", attrs or {}).breakdown[

@@ -755,7 +755,21 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
   // lines (common.hpp write_charge).  Not on the 950 generation, whose MTE pads unaligned bursts
   // itself (as cube.cpp's unaligned rows): the fit half's fp32 [2, 3, 17, 512, 100] dim -1 took
   // 78.1 us on 910B2 against 21.2 on 950PR (3.7x; the chips' usual ratio is about 0.7x).
-  if ((inner * k.ds) % 32 != 0 && !regbase(p)) k.run_out = double(inner) * k.ds;
+  if ((inner * k.ds) % 32 != 0 && !regbase(p)) {
+    k.run_out = double(inner) * k.ds;
+    // 910B's tiling ([S] op_host/swi_glu_tiling.cpp CalcOptBaseShape, lines 358-395) takes whole
+    // rows a pass (baseRowLen = maxTileLen / the row padded to 32 B, at most 4095: fp32 [.., 100]
+    // dim -1 passes 125 rows of 50), and the kernel moves a pass with one DataCopyPad per half and
+    // one for the output, blockCount = the pass's rows (glu_tiling_kernel.hpp CaclOneTileCopyParam,
+    // lines 121-136; swi_glu_single.hpp CopyIn_Non32BAligned / CopyOut_Non32BAligned, lines 82-111):
+    // a row is three byte-granular bursts of its own.  Assumed: each costs what GE's ATT model
+    // charges a load / store call (kLoadCall, kStoreCall; common.hpp) on the core's GM port.  Without
+    // it the fit half's fp32 [2, 3, 17, 512, 100] dim -1 on 910B2 was 0.39x measured (0.95x with).
+    if (c220(p)) {
+      k.run_call_in = kLoadCall;
+      k.run_call_out = kStoreCall;
+    }
+  }
   const bool h16 = half(op.dtype);
   if (h16) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));
