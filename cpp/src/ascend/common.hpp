@@ -171,6 +171,9 @@ struct VecKernel {
   // DataCopyPad over rows that are not whole 32-byte blocks): MTE2 / MTE3 cycles per run of
   // run_in / run_out bytes, on top of its bytes, and on the core's GM port like them.
   double run_call_in = 0, run_call_out = 0;
+  // Input runs whose GM rows are not whole 32-byte blocks (opt-in, norm_quant.cpp on 910B): MTE2 moves
+  // them one 32-byte block per request, at least this many cycles a block (0: bytes at the GM rate).
+  double unaligned_block_cycles = 0;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

@@ -54,6 +54,15 @@ constexpr double kPipeDrain = 14.0;
 // CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
 // pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
 // UB_FACTOR_B32; add_rms_norm_tiling.cpp the same); a row wider than that is split (SPLIT_D).
+// 910B's GM -> UB copies, [D] from the published A2 figures of shared/reference/ascend_measured_cases.md
+// §5.8 (half [12288, 12288], 301.99 MB, 48 vector cores; task times at 1.8 GHz):
+// - rows not 32-byte aligned (N = 12287, [64, 1024] tiles) took 275.3 us: 495,500 cycles for the
+//   196,600 32-byte blocks a core moves, 2.5 cycles a block (vs 215.82 us aligned);
+// - [1, 64] tiles (a 128-byte copy each) took 564.84 us against 215.82 with 2 KB rows: 628,200 more
+//   cycles over 49,150 copies a core, 12.8 cycles a copy's start (GE's ATT store call: 12.09).
+constexpr double kUnalignedBlockCycles = 2.5;
+constexpr double kBurstCycles = 12.8;
+
 constexpr int64_t kRmsUbFactorB16 = 12288, kRmsUbFactorB32 = 10240;
 // Rows of at most 2000 (32-byte aligned) elements take MODE_MERGE_N: many rows per UB pass, the
 // rstd of all of them at once ([S] rms_norm_tiling.cpp SMALL_REDUCE_NUM; add_rms_norm the same).
@@ -670,6 +679,10 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   stream_in(k, k.ds);  // the activation half
   stream_in(k, k.ds);  // the gate half
   k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
+  // 910B's kernel copies each half of a row with DataCopyPad from where the row puts it
+  // (dequant_swiglu_quant_dynamic_base.hpp CopyIn, lines 517-531: blockLen = H x x's size, one row a
+  // pass for int32 x or a row over half of UB); halves that are not whole 32-byte blocks go a block at a time.
+  if (c220(p) && (h * k.ds) % 32 != 0) k.unaligned_block_cycles = kUnalignedBlockCycles;
   // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
   // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,
   // each row's abs-max read back by the scalar unit (op_kernel/dequant_swiglu_quant_dynamic_base.hpp
@@ -762,12 +775,13 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
     // dim -1 passes 125 rows of 50), and the kernel moves a pass with one DataCopyPad per half and
     // one for the output, blockCount = the pass's rows (glu_tiling_kernel.hpp CaclOneTileCopyParam,
     // lines 121-136; swi_glu_single.hpp CopyIn_Non32BAligned / CopyOut_Non32BAligned, lines 82-111):
-    // a row is three byte-granular bursts of its own.  Assumed: each costs what GE's ATT model
-    // charges a load / store call (kLoadCall, kStoreCall; common.hpp) on the core's GM port.  Without
-    // it the fit half's fp32 [2, 3, 17, 512, 100] dim -1 on 910B2 was 0.39x measured (0.95x with).
+    // a row is three byte-granular bursts of its own, each paying a copy's start (kBurstCycles, on
+    // the core's GM port), and the halves, not whole 32-byte blocks, go a block at a time
+    // (kUnalignedBlockCycles).  Without these the fit half's fp32 [2, 3, 17, 512, 100] dim -1 on
+    // 910B2 was 0.39x measured.
     if (c220(p)) {
-      k.run_call_in = kLoadCall;
-      k.run_call_out = kStoreCall;
+      k.run_call_in = k.run_call_out = kBurstCycles;
+      k.unaligned_block_cycles = kUnalignedBlockCycles;
     }
   }
   const bool h16 = half(op.dtype);
