@@ -681,7 +681,9 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
   // 910B's kernel copies each half of a row with DataCopyPad from where the row puts it
   // (dequant_swiglu_quant_dynamic_base.hpp CopyIn, lines 517-531: blockLen = H x x's size, one row a
-  // pass for int32 x or a row over half of UB); halves that are not whole 32-byte blocks go a block at a time.
+  // pass for int32 x or a row over half of UB); halves that are not whole 32-byte blocks go a block at a time,
+  // as do int32 x's weight and quant scales, rows of H floats copied the same way once a core
+  // (CopyInWeightAndBias, CopyInQuantScale, lines 480-515).
   if (c220(p) && (h * k.ds) % 32 != 0) k.unaligned_block_cycles = kUnalignedBlockCycles;
   // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
   // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,

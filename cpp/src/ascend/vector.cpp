@@ -163,9 +163,12 @@ class VecModel : public OpModel {
     const double fast = c.reread_ch * p.vec_reread_l2;
     const double l2_rate = std::max(rate, p.l2_rate * p.mte2_eff);
     double read_cycles = (c.read_ch - fast) / (rate * eff) + fast / (l2_rate * eff);
-    // Runs not 32-byte aligned in GM (unaligned_block_cycles): one 32-byte block per request.
-    if (k.unaligned_block_cycles > 0 && rin > 0)
-      read_cycles = std::max(read_cycles, c.read / rin * std::ceil(rin / 32.0) * k.unaligned_block_cycles);
+    // Runs not 32-byte aligned in GM (unaligned_block_cycles): one 32-byte block per request, the
+    // broadcast operands' too (rows of the same length).
+    if (k.unaligned_block_cycles > 0 && rin > 0) {
+      const double blocks = c.read / rin * std::ceil(rin / 32.0) + std::ceil(k.bcast_bytes / 32.0);
+      read_cycles = std::max(read_cycles, blocks * k.unaligned_block_cycles);
+    }
     // Per-run transfer costs (run_call_in / run_call_out): the runs a core's bytes make.
     const double run_in_cycles = k.run_call_in > 0 && rin > 0 ? c.read / rin * k.run_call_in : 0.0;
     const double run_out_cycles = k.run_call_out > 0 && rout > 0 ? c.write / rout * k.run_call_out : 0.0;
