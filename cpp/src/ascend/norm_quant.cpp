@@ -51,9 +51,6 @@ constexpr double kRowChainRegbase = 100.0;
 // 0.167 (0.202 before); chosen on % 8 == 4 (10), the % 8 == 0 ones 0.131 (0.218).
 constexpr double kPipeDrain = 14.0;
 
-// CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
-// pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
-// UB_FACTOR_B32; add_rms_norm_tiling.cpp the same); a row wider than that is split (SPLIT_D).
 // 910B's GM -> UB copies, [D] from the published A2 figures of shared/reference/ascend_measured_cases.md
 // §5.8 (half [12288, 12288], 301.99 MB, 48 vector cores; task times at 1.8 GHz):
 // - rows not 32-byte aligned (N = 12287, [64, 1024] tiles) took 275.3 us: 495,500 cycles for the
@@ -63,6 +60,9 @@ constexpr double kPipeDrain = 14.0;
 constexpr double kUnalignedBlockCycles = 2.5;
 constexpr double kBurstCycles = 12.8;
 
+// CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
+// pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
+// UB_FACTOR_B32; add_rms_norm_tiling.cpp the same); a row wider than that is split (SPLIT_D).
 constexpr int64_t kRmsUbFactorB16 = 12288, kRmsUbFactorB32 = 10240;
 // Rows of at most 2000 (32-byte aligned) elements take MODE_MERGE_N: many rows per UB pass, the
 // rstd of all of them at once ([S] rms_norm_tiling.cpp SMALL_REDUCE_NUM; add_rms_norm the same).
@@ -680,7 +680,8 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   stream_in(k, k.ds);  // the gate half
   k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
   // 910B's kernel copies each half of a row with DataCopyPad from where the row puts it
-  // (dequant_swiglu_quant_dynamic_base.hpp CopyIn, lines 517-531: blockLen = H x x's size, one row a
+  // ([S] hicann/ops-nn@e5c3fa9 quant/dequant_swiglu_quant/op_kernel/
+  // dequant_swiglu_quant_dynamic_base.hpp CopyIn, lines 517-531: blockLen = H x x's size, one row a
   // pass for int32 x or a row over half of UB); halves that are not whole 32-byte blocks go a block at a time,
   // as do int32 x's weight and quant scales, rows of H floats copied the same way once a core
   // (CopyInWeightAndBias, CopyInQuantScale, lines 480-515).
@@ -772,7 +773,8 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
   // 78.1 us on 910B2 against 21.2 on 950PR (3.7x; the chips' usual ratio is about 0.7x).
   if ((inner * k.ds) % 32 != 0 && !regbase(p)) {
     k.run_out = double(inner) * k.ds;
-    // 910B's tiling ([S] op_host/swi_glu_tiling.cpp CalcOptBaseShape, lines 358-395) takes whole
+    // 910B's tiling ([S] hicann/ops-nn@e5c3fa9 activation/swi_glu/op_host/swi_glu_tiling.cpp
+    // CalcOptBaseShape, lines 358-395) takes whole
     // rows a pass (baseRowLen = maxTileLen / the row padded to 32 B, at most 4095: fp32 [.., 100]
     // dim -1 passes 125 rows of 50), and the kernel moves a pass with one DataCopyPad per half and
     // one for the output, blockCount = the pass's rows (glu_tiling_kernel.hpp CaclOneTileCopyParam,
