@@ -182,6 +182,24 @@ def test_dequant_swiglu_quant_910b_performance_template_overlaps_its_loads():
     assert with_scale.time_us < without.time_us
 
 
+def test_dequant_swiglu_quant_910b_copies_unaligned_halves_a_block_at_a_time():
+    # dequant_swiglu_quant_dynamic_base.hpp CopyIn (910B): each half of a row comes in by DataCopyPad from where
+    # the row puts it; halves of H = 4097 are not whole 32-byte blocks, so MTE2 moves them a block a request
+    # (ascend_measured_cases.md 5.8: unaligned rows to UB at 2.5 cycles a block on A2).  One more output a row
+    # then costs 910B far more than its bytes; the 950 generation's MTE pads unaligned rows itself.
+    def t(h, dtype, soc):
+        scales = [[2 * h], [255], [h]] if dtype == "int32" else []
+        return est("DequantSwigluQuant", [[255, 2 * h], *scales], dtype, soc, {}).time_us
+    rise = {}
+    for dtype in ("bfloat16", "int32"):
+        rise[dtype] = t(4097, dtype, "Ascend910B2") / t(4096, dtype, "Ascend910B2")
+        assert rise[dtype] > 1.12
+        assert t(4097, dtype, "Ascend950PR") < 1.05 * t(4096, dtype, "Ascend950PR")
+    # int32 x also brings its weight and quant scales in rows of H floats (CopyInWeightAndBias, CopyInQuantScale:
+    # DataCopyPad of H x 4 bytes), once a core, a block at a time as well.
+    assert rise["int32"] > 1.05 * rise["bfloat16"]
+
+
 def test_dynamic_quant_910b_multi_row_templates_are_single_buffered():
     # dynamic_quant_tiling.cpp (910B): H in {4096, 5120, 10240} and 4..384 rows take the special template,
     # 16384 / H rows a pass; other rows of 128..16320 elements (multiples of 8) the multi-row one,
@@ -205,6 +223,18 @@ def test_swiglu_unaligned_halves_cost_more_on_910b_only():
         t = [est("SwiGlu", [x], "float32", soc, {"dim": -1}).breakdown["mte3_us"] for soc in ("Ascend910B2", "Ascend950PR")]
         return t[0] / t[1]
     assert chips([52224, 100]) > 1.3 * chips([52224, 128])
+
+
+def test_swiglu_910b_moves_each_unaligned_row_as_bursts_of_its_own():
+    # swi_glu_tiling.cpp / glu_tiling_kernel.hpp (910B): halves that are not whole 32-byte blocks go through
+    # DataCopyPad with blockCount = the pass's rows, so every row is three transfers (two halves in, one out),
+    # each paying a copy's start, the halves read a 32-byte block at a time (ascend_measured_cases.md 5.8).  Rows of 50 fp32 (200 bytes) then cost far more than rows of 56 fp32
+    # (224 bytes, aligned: one strided copy a pass), though they move fewer bytes; the 950 generation's MTE
+    # pads unaligned bursts itself, so there the two cost about the same.
+    def t(x, soc):
+        return est("SwiGlu", [x], "float32", soc, {"dim": -1}).time_us
+    assert t([52224, 100], "Ascend910B2") > 2.5 * t([52224, 112], "Ascend910B2")
+    assert t([52224, 100], "Ascend950PR") < 1.1 * t([52224, 112], "Ascend950PR")
 
 
 def test_outputs_and_dtypes_set_the_bytes():

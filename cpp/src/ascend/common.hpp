@@ -167,6 +167,13 @@ struct VecKernel {
   // Vector cycles each tile pays beyond its programs' (opt-in: norm_quant.cpp's RmsNorm MERGE_N
   // isPerformance path, a Mul per 64-column block each behind a PipeBarrier), in cycles as they are.
   double tile_cycles = 0;
+  // Copies that move every GM run as a transfer of its own (opt-in: norm_quant.cpp's SwiGlu on 910B,
+  // DataCopyPad over rows that are not whole 32-byte blocks): MTE2 / MTE3 cycles per run of
+  // run_in / run_out bytes, on top of its bytes, and on the core's GM port like them.
+  double run_call_in = 0, run_call_out = 0;
+  // Input runs whose GM rows are not whole 32-byte blocks (opt-in, norm_quant.cpp on 910B): MTE2 moves
+  // them one 32-byte block per request, at least this many cycles a block (0: bytes at the GM rate).
+  double unaligned_block_cycles = 0;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

@@ -58,6 +58,15 @@ bool rms_mixed_gamma(const OpDesc& op) {
   return op.kind == "RmsNorm" && dts.size() == 2 && dts[0] != "float32" && dts[1] == "float32";
 }
 
+// 910B's GM -> UB copies, [D] from the published A2 figures of shared/reference/ascend_measured_cases.md
+// §5.8 (half [12288, 12288], 301.99 MB, 48 vector cores; task times at 1.8 GHz):
+// - rows not 32-byte aligned (N = 12287, [64, 1024] tiles) took 275.3 us: 495,500 cycles for the
+//   196,600 32-byte blocks a core moves, 2.5 cycles a block (vs 215.82 us aligned);
+// - [1, 64] tiles (a 128-byte copy each) took 564.84 us against 215.82 with 2 KB rows: 628,200 more
+//   cycles over 49,150 copies a core, 12.8 cycles a copy's start (GE's ATT store call: 12.09).
+constexpr double kUnalignedBlockCycles = 2.5;
+constexpr double kBurstCycles = 12.8;
+
 // CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
 // pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
 // UB_FACTOR_B32; add_rms_norm_tiling.cpp the same); a row wider than that is split (SPLIT_D).
@@ -758,6 +767,13 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   stream_in(k, k.ds);  // the activation half
   stream_in(k, k.ds);  // the gate half
   k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
+  // 910B's kernel copies each half of a row with DataCopyPad from where the row puts it
+  // ([S] hicann/ops-nn@e5c3fa9 quant/dequant_swiglu_quant/op_kernel/
+  // dequant_swiglu_quant_dynamic_base.hpp CopyIn, lines 517-531: blockLen = H x x's size, one row a
+  // pass for int32 x or a row over half of UB); halves that are not whole 32-byte blocks go a block at a time,
+  // as do int32 x's weight and quant scales, rows of H floats copied the same way once a core
+  // (CopyInWeightAndBias, CopyInQuantScale, lines 480-515).
+  if (c220(p) && (h * k.ds) % 32 != 0) k.unaligned_block_cycles = kUnalignedBlockCycles;
   // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
   // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,
   // each row's abs-max read back by the scalar unit (op_kernel/dequant_swiglu_quant_dynamic_base.hpp
@@ -843,7 +859,23 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
   // lines (common.hpp write_charge).  Not on the 950 generation, whose MTE pads unaligned bursts
   // itself (as cube.cpp's unaligned rows): the fit half's fp32 [2, 3, 17, 512, 100] dim -1 took
   // 78.1 us on 910B2 against 21.2 on 950PR (3.7x; the chips' usual ratio is about 0.7x).
-  if ((inner * k.ds) % 32 != 0 && !regbase(p)) k.run_out = double(inner) * k.ds;
+  if ((inner * k.ds) % 32 != 0 && !regbase(p)) {
+    k.run_out = double(inner) * k.ds;
+    // 910B's tiling ([S] hicann/ops-nn@e5c3fa9 activation/swi_glu/op_host/swi_glu_tiling.cpp
+    // CalcOptBaseShape, lines 358-395) takes whole
+    // rows a pass (baseRowLen = maxTileLen / the row padded to 32 B, at most 4095: fp32 [.., 100]
+    // dim -1 passes 125 rows of 50), and the kernel moves a pass with one DataCopyPad per half and
+    // one for the output, blockCount = the pass's rows (glu_tiling_kernel.hpp CaclOneTileCopyParam,
+    // lines 121-136; swi_glu_single.hpp CopyIn_Non32BAligned / CopyOut_Non32BAligned, lines 82-111):
+    // a row is three byte-granular bursts of its own, each paying a copy's start (kBurstCycles, on
+    // the core's GM port), and the halves, not whole 32-byte blocks, go a block at a time
+    // (kUnalignedBlockCycles).  Without these the fit half's fp32 [2, 3, 17, 512, 100] dim -1 on
+    // 910B2 was 0.39x measured.
+    if (c220(p)) {
+      k.run_call_in = k.run_call_out = kBurstCycles;
+      k.unaligned_block_cycles = kUnalignedBlockCycles;
+    }
+  }
   const bool h16 = half(op.dtype);
   if (h16) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));
   for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));

@@ -173,11 +173,22 @@ class VecModel : public OpModel {
     // l2_rate x mte2_eff), the rest at its GM rate.
     const double fast = c.reread_ch * p.vec_reread_l2;
     const double l2_rate = std::max(rate, p.l2_rate * p.mte2_eff);
-    const double read_cycles = (c.read_ch - fast) / (rate * eff) + fast / (l2_rate * eff);
-    c.mte2 = read_cycles + double(tiles) * k.in_streams * sweeps * kLoadCall;
-    c.mte3 = c.write_ch / (rate * eff) + double(tiles) * kStoreCall;
-    // MTE2 and MTE3 share the core's GM port, unless the kernel's stores have their own.
-    c.port = k.copy_only ? std::max(read_cycles, c.write_ch / (rate * eff)) : read_cycles + c.write_ch / (rate * eff);
+    double read_cycles = (c.read_ch - fast) / (rate * eff) + fast / (l2_rate * eff);
+    // Runs not 32-byte aligned in GM (unaligned_block_cycles): one 32-byte block per request, the
+    // broadcast operands' too (rows of the same length).
+    if (k.unaligned_block_cycles > 0 && rin > 0) {
+      const double blocks = c.read / rin * std::ceil(rin / 32.0) + std::ceil(k.bcast_bytes / 32.0);
+      read_cycles = std::max(read_cycles, blocks * k.unaligned_block_cycles);
+    }
+    // Per-run transfer costs (run_call_in / run_call_out): the runs a core's bytes make.
+    const double run_in_cycles = k.run_call_in > 0 && rin > 0 ? c.read / rin * k.run_call_in : 0.0;
+    const double run_out_cycles = k.run_call_out > 0 && rout > 0 ? c.write / rout * k.run_call_out : 0.0;
+    c.mte2 = read_cycles + run_in_cycles + double(tiles) * k.in_streams * sweeps * kLoadCall;
+    c.mte3 = c.write_ch / (rate * eff) + run_out_cycles + double(tiles) * kStoreCall;
+    // MTE2 and MTE3 share the core's GM port, unless the kernel's stores have their own; a run
+    // moved as a transfer of its own holds the port for its start as for its bytes.
+    c.port = k.copy_only ? std::max(read_cycles, c.write_ch / (rate * eff))
+                         : read_cycles + c.write_ch / (rate * eff) + run_in_cycles + run_out_cycles;
     // Vector: elementwise APIs over each tile; reduce APIs per row.
     // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
     // with the sum, then the scaling): every element op runs once per element, not per sweep
