@@ -203,6 +203,14 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
     k.in_streams = scales ? 2 : 1;
     k.copy_only = true;
     k.tile_round_trip = mte2_head(int(cores), double(chunk) * k.ds >= 25000) + kMte3Head;
+    // Before its first copy a core reads expert_token_num_per_rank from GM in scalar code (moe_re_routing.h
+    // Process, lines 97-112: srcExpertTokenGm(i), a GlobalTensor read, for the rank's prefix sum and for
+    // tokenNums, which sets the copy's offset and ubLoop): the first read misses the scalar DCache and the
+    // table is in HBM (the benchmark clears L2), so one GM load's latency (GE's first-copy start,
+    // mte2_head) passes before the first DataCopyPad can issue, beside the one the kernel head charges.
+    // The table's further 64-B DCache lines (ascend_model.md: 基本架构.md) are not charged apart: the
+    // model has no L2-hit latency to price them with.
+    k.fixed_us = mte2_head(int(cores), false) / p.freq_mhz;
     return make_vec_model(k, p);
   }
   // The 950 generation's tilings (op_host/moe_re_routing_r_tiling.cpp, *_re_tiling.cpp) also
