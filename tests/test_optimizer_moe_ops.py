@@ -73,6 +73,24 @@ def test_gating_kernel_reduces_tiles_of_rows_on_both_chips():
     assert 0.7 < ratio < 2
 
 
+def test_foreach_norm_on_910b_loads_and_reduces_a_tile_in_turn():
+    # CANN's 910B ForeachNorm (ops-nn foreach/foreach_norm/op_kernel/foreach_norm.h) reads each
+    # tile's sum back to the scalar unit before it issues the next tile's load: no overlap
+    # (bufferNum 1) at its own UB tile, (UB - 4496 - 16384) / 2 bytes for fp32
+    # (foreach_reduce_tiling_func.cpp DivideUbMemory).  Many tiles a core pay for it; 950PR's
+    # regbase kernel and 910B's infinity norm (a LpNormV2 kernel) keep the overlapped pipeline.
+    x, attrs = [[255, 8193]] * 4, {"tensor_count": 4, "norm_type": 1}
+    base = an.baseline_tiling("ForeachNorm", x, "float32", SOC, attrs)
+    assert base["bufferNum"] == 1 and base["tileLen"] == (196608 - 4496 - 16384) // 2 // 32 * 32 // 4
+    serial = an.estimate("ForeachNorm", x, "float32", SOC, base, attrs).time_us
+    overlapped = an.estimate("ForeachNorm", x, "float32", SOC, {**base, "tileLen": 16384, "bufferNum": 2},
+                             attrs).time_us
+    assert serial > 1.1 * overlapped
+    assert an.baseline_tiling("ForeachNorm", x, "float32", "Ascend950PR", attrs)["bufferNum"] == 2
+    inf = {"tensor_count": 4, "norm_type": 0}
+    assert an.baseline_tiling("ForeachNorm", x, "float32", SOC, inf)["bufferNum"] == 2
+
+
 def _re_routing(inputs, soc=SOC):
     tiling = an.baseline_tiling("MoeReRouting", inputs, "float16", soc, {})
     est = an.estimate("MoeReRouting", inputs, "float16", soc, tiling, {})

@@ -101,6 +101,28 @@ std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
   return make_vec_model(k, p);
 }
 
+// CANN's 910B ForeachNorm loop (hicann/ops-nn foreach/foreach_norm/op_kernel/foreach_norm.h, the
+// non-arch35 kernel): each UB tile is loaded (CopyInStage1), then reduced, and the reduction's
+// sum is read by the scalar unit (GetValue behind a V->S wait, SetValue behind an S->V wait:
+// SquareAndReduceRound1Compute[PerCast], lines 98-193) before SingleTensorProcess's loop (lines
+// 328-352) issues the next tile's load.  So although its queue has BUFFER_NUM = 2, a tile's load
+// and its vector work run in turn: bufferNum 1 here, which costs the most where a core has many
+// tiles (the 4 x [255, 8193] record, ~5 tiles a core) and nothing where it has one ([1000003]).
+// The tile (ops-nn foreach/foreach_utils/op_host/foreach_reduce_tiling_func.cpp DivideUbMemory,
+// lines 206-215): inputsTensorUbSize = (UB - the 4496-byte ForeachReduceTilingData - 16384) / 2
+// (16-bit: first / 10), rounded down to 32 bytes (bf16: 64); fp32 tiles are inputsTensorUbSize
+// bytes, 16-bit ones 9x that (foreach_norm.h Init, COPY_SPACE_MULTIPLE).  Not modelled: the
+// scalar round trip of each 16-bit cast piece (inputsTensorUbSize / 4 elements, ~19 a tile):
+// at Platform::vec_row_cycles a wait it overshot the fit half (the 4 x [255, 8193] record 0.90
+// -> 1.24 of measured, against 1.04 without it), so a wait there costs less; no source says how much.
+void cann_c220_norm_loop(VecKernel& k, const Platform& p) {
+  const int64_t left = int64_t(p.ub) - 4496 - 16384;
+  const int64_t round = k.dtype == "bfloat16" ? 64 : 32;
+  const int64_t in_ub = (k.ds == 2 ? left / 10 : left) / 2 / round * round;
+  k.baseline_tile = (k.ds == 2 ? 9 * in_ub : in_ub) / k.ds;
+  k.baseline_buffer_num = 1;
+}
+
 // The p-norm of each tensor of a list: every element is read once, |x| (|x|^2, |x|^p) of each
 // UB tile reduced to one fp32 partial (ReduceSum, or ReduceMax for the infinity norm: the
 // WholeReduceSum class, per element of the tile), the partials of each tensor combined at the
@@ -122,6 +144,7 @@ std::shared_ptr<OpModel> make_foreach_norm(const OpDesc& op, const Platform& p) 
   k.fixed_us = kNormSetupCycles / p.freq_mhz;
   k.unique_bytes = double(n) * k.ds;
   k.flops = double(apis.size()) * double(n);
+  if (c220(p) && (norm == 1 || norm == 2)) cann_c220_norm_loop(k, p);  // inf and other p: LpNormV2 (records.py)
   return make_vec_model(k, p);
 }
 
