@@ -85,7 +85,8 @@ def test_foreach_norm_on_910b_loads_and_reduces_a_tile_in_turn():
     serial = an.estimate("ForeachNorm", x, "float32", SOC, base, attrs).time_us
     overlapped = an.estimate("ForeachNorm", x, "float32", SOC, {**base, "tileLen": 16384, "bufferNum": 2},
                              attrs).time_us
-    # (1.06x with the shipped 910B2 constants: the overlap hides the smaller of load and reduce.)
+    # (1.06x with the 910B2 constants of issue 48 round 5's refit: the overlap hides the smaller
+    # of load and reduce, so the margin moves with the fitted vector costs.)
     assert serial > 1.03 * overlapped
     assert an.baseline_tiling("ForeachNorm", x, "float32", "Ascend950PR", attrs)["bufferNum"] == 2
     inf = {"tensor_count": 4, "norm_type": 0}

@@ -274,8 +274,10 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     if (h16) k.elem_prog.push_back(cast_step(false));
     stream_out(k, k.ds);
   }
-  // (MODE_SINGLE_ROW keeps one fp32 buffer, xBufFp32: rms_norm_single_row.h Init.)
-  k.temp_fp32 = mixed && rms_normal && 16 * hal + 512 >= ub_rms ? 1 : h16 ? 2 : 1;
+  // (MODE_SINGLE_ROW, a float32 gamma's rows past MODE_NORMAL's 16 bytes an element, keeps one fp32
+  // buffer, xBufFp32: rms_norm_single_row.h Init.)
+  const bool single_row = mixed && rms_normal && 16 * hal + 512 >= ub_rms;
+  k.temp_fp32 = single_row || !h16 ? 1 : 2;
   // CANN's default: ceil(rows / cores) rows per core, UB passes of ubFactor elements
   // (rms_norm_tiling.cpp; MERGE_N packs as many whole rows as that holds), here as far as UB
   // holds them with the kernel's bufferNum (RmsNorm's 1 on 910B: MERGE_N and MODE_NORMAL below).
@@ -439,8 +441,8 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
     // Each channel then takes at least a whole round trip (vector.cpp: tile_round_trip / 2 a tile on
     // each pipe), whatever its size, the group's first load included (no unit_cycles then).  The fit
     // half's 910B2 [5, 48, 33, 65] (8 channels of 2145 a core) and [2, 64, 67, 71] (8 of 4757) take
-    // the same time (9.68, 9.47 us) with 2.2x the data: 7.32 and 9.05 us with two channels in flight,
-    // 10.69 and 9.95 with one.
+    // the same time (9.68, 9.47 us) with 2.2x the data (when this was written, the model gave 7.32 and
+    // 9.05 us with two channels in flight, 10.69 and 9.95 with one).
     k.tile_round_trip = 2 * (mte2_head(int(cores), false) + kMte3Head);
   }
   k.baseline_block_dim = cores;

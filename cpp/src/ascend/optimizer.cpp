@@ -113,8 +113,9 @@ std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
 // (16-bit: first / 10), rounded down to 32 bytes (bf16: 64); fp32 tiles are inputsTensorUbSize
 // bytes, 16-bit ones 9x that (foreach_norm.h Init, COPY_SPACE_MULTIPLE).  Not modelled: the
 // scalar round trip of each 16-bit cast piece (inputsTensorUbSize / 4 elements, ~19 a tile):
-// at Platform::vec_row_cycles a wait it overshot the fit half (the 4 x [255, 8193] record 0.90
-// -> 1.24 of measured, against 1.04 without it), so a wait there costs less; no source says how much.
+// at Platform::vec_row_cycles a wait it overshot the fit half (when tried, issue 48 round 5: the
+// 4 x [255, 8193] record 0.90 -> 1.24 of measured, against 1.04 without it), so a wait there costs
+// less; no source says how much.
 void cann_c220_norm_loop(VecKernel& k, const Platform& p) {
   const int64_t left = int64_t(p.ub) - 4496 - 16384;
   const int64_t round = k.dtype == "bfloat16" ? 64 : 32;

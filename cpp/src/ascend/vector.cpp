@@ -51,10 +51,9 @@ class VecModel : public OpModel {
     const double cores_rate =
         p.vector_cores * rate_ * f + p.standalone_vector_cores * p.standalone_ddr_rate * p.vec_freq_mhz;
     // The roofline is a lower bound under the same memory system as evaluate(): every byte passes
-    // the cores' copy engines, but writes that L2 keeps (at most what l2_absorbed can hold) need
-    // not reach HBM during the kernel, so only the rest is charged at HBM's rate.
-    const double absorbable = c220(p) ? p.l2 : p.l2 * p.l2_absorb;
-    roofline_us_ = std::max(k.unique_bytes / cores_rate, std::max(0.0, k.unique_bytes - absorbable) / hbm_Bpus_);
+    // the cores' copy engines, but writes that L2 keeps need not reach HBM during the kernel, so
+    // only the rest is charged at HBM's rate (at most, every byte a write and no read before it).
+    roofline_us_ = std::max(k.unique_bytes / cores_rate, (k.unique_bytes - l2_absorbed(0, k.unique_bytes)) / hbm_Bpus_);
     build_spec();
     finish_spec();
   }
