@@ -83,6 +83,30 @@ def test_rms_norm_on_910b_loads_computes_and_stores_a_row_in_turn():
     assert db < b["time_us"]
 
 
+def test_rms_norm_split_d_loads_gamma_a_slice_per_64_rows():
+    # 910B's SPLIT_D kernel (rms_norm_split_d.h) keeps no whole gamma in UB: it loads gamma's slice
+    # (CopyInGamma) once per slice for each group of 64 rows, so UB takes CANN's slice whatever the
+    # row's length (rms_norm_tiling.cpp: 65536 fp16 in ceil(65536 / 12288) = 6 slices of 10928) ...
+    def base(x, dt):
+        return an.baseline_tiling("RmsNorm", [x, [x[-1]]], dt, "Ascend910B2")
+
+    assert base([48, 65536], "float16")["tileLen"] == 10928
+    # ... a float32 x and gamma of 256 KB, more than UB, included (10240 a pass: 7 slices),
+    assert base([48, 65536], "float32")["tileLen"] == 9376  # 7 slices: ceil(65536 / (7 x 16)) x 16
+    assert an.estimate("RmsNorm", [[48, 65536], [65536]], "float32", "Ascend910B2", base([48, 65536], "float32")).time_us > 0
+
+    # ... and a core reads gamma again for every 64 of its rows, beside x twice (two sweeps).
+    def gm_read(rows, h=16384):
+        x = [rows, h]
+        return an.estimate("RmsNorm", [x, [h]], "float16", "Ascend910B2", base(x, "float16")).breakdown["gm_read_bytes"]
+
+    for per_core in (64, 128, 130):
+        rows = 48 * per_core
+        assert gm_read(rows) == pytest.approx(2 * rows * 16384 * 2 + 48 * -(-per_core // 64) * 16384 * 2)
+    r = an.tune_op("RmsNorm", [[4096, 24576], [24576]], "bfloat16", "Ascend910B2", max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)
+
+
 def test_rms_norm_merge_n_performance_path_pays_a_barrier_per_column_block():
     # 910B's MERGE_N kernel takes isPerformance for 16-bit 2-D x of at most 512 rows (3-D: 512 x 8):
     # x * rstd and * gamma as one Mul per 64-column block, each behind a PipeBarrier

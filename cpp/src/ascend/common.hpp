@@ -174,6 +174,11 @@ struct VecKernel {
   // Input runs whose GM rows are not whole 32-byte blocks (opt-in, norm_quant.cpp on 910B): MTE2 moves
   // them one 32-byte block per request, at least this many cycles a block (0: bytes at the GM rate).
   double unaligned_block_cycles = 0;
+  // Broadcast operands the kernel loads a slice at a time beside each tile instead of keeping them
+  // whole in UB (opt-in: norm_quant.cpp's RmsNorm / AddRmsNorm SPLIT_D on 910B, gamma): >0, UB holds
+  // no copy of bcast_bytes (the slice's buffer is one of ub_buffers) and a core reads them from GM
+  // again for every bcast_reload_units of its rows; 0, read once per core and kept in UB.
+  int64_t bcast_reload_units = 0;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

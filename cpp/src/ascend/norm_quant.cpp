@@ -207,6 +207,15 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   const int64_t ub_rms = int64_t(p.ub) - 1024;  // [S] rms_norm_tiling.cpp UB_USED
   const bool rms_normal = op.kind == "RmsNorm" && !merge_n && !regbase(p) &&
                           (mixed ? 14 * hal + 512 < ub_rms : hal <= (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16));
+  const bool rms_split_d = op.kind == "RmsNorm" && !merge_n && !regbase(p) && !rms_normal;
+  const VecCost add_cost = vec_api_cost("Add"), wrs_cost = vec_api_cost("WholeReduceSum");
+  // ReduceSumHalfInterval over n fp32 elements ([S] hicann/ops-nn norm/rms_norm/op_kernel/reduce_common.h):
+  // halving Adds (about one Add over n: the elementwise Add of the programs below), log2(n / 64)
+  // calls each behind a PipeBarrier, then one repeat of WholeReduceSum.
+  auto half_interval_cycles = [&](int64_t n) {
+    const double levels = std::ceil(std::log2(std::max(1.0, double(n) / 64.0)));
+    return levels * (add_cost.per_call + kPipeDrain) + wrs_cost.per_repeat + wrs_cost.per_call;
+  };
   if (merge_n) {
     // MERGE_N ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_merge_n.h Compute, normal_flag 0):
     // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
@@ -242,11 +251,26 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // WholeReduceSum), the rstd through the scalar unit (V_S and S_V waits: kRowScalarNorm), Muls by
     // it, and gamma cast to fp32 again for every row (ComputeMulGammaCast).
     k.elem_prog.push_back(api("Add"));
-    const double levels = std::ceil(std::log2(std::max(1.0, double(h) / 64.0)));
-    const VecCost add = vec_api_cost("Add"), wrs = vec_api_cost("WholeReduceSum");
     k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
-    k.row_scalar_cycles = kRowScalarNorm + levels * (add.per_call + kPipeDrain) + wrs.per_repeat + wrs.per_call;
+    k.row_scalar_cycles = kRowScalarNorm + half_interval_cycles(h);
     if (h16) k.elem_prog.push_back(cast_step(true));  // gamma
+  } else if (rms_split_d) {
+    // RmsNorm's SPLIT_D on 910B ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_split_d.h, the
+    // __CCE_AICORE__ 220 path): a core's rows in groups of 64 (row_factor NUM_PER_REP_FP32), each row
+    // swept twice slice by slice.  Sweep 1 (ComputeFormerPrecision, ComputeSumPrecision): load the
+    // slice, cast it up, square it, ReduceSumHalfInterval; the slices' sums are read by the scalar
+    // unit twice a row (after all slices but the last, after the last: V_S, S_V).  Sweep 2
+    // (ComputeLatter, ComputeY): load the slice of x again, read the row's rstd back through the
+    // scalar unit for every slice (V_S, GetValue, S_V), cast x up again and gamma too (not with a
+    // float32 gamma, IS_MIX_DTYPE), Muls, Mul, cast down, store.  Gamma comes one slice per 64-row
+    // group (CopyInGamma into inQueueGamma): no whole copy in UB, read again every 64 rows.
+    k.elem_prog.push_back(api("Add"));
+    if (h16) k.elem_prog.push_back(cast_step(true));  // x, cast again in sweep 2
+    if (h16 && !mixed) k.elem_prog.push_back(cast_step(true));  // gamma
+    k.row_loop_prog.push_back(api("Muls"));  // * rstd, per slice
+    k.row_scalar_cycles = kRowScalarNorm;    // x 2 sweeps: sweep 1's two scalar reads a row
+    k.bcast_reload_units = 64;
+    k.ub_buffers += mixed ? 2 : 1;            // inQueueGamma: a slice of gamma (float32: 4 bytes)
   } else {
     k.row_prog.push_back(api("WholeReduceSum"));
     k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
@@ -309,6 +333,9 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
       while (h % slice && h % slice < 16) slice -= 16;
       k.baseline_tile = slice;
     }
+    // SPLIT_D's work per slice of a row (a tile, as the row does not fit one): sweep 1's
+    // ReduceSumHalfInterval and sweep 2's scalar read of the row's rstd (rms_norm_split_d.h above).
+    if (rms_split_d) k.tile_cycles = kRowScalarNorm + half_interval_cycles(k.baseline_tile);
     // Cores: blockFactor = ceil(rows / cores) rows each, ceil(rows / blockFactor) cores (Tiling4RmsNorm).
     k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
   }

@@ -109,7 +109,7 @@ class VecModel : public OpModel {
       b.vector_us = w.vec / wf;
       b.mte3_us = w.mte3 / wf;
       b.head_us = head_us;
-      b.gm_read_bytes = (ai.read + k.bcast_bytes) * cores + (vr.read + k.bcast_bytes) * vcores;
+      b.gm_read_bytes = (ai.read + ai.bcast) * cores + (vr.read + vr.bcast) * vcores;
       b.hbm_read_bytes = b.gm_read_bytes;
       b.gm_write_bytes = ai.write * cores + vr.write * vcores;
       b.ub_bytes = (ai.read + ai.write) * cores + (vr.read + vr.write) * vcores;
@@ -130,6 +130,7 @@ class VecModel : public OpModel {
     double mte2 = 0, vec = 0, mte3 = 0, port = 0, cycles = 0;
     double read = 0, write = 0, read_ch = 0, write_ch = 0, tile_bytes = 0;
     double reread_ch = 0;  // of read_ch: the 2nd and later sweeps over a row (L2 hits when the rows fit L2)
+    double bcast = 0;      // GM bytes of the broadcast operands (bcast_reload_units: once per that many rows)
   };
   CoreRun run_core(int64_t units_core, int64_t row, bool splitR, bool fits, int sweeps, int64_t tile, int64_t db,
                    double rate, int64_t cores) const {
@@ -165,11 +166,12 @@ class VecModel : public OpModel {
       const int64_t run = std::max<int64_t>(1, int64_t(run_bytes <= 0 ? c.tile_bytes : run_bytes));
       return write_charge(run, k.transpose_side ? run * 2 : run) / double(run);
     };
-    c.read_ch = c.read * rcharge(rin) + k.bcast_bytes;
+    c.bcast = k.bcast_bytes * double(k.bcast_reload_units > 0 ? cdiv(units_core, k.bcast_reload_units) : 1);
+    c.read_ch = c.read * rcharge(rin) + c.bcast;
     // A row swept more than once (it does not fit a tile) is read again while every core's
     // row is in L2 (L2 is cleared before the kernel, so the first sweep comes from HBM).
     if (sweeps > 1 && double(cores) * double(row) * k.in_bytes <= p.l2)
-      c.reread_ch = (c.read_ch - k.bcast_bytes) * (sweeps - 1) / sweeps;
+      c.reread_ch = (c.read_ch - c.bcast) * (sweeps - 1) / sweeps;
     c.write_ch = c.write * wcharge(rout);
     const double eff = small_transfer_eff(c.tile_bytes, int(cores));
     // The vec_reread_l2 share of the re-reads comes at the core's L2 hit rate (the cube's
@@ -180,7 +182,7 @@ class VecModel : public OpModel {
     // Runs not 32-byte aligned in GM (unaligned_block_cycles): one 32-byte block per request, the
     // broadcast operands' too (rows of the same length).
     if (k.unaligned_block_cycles > 0 && rin > 0) {
-      const double blocks = c.read / rin * std::ceil(rin / 32.0) + std::ceil(k.bcast_bytes / 32.0);
+      const double blocks = c.read / rin * std::ceil(rin / 32.0) + std::ceil(c.bcast / 32.0);
       read_cycles = std::max(read_cycles, blocks * k.unaligned_block_cycles);
     }
     // Per-run transfer costs (run_call_in / run_call_out): the runs a core's bytes make.
@@ -380,7 +382,8 @@ VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& k
 }
 
 UbFit ub_fit(const VecKernel& k, const Platform& p) {
-  return {int64_t(p.ub) - int64_t(std::ceil(k.bcast_bytes / 32.0) * 32), k.ub_buffers * k.ds, k.temp_fp32 * 4};
+  const double resident = k.bcast_reload_units > 0 ? 0.0 : k.bcast_bytes;  // sliced operands: in ub_buffers
+  return {int64_t(p.ub) - int64_t(std::ceil(resident / 32.0) * 32), k.ub_buffers * k.ds, k.temp_fp32 * 4};
 }
 
 std::shared_ptr<OpModel> make_vec_model(const VecKernel& k, const Platform& p) {
