@@ -107,6 +107,31 @@ def test_rms_norm_split_d_loads_gamma_a_slice_per_64_rows():
     assert r.time_us <= r.baseline_us * (1 + 1e-9)
 
 
+def test_add_rms_norm_split_d_reads_back_its_sum_and_loads_gamma_in_slices():
+    # AddRmsNorm's 910B SPLIT_D (add_rms_norm_tiling.cpp: H over 12288 16-bit / 10240 fp32 elements):
+    # slices of ceil(H / (ceil(H / cutD) x block)) blocks, cutD 12096 / 9696; ceil(rows / cores) rows
+    # a core; single-buffered queues (add_rms_norm_base.h BUFFER_NUM 1).
+    def base(x, dt):
+        return an.baseline_tiling("AddRmsNorm", [x, x, [x[-1]]], dt, "Ascend910B2")
+
+    assert base([1024, 32768], "bfloat16") == {"blockDim": 47, "tileLen": 10928, "bufferNum": 1}
+    assert base([48, 65536], "float32")["tileLen"] == 9368  # 7 slices; gamma no longer held whole in UB
+    assert base([1024, 12288], "bfloat16")["bufferNum"] == 2  # not split: the UB-factor pass
+
+    # add_rms_norm_split_d.h: sweep 1 reads x1 and x2 and stores x = x1 + x2, sweep 2 reads x back
+    # (not x1 and x2 again); gamma comes a slice per 64-row group.
+    def gm_read(rows, h=16384):
+        x = [rows, h]
+        return an.estimate("AddRmsNorm", [x, x, [h]], "float32", "Ascend910B2", base(x, "float32")).breakdown[
+            "gm_read_bytes"]
+
+    for per_core in (64, 130):
+        rows = 48 * per_core
+        assert gm_read(rows) == pytest.approx(3 * rows * 16384 * 4 + 48 * -(-per_core // 64) * 16384 * 4)
+    r = an.tune_op("AddRmsNorm", [[1024, 16384], [1024, 16384], [16384]], "bfloat16", "Ascend910B2", max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)
+
+
 def test_rms_norm_merge_n_performance_path_pays_a_barrier_per_column_block():
     # 910B's MERGE_N kernel takes isPerformance for 16-bit 2-D x of at most 512 rows (3-D: 512 x 8):
     # x * rstd and * gamma as one Mul per 64-column block, each behind a PipeBarrier

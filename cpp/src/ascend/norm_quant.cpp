@@ -208,6 +208,9 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   const bool rms_normal = op.kind == "RmsNorm" && !merge_n && !regbase(p) &&
                           (mixed ? 14 * hal + 512 < ub_rms : hal <= (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16));
   const bool rms_split_d = op.kind == "RmsNorm" && !merge_n && !regbase(p) && !rms_normal;
+  // AddRmsNorm's SPLIT_D on 910B: a row over the UB factor ([S] add_rms_norm_tiling.cpp
+  // DetermineModeParameters: numCol > ubFactor, not the aligned numCol).
+  const bool add_split_d = op.kind == "AddRmsNorm" && !regbase(p) && h > (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16);
   const VecCost add_cost = vec_api_cost("Add"), wrs_cost = vec_api_cost("WholeReduceSum");
   // ReduceSumHalfInterval over n fp32 elements ([S] hicann/ops-nn norm/rms_norm/op_kernel/reduce_common.h):
   // halving Adds (about one Add over n: the elementwise Add of the programs below), log2(n / 64)
@@ -271,6 +274,25 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.row_scalar_cycles = kRowScalarNorm;    // x 2 sweeps: sweep 1's two scalar reads a row
     k.bcast_reload_units = 64;
     k.ub_buffers += mixed ? 2 : 1;            // inQueueGamma: a slice of gamma (float32: 4 bytes)
+  } else if (add_split_d) {
+    // AddRmsNorm's SPLIT_D on 910B ([S] hicann/ops-nn norm/add_rms_norm/op_kernel/add_rms_norm_split_d.h):
+    // a core's rows in groups of 64 (row_factor), each swept twice slice by slice.  Sweep 1
+    // (ComputeFormer, CopyInAndAdd, ComputeSum): load x1 and x2, add them (16-bit: in fp32), store
+    // x = x1 + x2, square, Muls by 1 / H, then ReduceSumFP32ToBlock: one Add over the slice's
+    // 64-element repeats into one 64-wide block (destination and second source repeat stride 0: each
+    // repeat waits for the one before, kPipeDrain); the group's sums by BlockReduceSum, no scalar
+    // read.  Sweep 2 (ComputeLatter, CopyInX, ComputeY): load the slice of x back, cast it up, read the
+    // row's rstd through the scalar unit (V_S, GetValue, S_V), Muls, cast down, * gamma (bfloat16:
+    // cast up again with gamma, Mul, cast down), store y.  Gamma: one slice per 64-row group.
+    k.elem_prog.push_back(api("Muls"));  // * 1 / H
+    k.elem_prog.push_back(api("Add"));   // ReduceSumFP32ToBlock
+    if (h16) k.elem_prog.push_back(cast_step(true));  // x, sweep 2
+    if (op.dtype == "bfloat16")
+      for (bool up : {false, true, true}) k.elem_prog.push_back(cast_step(up));  // x down, up; gamma up
+    k.row_loop_prog.push_back(api("Muls"));  // * rstd, per slice
+    k.bcast_reload_units = 64;
+    // (UB: gamma's slice beside x1, x2 and one output queue for x and y, outQueueY: the four
+    // buffers stream_in / stream_out counted.)
   } else {
     k.row_prog.push_back(api("WholeReduceSum"));
     k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
@@ -339,6 +361,18 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // Cores: blockFactor = ceil(rows / cores) rows each, ceil(rows / blockFactor) cores (Tiling4RmsNorm).
     k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
   }
+  if (add_split_d) {
+    // add_rms_norm_tiling.cpp: slices of ceil(H / (ceil(H / cutD) x block)) blocks' elements, cutD
+    // 12096 16-bit or 9696 fp32 (UB_FACTOR_*_CUTD); ceil(rows / cores) rows a core
+    // (CalculateBlockParameters); single-buffered queues (add_rms_norm_base.h BUFFER_NUM 1).
+    const int64_t blk = 32 / k.ds, cut_d = k.ds == 4 ? 9696 : 12096;
+    k.baseline_tile = cdiv(h, cdiv(h, cut_d) * blk) * blk;
+    k.baseline_buffer_num = 1;
+    k.store_beside_load = true;
+    k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
+    // Per slice: sweep 1's dependent repeats, sweep 2's scalar read of the rstd.
+    k.tile_cycles = kRowScalarNorm + kPipeDrain * double(cdiv(k.baseline_tile, 64) - 1);
+  }
   double slice_d_in = 0;  // GM bytes read per element and sweep by SLICE_D (below), 0: as streamed
   if (quant && !regbase(p)) {
     // The 910B tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch22/
@@ -384,6 +418,8 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     else if (16 * align_up(h, 32) + 1024 <= int64_t(p.ub)) k.baseline_tile = hal;
     k.baseline_buffer_num = 1;
   }
+  // AddRmsNorm's SPLIT_D reads x1 and x2 in sweep 1 and x = x1 + x2 (its own output) in sweep 2.
+  if (add_split_d) slice_d_in = 1.5 * k.ds;
   finish(k, double(rows) * double(h), unit_out);
   if (slice_d_in > 0) k.in_bytes = slice_d_in;  // after finish: the roofline keeps the unique bytes
   return make_vec_model(k, p);
