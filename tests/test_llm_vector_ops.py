@@ -163,6 +163,17 @@ def test_add_rms_norm_dynamic_quant_slice_d_goes_through_its_workspace():
     assert read_per_elem(8192) < 6
 
 
+def test_add_rms_norm_dynamic_quant_slice_d_loads_gamma_and_smooth_scales_per_row():
+    # cut_d_kernel.h loads gamma's and the smooth scales' slices for every row (CopyInGamma, CopyInSmooth,
+    # through inRowsQue): none is held whole in UB, so two smooth scales of 32768 bf16 fit (they did not,
+    # held), and every row reads them: 2 ds + 8 + 8 q workspace bytes an element and ds (1 + q) for them.
+    h = 32768
+    for q in (0, 2):
+        x = [96, h]
+        b = est("AddRmsNormDynamicQuant", [x, x, [h]] + [[h]] * q, "bfloat16", "Ascend910B2", {}).breakdown
+        assert b["gm_read_bytes"] == pytest.approx(96 * h * (2 * 2 + 8 + 8 * max(1, q) + 2 * (1 + q)))
+
+
 def test_dynamic_quant_fills_ub_before_taking_cores():
     # dynamic_quant_tiling.cpp: the multi-row template takes one core per full UB pass (64 rows of
     # 1024 fp16, 15 a pass: 4 cores); SetSpecialTilingForDs passes 16384 / H rows and spreads the

@@ -175,9 +175,10 @@ struct VecKernel {
   // them one 32-byte block per request, at least this many cycles a block (0: bytes at the GM rate).
   double unaligned_block_cycles = 0;
   // Broadcast operands the kernel loads a slice at a time beside each tile instead of keeping them
-  // whole in UB (opt-in: norm_quant.cpp's RmsNorm / AddRmsNorm SPLIT_D on 910B, gamma): >0, UB holds
+  // whole in UB (opt-in: norm_quant.cpp's 910B split-row norms, gamma): >0, UB holds
   // no copy of bcast_bytes (the slice's buffer is one of ub_buffers) and a core reads them from GM
-  // again for every bcast_reload_units of its rows; 0, read once per core and kept in UB.
+  // again (from L2 after its first read) for every bcast_reload_units of its rows; 0, read once
+  // per core and kept in UB.
   int64_t bcast_reload_units = 0;
 };
 

@@ -401,9 +401,14 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // the normalised (smoothed) rows out again (CopyInTmpX, CopyInGamma, CopyOutSmoothNorm), back in
     // to quantise (CopyInSmoothNorm).  Beyond x1 and x2, 4 + ds + 4 q bytes an element come in and 4
     // + 4 q go out through the core's port, all in L2 (the workspace is one row a core): charged as
-    // the re-reads of the three sweeps, 3 ds + 8 + 8 q bytes an element in all.  (As three sweeps of
-    // x1 and x2, 2 ds each, the fit half's bf16 [4096, 14336] was 0.75x the measured time.)
-    if (!whole_row) slice_d_in = (3.0 * k.ds + 8 + 8 * std::max(1, quant_outs)) / 3;
+    // the re-reads of the three sweeps, 2 ds + 8 + 8 q bytes an element in all beside gamma's.  (As three
+    // sweeps of x1 and x2, 2 ds each, the fit half's bf16 [4096, 14336] was 0.75x the measured time.)
+    // Gamma and the smooth scales come a slice at a time for every row (CopyInGamma, CopyInSmooth,
+    // through inRowsQue): none is kept whole in UB, each is read again per row (from L2).
+    if (!whole_row) {
+      slice_d_in = (2.0 * k.ds + 8 + 8 * std::max(1, quant_outs)) / 3;
+      k.bcast_reload_units = 1;
+    }
   }
   if (quant && regbase(p)) {
     // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/

@@ -172,6 +172,8 @@ class VecModel : public OpModel {
     // row is in L2 (L2 is cleared before the kernel, so the first sweep comes from HBM).
     if (sweeps > 1 && double(cores) * double(row) * k.in_bytes <= p.l2)
       c.reread_ch = (c.read_ch - c.bcast) * (sweeps - 1) / sweeps;
+    // Broadcast operands read again (bcast_reload_units) come from L2 after a core's first read.
+    if (k.bcast_reload_units > 0) c.reread_ch += std::max(0.0, c.bcast - k.bcast_bytes);
     c.write_ch = c.write * wcharge(rout);
     const double eff = small_transfer_eff(c.tile_bytes, int(cores));
     // The vec_reread_l2 share of the re-reads comes at the core's L2 hit rate (the cube's
