@@ -107,6 +107,41 @@ def test_rms_norm_split_d_loads_gamma_a_slice_per_64_rows():
     assert r.time_us <= r.baseline_us * (1 + 1e-9)
 
 
+def _cann_rms_norm_910b(rows, h, ds, mixed):
+    """(blockDim, UB pass) of ops-nn rms_norm_tiling.cpp on 910B (Tiling4RmsNorm, CalMixDtypeTiling),
+    the pass of MODE_NORMAL and SINGLE_ROW being one row, as the kernels take them."""
+    ub, cores = 196608 - 1024, 48
+    bd = -(-rows // -(-rows // cores))
+    if mixed:
+        n = -(-h // 16) * 16
+        if n <= 2000:
+            return bd, ub // (16 * n + 288) * n
+        return bd, n if 14 * n + 512 < ub else (ub - 2560) // 16 // 16 * 16
+    n = -(-h // (32 // ds)) * (32 // ds)
+    factor = 10240 if ds == 4 else 12288
+    if n <= 2000:
+        return bd, ub // (16 * n + 260) * n
+    if n <= factor:
+        return bd, n
+    piece = -(-h // (-(-h // factor) * 16)) * 16
+    while h % piece and h % piece < 16:
+        piece -= 16
+    return bd, piece
+
+
+def test_rms_norm_910b_default_tiling_is_canns_on_a_grid():
+    # Mode (MERGE_N, NORMAL, SINGLE_ROW, SPLIT_D), its UB pass and the core split, with and without a
+    # float32 gamma, from one row to thousands and H from 64 to 100000 (gamma past UB included).
+    for dt, ds in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
+        for mixed in (False, True) if ds == 2 else (False,):
+            attrs = {"input_dtypes": [dt, "float32"]} if mixed else {}
+            for rows in (1, 50, 4097):
+                for h in (64, 2000, 2001, 10241, 12288, 12289, 13000, 13700, 24577, 65536, 100000):
+                    t = an.baseline_tiling("RmsNorm", [[rows, h], [h]], dt, "Ascend910B2", attrs)
+                    bd, tile = _cann_rms_norm_910b(rows, h, ds, mixed)
+                    assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == (bd, tile, 1), (dt, mixed, rows, h)
+
+
 def test_add_rms_norm_split_d_reads_back_its_sum_and_loads_gamma_in_slices():
     # AddRmsNorm's 910B SPLIT_D (add_rms_norm_tiling.cpp: H over 12288 16-bit / 10240 fp32 elements):
     # slices of ceil(H / (ceil(H / cutD) x block)) blocks, cutD 12096 / 9696; ceil(rows / cores) rows
