@@ -93,6 +93,22 @@ def test_foreach_norm_on_910b_loads_and_reduces_a_tile_in_turn():
     assert an.baseline_tiling("ForeachNorm", x, "float32", SOC, inf)["bufferNum"] == 2
 
 
+def _finalize(topk, soc=SOC, tokens=2048, h=512):
+    inputs = [[tokens * topk, h], [tokens * topk], [tokens, h], [], [16, h], [tokens, topk], [tokens, topk]]
+    return _time("MoeFinalizeRouting", inputs, "float16", {}, soc=soc)
+
+
+def test_finalize_routing_on_910b_gathers_two_rows_at_a_time():
+    # CANN's 910B kernel (ops-transformer moe_finalize_routing_v2_fp_db_all_bias.h Compute) has two
+    # gathered rows in flight (ping and pong, PARALLEL_NUM 2) and waits on them together; an odd
+    # k's last row waits alone.  k = 2 waits as long a token as k = 1 (it moves more bytes only),
+    # k = 3 as long as k = 4.  The 950 generation's model keeps a wait per gathered row.
+    t1, t2, t3 = _finalize(1), _finalize(2), _finalize(3)
+    assert t2 < 1.2 * t1
+    assert t3 > 1.5 * t2
+    assert _finalize(2, "Ascend950PR") > 1.3 * _finalize(1, "Ascend950PR")
+
+
 def _re_routing(inputs, soc=SOC):
     tiling = an.baseline_tiling("MoeReRouting", inputs, "float16", soc, {})
     est = an.estimate("MoeReRouting", inputs, "float16", soc, tiling, {})

@@ -259,7 +259,15 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
   VecKernel k = start_kernel(op, p, op.kind);
   k.units = T;
   k.unit_elems = H;
-  k.unit_cycles = double(topk) * kGatherWaitCycles;
+  // 910B: CANN's kernel gathers a token's k rows two at a time (ops-transformer moe/
+  // moe_finalize_routing_v2 @ c29bc10, op_kernel/moe_finalize_routing_v2_fp_db_all_bias.h Compute,
+  // lines 363-495, and *_bf16_all_bias.h lines 418-567: ping (Db0) and pong (Db1) loads in flight
+  // together, PARALLEL_NUM 2 in moe_finalize_routing_v2_common.h; the next pair's index read waits on
+  // this pair), and an odd k's last row alone (fp_db_all_bias.h lines 496-567, the same wait for one
+  // row): ceil(k / 2) rounds a token, each the wait of two gathered rows (2 x kGatherWaitCycles, the
+  // fit's wait per row at even k).
+  const double gathers = c220(p) ? 2.0 * double(cdiv(topk, 2)) : double(topk);
+  k.unit_cycles = gathers * kGatherWaitCycles;
   k.fixed_us = kFinalizeSetupCycles / p.freq_mhz;
   k.in_bytes = double(topk + skips) * k.ds + (double(topk) * (scaled ? 8 : 4) + 4 * topk) / double(H);
   k.out_bytes = k.ds;
