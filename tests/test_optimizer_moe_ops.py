@@ -73,6 +73,33 @@ def test_gating_kernel_reduces_tiles_of_rows_on_both_chips():
     assert 0.7 < ratio < 2
 
 
+def _gating_time(soc, row_cycles, tokens, experts, topk):
+    plat = an.Platform.from_dict({**an.ascend.platforms.native_platform(soc).to_dict(),
+                                  "vec_row_cycles": row_cycles}, "test")
+    attrs = {"k": topk}
+    tiling = an.baseline_tiling("MoeGatingTopKSoftmax", [[tokens, experts]], "bfloat16", plat, attrs)
+    return an.estimate("MoeGatingTopKSoftmax", [[tokens, experts]], "bfloat16", plat, tiling, attrs).time_us
+
+
+@pytest.mark.parametrize("tokens, experts, topk, waits", [
+    (48, 64, 8, 2),      # a row a core: its row index and the sort's InitIndex
+    (512, 16, 1, 8),     # 11 rows a core, one UB loop: the first 8 rows' indices; k = 1 does not sort
+    (512, 64, 8, 9),
+    (8192, 64, 8, 18),   # 171 rows a core in two UB loops of 86 and 85 rows
+    (512, 100, 8, 0),    # experts % 8 != 0: not the perf template
+])
+def test_gating_on_910b_waits_for_the_vector_pipe_per_row_index(tokens, experts, topk, waits):
+    # CANN's 910B perf kernel (ops-transformer moe_gating_top_k_softmax_perf.h computeRowIdxForSmallBatch)
+    # writes each of a UB loop's first 8 rows' source_row_idx with ArithProgression, whose scalar
+    # SetValue calls wait for the vector pipe (V -> S) first; InitIndex waits once more when it sorts.
+    # Each wait is the platform's vec_row_cycles; 950PR's kernel model has no such wait.
+    soc = "Ascend910B2"
+    extra = _gating_time(soc, 1000.0, tokens, experts, topk) - _gating_time(soc, 0.0, tokens, experts, topk)
+    assert extra == pytest.approx(waits * 1000.0 / 1800, abs=1e-6)
+    assert _gating_time("Ascend950PR", 1000.0, tokens, experts, topk) == \
+        _gating_time("Ascend950PR", 0.0, tokens, experts, topk)
+
+
 def test_foreach_norm_on_910b_loads_and_reduces_a_tile_in_turn():
     # CANN's 910B ForeachNorm (ops-nn foreach/foreach_norm/op_kernel/foreach_norm.h) reads each
     # tile's sum back to the scalar unit before it issues the next tile's load: no overlap

@@ -74,6 +74,32 @@ void cast_around(VecKernel& k, const std::string& dtype, const std::vector<VecSt
   if (cast) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
 }
 
+// 910B (C220): the V -> S waits of the busiest core of CANN's perf template, which takes
+// experts % 8 == 0 up to 1024 with k <= 8, or fewer than 8 experts (ops-transformer moe/
+// moe_gating_top_k_softmax @ c29bc10, op_host/moe_gating_top_k_softmax_tiling_perf.cpp IsCapable;
+// 0 for the other templates).  Its tiling gives a core ceil(T / cores) rows (blockFormer) in UB
+// loops of the most rows six fp32 [rows, experts aligned to 32] buffers hold (calcMaxRowInUb,
+// isBufferSizeEnough).  Each loop's kernel (op_kernel/moe_gating_top_k_softmax_perf.h Compute)
+// writes source_row_idx with one ArithProgression per row for its first 8 rows
+// (computeRowIdxPerf / computeRowIdxForSmallBatch; the rest by vector Adds), and ArithProgression
+// of k <= 8 values waits for the vector pipe before its scalar SetValue calls (asc-devkit
+// arithprogression_common_impl.h: SetFlag / WaitFlag<HardEvent::V_S>); the sorting path (k > 1 or
+// more than 64 experts, TopKFP32PerfPhase1) waits once more in InitIndex.
+int64_t topk_perf_row_waits(int64_t T, int64_t E, int64_t topk, const Platform& p) {
+  if (!((E <= 1024 && E % 8 == 0 && topk <= 8) || E < 8)) return 0;
+  const int64_t block_rows = cdiv(T, int64_t(p.vector_cores));
+  const int64_t col_align = align_up(E, 32);
+  auto fits = [&](int64_t r) {  // isBufferSizeEnough: row_idx out, 96 B, finished x 2, six r x colAlign fp32
+    return align_up(topk * 4, 32) * r + 96 + 2 * 32 * r + 6 * r * col_align * 4 <= int64_t(p.ub);
+  };
+  int64_t outer = 1;
+  while (outer < block_rows && !fits(cdiv(block_rows, outer))) ++outer;
+  const int64_t rows = cdiv(block_rows, outer), loops = cdiv(block_rows, rows);
+  const int64_t tail = block_rows - (loops - 1) * rows;
+  const int64_t sort_wait = (topk > 1 || E > 64) ? 1 : 0;
+  return (loops - 1) * (std::min<int64_t>(rows, 8) + sort_wait) + std::min<int64_t>(tail, 8) + sort_wait;
+}
+
 // x [tokens, experts] (+ finished [tokens], bool): softmax over the experts, then k rounds of
 // reduce-max with its index and a select masking the winner.  Outputs y [tokens, k] (x's
 // dtype), expert_idx and row_idx [tokens, k] (int32).  A token's row is one unit.
@@ -106,7 +132,9 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   k.row_waits = false;
   k.ub_buffers = 2;
   k.temp_fp32 = 2;
-  k.fixed_us = kTopKSetupCycles / p.freq_mhz;
+  // 910B: the row-index loop's waits, each a vector -> scalar wait (vec_row_cycles, 0 on 950PR).
+  const double waits = c220(p) ? double(topk_perf_row_waits(T, E, topk, p)) * p.vec_row_cycles : 0.0;
+  k.fixed_us = (kTopKSetupCycles + waits) / p.freq_mhz;
   k.unique_bytes = double(T) * (E * k.ds + double(topk) * (k.ds + 8));
   k.flops = double(T) * double(E) * double(body.size() + k.row_prog.size());
   return make_vec_model(k, p);
