@@ -136,6 +136,29 @@ def test_finalize_routing_on_910b_gathers_two_rows_at_a_time():
     assert _finalize(2, "Ascend950PR") > 1.3 * _finalize(1, "Ascend950PR")
 
 
+def _finalize_dt(dtype, tokens, h, topk=8):
+    inputs = [[tokens * topk, h], [tokens * topk], [tokens, h], [tokens, h], [16, h], [tokens, topk], [tokens, topk]]
+    attrs = {"input_dtypes": [dtype, "int32", dtype, dtype, dtype, dtype, "int32"]}
+    tiling = an.baseline_tiling("MoeFinalizeRouting", inputs, dtype, SOC, attrs)
+    return tiling, an.estimate("MoeFinalizeRouting", inputs, dtype, SOC, tiling, attrs).time_us
+
+
+def test_finalize_routing_on_910b_follows_cann_template_choice():
+    # CANN's 910B tiling (ops-transformer moe_finalize_routing_v2_tiling_membase.cpp) gives a core
+    # ceil(150 / 48) = 4 tokens on ceil(150 / 4) = 38 cores, and takes the first template whose UB
+    # budget holds a token.  At H = 7168, fp16 loads 2 tokens a loop (LoadBiasAndCalcTiling), while
+    # bf16 (buffers 3x, cast to fp32) fits neither that nor LoadHK: CutH, one token a loop in 2 slices
+    # of H, each loop waiting for its CopyIn and each slice for its own gathers.  At H = 512 both
+    # load a core's tokens at once and differ only by the casts.
+    t16, fp16 = _finalize_dt("float16", 150, 7168)
+    _, bf16 = _finalize_dt("bfloat16", 150, 7168)
+    assert t16["blockDim"] == 38
+    assert bf16 > 1.25 * fp16
+    _, small16 = _finalize_dt("float16", 150, 512)
+    _, small_bf16 = _finalize_dt("bfloat16", 150, 512)
+    assert small_bf16 < 1.1 * small16
+
+
 def _re_routing(inputs, soc=SOC):
     tiling = an.baseline_tiling("MoeReRouting", inputs, "float16", soc, {})
     est = an.estimate("MoeReRouting", inputs, "float16", soc, tiling, {})

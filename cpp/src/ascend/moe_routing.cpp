@@ -252,6 +252,55 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
   return make_vec_model(k, p);
 }
 
+// CANN's 910B tiling of MoeFinalizeRoutingV2 (ops-transformer moe/moe_finalize_routing_v2 @ c29bc10,
+// op_host/moe_finalize_routing_v2_tiling_membase.cpp, the template of every SoC but ASCEND910_95; its
+// fp32 H = 5120 network case, OptimizedCutH, is not told apart).  CalcTilingData gives a core
+// ceil(T / cores) tokens on ceil(T / that) cores, then takes the first template whose UB budget
+// (UB - 1 KB) holds a token: LoadBiasAndCalcTiling (the *_all_bias kernels), LoadHKAndCalcTiling
+// (fp_db, bf16), else CutH (one token a loop, in slices of normalH columns: *_cuth, *_cuth_k2,
+// *_cuth_k4).  bf16 buffers count 3x (cast to fp32).  The model requires the bias input.
+struct FinalizeTiling {
+  int64_t cores = 1, tokens_core = 1;
+  int64_t loops = 1;   // CopyIn -> Compute -> CopyOut rounds of the busiest core
+  int64_t slices = 1;  // H slices of a token (CutH)
+  int64_t rounds = 1;  // gather waits a token and slice (up to two gathered rows in flight)
+};
+
+FinalizeTiling finalize_tiling_910b(int64_t T, int64_t H, int64_t topk, const std::string& dtype, int scale_ds,
+                                    bool skip2, const Platform& p) {
+  FinalizeTiling t;
+  const int64_t ub = int64_t(p.ub) - 1024;
+  t.tokens_core = cdiv(T, int64_t(p.vector_cores));
+  t.cores = std::min<int64_t>(cdiv(T, t.tokens_core), p.vector_cores);
+  const int64_t ds = dtype_size(dtype), s2 = skip2 ? 1 : 0, big = dtype == "bfloat16" ? 3 : 1;
+  const int64_t h = align_up(H, 32 / ds);
+  const int64_t kk = std::min<int64_t>(topk, 256);  // BOUND_K_V2: larger k is sliced
+  const int64_t k_bytes = align_up(kk * 4, 32) + align_up(kk * scale_ds, 32);  // a token's expert ids and scales
+  t.rounds = cdiv(topk, 2);
+  int64_t rows = 0;
+  if (topk <= 256) {  // LoadBiasAndCalcTiling
+    const int64_t fixed = big == 3 ? 2 * h * ds * 2 * 3 : 2 * h * ds * 2 + h * ds;
+    const int64_t token = (big * h + big * h * s2 + h) * ds;
+    rows = (ub - fixed - align_up(t.tokens_core, 8) * topk * 4) / (token + k_bytes);
+  }
+  if (rows <= 0) {  // LoadHKAndCalcTiling
+    const int64_t fixed = 2 * h * ds * 2 * big;
+    const int64_t token = (big * h + big * h * s2 + h + (big == 3 ? 0 : h)) * ds;
+    rows = topk <= 256 ? (ub - fixed) / (k_bytes + token) : (ub - fixed - k_bytes) / token;
+  }
+  if (rows > 0) {
+    t.loops = cdiv(t.tokens_core, std::min(rows, t.tokens_core));
+    return t;
+  }
+  const int64_t unroll = topk == 4 ? 4 : 2;  // CutH's rows in flight
+  const int64_t parts = big == 3 ? 3 + 3 * s2 + 1 + 2 * unroll * 3 : 3 + s2 + 2 * unroll;
+  const int64_t normal_h = std::max<int64_t>(1, (ub - k_bytes) / parts / 32 * 32 / ds);
+  t.slices = cdiv(H, normal_h);
+  t.loops = t.tokens_core * t.slices;
+  if (topk == 2 || topk == 4) t.rounds = 1;  // *_cuth_k2 / *_cuth_k4 issue all k rows, then wait once
+  return t;
+}
+
 // out [T, H] = skip1 + skip2 + sum_j scales[t, j] (expanded_x[row of (t, j)] + bias[expert of
 // (t, j)]) (MoeFinalizeRoutingV2; drop_pad_mode 1: expanded_x is [E, capacity, H]).  Each
 // output element reads its k gathered rows (one row per copy) and the skips from HBM; the bias
@@ -287,16 +336,27 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
   VecKernel k = start_kernel(op, p, op.kind);
   k.units = T;
   k.unit_elems = H;
-  // 910B: CANN's kernel gathers a token's k rows two at a time (ops-transformer moe/
-  // moe_finalize_routing_v2 @ c29bc10, op_kernel/moe_finalize_routing_v2_fp_db_all_bias.h Compute,
-  // lines 363-495, and *_bf16_all_bias.h lines 418-567: ping (Db0) and pong (Db1) loads in flight
-  // together, PARALLEL_NUM 2 in moe_finalize_routing_v2_common.h; the next pair's index read waits on
-  // this pair), and an odd k's last row alone (fp_db_all_bias.h lines 496-567, the same wait for one
-  // row): ceil(k / 2) rounds a token, each the wait of two gathered rows (2 x kGatherWaitCycles, the
-  // fit's wait per row at even k).
-  const double gathers = c220(p) ? 2.0 * double(cdiv(topk, 2)) : double(topk);
-  k.unit_cycles = gathers * kGatherWaitCycles;
+  k.unit_cycles = double(topk) * kGatherWaitCycles;
   k.fixed_us = kFinalizeSetupCycles / p.freq_mhz;
+  if (c220(p)) {
+    const auto dts = attr_strs(op, "input_dtypes");
+    const int scale_ds = dts.size() > 5 && !dts[5].empty() ? dtype_size(dts[5]) : k.ds;
+    const FinalizeTiling t = finalize_tiling_910b(T, H, topk, op.dtype, scale_ds, !op.inputs[3].empty(), p);
+    // 910B: CANN's kernel gathers a token's k rows two at a time (ops-transformer moe/
+    // moe_finalize_routing_v2 @ c29bc10, op_kernel/moe_finalize_routing_v2_fp_db_all_bias.h Compute,
+    // lines 363-495, and *_bf16_all_bias.h lines 418-567: ping (Db0) and pong (Db1) loads in flight
+    // together, PARALLEL_NUM 2 in moe_finalize_routing_v2_common.h; the next pair's index read waits on
+    // this pair), and an odd k's last row alone (fp_db_all_bias.h lines 496-567, the same wait for one
+    // row): ceil(k / 2) rounds a token, each the wait of two gathered rows (2 x kGatherWaitCycles, the
+    // fit's wait per row at even k); CutH waits so in each slice, its k = 2 and k = 4 kernels once
+    // (*_cuth_k4.h Compute issues the four rows' copies, then waits).
+    k.unit_cycles = double(t.slices * t.rounds) * 2.0 * kGatherWaitCycles;
+    k.baseline_block_dim = t.cores;
+    // Each loop's Compute waits for its CopyIn (skips, scales, expert ids; MTE2_S, *_all_bias.h
+    // CopyIn / Compute) before its first gather: a GM load's latency (GE's first-copy start, mte2_head)
+    // a loop after the first, whose start the kernel head charges.
+    k.fixed_us += double(t.loops - 1) * mte2_head(int(t.cores), false) / p.freq_mhz;
+  }
   k.in_bytes = double(topk + skips) * k.ds + (double(topk) * (scaled ? 8 : 4) + 4 * topk) / double(H);
   k.out_bytes = k.ds;
   k.run_in = double(H) * k.ds;  // one gathered row per copy
