@@ -100,6 +100,14 @@ def test_gating_on_910b_waits_for_the_vector_pipe_per_row_index(tokens, experts,
         _gating_time("Ascend950PR", 0.0, tokens, experts, topk)
 
 
+def test_gating_on_910b_launches_cann_block_num():
+    # CANN's tiling (moe_gating_top_k_softmax_tiling_perf.cpp DoOpTiling) gives a core ceil(T / 48) rows
+    # and launches ceil(T / that) cores: 100 tokens take 34 cores of 3 rows (the last 1), not 48.
+    tiling = an.baseline_tiling("MoeGatingTopKSoftmax", [[100, 64]], "bfloat16", SOC, {"k": 8})
+    assert tiling["blockDim"] == 34
+    assert an.baseline_tiling("MoeGatingTopKSoftmax", [[100, 64]], "bfloat16", "Ascend950PR", {"k": 8})["blockDim"] == 64
+
+
 def test_foreach_norm_on_910b_loads_and_reduces_a_tile_in_turn():
     # CANN's 910B ForeachNorm (ops-nn foreach/foreach_norm/op_kernel/foreach_norm.h) reads each
     # tile's sum back to the scalar unit before it issues the next tile's load: no overlap

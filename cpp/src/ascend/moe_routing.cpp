@@ -135,6 +135,9 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   // 910B: the row-index loop's waits, each a vector -> scalar wait (vec_row_cycles, 0 on 950PR).
   const double waits = c220(p) ? double(topk_perf_row_waits(T, E, topk, p)) * p.vec_row_cycles : 0.0;
   k.fixed_us = (kTopKSetupCycles + waits) / p.freq_mhz;
+  // Every template's tiling launches ceil(T / ceil(T / cores)) cores (blockNum; tiling_perf.cpp,
+  // *_e_k_full_load.cpp, *_k_full_load.cpp DoOpTiling); the 950's model keeps all cores' rule.
+  if (c220(p)) k.baseline_block_dim = cdiv(T, cdiv(T, int64_t(p.vector_cores)));
   k.unique_bytes = double(T) * (E * k.ds + double(topk) * (k.ds + 8));
   k.flops = double(T) * double(E) * double(body.size() + k.row_prog.size());
   return make_vec_model(k, p);
