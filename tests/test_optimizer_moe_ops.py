@@ -156,8 +156,9 @@ def test_finalize_routing_on_910b_follows_cann_template_choice():
     # ceil(150 / 48) = 4 tokens on ceil(150 / 4) = 38 cores, and takes the first template whose UB
     # budget holds a token.  At H = 7168, fp16 loads 2 tokens a loop (LoadBiasAndCalcTiling), while
     # bf16 (buffers 3x, cast to fp32) fits neither that nor LoadHK: CutH, one token a loop in 2 slices
-    # of H, each loop waiting for its CopyIn and each slice for its own gathers.  At H = 512 both
-    # load a core's tokens at once and differ only by the casts.
+    # of H, each loop waiting for its CopyIn and each slice for its own gathers, the row indices read
+    # from GM in scalar code (the *_all_bias kernels copy them to UB).  At H = 512 both load a core's
+    # tokens at once and differ only by the casts.
     t16, fp16 = _finalize_dt("float16", 150, 7168)
     _, bf16 = _finalize_dt("bfloat16", 150, 7168)
     assert t16["blockDim"] == 38
