@@ -74,6 +74,32 @@ void cast_around(VecKernel& k, const std::string& dtype, const std::vector<VecSt
   if (cast) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
 }
 
+// 910B (C220): the V -> S waits of the busiest core of CANN's perf template, which takes
+// experts % 8 == 0 up to 1024 with k <= 8, or fewer than 8 experts (ops-transformer moe/
+// moe_gating_top_k_softmax @ c29bc10, op_host/moe_gating_top_k_softmax_tiling_perf.cpp IsCapable;
+// 0 for the other templates).  Its tiling gives a core ceil(T / cores) rows (blockFormer) in UB
+// loops of the most rows six fp32 [rows, experts aligned to 32] buffers hold (calcMaxRowInUb,
+// isBufferSizeEnough).  Each loop's kernel (op_kernel/moe_gating_top_k_softmax_perf.h Compute)
+// writes source_row_idx with one ArithProgression per row for its first 8 rows
+// (computeRowIdxPerf / computeRowIdxForSmallBatch; the rest by vector Adds), and ArithProgression
+// of k <= 8 values waits for the vector pipe before its scalar SetValue calls (asc-devkit
+// arithprogression_common_impl.h: SetFlag / WaitFlag<HardEvent::V_S>); the sorting path (k > 1 or
+// more than 64 experts, TopKFP32PerfPhase1) waits once more in InitIndex.
+int64_t topk_perf_row_waits(int64_t T, int64_t E, int64_t topk, const Platform& p) {
+  if (!((E <= 1024 && E % 8 == 0 && topk <= 8) || E < 8)) return 0;
+  const int64_t block_rows = cdiv(T, int64_t(p.vector_cores));
+  const int64_t col_align = align_up(E, 32);
+  auto fits = [&](int64_t r) {  // isBufferSizeEnough: row_idx out, 96 B, finished x 2, six r x colAlign fp32
+    return align_up(topk * 4, 32) * r + 96 + 2 * 32 * r + 6 * r * col_align * 4 <= int64_t(p.ub);
+  };
+  int64_t outer = 1;
+  while (outer < block_rows && !fits(cdiv(block_rows, outer))) ++outer;
+  const int64_t rows = cdiv(block_rows, outer), loops = cdiv(block_rows, rows);
+  const int64_t tail = block_rows - (loops - 1) * rows;
+  const int64_t sort_wait = (topk > 1 || E > 64) ? 1 : 0;
+  return (loops - 1) * (std::min<int64_t>(rows, 8) + sort_wait) + std::min<int64_t>(tail, 8) + sort_wait;
+}
+
 // x [tokens, experts] (+ finished [tokens], bool): softmax over the experts, then k rounds of
 // reduce-max with its index and a select masking the winner.  Outputs y [tokens, k] (x's
 // dtype), expert_idx and row_idx [tokens, k] (int32).  A token's row is one unit.
@@ -106,7 +132,12 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   k.row_waits = false;
   k.ub_buffers = 2;
   k.temp_fp32 = 2;
-  k.fixed_us = kTopKSetupCycles / p.freq_mhz;
+  // 910B: the row-index loop's waits, each a vector -> scalar wait (vec_row_cycles, 0 on 950PR).
+  const double waits = c220(p) ? double(topk_perf_row_waits(T, E, topk, p)) * p.vec_row_cycles : 0.0;
+  k.fixed_us = (kTopKSetupCycles + waits) / p.freq_mhz;
+  // Every template's tiling launches ceil(T / ceil(T / cores)) cores (blockNum; tiling_perf.cpp,
+  // *_e_k_full_load.cpp, *_k_full_load.cpp DoOpTiling); the 950's model keeps all cores' rule.
+  if (c220(p)) k.baseline_block_dim = cdiv(T, cdiv(T, int64_t(p.vector_cores)));
   k.unique_bytes = double(T) * (E * k.ds + double(topk) * (k.ds + 8));
   k.flops = double(T) * double(E) * double(body.size() + k.row_prog.size());
   return make_vec_model(k, p);
@@ -224,6 +255,58 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
   return make_vec_model(k, p);
 }
 
+// CANN's 910B tiling of MoeFinalizeRoutingV2 (ops-transformer moe/moe_finalize_routing_v2 @ c29bc10,
+// op_host/moe_finalize_routing_v2_tiling_membase.cpp, the template of every SoC but ASCEND910_95; its
+// fp32 H = 5120 network case, OptimizedCutH, is not told apart).  CalcTilingData gives a core
+// ceil(T / cores) tokens on ceil(T / that) cores, then takes the first template whose UB budget
+// (UB - 1 KB) holds a token: LoadBiasAndCalcTiling (the *_all_bias kernels), LoadHKAndCalcTiling
+// (fp_db, bf16), else CutH (one token a loop, in slices of normalH columns: *_cuth, *_cuth_k2,
+// *_cuth_k4).  bf16 buffers count 3x (cast to fp32).  The model requires the bias input.
+struct FinalizeTiling {
+  int64_t cores = 1, tokens_core = 1;
+  int64_t loops = 1;   // CopyIn -> Compute -> CopyOut rounds of the busiest core
+  int64_t slices = 1;  // H slices of a token (CutH)
+  int64_t rounds = 1;  // gather waits a token and slice (up to two gathered rows in flight)
+  bool gm_index = false;  // reads expanded_row_idx from GM in scalar code (all but the *_all_bias kernels)
+};
+
+FinalizeTiling finalize_tiling_910b(int64_t T, int64_t H, int64_t topk, const std::string& dtype, int scale_ds,
+                                    bool skip2, const Platform& p) {
+  FinalizeTiling t;
+  const int64_t ub = int64_t(p.ub) - 1024;
+  t.tokens_core = cdiv(T, int64_t(p.vector_cores));
+  t.cores = std::min<int64_t>(cdiv(T, t.tokens_core), p.vector_cores);
+  const int64_t ds = dtype_size(dtype), s2 = skip2 ? 1 : 0, big = dtype == "bfloat16" ? 3 : 1;
+  const int64_t h = align_up(H, 32 / ds);
+  const int64_t kk = std::min<int64_t>(topk, 256);  // BOUND_K_V2: larger k is sliced
+  const int64_t k_bytes = align_up(kk * 4, 32) + align_up(kk * scale_ds, 32);  // a token's expert ids and scales
+  t.rounds = cdiv(topk, 2);
+  if (topk <= 256) {  // LoadBiasAndCalcTiling
+    const int64_t fixed = big == 3 ? 2 * h * ds * 2 * 3 : 2 * h * ds * 2 + h * ds;
+    const int64_t token = (big * h + big * h * s2 + h) * ds;
+    const int64_t rows = (ub - fixed - align_up(t.tokens_core, 8) * topk * 4) / (token + k_bytes);
+    if (rows > 0) {
+      t.loops = cdiv(t.tokens_core, std::min(rows, t.tokens_core));
+      return t;
+    }
+  }
+  t.gm_index = true;
+  const int64_t fixed = 2 * h * ds * 2 * big;  // LoadHKAndCalcTiling
+  const int64_t token = (big * h + big * h * s2 + h + (big == 3 ? 0 : h)) * ds;
+  const int64_t rows = topk <= 256 ? (ub - fixed) / (k_bytes + token) : (ub - fixed - k_bytes) / token;
+  if (rows > 0) {
+    t.loops = cdiv(t.tokens_core, std::min(rows, t.tokens_core));
+    return t;
+  }
+  const int64_t unroll = topk == 4 ? 4 : 2;  // CutH's rows in flight
+  const int64_t parts = big == 3 ? 3 + 3 * s2 + 1 + 2 * unroll * 3 : 3 + s2 + 2 * unroll;
+  const int64_t normal_h = std::max<int64_t>(1, (ub - k_bytes) / parts / 32 * 32 / ds);
+  t.slices = cdiv(H, normal_h);
+  t.loops = t.tokens_core * t.slices;
+  if (topk == 2 || topk == 4) t.rounds = 1;  // *_cuth_k2 / *_cuth_k4 issue all k rows, then wait once
+  return t;
+}
+
 // out [T, H] = skip1 + skip2 + sum_j scales[t, j] (expanded_x[row of (t, j)] + bias[expert of
 // (t, j)]) (MoeFinalizeRoutingV2; drop_pad_mode 1: expanded_x is [E, capacity, H]).  Each
 // output element reads its k gathered rows (one row per copy) and the skips from HBM; the bias
@@ -261,6 +344,31 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
   k.unit_elems = H;
   k.unit_cycles = double(topk) * kGatherWaitCycles;
   k.fixed_us = kFinalizeSetupCycles / p.freq_mhz;
+  if (c220(p)) {
+    const auto dts = attr_strs(op, "input_dtypes");
+    const int scale_ds = dts.size() > 5 && !dts[5].empty() ? dtype_size(dts[5]) : k.ds;
+    const FinalizeTiling t = finalize_tiling_910b(T, H, topk, op.dtype, scale_ds, !op.inputs[3].empty(), p);
+    // 910B: CANN's kernel gathers a token's k rows two at a time (ops-transformer moe/
+    // moe_finalize_routing_v2 @ c29bc10, op_kernel/moe_finalize_routing_v2_fp_db_all_bias.h Compute,
+    // lines 363-495, and *_bf16_all_bias.h lines 418-567: ping (Db0) and pong (Db1) loads in flight
+    // together, PARALLEL_NUM 2 in moe_finalize_routing_v2_common.h; the next pair's index read waits on
+    // this pair), and an odd k's last row alone (fp_db_all_bias.h lines 496-567, the same wait for one
+    // row): ceil(k / 2) rounds a token, each the wait of two gathered rows (2 x kGatherWaitCycles, the
+    // fit's wait per row at even k); CutH waits so in each slice, its k = 2 and k = 4 kernels once
+    // (*_cuth_k4.h Compute issues the four rows' copies, then waits).
+    k.unit_cycles = double(t.slices * t.rounds) * 2.0 * kGatherWaitCycles;
+    k.baseline_block_dim = t.cores;
+    // Each loop's Compute waits for its CopyIn (skips, scales, expert ids; MTE2_S, *_all_bias.h
+    // CopyIn / Compute) before its first gather: a GM load's latency (GE's first-copy start, mte2_head)
+    // a loop after the first, whose start the kernel head charges.
+    // The fp_db, bf16 and *_cuth* kernels read a gathered row's index from GM in scalar code
+    // (gmExpandedSrcToDstRow_.GetValue in Compute; the *_all_bias kernels copy the indices to UB first,
+    // PrepareData): the first read misses the scalar DCache and the table is in HBM (the benchmark
+    // clears L2), one GM load's latency more before the first gather, as MoeReRouting's counts read.
+    // Its further 64-B lines are not charged apart (no L2-hit latency in the model to price them).
+    const int64_t gm_waits = t.loops - 1 + (t.gm_index ? 1 : 0);
+    k.fixed_us += double(gm_waits) * mte2_head(int(t.cores), false) / p.freq_mhz;
+  }
   k.in_bytes = double(topk + skips) * k.ds + (double(topk) * (scaled ? 8 : 4) + 4 * topk) / double(H);
   k.out_bytes = k.ds;
   k.run_in = double(H) * k.ds;  // one gathered row per copy
