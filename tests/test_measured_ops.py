@@ -102,6 +102,23 @@ def _vector_us(shapes, soc, dtype="float32"):
     return an.estimate("Max", shapes, dtype, soc, t).breakdown["vector_us"]
 
 
+def _transpose_vector_us(shape, perm, dtype, soc):
+    t = an.baseline_tiling("Transpose", [shape], dtype, soc, {"perm": perm})
+    return an.estimate("Transpose", [shape], dtype, soc, t, {"perm": perm}).breakdown["vector_us"]
+
+
+@pytest.mark.parametrize("shape, perm", [([2048, 2048], [1, 0]), ([3, 7, 11, 13, 1013], [4, 3, 2, 1, 0])])
+def test_910b_transpose_reorders_in_2_byte_units(shape, perm):
+    # 910B's Transpose is CANN's TBE kernel: it reorders in fp16 units (fp16Times = (bytes + 1) / 2,
+    # tbe/impl/dynamic/transpose.py), so a 2-byte element is half the work of a 4-byte one.  The
+    # 950's Ascend C kernel is not this one: its per-element cost is left as it was.
+    f32 = _transpose_vector_us(shape, perm, "float32", "Ascend910B2")
+    for d in ("float16", "bfloat16"):
+        assert _transpose_vector_us(shape, perm, d, "Ascend910B2") == pytest.approx(0.5 * f32, rel=0.1)
+    f16, f32_950 = (_transpose_vector_us(shape, perm, d, "Ascend950PR") for d in ("float16", "float32"))
+    assert f16 > 0.8 * f32_950
+
+
 def test_910b_expands_an_unaligned_last_axis_broadcast_in_ub():
     # 910B's TBE broadcast schedule expands an operand broadcast along an unaligned last axis
     # (101 fp32 = 404 bytes) by transposes in UB: vector work per output element the same-size

@@ -732,6 +732,19 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
   k.unit_elems = 1;
   k.in_bytes = k.ds;
   k.out_bytes = k.ds;
+  // The regrouping in UB below: one gather pass per 4-byte lane (int64: two).  910B's Transpose
+  // is CANN's TBE kernel (ops-math's Ascend C Transpose, conversion/transpose/op_host/
+  // transpose_def.cpp, is built for ascend950 only), which reorders in 2-byte units with
+  // vnchwconv: fp16Times = (bytes + 1) / 2, "fp32/int32:2 fp16/int16:1" (CANN 8.1.RC1 opp,
+  // op_impl/ai_core/tbe/impl/dynamic/transpose.py; the tiling's op_tiling/transpose.cc sets the
+  // same info.fp16Times and sizes its vnchwconv tiles by it).  Its work follows the bytes, so a
+  // 2-byte element takes half a 4-byte pass there.  (int8 goes to its own b8 scenarios, not
+  // audited: left at one pass.)
+  VecCost gather = vec_api_cost("Gather");
+  if (c220(p) && k.ds == 2) gather.per_repeat *= 0.5;
+  auto regroup = [&] {
+    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({gather, false});
+  };
   merge_transpose_axes(x, perm);
   rank = x.size();
   // Contiguous runs: trailing input axes kept in order at the end of the output.
@@ -749,11 +762,11 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
     // 2-D and [0, 3, 1, 2] transposes, 910B2's 2-D and 5-D ones), so copies of short blocks
     // are no cheaper.
     k.run_in = k.run_out = double(kept) * k.ds;
-    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
+    regroup();
   } else {
     // The last axis changes: a gather of every element in UB (per-element offsets; int64 as
     // two 4-byte lanes), on square tiles.
-    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
+    regroup();
     k.run_in = double(x[rank - 1]) * kept * k.ds;
     k.run_out = double(x[perm[rank - 1]]) * kept * k.ds;
     k.transpose_side = 1;
