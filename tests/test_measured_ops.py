@@ -119,6 +119,22 @@ def test_910b_transpose_reorders_in_2_byte_units(shape, perm):
     assert f16 > 0.8 * f32_950
 
 
+@pytest.mark.parametrize("shape, dtype, copies", [
+    ([64, 128, 128, 128], "float16", True),   # 256-byte blocks: 8 x 32 B, repeat 128
+    ([64, 128, 128, 64], "int8", False),      # 64 B: 2 blocks, too short a burst
+    ([64, 128, 128, 100], "float16", False),  # 200 B: not whole 32-byte blocks
+    ([64, 128, 128, 64], "float16", True),    # 128 B: 4 blocks, the shortest repeat burst
+])
+def test_910b_transpose_moves_a_kept_block_by_strided_copies(shape, dtype, copies):
+    # 910B's TBE Transpose (scenario 9, op_tiling/transpose.cc IsScenario9): a kept last axis of
+    # at least 4 whole 32-byte blocks moves by strided copies, no reordering in UB; shorter or
+    # unaligned blocks are regrouped in UB.  The 950's Ascend C kernel regroups short blocks.
+    perm = [0, 2, 1, 3]
+    v910 = _transpose_vector_us(shape, perm, dtype, "Ascend910B2")
+    assert (v910 == 0) == copies
+    assert _transpose_vector_us([64, 128, 128, 128], perm, "float16", "Ascend950PR") > 0
+
+
 def test_910b_expands_an_unaligned_last_axis_broadcast_in_ub():
     # 910B's TBE broadcast schedule expands an operand broadcast along an unaligned last axis
     # (101 fp32 = 404 bytes) by transposes in UB: vector work per output element the same-size

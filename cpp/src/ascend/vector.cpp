@@ -711,6 +711,46 @@ void merge_transpose_axes(std::vector<int64_t>& x, std::vector<int64_t>& perm) {
   x = nx;
   perm = rank_of;
 }
+
+// 910B's TBE Transpose moves a kept last axis of whole 32-byte blocks, at least 4 of them, by
+// strided copies alone (its scenario 9: op_tiling/transpose.cc IsScenario9, the kernel's
+// _move_data_s9 in CANN 8.1.RC1 tbe/impl/dynamic/transpose.py): one side is read or written
+// contiguously, `repeat` rows of the block at a time, the other in bursts of one block, with no
+// reordering in UB.  `src` mode repeats the input's second-last axis, `dst` mode the output's;
+// each needs the axes before it to give every core a share, repeat <= 4095 bursts (NBURST_BOUNDARY),
+// 16 <= repeat * blocks <= the UB's blocks, and a burst stride below 65535 blocks.  Returns the
+// contiguous side's run in bytes (0: not this scenario) and sets `src`.
+double tbe_repeat_copy_run(const std::vector<int64_t>& x, const std::vector<int64_t>& perm, int ds,
+                           const Platform& p, bool& src) {
+  const size_t r = x.size();
+  if (r < 3 || perm[r - 1] != int64_t(r - 1) || (x[r - 1] * ds) % 32 != 0) return 0;
+  const int64_t blocks = x[r - 1] * ds / 32;
+  if (blocks < 4) return 0;  // "if burstlen < 4, borrow axis is better than using repeat"
+  const int64_t ub_blocks = int64_t(p.ub) / 32 - 128;  // ubSizeCouldUse: 4 KB reserved
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i) out[i] = x[perm[i]];
+  auto lead = [&](const std::vector<int64_t>& s) {
+    int64_t v = 1;
+    for (size_t i = 0; i + 2 < r; ++i) v *= s[i];
+    return v;
+  };
+  auto stride_ok = [&](const std::vector<int64_t>& s, size_t from) {  // (vol - 1) * blocks <= 65535
+    int64_t v = 1;
+    for (size_t i = from; i + 1 < r; ++i) v *= s[i];
+    return (v - 1) * blocks <= 65535;
+  };
+  auto fits = [&](int64_t repeat, const std::vector<int64_t>& s) {
+    return lead(s) >= p.vector_cores && repeat <= 4095 && repeat * blocks <= ub_blocks && repeat * blocks >= 16;
+  };
+  const int64_t rep_src = x[r - 2], rep_dst = out[r - 2];
+  size_t at = 0;  // the output position of the input's second-last axis
+  while (perm[at] != int64_t(r - 2)) ++at;
+  const bool src_ok = fits(rep_src, x) && stride_ok(out, at + 1);
+  const bool dst_ok = fits(rep_dst, out) && stride_ok(x, size_t(perm[r - 2]) + 1);
+  if (!src_ok && !dst_ok) return 0;
+  src = rep_dst > rep_src ? !dst_ok : src_ok;
+  return double((src ? rep_src : rep_dst) * x[r - 1] * ds);
+}
 }  // namespace
 
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p) {
@@ -751,11 +791,15 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
   int64_t kept = 1;
   size_t j = rank;
   while (j > 0 && perm[j - 1] == int64_t(j - 1)) { kept *= x[j - 1]; --j; }
+  bool src = false;
+  const double repeat_run = c220(p) && j > 0 ? tbe_repeat_copy_run(x, perm, k.ds, p, src) : 0.0;
   if (j == 0) {  // identity
     k.run_in = k.run_out = 0;
-  } else if (kept * k.ds >= p.gm_align) {
-    // The innermost block moves as a whole (DataCopy with strides, no vector work).
+  } else if (kept * k.ds >= p.gm_align || repeat_run > 0) {
+    // The innermost block moves as a whole (DataCopy with strides, no vector work); 910B's
+    // repeat copies read or write `repeat` blocks in one run.
     k.run_in = k.run_out = double(kept) * k.ds;
+    if (repeat_run > 0) (src ? k.run_in : k.run_out) = repeat_run;
   } else if (kept * k.ds >= 32) {
     // Blocks shorter than a full-rate burst are regrouped element by element in UB: CANN's
     // Transpose runs ~1 cycle per element and core whatever its runs (fit half: 950PR's
