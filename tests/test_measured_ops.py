@@ -135,6 +135,25 @@ def test_910b_transpose_moves_a_kept_block_by_strided_copies(shape, dtype, copie
     assert _transpose_vector_us([64, 128, 128, 128], perm, "float16", "Ascend950PR") > 0
 
 
+def _transpose_mte2_us(shape, dtype, soc, perm=(0, 2, 1, 3)):
+    t = an.baseline_tiling("Transpose", [shape], dtype, soc, {"perm": list(perm)})
+    return an.estimate("Transpose", [shape], dtype, soc, t, {"perm": list(perm)}).breakdown["mte2_us"]
+
+
+def test_910b_transpose_borrows_axes_for_short_kept_blocks():
+    # 910B's TBE Transpose moves a short kept block (16 fp32 = 64 B) with the axes before it
+    # borrowed on each side (transpose.cc CalcSrcBorrowAxisIndex, CalcLeftVol: 31 blocks a copy):
+    # its reads cost about what the same bytes in 512-byte blocks do, not 64-byte bursts.  The
+    # 950's Ascend C kernel is not this one.
+    short, long_ = [64, 128, 128, 16], [64, 128, 16, 128]
+    assert _transpose_mte2_us(short, "float32", "Ascend910B2") < 1.2 * _transpose_mte2_us(long_, "float32", "Ascend910B2")
+    assert _transpose_mte2_us(short, "float32", "Ascend950PR") > 2 * _transpose_mte2_us(long_, "float32", "Ascend950PR")
+    # An unaligned block over 256 bytes (100 fp32) is copied row by row, no reordering in UB
+    # (scenario 1); at 200 bytes (100 fp16) it is borrowed and reordered.
+    assert _transpose_vector_us([64, 128, 128, 100], [0, 2, 1, 3], "float32", "Ascend910B2") == 0
+    assert _transpose_vector_us([64, 128, 128, 100], [0, 2, 1, 3], "float16", "Ascend910B2") > 0
+
+
 def test_910b_expands_an_unaligned_last_axis_broadcast_in_ub():
     # 910B's TBE broadcast schedule expands an operand broadcast along an unaligned last axis
     # (101 fp32 = 404 bytes) by transposes in UB: vector work per output element the same-size

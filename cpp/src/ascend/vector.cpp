@@ -751,6 +751,23 @@ double tbe_repeat_copy_run(const std::vector<int64_t>& x, const std::vector<int6
   src = rep_dst > rep_src ? !dst_ok : src_ok;
   return double((src ? rep_src : rep_dst) * x[r - 1] * ds);
 }
+
+// The blocks a side of 910B's TBE borrow-axis transpose moves at once, for a kept block of `kept`
+// elements (op_tiling/transpose.cc CalcLeftVol): UB room in 2-byte units, 32768 for a block of
+// whole 32-byte blocks (LAST_AXIS_N_TRANS_MAX_SIZE_B16), else (6144 * 32 - 4096) / 32 / 2 = 3008
+// (CalcVnchwconvPartialUbSize: 1/16 of the UB); the square of `vol` blocks, each padded to a
+// 32-byte block, must fit it; the side is vol - 1.
+int64_t tbe_borrow_side(int64_t kept, int ds) {
+  const int64_t epb = 32 / ds, fp16_times = (ds + 1) / 2;
+  const int64_t ub = kept % epb == 0 ? 32768 : (6144 * 32 - 4096) / 32 / 2;
+  const int64_t left = std::max<int64_t>(1, ub / (kept * fp16_times));
+  for (int i = 0; i < 10; ++i) {  // LOOP_FOR_UB_PADDING
+    const int64_t vol = int64_t(std::sqrt(double(left))) - i;
+    if (vol < 1) break;
+    if (vol * (cdiv(vol * kept, epb) * epb) * fp16_times <= ub) return std::max<int64_t>(1, vol - 1);
+  }
+  return 1;
+}
 }  // namespace
 
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p) {
@@ -794,9 +811,13 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
   while (j > 0 && perm[j - 1] == int64_t(j - 1)) { kept *= x[j - 1]; --j; }
   bool src = false;
   const double repeat_run = c220(p) && j > 0 ? tbe_repeat_copy_run(x, perm, k.ds, p, src) : 0.0;
+  // 910B's TBE kernel copies a kept block longer than 256 bytes that is not whole 32-byte blocks
+  // row by row, no reordering in UB (scenario 1: transpose.cc SetScenario,
+  // LAST_AXIS_NOT_BLOCK_ALIGN_LARGE_THRESHOLD; 8.1.RC1 _move_data_s1).
+  const bool row_copies = c220(p) && j > 0 && kept * k.ds > 256 && (kept * k.ds) % 32 != 0;
   if (j == 0) {  // identity
     k.run_in = k.run_out = 0;
-  } else if (kept * k.ds >= p.gm_align || repeat_run > 0) {
+  } else if (kept * k.ds >= p.gm_align || repeat_run > 0 || row_copies) {
     // The innermost block moves as a whole (DataCopy with strides, no vector work); 910B's
     // repeat copies read or write `repeat` blocks in one run.
     k.run_in = k.run_out = double(kept) * k.ds;
@@ -807,6 +828,16 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
     // 2-D and [0, 3, 1, 2] transposes, 910B2's 2-D and 5-D ones), so copies of short blocks
     // are no cheaper.
     k.run_in = k.run_out = double(kept) * k.ds;
+    if (c220(p)) {
+      // 910B's TBE kernel borrows the axes before the block on each side (its borrow-axis
+      // scenarios: op_tiling/transpose.cc CalcSrcBorrowAxisIndex / CalcDstBorrowAxisIndex, up to
+      // two axes a side): a copy moves up to `side` blocks of the input's, or the output's,
+      // trailing axes at once, and vnchwconv reorders them in UB.
+      const double side = double(tbe_borrow_side(kept, k.ds));
+      auto run = [&](int64_t a, int64_t b) { return std::min(double(a) * double(b), side) * double(kept) * k.ds; };
+      k.run_in = run(x[rank - 2], rank >= 3 ? x[rank - 3] : 1);
+      k.run_out = run(x[perm[rank - 2]], rank >= 3 ? x[perm[rank - 3]] : 1);
+    }
     regroup();
   } else {
     // The last axis changes: a gather of every element in UB (per-element offsets; int64 as
