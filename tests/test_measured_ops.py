@@ -154,6 +154,17 @@ def test_910b_transpose_borrows_axes_for_short_kept_blocks():
     assert _transpose_vector_us([64, 128, 128, 100], [0, 2, 1, 3], "float16", "Ascend910B2") > 0
 
 
+@pytest.mark.parametrize("soc, index_bytes", [("Ascend910B2", 4), ("Ascend950PR", 8)])
+def test_gather_elements_reads_the_kernels_index_width(soc, index_bytes):
+    # 910B's GatherElementsV2 (ops-nn gather_elements_v2_def.cpp) takes int32 indices only;
+    # aclnnGather casts int64 ones first, in a kernel of its own.
+    x, idx = [4, 255, 2049], [4, 127, 2049]
+    attrs = {"output_shape": idx, "axis": 1}
+    t = an.baseline_tiling("GatherElements", [x, idx], "float32", soc, attrs)
+    b = an.estimate("GatherElements", [x, idx], "float32", soc, t, attrs).breakdown
+    assert b["gm_read_bytes"] == pytest.approx(math.prod(x) * 4 + math.prod(idx) * index_bytes, rel=0.01)
+
+
 def test_910b_expands_an_unaligned_last_axis_broadcast_in_ub():
     # 910B's TBE broadcast schedule expands an operand broadcast along an unaligned last axis
     # (101 fp32 = 404 bytes) by transposes in UB: vector work per output element the same-size

@@ -1045,7 +1045,10 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
     index_bytes = double(numel(op.inputs[1])) * 8;
     run_in = row;
   } else if (kd == "GatherElements") {
-    index_bytes = double(n_out) * 8;
+    // 910B's GatherElementsV2 (Ascend C, hicann/ops-nn index/gather_elements_v2/op_host/
+    // gather_elements_v2_def.cpp) takes int32 indices only (aclnnGather casts int64 ones to int32
+    // in a kernel of its own first, op_host/op_api/aclnn_gather.cpp CalGather): 4 bytes an index.
+    index_bytes = double(n_out) * (c220(p) ? 4 : 8);
     const int64_t slab = inner(x, axis);  // input elements under one index of the axes before `axis`
     // Each output slice reads its slab once and gathers in UB (per-element offsets: Gather);
     // scattered 32-byte reads were 4x the measured time of a 950PR gather along an 8 KB last
