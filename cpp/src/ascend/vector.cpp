@@ -793,8 +793,9 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
   // is CANN's TBE kernel (ops-math's Ascend C Transpose, conversion/transpose/op_host/
   // transpose_def.cpp, is built for ascend950 only), which reorders in 2-byte units with
   // vnchwconv: fp16Times = (bytes + 1) / 2, "fp32/int32:2 fp16/int16:1" (CANN 8.1.RC1 opp,
-  // op_impl/ai_core/tbe/impl/dynamic/transpose.py; the tiling's op_tiling/transpose.cc sets the
-  // same info.fp16Times and sizes its vnchwconv tiles by it).  _reorder_s7_b16 is one vnchwconv
+  // op_impl/ai_core/tbe/impl/dynamic/transpose.py; the tiling's op_tiling/transpose.cc, whose
+  // 8.1.RC1 build ships compiled: its 2021 canndev source, ops/built-in/op_tiling/transpose.cc, the
+  // one cited below, sets the same info.fp16Times and sizes its vnchwconv tiles by it).  _reorder_s7_b16 is one vnchwconv
   // pass, _reorder_s7_b32 two with a UB copy between, over fp16Times halves: the work follows
   // the bytes, so a 2-byte element takes half a 4-byte pass there.  (int8 goes to its own b8 scenarios, not
   // audited: left at one pass.)
