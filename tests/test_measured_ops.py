@@ -102,6 +102,69 @@ def _vector_us(shapes, soc, dtype="float32"):
     return an.estimate("Max", shapes, dtype, soc, t).breakdown["vector_us"]
 
 
+def _transpose_vector_us(shape, perm, dtype, soc):
+    t = an.baseline_tiling("Transpose", [shape], dtype, soc, {"perm": perm})
+    return an.estimate("Transpose", [shape], dtype, soc, t, {"perm": perm}).breakdown["vector_us"]
+
+
+@pytest.mark.parametrize("shape, perm", [([2048, 2048], [1, 0]), ([3, 7, 11, 13, 1013], [4, 3, 2, 1, 0])])
+def test_910b_transpose_reorders_in_2_byte_units(shape, perm):
+    # 910B's Transpose is CANN's TBE kernel: it reorders in fp16 units (fp16Times = (bytes + 1) / 2,
+    # tbe/impl/dynamic/transpose.py), so a 2-byte element is half the work of a 4-byte one.  The
+    # 950's Ascend C kernel is not this one: its per-element cost is left as it was.
+    f32 = _transpose_vector_us(shape, perm, "float32", "Ascend910B2")
+    for d in ("float16", "bfloat16"):
+        assert _transpose_vector_us(shape, perm, d, "Ascend910B2") == pytest.approx(0.5 * f32, rel=0.1)
+    f16, f32_950 = (_transpose_vector_us(shape, perm, d, "Ascend950PR") for d in ("float16", "float32"))
+    assert f16 > 0.8 * f32_950
+
+
+@pytest.mark.parametrize("shape, dtype, copies", [
+    ([64, 128, 128, 128], "float16", True),   # 256-byte blocks: 8 x 32 B, repeat 128
+    ([64, 128, 128, 64], "int8", False),      # 64 B: 2 blocks, too short a burst
+    ([64, 128, 128, 100], "float16", False),  # 200 B: not whole 32-byte blocks
+    ([64, 128, 128, 64], "float16", True),    # 128 B: 4 blocks, the shortest repeat burst
+])
+def test_910b_transpose_moves_a_kept_block_by_strided_copies(shape, dtype, copies):
+    # 910B's TBE Transpose (scenario 9, op_tiling/transpose.cc IsScenario9): a kept last axis of
+    # at least 4 whole 32-byte blocks moves by strided copies, no reordering in UB; shorter or
+    # unaligned blocks are regrouped in UB.  The 950's Ascend C kernel regroups short blocks.
+    perm = [0, 2, 1, 3]
+    v910 = _transpose_vector_us(shape, perm, dtype, "Ascend910B2")
+    assert (v910 == 0) == copies
+    assert _transpose_vector_us([64, 128, 128, 128], perm, "float16", "Ascend950PR") > 0
+
+
+def _transpose_mte2_us(shape, dtype, soc, perm=(0, 2, 1, 3)):
+    t = an.baseline_tiling("Transpose", [shape], dtype, soc, {"perm": list(perm)})
+    return an.estimate("Transpose", [shape], dtype, soc, t, {"perm": list(perm)}).breakdown["mte2_us"]
+
+
+def test_910b_transpose_borrows_axes_for_short_kept_blocks():
+    # 910B's TBE Transpose moves a short kept block (16 fp32 = 64 B) with the axes before it
+    # borrowed on each side (transpose.cc CalcSrcBorrowAxisIndex, CalcLeftVol: 31 blocks a copy):
+    # its reads cost about what the same bytes in 512-byte blocks do, not 64-byte bursts.  The
+    # 950's Ascend C kernel is not this one.
+    short, long_ = [64, 128, 128, 16], [64, 128, 16, 128]
+    assert _transpose_mte2_us(short, "float32", "Ascend910B2") < 1.2 * _transpose_mte2_us(long_, "float32", "Ascend910B2")
+    assert _transpose_mte2_us(short, "float32", "Ascend950PR") > 2 * _transpose_mte2_us(long_, "float32", "Ascend950PR")
+    # An unaligned block over 256 bytes (100 fp32) is copied row by row, no reordering in UB
+    # (scenario 1); at 200 bytes (100 fp16) it is borrowed and reordered.
+    assert _transpose_vector_us([64, 128, 128, 100], [0, 2, 1, 3], "float32", "Ascend910B2") == 0
+    assert _transpose_vector_us([64, 128, 128, 100], [0, 2, 1, 3], "float16", "Ascend910B2") > 0
+
+
+@pytest.mark.parametrize("soc, index_bytes", [("Ascend910B2", 4), ("Ascend950PR", 8)])
+def test_gather_elements_reads_the_kernels_index_width(soc, index_bytes):
+    # 910B's GatherElementsV2 (ops-nn gather_elements_v2_def.cpp) takes int32 indices only;
+    # aclnnGather casts int64 ones first, in a kernel of its own.
+    x, idx = [4, 255, 2049], [4, 127, 2049]
+    attrs = {"output_shape": idx, "axis": 1}
+    t = an.baseline_tiling("GatherElements", [x, idx], "float32", soc, attrs)
+    b = an.estimate("GatherElements", [x, idx], "float32", soc, t, attrs).breakdown
+    assert b["gm_read_bytes"] == pytest.approx(math.prod(x) * 4 + math.prod(idx) * index_bytes, rel=0.01)
+
+
 def test_910b_expands_an_unaligned_last_axis_broadcast_in_ub():
     # 910B's TBE broadcast schedule expands an operand broadcast along an unaligned last axis
     # (101 fp32 = 404 bytes) by transposes in UB: vector work per output element the same-size

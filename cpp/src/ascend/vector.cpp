@@ -716,6 +716,63 @@ void merge_transpose_axes(std::vector<int64_t>& x, std::vector<int64_t>& perm) {
   x = nx;
   perm = rank_of;
 }
+
+// 910B's TBE Transpose moves a kept last axis of whole 32-byte blocks, at least 4 of them, by
+// strided copies alone (its scenario 9: op_tiling/transpose.cc IsScenario9, the kernel's
+// _move_data_s9 in CANN 8.1.RC1 tbe/impl/dynamic/transpose.py): one side is read or written
+// contiguously, `repeat` rows of the block at a time, the other in bursts of one block, with no
+// reordering in UB.  `src` mode repeats the input's second-last axis, `dst` mode the output's;
+// each needs the axes before it to give every core a share, repeat <= 4095 bursts (NBURST_BOUNDARY),
+// 16 <= repeat * blocks <= the UB's blocks, and a burst stride below 65535 blocks.  Returns the
+// contiguous side's run in bytes (0: not this scenario) and sets `src`.
+double tbe_repeat_copy_run(const std::vector<int64_t>& x, const std::vector<int64_t>& perm, int ds,
+                           const Platform& p, bool& src) {
+  const size_t r = x.size();
+  if (r < 3 || perm[r - 1] != int64_t(r - 1) || (x[r - 1] * ds) % 32 != 0) return 0;
+  const int64_t blocks = x[r - 1] * ds / 32;
+  if (blocks < 4) return 0;  // "if burstlen < 4, borrow axis is better than using repeat"
+  const int64_t ub_blocks = int64_t(p.ub) / 32 - 128;  // ubSizeCouldUse: 4 KB reserved
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i) out[i] = x[perm[i]];
+  auto lead = [&](const std::vector<int64_t>& s) {
+    int64_t v = 1;
+    for (size_t i = 0; i + 2 < r; ++i) v *= s[i];
+    return v;
+  };
+  auto stride_ok = [&](const std::vector<int64_t>& s, size_t from) {  // (vol - 1) * blocks <= 65535
+    int64_t v = 1;
+    for (size_t i = from; i + 1 < r; ++i) v *= s[i];
+    return (v - 1) * blocks <= 65535;
+  };
+  auto fits = [&](int64_t repeat, const std::vector<int64_t>& s) {
+    return lead(s) >= p.vector_cores && repeat <= 4095 && repeat * blocks <= ub_blocks && repeat * blocks >= 16;
+  };
+  const int64_t rep_src = x[r - 2], rep_dst = out[r - 2];
+  size_t at = 0;  // the output position of the input's second-last axis
+  while (perm[at] != int64_t(r - 2)) ++at;
+  const bool src_ok = fits(rep_src, x) && stride_ok(out, at + 1);
+  const bool dst_ok = fits(rep_dst, out) && stride_ok(x, size_t(perm[r - 2]) + 1);
+  if (!src_ok && !dst_ok) return 0;
+  src = rep_dst > rep_src ? !dst_ok : src_ok;
+  return double((src ? rep_src : rep_dst) * x[r - 1] * ds);
+}
+
+// The blocks a side of 910B's TBE borrow-axis transpose moves at once, for a kept block of `kept`
+// elements (op_tiling/transpose.cc CalcLeftVol): UB room in 2-byte units, 32768 for a block of
+// whole 32-byte blocks (LAST_AXIS_N_TRANS_MAX_SIZE_B16), else (6144 * 32 - 4096) / 32 / 2 = 3008
+// (CalcVnchwconvPartialUbSize: 1/16 of the UB); the square of `vol` blocks, each padded to a
+// 32-byte block, must fit it; the side is vol - 1.
+int64_t tbe_borrow_side(int64_t kept, int ds) {
+  const int64_t epb = 32 / ds, fp16_times = (ds + 1) / 2;
+  const int64_t ub = kept % epb == 0 ? 32768 : (6144 * 32 - 4096) / 32 / 2;
+  const int64_t left = std::max<int64_t>(1, ub / (kept * fp16_times));
+  for (int i = 0; i < 10; ++i) {  // LOOP_FOR_UB_PADDING
+    const int64_t vol = int64_t(std::sqrt(double(left))) - i;
+    if (vol < 1) break;
+    if (vol * (cdiv(vol * kept, epb) * epb) * fp16_times <= ub) return std::max<int64_t>(1, vol - 1);
+  }
+  return 1;
+}
 }  // namespace
 
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p) {
@@ -737,28 +794,61 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
   k.unit_elems = 1;
   k.in_bytes = k.ds;
   k.out_bytes = k.ds;
+  // The regrouping in UB below: one gather pass per 4-byte lane (int64: two).  910B's Transpose
+  // is CANN's TBE kernel (ops-math's Ascend C Transpose, conversion/transpose/op_host/
+  // transpose_def.cpp, is built for ascend950 only), which reorders in 2-byte units with
+  // vnchwconv: fp16Times = (bytes + 1) / 2, "fp32/int32:2 fp16/int16:1" (CANN 8.1.RC1 opp,
+  // op_impl/ai_core/tbe/impl/dynamic/transpose.py; the tiling's op_tiling/transpose.cc, whose
+  // 8.1.RC1 build ships compiled: its 2021 canndev source, ops/built-in/op_tiling/transpose.cc, the
+  // one cited below, sets the same info.fp16Times and sizes its vnchwconv tiles by it).  _reorder_s7_b16 is one vnchwconv
+  // pass, _reorder_s7_b32 two with a UB copy between, over fp16Times halves: the work follows
+  // the bytes, so a 2-byte element takes half a 4-byte pass there.  (int8 goes to its own b8 scenarios, not
+  // audited: left at one pass.)
+  VecCost gather = vec_api_cost("Gather");
+  if (c220(p) && k.ds == 2) gather.per_repeat *= 0.5;
+  auto regroup = [&] {
+    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({gather, false});
+  };
   merge_transpose_axes(x, perm);
   rank = x.size();
   // Contiguous runs: trailing input axes kept in order at the end of the output.
   int64_t kept = 1;
   size_t j = rank;
   while (j > 0 && perm[j - 1] == int64_t(j - 1)) { kept *= x[j - 1]; --j; }
+  bool src = false;
+  const double repeat_run = c220(p) && j > 0 ? tbe_repeat_copy_run(x, perm, k.ds, p, src) : 0.0;
+  // 910B's TBE kernel copies a kept block longer than 256 bytes that is not whole 32-byte blocks
+  // row by row, no reordering in UB (scenario 1: transpose.cc SetScenario,
+  // LAST_AXIS_NOT_BLOCK_ALIGN_LARGE_THRESHOLD; 8.1.RC1 _move_data_s1).
+  const bool row_copies = c220(p) && j > 0 && kept * k.ds > 256 && (kept * k.ds) % 32 != 0;
   if (j == 0) {  // identity
     k.run_in = k.run_out = 0;
-  } else if (kept * k.ds >= p.gm_align) {
-    // The innermost block moves as a whole (DataCopy with strides, no vector work).
+  } else if (kept * k.ds >= p.gm_align || repeat_run > 0 || row_copies) {
+    // The innermost block moves as a whole (DataCopy with strides, no vector work); 910B's
+    // repeat copies read or write `repeat` blocks in one run.
     k.run_in = k.run_out = double(kept) * k.ds;
+    if (repeat_run > 0) (src ? k.run_in : k.run_out) = repeat_run;
   } else if (kept * k.ds >= 32) {
     // Blocks shorter than a full-rate burst are regrouped element by element in UB: CANN's
     // Transpose runs ~1 cycle per element and core whatever its runs (fit half: 950PR's
     // 2-D and [0, 3, 1, 2] transposes, 910B2's 2-D and 5-D ones), so copies of short blocks
     // are no cheaper.
     k.run_in = k.run_out = double(kept) * k.ds;
-    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
+    if (c220(p)) {
+      // 910B's TBE kernel borrows the axes before the block on each side (its borrow-axis
+      // scenarios: op_tiling/transpose.cc CalcSrcBorrowAxisIndex / CalcDstBorrowAxisIndex, up to
+      // two axes a side): a copy moves up to `side` blocks of the input's, or the output's,
+      // trailing axes at once, and vnchwconv reorders them in UB.
+      const double side = double(tbe_borrow_side(kept, k.ds));
+      auto run = [&](int64_t a, int64_t b) { return std::min(double(a) * double(b), side) * double(kept) * k.ds; };
+      k.run_in = run(x[rank - 2], rank >= 3 ? x[rank - 3] : 1);
+      k.run_out = run(x[perm[rank - 2]], rank >= 3 ? x[perm[rank - 3]] : 1);
+    }
+    regroup();
   } else {
     // The last axis changes: a gather of every element in UB (per-element offsets; int64 as
     // two 4-byte lanes), on square tiles.
-    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
+    regroup();
     k.run_in = double(x[rank - 1]) * kept * k.ds;
     k.run_out = double(x[perm[rank - 1]]) * kept * k.ds;
     k.transpose_side = 1;
@@ -961,7 +1051,10 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
     index_bytes = double(numel(op.inputs[1])) * 8;
     run_in = row;
   } else if (kd == "GatherElements") {
-    index_bytes = double(n_out) * 8;
+    // 910B's GatherElementsV2 (Ascend C, hicann/ops-nn index/gather_elements_v2/op_host/
+    // gather_elements_v2_def.cpp) takes int32 indices only (aclnnGather casts int64 ones to int32
+    // in a kernel of its own first, op_host/op_api/aclnn_gather.cpp CalGather): 4 bytes an index.
+    index_bytes = double(n_out) * (c220(p) ? 4 : 8);
     const int64_t slab = inner(x, axis);  // input elements under one index of the axes before `axis`
     // Each output slice reads its slab once and gathers in UB (per-element offsets: Gather);
     // scattered 32-byte reads were 4x the measured time of a 950PR gather along an 8 KB last
