@@ -147,6 +147,21 @@ def test_foreach_addcdiv_on_910b_loads_computes_and_stores_a_tile_in_turn():
     assert an.baseline_tiling("ForeachAddcdivScalar", x, "float32", "Ascend950PR", attrs)["bufferNum"] == 2
 
 
+def test_foreach_addcdiv_on_910b_casts_16_bit_tiles_in_pieces():
+    # CANN's 910B kernel computes a 16-bit tile in fp32 pieces of (UB - 3056) / 10 / 8 / 4 elements
+    # (592; foreach_addcdiv_scalar.cpp AddcDivScalarAdapter), six vector calls a piece each behind a
+    # PipeBarrier: the calls' start is paid per piece, so a large tile costs the vector unit per
+    # element what a small one does (calls charged per tile made a 1024-element tile 1.5x dearer).
+    x, attrs = [[2048, 4096]] * 3, {"tensor_count": 1}
+    base = an.baseline_tiling("ForeachAddcdivScalar", x, "bfloat16", SOC, attrs)
+
+    def vector_us(tile):
+        t = {**base, "tileLen": tile}
+        return an.estimate("ForeachAddcdivScalar", x, "bfloat16", SOC, t, attrs).breakdown["vector_us"]
+
+    assert vector_us(1024) < 1.05 * vector_us(8192)
+
+
 def _finalize(topk, soc=SOC, tokens=2048, h=512):
     inputs = [[tokens * topk, h], [tokens * topk], [tokens, h], [], [16, h], [tokens, topk], [tokens, topk]]
     return _time("MoeFinalizeRouting", inputs, "float16", {}, soc=soc)

@@ -104,6 +104,10 @@ int64_t foreach_lists(const OpDesc& op, int lists, const std::vector<std::string
 //   bytes, a 16-bit one 9x that (COPY_SPACE_MULTIPLE, kernel_foreach_base.h line 26; implict_output.h
 //   Init lines 156-166), computed in fp32 pieces of inputsTensorUbSize / 4 elements (the fp32
 //   copies are a piece's, not a tile's: no tile-sized temporaries).
+// - A 16-bit piece (AddcDivScalarAdapter / ComputerPerCastForAddcDivScalar, foreach_addcdiv_scalar.cpp
+//   lines 35-74) runs its own three casts up, Div, Axpy and cast down, each behind a PipeBarrier:
+//   a call's start is paid per piece of 592 elements (18 a tile), not once per tile, so it is
+//   charged with the piece's repeats.
 // The elements of all tensors are split over min(cores, 32-byte blocks) cores, a block apart at
 // most (AssignDataToEachCore, lines 629-682), as the model's even split.
 void cann_c220_addcdiv_loop(VecKernel& k, const Platform& p) {
@@ -113,6 +117,13 @@ void cann_c220_addcdiv_loop(VecKernel& k, const Platform& p) {
   k.baseline_buffer_num = 1;
   k.ub_buffers = 3;
   k.temp_fp32 = 0;
+  if (k.ds == 2) {
+    const double piece = double(in_ub / 4);
+    for (auto& s : k.elem_prog) {
+      s.cost.per_repeat += s.cost.per_call * (s.fp32 ? 64.0 : 128.0) / piece;
+      s.cost.per_call = 0;
+    }
+  }
 }
 
 // y_i = x1_i + scalar * x2_i / x3_i over every tensor of the three lists.
