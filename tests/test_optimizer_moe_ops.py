@@ -145,6 +145,9 @@ def test_foreach_addcdiv_on_910b_loads_computes_and_stores_a_tile_in_turn():
     # In turn: the core's time is its loads', vector work's and stores' sum, which overlap would hide.
     assert serial.time_us > overlapped.time_us + 0.5 * min(b["vector_us"], b["mte2_us"])
     assert an.baseline_tiling("ForeachAddcdivScalar", x, "float32", "Ascend950PR", attrs)["bufferNum"] == 2
+    # Cores: min(cores, 32-byte blocks) (GetNeedCoreNum): 100 fp32 elements take 13 cores, not 48.
+    tiny = an.baseline_tiling("ForeachAddcdivScalar", [[100]] * 3, "float32", SOC, attrs)
+    assert tiny["blockDim"] == 13
 
 
 def test_foreach_addcdiv_on_910b_casts_16_bit_tiles_in_pieces():

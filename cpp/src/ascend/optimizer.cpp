@@ -108,13 +108,15 @@ int64_t foreach_lists(const OpDesc& op, int lists, const std::vector<std::string
 //   lines 35-74) runs its own three casts up, Div, Axpy and cast down, each behind a PipeBarrier:
 //   a call's start is paid per piece of 592 elements (18 a tile), not once per tile, so it is
 //   charged with the piece's repeats.
-// The elements of all tensors are split over min(cores, 32-byte blocks) cores, a block apart at
-// most (AssignDataToEachCore, lines 629-682), as the model's even split.
+// The elements of all tensors are split over min(cores, 32-byte blocks) cores (GetNeedCoreNum,
+// lines 613-624: 100 fp32 elements take 13 cores), a block apart at most (AssignDataToEachCore,
+// lines 629-682), as the model's even split.
 void cann_c220_addcdiv_loop(VecKernel& k, const Platform& p) {
   const int64_t left = int64_t(p.ub) - 3056;
   const int64_t in_ub = k.ds == 2 ? left / 10 / 8 / 64 * 64 : left / 8 / 32 * 32;
   k.baseline_tile = (k.ds == 2 ? 9 * in_ub : in_ub) / k.ds;
   k.baseline_buffer_num = 1;
+  k.baseline_block_dim = cdiv(k.units, 32 / k.ds);
   k.ub_buffers = 3;
   k.temp_fp32 = 0;
   if (k.ds == 2) {
