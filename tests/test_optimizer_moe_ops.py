@@ -128,6 +128,43 @@ def test_foreach_norm_on_910b_loads_and_reduces_a_tile_in_turn():
     assert an.baseline_tiling("ForeachNorm", x, "float32", SOC, inf)["bufferNum"] == 2
 
 
+def test_foreach_addcdiv_on_910b_loads_computes_and_stores_a_tile_in_turn():
+    # CANN's 910B ForeachAddcdivScalar (ops-nn foreach_utils/op_kernel/
+    # foreach_one_scalar_quaternary_implict_output.h Compute) waits V->MTE3 before a tile's store and
+    # MTE3->MTE2 after it, so the next tile's loads wait for the store: the pipeline of bufferNum 1,
+    # at its own tile (foreach_tiling_class.h DivideUbMemory1): (UB - 3056) / 8 bytes for fp32,
+    # 9x (UB - 3056) / 10 / 8 (64-byte rounded) bytes for 16-bit data.  950PR's kernel overlaps.
+    x, attrs = [[2048, 4096]] * 3, {"tensor_count": 1}
+    base = an.baseline_tiling("ForeachAddcdivScalar", x, "float32", SOC, attrs)
+    assert base["bufferNum"] == 1 and base["tileLen"] == (196608 - 3056) // 8 // 32 * 32 // 4
+    half = an.baseline_tiling("ForeachAddcdivScalar", x, "bfloat16", SOC, attrs)
+    assert half["bufferNum"] == 1 and half["tileLen"] == 9 * ((196608 - 3056) // 10 // 8 // 64 * 64) // 2
+    serial = an.estimate("ForeachAddcdivScalar", x, "bfloat16", SOC, half, attrs)
+    overlapped = an.estimate("ForeachAddcdivScalar", x, "bfloat16", SOC, {**half, "bufferNum": 2}, attrs)
+    b = serial.breakdown
+    # In turn: the core's time is its loads', vector work's and stores' sum, which overlap would hide.
+    assert serial.time_us > overlapped.time_us + 0.5 * min(b["vector_us"], b["mte2_us"])
+    assert an.baseline_tiling("ForeachAddcdivScalar", x, "float32", "Ascend950PR", attrs)["bufferNum"] == 2
+    # Cores: min(cores, 32-byte blocks) (GetNeedCoreNum): 100 fp32 elements take 13 cores, not 48.
+    tiny = an.baseline_tiling("ForeachAddcdivScalar", [[100]] * 3, "float32", SOC, attrs)
+    assert tiny["blockDim"] == 13
+
+
+def test_foreach_addcdiv_on_910b_casts_16_bit_tiles_in_pieces():
+    # CANN's 910B kernel computes a 16-bit tile in fp32 pieces of (UB - 3056) / 10 / 8 / 4 elements
+    # (592; foreach_addcdiv_scalar.cpp AddcDivScalarAdapter), six vector calls a piece each behind a
+    # PipeBarrier: the calls' start is paid per piece, so a large tile costs the vector unit per
+    # element what a small one does (calls charged per tile made a 1024-element tile 1.5x dearer).
+    x, attrs = [[2048, 4096]] * 3, {"tensor_count": 1}
+    base = an.baseline_tiling("ForeachAddcdivScalar", x, "bfloat16", SOC, attrs)
+
+    def vector_us(tile):
+        t = {**base, "tileLen": tile}
+        return an.estimate("ForeachAddcdivScalar", x, "bfloat16", SOC, t, attrs).breakdown["vector_us"]
+
+    assert vector_us(1024) < 1.05 * vector_us(8192)
+
+
 def _finalize(topk, soc=SOC, tokens=2048, h=512):
     inputs = [[tokens * topk, h], [tokens * topk], [tokens, h], [], [16, h], [tokens, topk], [tokens, topk]]
     return _time("MoeFinalizeRouting", inputs, "float16", {}, soc=soc)

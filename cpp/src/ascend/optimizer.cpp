@@ -89,6 +89,45 @@ int64_t foreach_lists(const OpDesc& op, int lists, const std::vector<std::string
   return total;
 }
 
+// CANN's 910B ForeachAddcdivScalar (hicann/ops-nn @ e5c3fa93, the non-arch35 kernel
+// foreach/foreach_addcdiv_scalar/op_kernel/foreach_addcdiv_scalar.cpp on foreach_utils/op_kernel/
+// foreach_one_scalar_quaternary_implict_output.h and kernel_foreach_unary.h):
+// - SingleTensorProcess (kernel_foreach_unary.h lines 143-168) runs CopyIn, CopyInPlus, Compute per
+//   tile, and Compute (implict_output.h lines 85-111) waits V->MTE3 before the tile's store and
+//   MTE3->MTE2 after it, so the next tile's loads wait for this tile's store: a tile's loads, its
+//   vector work and its store run in turn, tile after tile.  The queues have 2 buffers, the
+//   pipeline is that of bufferNum 1.
+// - The result is stored from x1's buffer (no output queue): three tile buffers.
+// - The tile (foreach_tiling_class.h DivideUbMemory1, FOREACH_POINTWISE_OP_CODE, lines 755-764):
+//   inputsTensorUbSize = (UB - the 3056-byte ForeachCommonTilingData, foreach_tiling_def.h) / 8
+//   (16-bit: / 10 first), rounded down to 32 bytes (16-bit: 64); an fp32 tile is inputsTensorUbSize
+//   bytes, a 16-bit one 9x that (COPY_SPACE_MULTIPLE, kernel_foreach_base.h line 26; implict_output.h
+//   Init lines 156-166), computed in fp32 pieces of inputsTensorUbSize / 4 elements (the fp32
+//   copies are a piece's, not a tile's: no tile-sized temporaries).
+// - A 16-bit piece (AddcDivScalarAdapter / ComputerPerCastForAddcDivScalar, foreach_addcdiv_scalar.cpp
+//   lines 35-74) runs its own three casts up, Div, Axpy and cast down, each behind a PipeBarrier:
+//   a call's start is paid per piece of 592 elements (18 a tile), not once per tile, so it is
+//   charged with the piece's repeats.
+// The elements of all tensors are split over min(cores, 32-byte blocks) cores (GetNeedCoreNum,
+// lines 613-624: 100 fp32 elements take 13 cores), a block apart at most (AssignDataToEachCore,
+// lines 629-682), as the model's even split.
+void cann_c220_addcdiv_loop(VecKernel& k, const Platform& p) {
+  const int64_t left = int64_t(p.ub) - 3056;
+  const int64_t in_ub = k.ds == 2 ? left / 10 / 8 / 64 * 64 : left / 8 / 32 * 32;
+  k.baseline_tile = (k.ds == 2 ? 9 * in_ub : in_ub) / k.ds;
+  k.baseline_buffer_num = 1;
+  k.baseline_block_dim = cdiv(k.units, 32 / k.ds);
+  k.ub_buffers = 3;
+  k.temp_fp32 = 0;
+  if (k.ds == 2) {
+    const double piece = double(in_ub / 4);
+    for (auto& s : k.elem_prog) {
+      s.cost.per_repeat += s.cost.per_call * (s.fp32 ? 64.0 : 128.0) / piece;
+      s.cost.per_call = 0;
+    }
+  }
+}
+
 // y_i = x1_i + scalar * x2_i / x3_i over every tensor of the three lists.
 std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
   need_float(op);
@@ -98,6 +137,7 @@ std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
   k.temp_fp32 = k.ds == 4 ? 0 : 3;  // the fp32 copies of the three inputs
   k.fixed_us = kAddcdivSetupCycles / p.freq_mhz;
   k.flops = 3.0 * double(n);
+  if (c220(p)) cann_c220_addcdiv_loop(k, p);
   return make_vec_model(k, p);
 }
 
