@@ -73,6 +73,20 @@ def test_small_decode_splits_the_cache_over_cores():
     assert est(inputs).time_us < 0.6 * unsplit.time_us
 
 
+def test_prompt_attention_queue_hides_task_setup_behind_the_kv_stream():
+    # 910B PromptFlashAttention (prompt_flash_attention_s1s2_bns1_x910.h) queues the key blocks of all of a
+    # core's tasks and issues the next one's Q K^T before the current softmax, across task boundaries: a
+    # 2-token MHA query over the same K/V bytes costs about the same in 1920 one-block tasks as in 480
+    # four-block ones (memory bound), not 1920 task set-ups more.
+    many = est(bsnd(60, 2, 512, 32, 32, 128), {"causal": 1})
+    few = est(bsnd(15, 2, 2048, 32, 32, 128), {"causal": 1})
+    assert an.baseline_tiling(FIA, bsnd(60, 2, 512, 32, 32, 128), "float16", SOC, {"causal": 1})["gqaPack"] == 0
+    assert many.breakdown["hbm_read_bytes"] == pytest.approx(few.breakdown["hbm_read_bytes"], rel=0.01)
+    assert many.time_us < 1.1 * few.time_us
+    # ... and stays MTE2-bound: within 15% of its per-core K/V stream.
+    assert many.time_us < 1.15 * many.breakdown["mte2_us"]
+
+
 @pytest.mark.parametrize("inputs, attrs", [
     (bsnd(2, 2048, 2048, 32, 8, 128), {"causal": 1}),
     (bsnd(4, 1, 8192, 32, 8, 128), {}),

@@ -268,6 +268,12 @@ class FlashModel : public OpModel {
   };
   // One key/value block of `c` columns for `m` query rows.
   Stage block(int64_t m, int64_t c, bool masked, double hbm_share) const;
+  // A task's `nb` pipelined blocks (`nb - 1` full ones `f`, the tail `tl`), each costing its slowest stage.
+  static double stream(const Stage& f, const Stage& tl, int64_t nb, bool queue, double sync, double task) {
+    if (queue)  // the AIV's sync and task set-up are part of its stage (see `queue` in evaluate)
+      return (nb - 1) * std::max({f.cube, f.vec + sync, f.mte2}) + std::max({tl.cube, tl.vec + sync + task, tl.mte2});
+    return (nb - 1) * (std::max({f.cube, f.vec, f.mte2}) + sync) + std::max({tl.cube, tl.vec, tl.mte2}) + sync;
+  }
 
   AttnProblem q_;
   Platform p_;
@@ -367,6 +373,14 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   const bool pack = t[3] != 0;
   const int64_t rpp = pack ? q_.G : 1, heads = pack ? q_.Nkv : q_.N;  // rows per query position, tasks per batch
   const double sync = kBlockSyncCycles * p.vec_cost_scale, task_cycles = kTaskCycles * p.vec_cost_scale;
+  // PromptFlashAttention on 910B (prompt_flash_attention_s1s2_bns1_x910.h @ c29bc10): each core
+  // queues the (task, key block) items of its whole range of (head, batch, query block) tasks
+  // (pfaParamsQueue, PFA_PARAMS_QUEUE_CAPBABILITY 4 in ..._x910_base.h:182; items join in
+  // SInnerLoopFunc, :2212-2240), and ComputeEachCoreSInnerLoop (:2253-2283) issues the next item's
+  // Q K^T before the AIV's softmax and P V of the current one, also across task boundaries.
+  // The AIV's block sync and task set-up are then part of its stage and hide behind an MTE2- or
+  // cube-bound stream (stream()); elsewhere they are charged in series.
+  const bool queue = !pack && c220(p) && q_.topk == 0;
   // Keys row block r of group g needs (causal: up to its last position, bottom-right aligned).
   auto needed = [&](const SeqGroup& g, int64_t r0, int64_t m, int64_t* span) {
     const int64_t first = r0 / rpp, last = (r0 + m - 1) / rpp;
@@ -398,10 +412,10 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
         const Stage a = block(m, c, false, hbm_share), b = block(m, c, true, hbm_share);
         return Stage{a.cube, (1 - mfrac) * a.vec + mfrac * b.vec, a.mte2};
       };
-      double w = task_cycles + double(m) * q_.Dk * q_.e / p.ddr_rate + double(m) * q_.Dv * q_.e / vec_l2_rate_;
+      double w = (queue ? 0.0 : task_cycles) + double(m) * q_.Dk * q_.e / p.ddr_rate + double(m) * q_.Dv * q_.e / vec_l2_rate_;
       if (nb > 0) {
         const Stage f = stage(s2b), tl = stage(tail);
-        w += (nb - 1) * (std::max({f.cube, f.vec, f.mte2}) + sync) + std::max({tl.cube, tl.vec, tl.mte2}) + sync;
+        w += stream(f, tl, nb, queue, sync, task_cycles);
         fill = std::max(fill, tl.cube + tl.vec + tl.mte2 - std::max({tl.cube, tl.vec, tl.mte2}));
         const double cnt = double(g.count) * heads * ks;
         sum_cube += cnt * ((nb - 1) * f.cube + tl.cube);
