@@ -107,6 +107,19 @@ def test_w8a8_default_on_910b_is_canns_basic_template():
     assert t["dispatch"] == 0
 
 
+def test_w8a8_basic_base_swaps_for_vector_dequant_on_910b():
+    # ops-nn quant_batch_matmul_v3_basic_tiling.cpp CheckL2Load: with the dequant on the vector cores
+    # (per-token scale or bf16 out) a base of the same baseM + baseN that starts the cores on fewer
+    # rows and columns of L2 wins; its own example, 1024 x 4096 x 14336, swaps 128 x 256 for 256 x 128
+    # (6 cores to a row against 3, first L2 load 4096 against 7168).  FixPipe dequant keeps 128 x 256.
+    inputs = [[1024, 4096], [4096, 14336], [14336], [], [], [1024]]
+    t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, {"output_dtype": "bfloat16"})
+    assert (t["baseM"], t["baseN"], t["baseK"]) == (256, 128, 128)
+    assert (t["stepKa"], t["stepKb"], t["iterateOrder"]) == (4, 2, 0)
+    _, _, t = _qbmm_default(1024, 4096, 14336, bias=True)
+    assert (t["baseM"], t["baseN"]) == (128, 256)
+
+
 def _gmm(sizes, k=1024, n=1024, attrs=None, soc=B2):
     cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
     a = {"group_list": cum, **(attrs or {})}
