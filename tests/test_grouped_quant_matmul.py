@@ -120,6 +120,23 @@ def test_w8a8_basic_base_swaps_for_vector_dequant_on_910b():
     assert (t["baseM"], t["baseN"]) == (128, 256)
 
 
+def test_w8a8_bf16_out_dequantises_on_one_vector_core_of_an_int32_workspace():
+    # ops-nn quant_batch_matmul_v3_bf16_basic.h (C220, bf16 out): FixPipe writes the int32 tile to a GM
+    # workspace (GetTensorC into the int32 mmOutGm_) and AIV 0 of each pair dequantises it
+    # (BasicMMDequantCompute: GetSubBlockIdx() == 0).  fp16 out dequantises on FixPipe instead.
+    inputs = [[4096, 4096], [4096, 4096], [4096]]
+    def breakdown(out):
+        t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, {"output_dtype": out})
+        return ops.estimate("QuantBatchMatmulV3", inputs, "int8", B2, t, {"output_dtype": out}).breakdown
+    bf16, fp16 = breakdown("bfloat16"), breakdown("float16")
+    assert fp16["vector_us"] == 0 and bf16["vector_us"] > 0
+    assert bf16["fixpipe_us"] > 1.8 * fp16["fixpipe_us"]  # 4 bytes an element against 2
+    # one AIV, not two: the same dequant with mix_ratio 2 runs its vector pass in about half the time
+    t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, {"output_dtype": "bfloat16"})
+    two = ops.estimate("QuantBatchMatmulV3", inputs, "int8", B2, t, {"output_dtype": "bfloat16", "mix_ratio": 2})
+    assert two.breakdown["vector_us"] < 0.6 * bf16["vector_us"]
+
+
 def _gmm(sizes, k=1024, n=1024, attrs=None, soc=B2):
     cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
     a = {"group_list": cum, **(attrs or {})}

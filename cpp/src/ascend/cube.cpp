@@ -101,6 +101,7 @@ struct CubeProblem {
   // WeightQuantBatchMatmul's C220 MSD kernel (CubeQuant::msd_k_blocks, msd_task_n): 0 if not it.
   int64_t msd_k_blocks = 0, msd_task_n = 0;
   int qbmm_basic = 0;        // C220 QuantBatchMatmulV3's basic template (CubeQuant::qbmm_basic)
+  int fix_size = 0;         // bytes per element FixPipe writes (CubeQuant::fix_out_size; 0: out_size)
   bool v3_kernel = true;     // CANN runs it as MatMulV3 (its default tiling is then MatMulV3's)
   bool grouped = false;      // a GroupedMatmul group: its kernel deals blocks its own way
 };
@@ -498,9 +499,10 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     fix_bytes = double(Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, int64_t(kGranule));
     if (tm % bM) fix_bytes += double(Nt / 16) * write_charge((tm % bM) * 16 * dc, int64_t(kGranule));
   } else {
-    const int64_t pitch = q.N * dc;
+    const int64_t fc = q.fix_size > 0 ? q.fix_size : dc;  // (a vector dequant's int32 tile: wider than C)
+    const int64_t pitch = q.fix_size > 0 ? bN * fc : q.N * fc;  // (the workspace holds baseM x baseN tiles)
     const int64_t full = tn / bN, tail = tn % bN;
-    fix_bytes = double(tm) * (full * write_charge(bN * dc, pitch) + (tail ? write_charge(tail * dc, pitch) : 0));
+    fix_bytes = double(tm) * (full * write_charge(bN * fc, pitch) + (tail ? write_charge(tail * fc, pitch) : 0));
   }
   const double fix_rate = (p.split || p.fixpipe) ? p.l2_write_rate : p.l0c_to_ub;
   // Single-core split-K (template 2) loops K in chunks of stepKa x baseK and
@@ -1517,6 +1519,7 @@ std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform&
   q.msd_k_blocks = quant.msd_k_blocks;
   q.msd_task_n = quant.msd_task_n;
   q.qbmm_basic = quant.qbmm_basic;
+  q.fix_size = quant.fix_out_size;
   q.extra_bytes += quant.extra_bytes;
   q.epilogue.insert(q.epilogue.end(), quant.dequant.begin(), quant.dequant.end());
   q.epi_extra_per_elem += quant.dequant_extra;

@@ -287,6 +287,22 @@ std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platfor
   if (c220(p) && p.fixpipe &&
       c220_qbmm_basic(M, Ka, N, t1, t2, ub_quant, dtype_size(odt), p))
     cq.qbmm_basic = ub_quant ? 2 : 1;
+  if (cq.qbmm_basic == 2) {
+    // C220's vector-dequant basic kernels: the AIC's FixPipe writes the int32 tile to a GM workspace
+    // (mm_.GetTensorC into the int32 mmOutGm_), the AIVs read it back ([O] ops-nn
+    // matmul/quant_batch_matmul_v3/op_kernel/quant_batch_matmul_v3_pertoken_basic.h,
+    // quant_batch_matmul_v3_bf16_basic.h BasicMMCompute).  Without a per-token scale (bf16 out) only
+    // AIV 0 of each pair dequantises (BasicMMDequantCompute: GetSubBlockIdx() == 0): AscendDequant,
+    // int32 times the channel scale into fp32, then cast down (an fp16/bf16/fp32 bias added between).
+    cq.fix_out_size = 4;
+    if (!present(op, 5)) {
+      cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}};
+      if (present(op, 4) && input_dtype(op, 4, "int32") != "int32") cq.dequant.push_back({vec_api_cost("Add"), true});
+      cq.dequant.push_back({vec_api_cost("CastDown"), false});
+      cq.dequant_extra = 4.0 - dtype_size(odt);
+      if (!mm.int_attrs.count("mix_ratio")) mm.int_attrs["mix_ratio"] = {1};
+    }
+  }
   return make_quant_cube_model(mm, p, cq, K_);
 }
 
