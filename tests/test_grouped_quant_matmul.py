@@ -137,6 +137,22 @@ def test_w8a8_bf16_out_dequantises_on_one_vector_core_of_an_int32_workspace():
     assert two.breakdown["vector_us"] < 0.6 * bf16["vector_us"]
 
 
+def test_w8a8_bias_dtype_picks_bias_table_or_vector_add_on_910b():
+    # ops-nn quant_batch_matmul_v3_pertoken_basic.h BasicMMCompute: only an int32 bias enters L0C through
+    # the bias table (SetBias when biasDtype_ == DT_INT32); a bf16/fp32 bias is added in fp32 by the
+    # vector dequant (quant_batch_matmul_v3_basic_epilogue.h CalBiasAdd).
+    m, k, n = 1024, 4096, 14336
+    def vec_us(bias_dtype):
+        inputs = [[m, k], [k, n], [n], [], [n] if bias_dtype else [], [m]]
+        attrs = {"output_dtype": "bfloat16",
+                 "input_dtypes": ["int8", "int8", "float32", "", bias_dtype or "", "float32"]}
+        t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, attrs)
+        return ops.estimate("QuantBatchMatmulV3", inputs, "int8", B2, t, attrs).breakdown["vector_us"]
+    none, int32, bf16 = vec_us(None), vec_us("int32"), vec_us("bfloat16")
+    assert int32 == pytest.approx(none)
+    assert bf16 > 1.1 * none
+
+
 def _gmm(sizes, k=1024, n=1024, attrs=None, soc=B2):
     cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
     a = {"group_list": cum, **(attrs or {})}
