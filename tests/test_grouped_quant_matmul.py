@@ -107,6 +107,52 @@ def test_w8a8_default_on_910b_is_canns_basic_template():
     assert t["dispatch"] == 0
 
 
+def test_w8a8_basic_base_swaps_for_vector_dequant_on_910b():
+    # ops-nn quant_batch_matmul_v3_basic_tiling.cpp CheckL2Load: with the dequant on the vector cores
+    # (per-token scale or bf16 out) a base of the same baseM + baseN that starts the cores on fewer
+    # rows and columns of L2 wins; its own example, 1024 x 4096 x 14336, swaps 128 x 256 for 256 x 128
+    # (6 cores to a row against 3, first L2 load 4096 against 7168).  FixPipe dequant keeps 128 x 256.
+    inputs = [[1024, 4096], [4096, 14336], [14336], [], [], [1024]]
+    t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, {"output_dtype": "bfloat16"})
+    assert (t["baseM"], t["baseN"], t["baseK"]) == (256, 128, 128)
+    assert (t["stepKa"], t["stepKb"], t["iterateOrder"]) == (4, 2, 0)
+    _, _, t = _qbmm_default(1024, 4096, 14336, bias=True)
+    assert (t["baseM"], t["baseN"]) == (128, 256)
+
+
+def test_w8a8_bf16_out_dequantises_on_one_vector_core_of_an_int32_workspace():
+    # ops-nn quant_batch_matmul_v3_bf16_basic.h (C220, bf16 out): FixPipe writes the int32 tile to a GM
+    # workspace (GetTensorC into the int32 mmOutGm_) and AIV 0 of each pair dequantises it
+    # (BasicMMDequantCompute: GetSubBlockIdx() == 0).  fp16 out dequantises on FixPipe instead.
+    inputs = [[4096, 4096], [4096, 4096], [4096]]
+    def breakdown(out):
+        t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, {"output_dtype": out})
+        return ops.estimate("QuantBatchMatmulV3", inputs, "int8", B2, t, {"output_dtype": out}).breakdown
+    bf16, fp16 = breakdown("bfloat16"), breakdown("float16")
+    assert fp16["vector_us"] == 0 and bf16["vector_us"] > 0
+    assert bf16["fixpipe_us"] > 1.8 * fp16["fixpipe_us"]  # 4 bytes an element against 2
+    # one AIV, not two: the same dequant with mix_ratio 2 runs its vector pass in about half the time
+    t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, {"output_dtype": "bfloat16"})
+    two = ops.estimate("QuantBatchMatmulV3", inputs, "int8", B2, t, {"output_dtype": "bfloat16", "mix_ratio": 2})
+    assert two.breakdown["vector_us"] < 0.6 * bf16["vector_us"]
+
+
+def test_w8a8_bias_dtype_picks_bias_table_or_vector_add_on_910b():
+    # ops-nn quant_batch_matmul_v3_pertoken_basic.h BasicMMCompute: only an int32 bias enters L0C through
+    # the bias table (SetBias when biasDtype_ == DT_INT32); a bf16/fp32 bias is added in fp32 by the
+    # vector dequant (quant_batch_matmul_v3_basic_epilogue.h CalBiasAdd).
+    m, k, n = 1024, 4096, 14336
+    def vec_us(bias_dtype):
+        inputs = [[m, k], [k, n], [n], [], [n] if bias_dtype else [], [m]]
+        attrs = {"output_dtype": "bfloat16",
+                 "input_dtypes": ["int8", "int8", "float32", "", bias_dtype or "", "float32"]}
+        t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, attrs)
+        return ops.estimate("QuantBatchMatmulV3", inputs, "int8", B2, t, attrs).breakdown["vector_us"]
+    none, int32, bf16 = vec_us(None), vec_us("int32"), vec_us("bfloat16")
+    assert int32 == pytest.approx(none)
+    assert bf16 > 1.1 * none
+
+
 def _gmm(sizes, k=1024, n=1024, attrs=None, soc=B2):
     cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
     a = {"group_list": cum, **(attrs or {})}

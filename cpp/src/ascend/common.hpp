@@ -269,6 +269,7 @@ struct CubeQuant {
   std::vector<VecStep> dequant;    // vector program per output element (dequant not on FixPipe)
   double dequant_extra = 0;        // bytes read per output element beside the output tile
   double extra_bytes = 0;          // small operands read once (scales, offsets)
+  int fix_out_size = 0;            // bytes per element FixPipe writes out (0: the output dtype's)
   // C220 QuantBatchMatmulV3's basic template (grouped_quant_matmul.cpp decides when CANN takes it):
   // 0 not it, 1 with the dequant on FixPipe (scale in L1), 2 with the dequant on the vector cores.
   int qbmm_basic = 0;

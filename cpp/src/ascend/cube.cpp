@@ -101,6 +101,7 @@ struct CubeProblem {
   // WeightQuantBatchMatmul's C220 MSD kernel (CubeQuant::msd_k_blocks, msd_task_n): 0 if not it.
   int64_t msd_k_blocks = 0, msd_task_n = 0;
   int qbmm_basic = 0;        // C220 QuantBatchMatmulV3's basic template (CubeQuant::qbmm_basic)
+  int fix_size = 0;         // bytes per element FixPipe writes (CubeQuant::fix_out_size; 0: out_size)
   bool v3_kernel = true;     // CANN runs it as MatMulV3 (its default tiling is then MatMulV3's)
   bool grouped = false;      // a GroupedMatmul group: its kernel deals blocks its own way
 };
@@ -498,9 +499,10 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     fix_bytes = double(Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, int64_t(kGranule));
     if (tm % bM) fix_bytes += double(Nt / 16) * write_charge((tm % bM) * 16 * dc, int64_t(kGranule));
   } else {
-    const int64_t pitch = q.N * dc;
+    const int64_t fc = q.fix_size > 0 ? q.fix_size : dc;  // (a vector dequant's int32 tile: wider than C)
+    const int64_t pitch = q.fix_size > 0 ? bN * fc : q.N * fc;  // (the workspace holds baseM x baseN tiles)
     const int64_t full = tn / bN, tail = tn % bN;
-    fix_bytes = double(tm) * (full * write_charge(bN * dc, pitch) + (tail ? write_charge(tail * dc, pitch) : 0));
+    fix_bytes = double(tm) * (full * write_charge(bN * fc, pitch) + (tail ? write_charge(tail * fc, pitch) : 0));
   }
   const double fix_rate = (p.split || p.fixpipe) ? p.l2_write_rate : p.l0c_to_ub;
   // Single-core split-K (template 2) loops K in chunks of stepKa x baseK and
@@ -1110,10 +1112,108 @@ std::vector<int64_t> CubeModel::msd_baseline() const {
                     {dispatch, te, p.cube_cores, 1, 1, mb, nb, 0});
 }
 
+namespace {
+// The cores' first-touch spread of a dealing (CalcCoreDistribution): each core starts a run of
+// `round` consecutive blocks (round - 1 after the first total % cores), the blocks numbered along N
+// (row first) or along M (col_first); returns the most cores starting in one row or column of
+// blocks, and the rows and columns some core starts in.
+struct QbmmDist { int64_t clash, rows, cols; };
+QbmmDist qbmm_core_dist(int64_t mc, int64_t nc, bool col_first, int64_t round, int64_t used) {
+  std::vector<int64_t> md(mc, 0), nd(nc, 0);
+  const int64_t pre = (mc * nc) % used ? (mc * nc) % used : used;
+  for (int64_t i = 0, t = 0; i < used; t += i >= pre ? round - 1 : round, ++i) {
+    ++md[col_first ? t % mc : t / nc];
+    ++nd[col_first ? t / mc : t % nc];
+  }
+  const auto zero = [](const std::vector<int64_t>& v) { return int64_t(std::count(v.begin(), v.end(), 0)); };
+  return {std::max(*std::max_element(md.begin(), md.end()), *std::max_element(nd.begin(), nd.end())),
+          mc - zero(md), nc - zero(nd)};
+}
+
+// The basic tiler's choice of base block (SetBase, CompareBase, CheckLoadAndCalcSize, CheckL2Load,
+// CheckMTE1; IsMNSmallForMultiCores / ProcessMNSmallShape; [O] ops-nn quant_batch_matmul_v3_basic_tiling.cpp):
+// from the default 128 x 256, candidates per transposition (CalcL0Tiling) that fit L0C and the
+// bias/scale tables replace it when they load less into L1 (M x N blocks + N x M blocks), run
+// fewer rounds, or (same baseM + baseN; vector dequant, or K > N) start on fewer rows and
+// columns in L2 without piling too many cores onto one (its example: 1024 x 4096 x 14336 with a
+// per-token scale swaps to 256 x 128), or when M and N are within 10% and baseM < baseN.
+std::pair<int64_t, int64_t> qbmm_basic_base(int64_t M, int64_t K, int64_t N, bool ta, bool tb, bool ub, bool bias,
+                                            int64_t cores) {
+  static const std::vector<int64_t> all{64, 80, 96, 128, 192, 256, 320, 384, 512}, nd{128, 256, 512, 1024},
+      all_nd{64, 128, 256, 512}, nz{64, 96, 128, 160, 192, 256, 320, 384, 512};
+  const std::vector<int64_t>& mb = ta ? (tb || M >= N ? nd : all_nd) : all;
+  const std::vector<int64_t>& nb = ta ? (tb ? all : M >= N ? nz : all_nd) : (tb ? all : nd);
+  auto fit = [&](int64_t& bm, int64_t& bn) {  // ModifyBase
+    if (bm > M) bm = align_up(M, ta ? 32 : 16);
+    if (bn > N) bn = align_up(N, tb ? 16 : 32);
+  };
+  int64_t bm = 128, bn = 256;
+  fit(bm, bn);
+  int64_t used = std::min(cores, cdiv(M, bm) * cdiv(N, bn)), round = cdiv(cdiv(M, bm) * cdiv(N, bn), used);
+  auto dist = [&](int64_t m_, int64_t n_, int64_t r, int64_t u) {  // GetCalcOrder, then the spread
+    const int64_t mc = cdiv(M, m_), nc = cdiv(N, n_);
+    bool col = N / 5 > M;
+    if (u >= 2 && mc % (u / 2) == 0) col = true;
+    else if (u >= 2 && nc % (u / 2) == 0) col = false;
+    const QbmmDist d = qbmm_core_dist(mc, nc, col, r, u);
+    return std::make_pair(d.clash, d.rows * m_ + d.cols * n_);
+  };
+  auto [clash, first_l2] = dist(bm, bn, round, used);
+  int64_t best_load = M * cdiv(N, bn) + N * cdiv(M, bm);
+  // Both M and N outer axes of a small problem: fill the cores in one round instead.
+  const bool small = tb && !ta && K >= 512 &&
+                     std::min(cdiv(M, 128) * cdiv(N, 256), cdiv(M, 256) * cdiv(N, 128)) <= cores / 2;
+  for (size_t i = 0; i < mb.size(); ++i) {
+    if (M < mb[i] && i > 0 && M <= mb[i - 1]) break;
+    for (int64_t n0 : nb) {
+      if (K <= 2048 && (n0 == 160 || n0 == 192 || n0 == 320)) continue;
+      int64_t m = mb[i], n = n0;
+      fit(m, n);
+      if (32768 / m < n || (bias && n > 256) || (!ub && n > 512)) break;  // L0C; CheckBiasAndScale (single L0C)
+      const int64_t tot = cdiv(M, m) * cdiv(N, n), u = std::min(cores, tot), r = cdiv(tot, u);
+      if (small) {
+        if ((tot > used && tot <= cores) || (tot == used && n > bn)) bm = m, bn = n, used = tot;
+        continue;
+      }
+      if (m == bm && n == bn) continue;
+      const int64_t load = M * cdiv(N, n) + N * cdiv(M, m);
+      if (load * 0.9 > best_load) continue;
+      bool update = best_load * 0.9 > load ||
+                    (r >= 5 && std::min(m, n) >= 128 && (M * cdiv(N, bn) + N * cdiv(M, bm)) * 0.95 > load);
+      if (!update) {
+        const int64_t prev = best_load;
+        best_load = std::min(best_load, load);
+        // CheckTrans (its base defaults to 256): x1 transposed alone always; else an inner-axis base of 256,
+        // or of 512 that loads less.
+        const int64_t axis = ta ? (tb ? m : 256) : (tb ? 0 : n);
+        update = axis == 256 || (axis == 512 && load < prev);
+        if (!update) {
+          const int64_t was = bm * bn * round, now = m * n * r;
+          if (was * 0.9 > now) update = true;
+          else if (now > was) continue;
+        }
+      }
+      update = update || (r >= 5 && double(bm) * bn / (bm + bn) < double(m) * n / (m + n));
+      int64_t c = 0, l2 = 0;
+      if (!update && m + n == bm + bn) {
+        std::tie(c, l2) = dist(m, n, r, u);
+        const double better = std::max((ub ? 0.75 : 0.85) * double(c) / double(clash), 1.3);
+        update = (ub || N < K) && l2 < first_l2 && c <= (ub ? 8 : 6) && c / 2 <= clash && first_l2 / better >= l2;
+        update = update || (m < n && std::abs(M - N) < 0.1 * N);
+      }
+      if (update) {
+        bm = m, bn = n, used = u, round = r;
+        std::tie(clash, first_l2) = l2 ? std::make_pair(c, l2) : dist(m, n, r, u);
+      }
+    }
+  }
+  return {bm, bn};
+}
+}  // namespace
+
 // C220's QuantBatchMatmulV3 basic template ([O] ops-nn matmul/quant_batch_matmul_v3/op_host/op_tiling/
-// quant_batch_matmul_v3_basic_tiling.cpp, the non-arch35 tiler; DoBasicTiling): base 128 x 256 (SetBase's
-// default, shrunk to M and N by ModifyBase; its search over other bases, which keeps this one for the
-// large ND shapes that reach the template, is not restated), baseK the largest of 1024 .. 32 B that half
+// quant_batch_matmul_v3_basic_tiling.cpp, the non-arch35 tiler; DoBasicTiling): the base block of
+// qbmm_basic_base (SetBase), baseK the largest of 1024 .. 32 B that half
 // of L0A holds beside baseM and baseN (GetBaseK), the base blocks dealt round-robin over min(cores,
 // blocks) cores, L0C double-buffered only when two blocks and their bias/scale fit (CheckDbL0c).  L1
 // (CalcL1Tiling, GetStepK, CorrectStepK, ModifyStepKForKOuter): each operand's double buffer sized to
@@ -1125,8 +1225,9 @@ std::vector<int64_t> CubeModel::msd_baseline() const {
 std::vector<int64_t> CubeModel::qbmm_basic_baseline() const {
   const Platform& p = p_;
   const CubeProblem& q = q_;
-  const int64_t bm = std::min<int64_t>(128, align_up(q.M, q.trans_a ? 32 : 16));
-  const int64_t bn = std::min<int64_t>(256, align_up(q.N, q.trans_b ? 16 : 32));
+  const std::pair<int64_t, int64_t> base =
+      qbmm_basic_base(q.M, q.K, q.N, q.trans_a, q.trans_b, q.qbmm_basic == 2, q.bias, p.cube_cores);
+  const int64_t bm = base.first, bn = base.second;
   const int64_t half_l0 = int64_t(p.l0a) / 2;
   int64_t bk = 32;
   for (int64_t k : {1024, 512, 256, 128, 64, 32})
@@ -1418,6 +1519,7 @@ std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform&
   q.msd_k_blocks = quant.msd_k_blocks;
   q.msd_task_n = quant.msd_task_n;
   q.qbmm_basic = quant.qbmm_basic;
+  q.fix_size = quant.fix_out_size;
   q.extra_bytes += quant.extra_bytes;
   q.epilogue.insert(q.epilogue.end(), quant.dequant.begin(), quant.dequant.end());
   q.epi_extra_per_elem += quant.dequant_extra;

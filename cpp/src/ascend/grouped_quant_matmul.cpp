@@ -269,24 +269,49 @@ std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platfor
   if (odt != "float16" && odt != "bfloat16" && odt != "int8")
     fail(K_ + ": output_dtype must be float16, bfloat16 or int8, got " + odt);
   std::vector<std::vector<int64_t>> mm_in{a, b};
-  if (present(op, 4)) mm_in.push_back({N});  // an int32 bias: the bias table
+  // An int32 bias goes to L0C through the bias table; a bf16/fp16/fp32 one the vector dequant adds in
+  // fp32 ([O] ops-nn .../op_kernel/quant_batch_matmul_v3_pertoken_basic.h, _bf16_basic.h BasicMMCompute:
+  // SetBias only when biasDtype_ == DT_INT32; quant_batch_matmul_v3_basic_epilogue.h CalBiasAdd).
+  // (910B/910C kernels whose dequant the model runs on the vector cores; elsewhere the bias stays the
+  // MatMul's.)  (bf16 out dequantises on the vector cores too: the basic tiler's isUbQuant_.)
+  const bool ub_quant = present(op, 5) || odt == "bfloat16";
+  const int basic = c220(p) && p.fixpipe && c220_qbmm_basic(M, Ka, N, t1, t2, ub_quant, dtype_size(odt), p)
+                        ? (ub_quant ? 2 : 1) : 0;
+  const bool vec_bias = c220(p) && present(op, 4) && input_dtype(op, 4, "int32") != "int32" &&
+                        (present(op, 5) || basic == 2);
+  const bool bias_table = present(op, 4) && !vec_bias;
+  if (bias_table) mm_in.push_back({N});
   OpDesc mm = inner_matmul(op, mm_in, "int8", t1, t2);
   mm.str_attrs["out_dtype"] = {odt};
   CubeQuant cq;
   cq.extra_bytes = 4.0 * double(numel(op.inputs[2]) + (present(op, 3) ? numel(op.inputs[3]) : 0) +
-                                (present(op, 5) ? M : 0));
+                                (present(op, 5) ? M : 0)) +
+                   (vec_bias ? double(N) * dtype_size(input_dtype(op, 4, "int32")) : 0);
   if (present(op, 5)) {
     // Per-token dequant on the vector cores: the int32 tile (4 bytes, of which the output
     // tile's read is counted already) as fp32, times the channel and the token scale, cast down.
-    cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}, {vec_api_cost("Mul"), true},
-                  {vec_api_cost("CastDown"), false}};
+    cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}, {vec_api_cost("Mul"), true}};
+    if (vec_bias) cq.dequant.push_back({vec_api_cost("Add"), true});
+    cq.dequant.push_back({vec_api_cost("CastDown"), false});
     cq.dequant_extra = 4.0 - dtype_size(odt);
   }
-  // (bf16 out dequantises on the vector cores too: the basic tiler's isUbQuant_)
-  const bool ub_quant = present(op, 5) || odt == "bfloat16";
-  if (c220(p) && p.fixpipe &&
-      c220_qbmm_basic(M, Ka, N, t1, t2, ub_quant, dtype_size(odt), p))
-    cq.qbmm_basic = ub_quant ? 2 : 1;
+  cq.qbmm_basic = basic;
+  if (cq.qbmm_basic == 2) {
+    // C220's vector-dequant basic kernels: the AIC's FixPipe writes the int32 tile to a GM workspace
+    // (mm_.GetTensorC into the int32 mmOutGm_), the AIVs read it back ([O] ops-nn
+    // matmul/quant_batch_matmul_v3/op_kernel/quant_batch_matmul_v3_pertoken_basic.h,
+    // quant_batch_matmul_v3_bf16_basic.h BasicMMCompute).  Without a per-token scale (bf16 out) only
+    // AIV 0 of each pair dequantises (BasicMMDequantCompute: GetSubBlockIdx() == 0): AscendDequant,
+    // int32 times the channel scale into fp32, then cast down (an fp16/bf16/fp32 bias added between).
+    cq.fix_out_size = 4;
+    if (!present(op, 5)) {
+      cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}};
+      if (vec_bias) cq.dequant.push_back({vec_api_cost("Add"), true});
+      cq.dequant.push_back({vec_api_cost("CastDown"), false});
+      cq.dequant_extra = 4.0 - dtype_size(odt);
+      if (!mm.int_attrs.count("mix_ratio")) mm.int_attrs["mix_ratio"] = {1};
+    }
+  }
   return make_quant_cube_model(mm, p, cq, K_);
 }
 
