@@ -66,6 +66,12 @@ bool rms_mixed_gamma(const OpDesc& op) {
 //   cycles over 49,150 copies a core, 12.8 cycles a copy's start (GE's ATT store call: 12.09).
 constexpr double kUnalignedBlockCycles = 2.5;
 constexpr double kBurstCycles = 12.8;
+// 910B's GM -> UB copies of the same addresses by every core at once, [D] from the same section's
+// same-address case (all 48 cores reading one half [6144, 512] matrix to UB in [128, 64] tiles):
+// 539.42 us when they walk it together against 328.88 us staggered, 1.64 times as long (GM serialises
+// concurrent accesses to one 512-byte window: §0's GM access rules).  (The 950 generation's case:
+// 342.29 against 335.64 us, no conflict worth charging.)
+constexpr double kSameAddressUb = 539.42 / 328.88;
 
 // CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
 // pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
@@ -844,6 +850,10 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   // as do int32 x's weight and quant scales, rows of H floats copied the same way once a core
   // (CopyInWeightAndBias, CopyInQuantScale, lines 480-515).
   if (c220(p) && (h * k.ds) % 32 != 0) k.unaligned_block_cycles = kUnalignedBlockCycles;
+  // Every core's first copies are those scale rows (CanFullLocaOneRow: CopyInQuantScale, then
+  // CopyInDequantBuffer's CopyInWeightAndBias, lines 290-297 and 480-515): all the cores read the same
+  // addresses at the same moment, the same-address conflict (kSameAddressUb).
+  if (c220(p)) k.bcast_same_address = kSameAddressUb;
   // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
   // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,
   // each row's abs-max read back by the scalar unit (op_kernel/dequant_swiglu_quant_dynamic_base.hpp
