@@ -308,6 +308,19 @@ def test_dequant_swiglu_quant_910b_cores_read_the_scales_at_the_same_addresses()
     assert mte2(2) > 1.2 * mte2(1)
 
 
+def test_dequant_swiglu_quant_910b_waits_for_each_rows_activation_scale():
+    # dequant_swiglu_quant_dynamic_base.hpp getActivateScaleValue (910B serial template, rows over 1536
+    # outputs): each row's activation scale is read by the scalar unit once the row's loads are in
+    # (SetFlag / WaitFlag MTE2_S, GetValue) before the row's first Cast: a wait a row, whatever its length.
+    # So what the scale adds to a row grows far less than the row: its two Muls double with H, the wait not.
+    def t(h, act):
+        rows = 960  # 20 rows a core
+        inputs = [[rows, 2 * h], [1, 2 * h]] + ([[rows]] if act else [])
+        return est("DequantSwigluQuant", inputs, "int32", "Ascend910B2", {}).time_us
+    added = {h: t(h, True) - t(h, False) for h in (2176, 4352)}
+    assert added[4352] < 1.45 * added[2176]
+
+
 def test_dynamic_quant_910b_multi_row_templates_are_single_buffered():
     # dynamic_quant_tiling.cpp (910B): H in {4096, 5120, 10240} and 4..384 rows take the special template,
     # 16384 / H rows a pass; other rows of 128..16320 elements (multiples of 8) the multi-row one,

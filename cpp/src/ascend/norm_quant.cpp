@@ -860,6 +860,7 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   // DynamicCompute: ReduceMax, a V_S wait, GetValue, then Muls by the row's scale).
   const bool multi_row = regbase(p);
   const int64_t n_qs = qs.empty() ? 0 : numel(qs);
+  bool scale_wait = false;  // the serial 910B template's per-row read of the activation scale (below)
   if (multi_row) {
     k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
     // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
@@ -875,6 +876,7 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     // loads the next row into its ping-pong buffers during this one's work.
     k.baseline_buffer_num = t.perf ? 2 : 1;
     k.store_beside_load = !t.perf;
+    scale_wait = !t.perf && op.dtype == "int32" && !as.empty() && mode == "dynamic";
   }
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
   if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
@@ -897,6 +899,11 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     // work after it is a division and the Muls' operand, no second round trip (kRowScalarQuant on top
     // put the fit half's 910B2 [4096, 4096] bf16 at 1.43x and int32 [16384, 512] at 1.67x measured).
     if (!multi_row) k.row_scalar_cycles = 0;
+    // The serial template reads each row's activation scale into a scalar register only once the row's
+    // loads are in (dynamic_base.hpp getActivateScaleValue, lines 412-424: SetFlag / WaitFlag MTE2_S, then
+    // GetValue, before the row's first Cast is issued; the performance template reads it from GM
+    // instead): a pipe -> scalar wait a row on the row's path, as the row reduction's (vec_row_cycles).
+    if (scale_wait) k.row_scalar_cycles += p.vec_row_cycles;
   } else {  // static: y * quant_scale (above) is the quantised value, no row statistic
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);
