@@ -295,6 +295,32 @@ def test_dequant_swiglu_quant_910b_copies_unaligned_halves_a_block_at_a_time():
     assert rise["int32"] > 1.05 * rise["bfloat16"]
 
 
+def test_dequant_swiglu_quant_910b_cores_read_the_scales_at_the_same_addresses():
+    # dequant_swiglu_quant_dynamic_base.hpp CanFullLocaOneRow (910B): every core's first copies are the quant
+    # scale row and the two weight-scale halves, the same GM rows for all the cores, read at the same moment;
+    # GM serialises concurrent reads of one 512-byte window (ascend_measured_cases.md 5.8, same-address case:
+    # all cores to UB in 539.42 us against 328.88 us staggered).  One row a core: two cores take longer to
+    # load than one, though each moves the same bytes.
+    def mte2(rows):
+        h = 2048
+        inputs = [[rows, 2 * h], [1, 2 * h], [rows], [1, h]]
+        return est("DequantSwigluQuant", inputs, "int32", "Ascend910B2", {}).breakdown["mte2_us"]
+    assert mte2(2) > 1.2 * mte2(1)
+
+
+def test_dequant_swiglu_quant_910b_waits_for_each_rows_activation_scale():
+    # dequant_swiglu_quant_dynamic_base.hpp getActivateScaleValue (910B serial template, rows over 1536
+    # outputs): each row's activation scale is read by the scalar unit once the row's loads are in
+    # (SetFlag / WaitFlag MTE2_S, GetValue) before the row's first Cast: a wait a row, whatever its length.
+    # So what the scale adds to a row grows far less than the row: its two Muls double with H, the wait not.
+    def t(h, act):
+        rows = 960  # 20 rows a core
+        inputs = [[rows, 2 * h], [1, 2 * h]] + ([[rows]] if act else [])
+        return est("DequantSwigluQuant", inputs, "int32", "Ascend910B2", {}).time_us
+    added = {h: t(h, True) - t(h, False) for h in (2176, 4352)}
+    assert added[4352] < 1.45 * added[2176]
+
+
 def test_dynamic_quant_910b_multi_row_templates_are_single_buffered():
     # dynamic_quant_tiling.cpp (910B): H in {4096, 5120, 10240} and 4..384 rows take the special template,
     # 16384 / H rows a pass; other rows of 128..16320 elements (multiples of 8) the multi-row one,

@@ -174,6 +174,10 @@ struct VecKernel {
   // Input runs whose GM rows are not whole 32-byte blocks (opt-in, norm_quant.cpp on 910B): MTE2 moves
   // them one 32-byte block per request, at least this many cycles a block (0: bytes at the GM rate).
   double unaligned_block_cycles = 0;
+  // Broadcast operands every core reads from the same GM addresses at the same moment (opt-in,
+  // norm_quant.cpp's 910B DequantSwigluQuant scales, loaded first thing by every core): their read
+  // takes this many times as long as the same bytes of a core's own (1: no such conflict).
+  double bcast_same_address = 1;
   // Broadcast operands the kernel loads a slice at a time beside each tile instead of keeping them
   // whole in UB (opt-in: norm_quant.cpp's 910B split-row norms, gamma): >0, UB holds
   // no copy of bcast_bytes (the slice's buffer is one of ub_buffers) and a core reads them from GM

@@ -66,6 +66,12 @@ bool rms_mixed_gamma(const OpDesc& op) {
 //   cycles over 49,150 copies a core, 12.8 cycles a copy's start (GE's ATT store call: 12.09).
 constexpr double kUnalignedBlockCycles = 2.5;
 constexpr double kBurstCycles = 12.8;
+// 910B's GM -> UB copies of the same addresses by every core at once, [D] from the same section's
+// same-address case (all 48 cores reading one half [6144, 512] matrix to UB in [128, 64] tiles):
+// 539.42 us when they walk it together against 328.88 us staggered, 1.64 times as long (GM serialises
+// concurrent accesses to one 512-byte window: §0's GM access rules).  (The 950 generation's case:
+// 342.29 against 335.64 us, no conflict worth charging.)
+constexpr double kSameAddressUb = 539.42 / 328.88;
 
 // CANN's RmsNorm / AddRmsNorm UB factor on 910B: 12288 16-bit or 10240 fp32 elements per UB
 // pass ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp UB_FACTOR_B16 /
@@ -844,12 +850,17 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   // as do int32 x's weight and quant scales, rows of H floats copied the same way once a core
   // (CopyInWeightAndBias, CopyInQuantScale, lines 480-515).
   if (c220(p) && (h * k.ds) % 32 != 0) k.unaligned_block_cycles = kUnalignedBlockCycles;
+  // Every core's first copies are those scale rows (CanFullLocaOneRow: CopyInQuantScale, then
+  // CopyInDequantBuffer's CopyInWeightAndBias, lines 290-297 and 480-515): all the cores read the same
+  // addresses at the same moment, the same-address conflict (kSameAddressUb).
+  if (c220(p)) k.bcast_same_address = kSameAddressUb;
   // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
   // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,
   // each row's abs-max read back by the scalar unit (op_kernel/dequant_swiglu_quant_dynamic_base.hpp
   // DynamicCompute: ReduceMax, a V_S wait, GetValue, then Muls by the row's scale).
   const bool multi_row = regbase(p);
   const int64_t n_qs = qs.empty() ? 0 : numel(qs);
+  bool scale_wait = false;  // the serial 910B template's per-row read of the activation scale (below)
   if (multi_row) {
     k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
     // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
@@ -865,6 +876,7 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     // loads the next row into its ping-pong buffers during this one's work.
     k.baseline_buffer_num = t.perf ? 2 : 1;
     k.store_beside_load = !t.perf;
+    scale_wait = !t.perf && op.dtype == "int32" && !as.empty() && mode == "dynamic";
   }
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
   if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
@@ -887,6 +899,11 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     // work after it is a division and the Muls' operand, no second round trip (kRowScalarQuant on top
     // put the fit half's 910B2 [4096, 4096] bf16 at 1.43x and int32 [16384, 512] at 1.67x measured).
     if (!multi_row) k.row_scalar_cycles = 0;
+    // The serial template reads each row's activation scale into a scalar register only once the row's
+    // loads are in (dynamic_base.hpp getActivateScaleValue, lines 412-424: SetFlag / WaitFlag MTE2_S, then
+    // GetValue, before the row's first Cast is issued; the performance template reads it from GM
+    // instead): a pipe -> scalar wait a row on the row's path, as the row reduction's (vec_row_cycles).
+    if (scale_wait) k.row_scalar_cycles += p.vec_row_cycles;
   } else {  // static: y * quant_scale (above) is the quantised value, no row statistic
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);

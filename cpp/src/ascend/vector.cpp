@@ -187,6 +187,15 @@ class VecModel : public OpModel {
       const double blocks = c.read / rin * std::ceil(rin / 32.0) + std::ceil(c.bcast / 32.0);
       read_cycles = std::max(read_cycles, blocks * k.unaligned_block_cycles);
     }
+    // Broadcast operands read at the same addresses by every core at once (bcast_same_address): their
+    // share of the read, as charged above, again times the factor less one; on C220 a few sharers
+    // pay it in full, as cube.cpp's colliding() (ascend_measured_cases.md §1 case 12).
+    if (k.bcast_same_address > 1 && c.bcast > 0 && cores > 1) {
+      double bcast_cycles = c.bcast / (rate * eff);
+      if (k.unaligned_block_cycles > 0 && rin > 0)
+        bcast_cycles = std::max(bcast_cycles, std::ceil(c.bcast / 32.0) * k.unaligned_block_cycles);
+      read_cycles += (k.bcast_same_address - 1) * bcast_cycles;
+    }
     // Per-run transfer costs (run_call_in / run_call_out): the runs a core's bytes make.
     const double run_in_cycles = k.run_call_in > 0 && rin > 0 ? c.read / rin * k.run_call_in : 0.0;
     const double run_out_cycles = k.run_call_out > 0 && rout > 0 ? c.write / rout * k.run_call_out : 0.0;
