@@ -287,14 +287,16 @@ std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platfor
   cq.extra_bytes = 4.0 * double(numel(op.inputs[2]) + (present(op, 3) ? numel(op.inputs[3]) : 0) +
                                 (present(op, 5) ? M : 0)) +
                    (vec_bias ? double(N) * dtype_size(input_dtype(op, 4, "int32")) : 0);
-  if (present(op, 5)) {
-    // Per-token dequant on the vector cores: the int32 tile (4 bytes, of which the output
-    // tile's read is counted already) as fp32, times the channel and the token scale, cast down.
-    cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}, {vec_api_cost("Mul"), true}};
+  // A vector dequant: the int32 tile (4 bytes, of which the output tile's read is counted already)
+  // as fp32, times `scales` scales, the bias added when it is not the bias table's, cast down.
+  auto vector_dequant = [&](int scales) {
+    cq.dequant = {{vec_api_cost("CastUp"), false}};
+    for (int i = 0; i < scales; ++i) cq.dequant.push_back({vec_api_cost("Mul"), true});
     if (vec_bias) cq.dequant.push_back({vec_api_cost("Add"), true});
     cq.dequant.push_back({vec_api_cost("CastDown"), false});
     cq.dequant_extra = 4.0 - dtype_size(odt);
-  }
+  };
+  if (present(op, 5)) vector_dequant(2);  // per-token: the channel and the token scale
   cq.qbmm_basic = basic;
   if (cq.qbmm_basic == 2) {
     // C220's vector-dequant basic kernels: the AIC's FixPipe writes the int32 tile to a GM workspace
@@ -305,10 +307,7 @@ std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platfor
     // int32 times the channel scale into fp32, then cast down (an fp16/bf16/fp32 bias added between).
     cq.fix_out_size = 4;
     if (!present(op, 5)) {
-      cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}};
-      if (vec_bias) cq.dequant.push_back({vec_api_cost("Add"), true});
-      cq.dequant.push_back({vec_api_cost("CastDown"), false});
-      cq.dequant_extra = 4.0 - dtype_size(odt);
+      vector_dequant(1);
       if (!mm.int_attrs.count("mix_ratio")) mm.int_attrs["mix_ratio"] = {1};
     }
   }

@@ -89,6 +89,15 @@ int64_t foreach_lists(const OpDesc& op, int lists, const std::vector<std::string
   return total;
 }
 
+// CANN's foreach tilings size their UB tiles alike (ops-nn foreach_tiling_class.h DivideUbMemory1,
+// foreach_reduce_tiling_func.cpp DivideUbMemory): inputsTensorUbSize = the UB left after the tiling
+// data (16-bit: / 10 first) / `parts`, rounded down to `round` bytes; an fp32 tile is that many
+// bytes, a 16-bit one 9x that (COPY_SPACE_MULTIPLE, kernel_foreach_base.h), in elements here.
+int64_t foreach_ub_size(int64_t left, int ds, int64_t parts, int64_t round) {
+  return (ds == 2 ? left / 10 : left) / parts / round * round;
+}
+int64_t foreach_tile_elems(int64_t in_ub, int ds) { return (ds == 2 ? 9 * in_ub : in_ub) / ds; }
+
 // CANN's 910B ForeachAddcdivScalar (hicann/ops-nn @ e5c3fa93, the non-arch35 kernel
 // foreach/foreach_addcdiv_scalar/op_kernel/foreach_addcdiv_scalar.cpp on foreach_utils/op_kernel/
 // foreach_one_scalar_quaternary_implict_output.h and kernel_foreach_unary.h):
@@ -112,9 +121,8 @@ int64_t foreach_lists(const OpDesc& op, int lists, const std::vector<std::string
 // lines 613-624: 100 fp32 elements take 13 cores), a block apart at most (AssignDataToEachCore,
 // lines 629-682), as the model's even split.
 void cann_c220_addcdiv_loop(VecKernel& k, const Platform& p) {
-  const int64_t left = int64_t(p.ub) - 3056;
-  const int64_t in_ub = k.ds == 2 ? left / 10 / 8 / 64 * 64 : left / 8 / 32 * 32;
-  k.baseline_tile = (k.ds == 2 ? 9 * in_ub : in_ub) / k.ds;
+  const int64_t in_ub = foreach_ub_size(int64_t(p.ub) - 3056, k.ds, 8, k.ds == 2 ? 64 : 32);
+  k.baseline_tile = foreach_tile_elems(in_ub, k.ds);
   k.baseline_buffer_num = 1;
   k.baseline_block_dim = cdiv(k.units, 32 / k.ds);
   k.ub_buffers = 3;
@@ -157,10 +165,8 @@ std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
 // 4 x [255, 8193] record 0.90 -> 1.24 of measured, against 1.04 without it), so a wait there costs
 // less; no source says how much.
 void cann_c220_norm_loop(VecKernel& k, const Platform& p) {
-  const int64_t left = int64_t(p.ub) - 4496 - 16384;
-  const int64_t round = k.dtype == "bfloat16" ? 64 : 32;
-  const int64_t in_ub = (k.ds == 2 ? left / 10 : left) / 2 / round * round;
-  k.baseline_tile = (k.ds == 2 ? 9 * in_ub : in_ub) / k.ds;
+  const int64_t in_ub = foreach_ub_size(int64_t(p.ub) - 4496 - 16384, k.ds, 2, k.dtype == "bfloat16" ? 64 : 32);
+  k.baseline_tile = foreach_tile_elems(in_ub, k.ds);
   k.baseline_buffer_num = 1;
 }
 
