@@ -186,6 +186,43 @@ def test_grouped_default_on_910b_is_canns_tiler():
     assert base([253, 252, 252, 252], 4096, 1024, True) == (128, 256, 64, 4, 4)
 
 
+def _cann_910b_gmm_tiling(sizes, k, n, ds, bias):
+    """CANN's C220 GroupedMatmul tiling (no quantisation), as the kernel runs it: ops-transformer
+    gmm/grouped_matmul/op_host/op_tiling/grouped_matmul_tiling.cpp CalMMTiling (baseN 256, baseK
+    from half of L0B, baseM from half of L0A and L0C or all of x's rows), CalcStepKaKb (L1 in a
+    256 KiB part and the rest less a bias row, double-buffered), and op_kernel/grouped_matmul.h
+    (blocks of baseM x baseN per group, dealt round-robin with the count carried on; a base block
+    wider than N or deeper than K runs as N or K aligned to 16).  910B2: L0A/L0B 64 KiB, L0C
+    128 KiB, L1 512 KiB, 24 cube cores (data/socs.json)."""
+    a16 = lambda x: -(-x // 16) * 16
+    m_all, bn = sum(sizes), 256
+    bk = 65536 // 2 // (bn * ds) // 16 * 16
+    bm = min(65536 // 2 // (bk * ds), 131072 // (bn * 4))
+    bm = min(256, a16(m_all) if bm > m_all else bm // 16 * 16)
+    avail = 524288 - (bn * 4 if bias else 0)
+    l1a = 256 * 1024 if bm > bn else avail - 256 * 1024
+    ska, skb = l1a // 2 // (bm * bk * ds), (avail - l1a) // 2 // (bn * bk * ds)
+    ska, skb = (ska // skb * skb, skb) if ska > skb else (ska, skb // ska * ska)
+    k_steps = -(-a16(k) // bk)
+    blocks = sum(-(-m // bm) * -(-n // bn) for m in sizes if m)
+    return {"baseM": bm, "baseN": min(bn, a16(n)), "baseK": min(bk, a16(k)), "stepKa": min(ska, k_steps),
+            "stepKb": min(skb, k_steps), "waves": -(-blocks // 24)}
+
+
+@pytest.mark.parametrize("sizes", [[40] * 8, [1024, 512, 256, 128, 64, 32, 32, 0], [3, 5], [253, 252, 252, 252]])
+@pytest.mark.parametrize("k,n", [(32, 200), (1000, 100), (4096, 128), (128, 1000)])
+@pytest.mark.parametrize("dtype,bias", [("float16", False), ("bfloat16", True), ("float32", False)])
+def test_grouped_default_follows_canns_910b_tiling_on_a_grid(sizes, k, n, dtype, bias):
+    # Uneven and empty groups, N under 256 and not a power of two, K under one base step, fp32.
+    cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+    inputs = [[cum[-1], k], [len(sizes), k, n]] + ([[len(sizes), n]] if bias else [])
+    attrs = {"group_list": cum}
+    t = ops.baseline_tiling("GroupedMatmul", inputs, dtype, B2, attrs)
+    waves = ops.estimate("GroupedMatmul", inputs, dtype, B2, t, attrs).breakdown["waves"]
+    got = {key: t[key] for key in ("baseM", "baseN", "baseK", "stepKa", "stepKb")}
+    assert {**got, "waves": waves} == _cann_910b_gmm_tiling(sizes, k, n, 4 if dtype == "float32" else 2, bias)
+
+
 def test_grouped_dispatch_carrying_on_beats_restarting_per_group():
     # 8 experts of 40 tokens: 4 blocks of 40 x 256 each.  Restarting at core 0 runs 8 rounds of
     # 4 busy cores; dealing on fills the 24 cores: 2 rounds.

@@ -345,7 +345,8 @@ class GroupedMatmulModel : public OpModel {
  private:
   void build_spec(int64_t K, int ds, int kq, bool bias);
   // CANN's C220 default base block (baseM, baseK) and K steps, over the approximate ones.
-  void c220_baseline(int64_t K, int ds, int kq, bool bt, int64_t& bm, int64_t& bk, int64_t& step_a, int64_t& step_b);
+  void c220_baseline(int64_t K, int ds, int kq, bool bt, int64_t& bm, int64_t& bn, int64_t& bk, int64_t& step_a,
+                     int64_t& step_b);
   std::vector<Group> groups_;
   Platform p_;
   int64_t N_;
@@ -427,7 +428,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * align_up(K, kq)))
     step /= 2;
   int64_t step_a = step, step_b = step;
-  if (c220(p)) c220_baseline(K, ds, kq, bt, bm, bk, step_a, step_b);
+  if (c220(p)) c220_baseline(K, ds, kq, bt, bm, bn, bk, step_a, step_b);
   s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b};
   s.baseline_kind = "approximate CANN default";
 }
@@ -437,9 +438,13 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
 // of L0B over it (64 fp16), baseM from half of L0A and L0C (128), or all of x's rows (M, not the
 // largest group's) when fewer; L1 in a 256 KiB part for the narrower base block's operand (A while
 // baseM <= baseN) and the rest (less a bias row) for the other, each double-buffered, the larger
-// K step a multiple of the smaller.  (A copy deeper than K stops at K, as the MatMul's loads do.)
-void GroupedMatmulModel::c220_baseline(int64_t K, int ds, int kq, bool bt, int64_t& bm, int64_t& bk, int64_t& step_a,
-                                       int64_t& step_b) {
+// K step a multiple of the smaller.  The kernel runs each block at singleN = baseN and singleM =
+// baseM ([O] op_kernel/grouped_matmul.h SetMNConfig, MMCompute: the last block of a group takes the
+// rest), so a base block wider than N (deeper than K) runs as one block of N (K) aligned to 16: the
+// model's knob takes that width (depth), not a smaller power of two that would split N (K) in two.
+// (A copy deeper than K stops at K, as the MatMul's loads do.)
+void GroupedMatmulModel::c220_baseline(int64_t K, int ds, int kq, bool bt, int64_t& bm, int64_t& bn, int64_t& bk,
+                                       int64_t& step_a, int64_t& step_b) {
   const Platform& p = p_;
   auto& s = spec_;
   constexpr int64_t kBaseN = 256, kPartA = 256 * 1024;
@@ -448,24 +453,22 @@ void GroupedMatmulModel::c220_baseline(int64_t K, int ds, int kq, bool bt, int64
   const int64_t tiler_bk = std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (kBaseN * ds) / 16 * 16);
   int64_t tiler_bm = std::min<int64_t>(int64_t(p.l0a) / 2 / (tiler_bk * ds), int64_t(p.l0c) / (kBaseN * 4));
   tiler_bm = std::min<int64_t>(256, tiler_bm > total_m ? align_up(total_m, 16) : tiler_bm / 16 * 16);
-  if (std::find(s.values[gBK].begin(), s.values[gBK].end(), tiler_bk) == s.values[gBK].end()) return;
-  bk = tiler_bk;
-  bm = tiler_bm;
-  auto& vm = s.values[gBM];
-  if (std::find(vm.begin(), vm.end(), bm) == vm.end()) vm.insert(std::upper_bound(vm.begin(), vm.end(), bm), bm);
+  auto take = [](std::vector<int64_t>& v, int64_t x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
+    return x;
+  };
+  bm = take(s.values[gBM], tiler_bm);
+  bn = take(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
+  bk = take(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
   const int64_t avail = int64_t(p.l1) - (bt ? kBaseN * 4 : 0);
   const int64_t l1a = bm > kBaseN ? kPartA : avail - kPartA, l1b = avail - l1a;
-  step_a = std::max<int64_t>(1, l1a / 2 / (bm * bk * ds));
-  step_b = std::max<int64_t>(1, l1b / 2 / (kBaseN * bk * ds));
+  step_a = std::max<int64_t>(1, l1a / 2 / (bm * tiler_bk * ds));
+  step_b = std::max<int64_t>(1, l1b / 2 / (kBaseN * tiler_bk * ds));
   if (step_a > step_b) step_a = step_a / step_b * step_b;
   else step_b = step_b / step_a * step_a;
   const int64_t k_steps = cdiv(align_up(K, kq), bk);
-  step_a = std::min(step_a, k_steps);
-  step_b = std::min(step_b, k_steps);
-  for (auto* st : {&step_a, &step_b}) {
-    auto& v = s.values[st == &step_a ? gStepKa : gStepKb];
-    if (std::find(v.begin(), v.end(), *st) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), *st), *st);
-  }
+  step_a = take(s.values[gStepKa], std::min(step_a, k_steps));
+  step_b = take(s.values[gStepKb], std::min(step_b, k_steps));
 }
 
 double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
