@@ -223,6 +223,17 @@ def test_grouped_default_follows_canns_910b_tiling_on_a_grid(sizes, k, n, dtype,
     assert {**got, "waves": waves} == _cann_910b_gmm_tiling(sizes, k, n, 4 if dtype == "float32" else 2, bias)
 
 
+def test_one_large_expert_is_dealt_like_matmul_on_910b():
+    # ops-transformer grouped_matmul.h MNBlockIdxCompute: a group of more than 5 rows of blocks
+    # is walked diagonally over 8 x 8 blocks, as MatMulV3 staggers its L2 tiles, so a wave's cores
+    # do not all ask for one row block of x at once: one expert of 2048 tokens costs about the
+    # MatMul of its shape (row by row it paid the same-address collisions, 13% more).
+    m, k, n = 2048, 4096, 4096
+    gmm = _time("GroupedMatmul", [[m, k], [1, k, n]], "float16", {"group_list": [m]})
+    mm = _time("MatMul", [[m, k], [k, n]], "float16", {})
+    assert mm <= gmm < 1.1 * mm
+
+
 def test_grouped_dispatch_carrying_on_beats_restarting_per_group():
     # 8 experts of 40 tokens: 4 blocks of 40 x 256 each.  Restarting at core 0 runs 8 rounds of
     # 4 busy cores; dealing on fills the 24 cores: 2 rounds.

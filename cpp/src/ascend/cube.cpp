@@ -355,7 +355,9 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // rowOrder == 0; mat_mul_base_block.h UpdateBasicIndex: the i-th block of an L2 tile is row
   // i % mCnt, column (i + i / lcm(mCnt, nCnt)) % nCnt).  The cores of a wave walk a diagonal:
   // an A row block is shared by cdiv(cores, mCnt) of them, a B column block by cdiv(cores, nCnt).
-  const bool staggered = t[kDispatch] == 1 && c220(p) && q.v3_kernel && !q.grouped && q.batch == 1 &&
+  // (GroupedMatmul's C220 kernel staggers a group of more than 5 rows of blocks the same way over
+  // 8 x 8 tiles, grouped_quant_matmul.cpp group_row.)
+  const bool staggered = t[kDispatch] == 1 && c220(p) && q.v3_kernel && (!q.grouped || mB > 5) && q.batch == 1 &&
                          t[kTE] == 0 && t[kL2Order] == 0;
   const int64_t st_mc = std::min(t[kL2MBlk], mB), st_nc = std::min(t[kL2NBlk], nB);
   const int64_t st_share_a = std::min<int64_t>(st_nc, cdiv(cores, st_mc));

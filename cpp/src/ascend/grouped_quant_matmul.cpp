@@ -354,11 +354,19 @@ class GroupedMatmulModel : public OpModel {
 
 // The MatMul knobs every group's cube model takes, by name, for a grouped tiling `t` and a
 // group of m rows: round-robin dispatch of baseM x baseN blocks on all cores, one L2 tile.
+// C220's kernel deals a group of more than 5 rows of blocks (thresholdDimM) in stripes of 8 rows
+// across N, each 8 x 8 square of blocks walked diagonally (the i-th block: row i % 8, column
+// (i + i / lcm) % 8), so that a wave's cores share few operand blocks ([O] ops-transformer
+// gmm/grouped_matmul/op_kernel/grouped_matmul.h MNBlockIdxCompute, thresholdBlockNum 8): the
+// MatMul's staggered dealing over L2 tiles of 8 x 8 blocks (cube.cpp); fewer rows go row by row.
 // (`row` holds the cube's knobs; a model has at most 32: CostObjective's bound.)
-void group_row(const GroupedMatmulModel::Group& g, const int64_t* t, int64_t N, int64_t cores, int64_t* row) {
+void group_row(const GroupedMatmulModel::Group& g, const int64_t* t, int64_t N, int64_t cores, bool c220_diag,
+               int64_t* row) {
   const int64_t mB = cdiv(g.m, t[gBM]), nB = cdiv(N, t[gBN]);
+  const bool diag = c220_diag && mB > 5;
+  const int64_t tm = diag ? 8 : mB, tn = diag ? 8 : nB;
   const int64_t v[] = {1, 0, t[gBM], t[gBN], t[gBM], t[gBN], t[gBK], 1, 1, t[gStepKa], t[gStepKb], t[gDepthA1],
-                       t[gDepthB1], 2, 2, 1, 0, 1, 1, 0, cores, 1, 1, mB, nB, 0};
+                       t[gDepthB1], 2, 2, 1, 0, 1, 1, 0, cores, cdiv(mB, tm), cdiv(nB, tn), tm, tn, 0};
   for (size_t i = 0; i < g.slot.size(); ++i) row[i] = v[g.slot[i]];
 }
 // The MatMul knob names in the order of group_row's table.
@@ -478,7 +486,7 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
   int64_t big_m = -1;
   for (const auto& g : groups_) {
     int64_t row[32];
-    group_row(g, t, N_, cores, row);
+    group_row(g, t, N_, cores, c220(p_), row);
     Breakdown b;
     const double time = g.cube->evaluate(row, &b);
     const double work = time - cube_head_us(p_, b.cores_used);  // the launch is paid once
