@@ -504,7 +504,13 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double dealt = std::max(widest, std::ceil(blocks / double(cores)) * block_time / std::max(1.0, blocks));
   const double body = t[gDispatch] == 1 ? std::min(serial, dealt) : serial;
   const int used = int(std::min<double>(double(cores), blocks));
-  const double time = body + cube_head_us(p_, std::max(1, used));
+  // C220: each core reads the group list's first entry in scalar code before its first block
+  // ([O] ops-transformer gmm/grouped_matmul/op_kernel/grouped_matmul.h GMMProcess::Process,
+  // grouped_matmul_utils.h GetSplitValueFromGroupList: groupListGm.GetValue): the scalar DCache
+  // misses and the list is in HBM, one GM load's latency before the first copy (as moe_routing.cpp
+  // charges its index reads; the list's further 64-B lines are not charged apart).
+  const double list_us = c220(p_) ? mte2_head(std::max(1, used), false) / p_.freq_mhz : 0;
+  const double time = body + cube_head_us(p_, std::max(1, used)) + list_us;
   if (out) {
     *out = big;
     out->time_us = time;
