@@ -305,6 +305,16 @@ def test_dynamic_quant_matmul():
     assert mm.attrs["input_dtypes"] == ["int8", "int8", "", "", "", ""]  # DynamicQuantizeLinear's uint8 is CANN's int8
 
 
+def test_dynamic_quantize_linear_becomes_dynamic_quant_for_2_to_8_dims():
+    # aclnnDynamicQuant takes x of 2 to 8 dimensions (aclnn_dynamic_quant.cpp CheckShape): a 1-D x stays ONNX's node.
+    def kinds(shape):
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="dql")]
+        m = _model(nodes, [_f("x", shape)], [_f("xq", shape, TensorProto.UINT8), _f("xs", [])], opset=21)
+        return [n.op_type for n in load_graph(m, llm_kinds=LLM_KINDS).nodes]
+    assert kinds([16, 256]) == ["DynamicQuant"]
+    assert kinds([256]) == ["DynamicQuantizeLinear"]
+
+
 def test_quant_scale_of_the_wrong_shape_is_an_error():
     with pytest.raises(ValueError, match=r"node dq_w \(DequantizeLinear\): scale 'w_scale' has shape \[3, 32\]"):
         load_graph(_qdq_matmul(False, (3, 32), block=32), llm_kinds=LLM_KINDS)

@@ -1,6 +1,7 @@
 """The LLM vector kernels (cpp/src/ascend/norm_quant.cpp): RmsNorm, AddRmsNorm, AddRmsNormDynamicQuant,
 GroupNorm(Silu), DynamicQuant, DequantSwigluQuant, SwiGlu, ApplyRotaryPosEmb; their record translations
 and their accuracy on the held-out half of CANN's measured kernels."""
+import math
 import statistics
 from collections import defaultdict
 
@@ -394,6 +395,8 @@ def test_outputs_and_dtypes_set_the_bytes():
     ("DynamicQuant", [[8, 4096], [1024]], "float16", {}, r"DynamicQuant: smooth_scales \[1024\] does not match"),
     ("DynamicQuant", [[8, 4095]], "float16", {"output_dtype": "int4"}, r"DynamicQuant: int4 output .* 4095 is odd"),
     ("DynamicQuant", [[8, 4096]], "float16", {"output_dtype": "uint8"}, r"DynamicQuant: output_dtype 'uint8'"),
+    ("DynamicQuant", [[4096]], "float16", {}, r"DynamicQuant: x \[4096\] has 1 dimensions; CANN's aclnnDynamicQuant "
+     r"takes 2 to 8"),
     ("SwiGlu", [[8, 4095]], "float16", {"dim": -1}, r"SwiGlu: x \[8, 4095\] is split in two along dim -1, whose "
      r"extent 4095 is odd"),
     ("SwiGlu", [[8, 4096]], "float16", {"dim": 2}, r"SwiGlu: dim 2 is out of range"),
@@ -583,6 +586,61 @@ def test_dynamic_quant_910b_large_rows_and_single_buffer_templates():
     r = an.tune_op("DynamicQuant", [[96, 20000]], "bfloat16", "Ascend910B2", attrs={"output_dtype": "int8"},
                    max_evals=64)
     assert r.time_us <= r.baseline_us * (1 + 1e-9)
+
+
+def _cann_dynamic_quant_910b(rows: int, h: int, smooth: bool, int4: bool, cores: int, ub: int) -> tuple:
+    """CANN's 910B DynamicQuant tiling, transcribed from hicann/ops-nn quant/dynamic_quant/op_host/
+    dynamic_quant_tiling.cpp (SetSpecialTilingForDs, CheckMultiRowPreconditions,
+    CalculateMultiRowCoreDistribution, RunFusionKernelTiling, CalculateMaxUbSizePerRow, SetTilingData):
+    (template, blockDim, UB rows a pass on the busiest core or the piece of a split row, bufferNum of
+    x's queue (op_kernel: dynamic_quant_single_row.h / _multi_row.h one buffer, _db.h and
+    _large_shape_opt.h two, dynamic_quant.h one), the UB row stride)."""
+    cdiv = lambda a, b: -(-a // b)
+    if not int4 and h in (4096, 5120, 10240) and 4 <= rows <= 384:  # TILING_KEY 100
+        per = min(16384 // h, rows)
+        core = cdiv(cdiv(rows, per), cdiv(cdiv(rows, per), cores))
+        return "special", core, per, 1, h
+    max_ub_len = min((ub - 1024 - 3392) // (15 if smooth else 11) // 64 * 64, 255 * 64)
+    if 128 <= h <= max_ub_len and h % 8 == 0:  # TILING_KEY 10: fill UB, then one core per full pass
+        per = min(max_ub_len // h, rows)
+        loops = rows // per
+        core = max(1, min(cores, loops))
+        return "multi_row", core, min(per, cdiv(rows, core)), 1, h
+    core = max(1, min(cores, rows))
+    busy, hpad, avail = cdiv(rows, core), cdiv(h, 16) * 16, ub - 1024
+    fit = avail // ((17 if smooth else 11) * hpad)
+    if fit == 0:  # TILING_KEY 6: the row in pieces of innerLoopEle
+        return "large", core, avail // 19 // 128 * 128, 2, hpad
+    if (19 if smooth else 13) * hpad < avail:  # TILING_KEY 2/3
+        return "db", core, min(255, fit, busy), 2, hpad
+    return "one_row", core, 1, 1, hpad  # TILING_KEY 0/1
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B2", "Ascend910B4"])
+def test_dynamic_quant_910b_follows_cann_tiling_on_a_grid(soc):
+    # Template, core count, UB pass and buffering of the model's default tiling against CANN's rule
+    # (_cann_dynamic_quant_910b) over short/long, aligned/unaligned rows, few/many rows, 2-D..5-D x,
+    # both dtypes, with and without smooth scales, int8 and int4.  A multi-row H of 8 mod 16 packs its
+    # rows back to back (136: 120 a pass, not 113).
+    p = an.platform(soc)
+    misses = []
+    for h in (64, 136, 1021, 4096, 8192, 15000, 17001, 20000):
+        for lead in ([1], [384], [5000], [7, 13], [3, 7, 11, 13]):
+            for dtype, smooth, int4 in [("float16", False, False), ("bfloat16", True, False), ("float16", True, True)]:
+                if int4 and h % 2:
+                    continue
+                x = lead + [h]
+                rows = math.prod(lead)
+                ins = [x, [h]] if smooth else [x]
+                attrs = {"output_dtype": "int4" if int4 else "int8"}
+                t = an.baseline_tiling("DynamicQuant", ins, dtype, soc, attrs)
+                kind, core, per, buf, stride = _cann_dynamic_quant_910b(rows, h, smooth, int4, p["vector_cores"],
+                                                                        p["ub"])
+                busy = -(-rows // t["blockDim"])
+                got = min(t["tileLen"] // stride, busy) if kind != "large" else t["tileLen"]
+                if (t["blockDim"], got, t["bufferNum"]) != (core, per, buf):
+                    misses.append((x, dtype, smooth, int4, kind, (core, per, buf), (t["blockDim"], got, t["bufferNum"])))
+    assert not misses, misses
 
 
 def test_group_norm_on_910b_has_one_channel_in_flight():

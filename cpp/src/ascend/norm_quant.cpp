@@ -38,8 +38,8 @@ constexpr double kRowScalarNorm = 240.0;
 constexpr double kRowChainRegbase = 100.0;
 // 910B's one-row-at-a-time DynamicQuant (op_kernel/dynamic_quant_db.h, TILING_KEY 2/3: ComputeRowMax,
 // QuantizeRow) works through each row as a chain of vector calls with a PipeBarrier<PIPE_V> after
-// nearly every one (Cast, Abs, the abs-max, Brcb, Div, Mul, Cast, Cast: 9 barriers a row, one more
-// with smooth scales or a row that is not whole repeats), and takes the abs-max in place
+// nearly every one (8 barriers a row around the casts, Abs, Brcb, Div and Mul, one more with smooth
+// scales, and up to two in the abs-max: dynamic_quant_one_row_910b), and takes the abs-max in place
 // (dynamic_quant_base.h ReduceMaxInplace): one Max over the row's repeats with the destination's and
 // second source's repeat strides 0 ({1, 1, 1, 0, 8, 0}), so every repeat reads the block the one
 // before wrote.  Each barrier and each dependent repeat waits out the vector pipe's latency, per row;
@@ -48,7 +48,10 @@ constexpr double kRowChainRegbase = 100.0;
 // cann_bench_calibration.json only: 910B2's five DynamicQuant records, mean |log(predicted /
 // measured)| 0.149 at 12-16 cycles (0.209 with kRowScalarQuant a row before; 0.308 at 0: the other
 // constants of the time).  Inner split: chosen on case id % 8 == 0 (16), the % 8 == 4 records score
-// 0.167 (0.202 before); chosen on % 8 == 4 (10), the % 8 == 0 ones 0.131 (0.218).
+// 0.167 (0.202 before); chosen on % 8 == 4 (10), the % 8 == 0 ones 0.131 (0.218).  Re-checked with the
+// kernel's exact barrier count (one fewer a row than the 9 + 1 of that fit): the five records' mean
+// |log| is 0.100 at 14 (0.094 with the old count), flat from 14 to 18 (0.086); chosen on % 8 == 0 (16-18),
+// the % 8 == 4 records score 0.107 (0.104 at 14); chosen on % 8 == 4 (13-14), % 8 == 0 0.116-0.094: kept.
 constexpr double kPipeDrain = 14.0;
 
 // RmsNorm with 16-bit x and a float32 gamma (input_dtypes), CANN's mixed-dtype tiling on 910B
@@ -619,10 +622,8 @@ bool int4_output(const OpDesc& op) {
 // - ubAvail >= 1 and ubPerRow < UB - 1024: TILING_KEY 2/3 (op_kernel/dynamic_quant_db.h), passes of
 //   min(255, ubAvail) rows, x's queue double-buffered; the fp32 work buffers hold one row, not a pass
 //   (dynamic_quant_base.h InitBaseBuffer: sizeHalfLen elements).  Per row a chain of vector calls with
-//   a PipeBarrier<PIPE_V> after nearly every one (Cast, Abs, the in-place abs-max, Brcb, Div, Mul,
-//   Cast, Cast: 9 barriers, one more with smooth scales or a row that is not whole repeats) and the
-//   in-place Max over the row's repeats (ReduceMaxInplace, repeat strides 0: each repeat reads the
-//   block the one before wrote), each waiting out the pipe's latency (kPipeDrain); the row's scale
+//   a PipeBarrier<PIPE_V> after nearly every one (below) and the in-place Max over the row's repeats
+//   (ReduceMaxInplace, repeat strides 0: each repeat reads the block the one before wrote), each waiting out the pipe's latency (kPipeDrain); the row's scale
 //   stays in the vector unit.
 // - ubAvail >= 1, ubPerRow >= UB - 1024 (useDb false): TILING_KEY 0/1 (op_kernel/dynamic_quant.h), one
 //   row a pass, every queue single-buffered (BUFFER_NUM 1: the load and the vector work in turn, the
@@ -659,8 +660,14 @@ void dynamic_quant_one_row_910b(VecKernel& k, const Platform& p, bool fp16, bool
   const bool db = (smooth ? 19 : 13) * hpad < avail;
   // fp16 without smooth scales takes the DB template's abs-max on x itself, 128 a repeat.
   const int64_t per_rep = db && fp16 && !smooth ? 128 : 64;
-  const int64_t barriers = 9 + extra + (h % per_rep && h > per_rep ? 1 : 0);
-  k.row_scalar_cycles = kPipeDrain * double(barriers + std::max<int64_t>(0, cdiv(h, per_rep) - 1));
+  // Per row, both templates: 8 barriers around the casts, Abs and the quantisation (dynamic_quant_db.h
+  // ComputeRowMax + QuantizeRow; dynamic_quant.h Compute), one more with smooth scales; then
+  // ReduceMaxInplace (dynamic_quant_base.h): reps = h / per_rep whole repeats, the in-place Max over
+  // the reps - 1 after the first (a barrier after it, only when reps > 1; split in two Max calls at
+  // 255 repeats, MAX_REPEAT), and the remainder's Max (a barrier, only when reps > 0).
+  const int64_t reps = h / per_rep;
+  const int64_t barriers = 8 + extra + (reps > 1 ? 1 : 0) + (reps - 1 > 255 ? 1 : 0) + (h % per_rep && reps > 0 ? 1 : 0);
+  k.row_scalar_cycles = kPipeDrain * double(barriers + std::max<int64_t>(0, reps - 1));
   if (db) {
     k.baseline_tile = std::min<int64_t>(255, rows_fit) * hpad;
     k.temp_fp32 = 0;  // the fp32 work buffers are one row (above), beside the pass
@@ -679,6 +686,9 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
   if (!half(op.dtype))  // [S] dynamic_quant_tiling.cpp CheckInputDtype
     fail("DynamicQuant: x is " + op.dtype + "; CANN's kernel takes float16 or bfloat16");
   const auto [rows, h] = rows_hidden(op, op.inputs[0], "x");
+  if (op.inputs[0].size() < 2 || op.inputs[0].size() > 8)  // [S] op_host/op_api/aclnn_dynamic_quant.cpp CheckShape
+    fail("DynamicQuant: x " + shape_str(op.inputs[0]) + " has " + std::to_string(op.inputs[0].size()) +
+         " dimensions; CANN's aclnnDynamicQuant takes 2 to 8");
   const bool smooth = !input(op, 1).empty();
   if (smooth) check_vector(op, op.inputs[1], h, "smooth_scales", "the hidden size of x " + shape_str(op.inputs[0]) + ",");
   const bool int4 = int4_output(op);
@@ -727,7 +737,12 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     // one core per full pass, at most all of them (CalculateMultiRowCoreDistribution: coreNum =
     // rows / rowsPerPass when that is below the core count; the rows left over are spread on those cores).
     if (multi_row) {
-      k.baseline_tile = max_ub_len / h * k.unit_elems;
+      // A pass's rows lie back to back in UB, not 32-byte aligned each (op_kernel/dynamic_quant_multi_row.h
+      // AllocateLocalBuffers, ProcessQuant: singleLoopEle = rows x rowLen, one DataCopyPad): an H of 8
+      // mod 16 packs maxUbLen / H rows, not maxUbLen / align_up(H, 16).  The tile is 16-aligned, less
+      // than a row more.
+      k.unit_elems = h;
+      k.baseline_tile = align_up(max_ub_len / h * h, 16);
       k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
     }
   }

@@ -295,6 +295,9 @@ def _dynamic_quants(rw: Rewrite) -> None:
     for n in [n for n in rw.nodes if n.op_type == "DynamicQuantizeLinear"]:
         if len(n.outputs) > 2 and n.outputs[2] and rw.users(n.outputs[2]):
             continue
+        x = rw.shape(n.inputs[0])
+        if x is not None and not 2 <= len(x) <= 8:  # aclnnDynamicQuant takes 2-8 dimensions (aclnn_dynamic_quant.cpp)
+            continue
         rw.add("DynamicQuant", n, [n.inputs[0], ""], list(n.outputs[:2]), {"output_dtype": "int8"}, [n])
 
 
