@@ -269,6 +269,23 @@ def test_dequant_swiglu_quant_910b_takes_cann_base_tiling():
     assert base([[16384, 512], [512], [16384]], "int32") == {"blockDim": 48, "tileLen": 256, "bufferNum": 2}
 
 
+def test_dequant_swiglu_quant_910b_splits_long_rows_as_cann():
+    # dequant_swiglu_quant_tiling_base.cpp (910B): int32 rows over UB / 45 bytes (4352 outputs) go in pieces of
+    # 4352 (dynamic; static: UB / 49 bytes, 3968), the scales in slices beside each piece, no whole copy in UB.
+    # The dynamic kernel (dynamic_base.hpp CanNotFullLocaOneRow) loads the slices for every row and piece and
+    # sweeps a row twice (its abs-max, then the quantisation); the static one (static_base.hpp processCompute)
+    # takes the pieces outermost, loads their slices once a core and reads x once.
+    rows, h = 4096, 8192
+    inputs = [[rows, 2 * h], [2 * h], [rows], [h]]
+    dyn, sta = ({"quant_mode": m} for m in ("dynamic", "static"))
+    assert an.baseline_tiling("DequantSwigluQuant", inputs, "int32", "Ascend910B2", dyn)["tileLen"] == 4352
+    assert an.baseline_tiling("DequantSwigluQuant", inputs, "int32", "Ascend910B2", sta)["tileLen"] == 3968
+    x_bytes, scale_bytes = rows * 2 * h * 4, 3 * h * 4
+    read = lambda attrs: est("DequantSwigluQuant", inputs, "int32", "Ascend910B2", attrs).breakdown["gm_read_bytes"]
+    assert read(sta) < 1.1 * x_bytes
+    assert read(dyn) > 2 * x_bytes + rows * scale_bytes
+
+
 def test_dequant_swiglu_quant_910b_performance_template_overlaps_its_loads():
     # The same int32 [16384, 512] without an activation scale runs the serial template (tiling key 30006,
     # not 30013): less vector work, yet slower, since no load overlaps the vector work.

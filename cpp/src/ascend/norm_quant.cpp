@@ -861,6 +861,7 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   const bool multi_row = regbase(p);
   const int64_t n_qs = qs.empty() ? 0 : numel(qs);
   bool scale_wait = false;  // the serial 910B template's per-row read of the activation scale (below)
+  int split_sweeps = 2;      // GM sweeps over a row UB does not hold: the abs-max's, then the quantisation's
   if (multi_row) {
     k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
     // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
@@ -877,6 +878,17 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     k.baseline_buffer_num = t.perf ? 2 : 1;
     k.store_beside_load = !t.perf;
     scale_wait = !t.perf && op.dtype == "int32" && !as.empty() && mode == "dynamic";
+    if (t.base_cols < h) {
+      // A row UB does not hold goes in pieces of base_cols, each with its slices of the scales, no
+      // whole copy in UB: dynamic_base.hpp CanNotFullLocaOneRow (lines 328-375) loads them per row and
+      // piece (CopyInQuantScale; for int32 x CopyInDequantBuffer's weight scales), static_base.hpp
+      // processCompute (lines 230-270) per piece only, its pieces outermost and every row of the
+      // core's run through each, one pass (no row abs-max: no second sweep).  The slices' fp32
+      // queues take UB beside the tile.
+      k.bcast_reload_units = mode == "dynamic" ? 1 : rows;
+      k.ub_buffers += int(((op.dtype == "int32" && !ws.empty() ? 2 : 0) + (n_qs > 1 ? 1 : 0)) * 4 / k.ds);
+      split_sweeps = mode == "dynamic" ? 2 : 1;
+    }
   }
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
   if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
@@ -908,7 +920,7 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);
   }
-  k.sweeps_if_split = 2;
+  k.sweeps_if_split = split_sweeps;
   k.temp_fp32 = 3;  // the two fp32 halves and Sigmoid's buffer
   finish(k, double(rows) * double(h), mode == "dynamic" ? 4 : 0);  // the float32 scale per row
   return make_vec_model(k, p);
