@@ -993,8 +993,8 @@ SwiGlu910b swiglu_910b(const Platform& p, int ds, int64_t rows, int64_t cols) {
 
 // SwiGlu's 910B kernel on swiglu_910b's blocks: a unit is one base block (the blocks' mean size: tail
 // blocks are smaller), so a core's loop count is the busiest core's blocks, as the kernel deals them.
-// `elems` becomes the outputs as UB holds them (rows padded to 32 bytes).
-void swiglu_kernel_910b(VecKernel& k, const Platform& p, bool h16, int64_t rows, int64_t cols, double& elems) {
+// Returns the outputs as UB holds them (rows padded to 32 bytes).
+double swiglu_kernel_910b(VecKernel& k, const Platform& p, bool h16, int64_t rows, int64_t cols) {
   const SwiGlu910b t = swiglu_910b(p, k.ds, rows, cols);
   const int64_t blk = 32 / k.ds;
   const bool aligned = cols % blk == 0;
@@ -1004,7 +1004,6 @@ void swiglu_kernel_910b(VecKernel& k, const Platform& p, bool h16, int64_t rows,
   const int64_t pad = aligned ? t.base_cols : align_up(t.base_cols, blk);
   const int64_t tail = cols % t.base_cols;
   const int64_t padded_cols = aligned ? cols : (cols / t.base_cols) * pad + align_up(tail, blk);
-  elems = double(rows) * double(padded_cols);
   k.units = t.tiles;
   k.unit_elems = cdiv(rows * padded_cols, t.tiles);
   k.in_bytes *= double(cols) / double(padded_cols);
@@ -1038,6 +1037,7 @@ void swiglu_kernel_910b(VecKernel& k, const Platform& p, bool h16, int64_t rows,
   if (h16) k.elem_prog.push_back(cast_step(false));
   // Work buffers: the tile of ones (fp32), or the fp32 casts of a and of the result (16-bit).
   k.temp_fp32 = h16 ? 2 : 1;
+  return double(rows) * double(padded_cols);
 }
 
 // SwiGlu (x split in two along `dim`): y = silu(a) * b, element-wise over the output; each
@@ -1067,7 +1067,7 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
   const bool h16 = half(op.dtype);
   double elems = double(n);
   if (c220(p)) {
-    swiglu_kernel_910b(k, p, h16, n / inner, inner, elems);
+    elems = swiglu_kernel_910b(k, p, h16, n / inner, inner);
   } else {
     // Halves not 32-byte aligned: one GM burst per row of the output too, written as whole L2 lines
     // (common.hpp write_charge).  Not on the 950 generation, whose MTE pads unaligned bursts itself
