@@ -269,6 +269,23 @@ def test_dequant_swiglu_quant_910b_takes_cann_base_tiling():
     assert base([[16384, 512], [512], [16384]], "int32") == {"blockDim": 48, "tileLen": 256, "bufferNum": 2}
 
 
+def test_dequant_swiglu_quant_910b_splits_long_rows_as_cann():
+    # dequant_swiglu_quant_tiling_base.cpp (910B): int32 rows over UB / 45 bytes (4352 outputs) go in pieces of
+    # 4352 (dynamic; static: UB / 49 bytes, 3968), the scales in slices beside each piece, no whole copy in UB.
+    # The dynamic kernel (dynamic_base.hpp CanNotFullLocaOneRow) loads the slices for every row and piece and
+    # sweeps a row twice (its abs-max, then the quantisation); the static one (static_base.hpp processCompute)
+    # takes the pieces outermost, loads their slices once a core and reads x once.
+    rows, h = 4096, 8192
+    inputs = [[rows, 2 * h], [2 * h], [rows], [h]]
+    dyn, sta = ({"quant_mode": m} for m in ("dynamic", "static"))
+    assert an.baseline_tiling("DequantSwigluQuant", inputs, "int32", "Ascend910B2", dyn)["tileLen"] == 4352
+    assert an.baseline_tiling("DequantSwigluQuant", inputs, "int32", "Ascend910B2", sta)["tileLen"] == 3968
+    x_bytes, scale_bytes = rows * 2 * h * 4, 3 * h * 4
+    read = lambda attrs: est("DequantSwigluQuant", inputs, "int32", "Ascend910B2", attrs).breakdown["gm_read_bytes"]
+    assert read(sta) < 1.1 * x_bytes
+    assert read(dyn) > 2 * x_bytes + rows * scale_bytes
+
+
 def test_dequant_swiglu_quant_910b_performance_template_overlaps_its_loads():
     # The same int32 [16384, 512] without an activation scale runs the serial template (tiling key 30006,
     # not 30013): less vector work, yet slower, since no load overlaps the vector work.
@@ -355,8 +372,74 @@ def test_swiglu_910b_moves_each_unaligned_row_as_bursts_of_its_own():
     # pads unaligned bursts itself, so there the two cost about the same.
     def t(x, soc):
         return est("SwiGlu", [x], "float32", soc, {"dim": -1}).time_us
-    assert t([52224, 100], "Ascend910B2") > 2.5 * t([52224, 112], "Ascend910B2")
+    assert t([52224, 100], "Ascend910B2") > 2.4 * t([52224, 112], "Ascend910B2")
     assert t([52224, 100], "Ascend950PR") < 1.1 * t([52224, 112], "Ascend950PR")
+
+
+def _cann_swiglu_910b(shape: list, dim: int, dtype: str, ub: int, cores: int) -> dict:
+    """CANN's SwiGlu tiling on 910B, transcribed from hicann/ops-nn@e5c3fa9 activation/swi_glu/op_host/
+    swi_glu_tiling.cpp (GluSingleTilingCalculator::CalcTiling): x as rows x 2 cols around `dim`, base blocks
+    of base_rows x base_cols outputs chosen for the most cores, then the fewest blocks, the largest block;
+    double-buffered unless single buffers take a core's two blocks in one."""
+    d = dim % len(shape)
+    rows, cols = math.prod(shape[:d]), math.prod(shape[d:]) // 2
+    ds = 4 if dtype == "float32" else 2
+    blk, line = 32 // ds, 512 // ds
+    aligned = cols % blk == 0
+    one_row = lambda bc: (2 * cols - bc > 65535 * blk) if aligned else ((2 * cols - bc) * ds > 65535)
+
+    def calc(buffers: int):
+        max_tile = ub // (buffers * 3 * ds + (4 if ds == 4 else 8)) // blk * blk
+        bc = min(cols, max_tile, 65535 if aligned else 65535 // ds)
+        if line < bc < cols:
+            bc = bc // line * line
+        best = None
+
+        def save(br, c):
+            nonlocal best
+            tiles = -(-rows // br) * -(-cols // c)
+            key = (min(tiles, cores), -tiles, br * c, (rows // br) * (cols // c))
+            if best is None or key > best[0]:
+                best = (key, br, c, tiles)
+        cap = min(rows, 4095)
+        if one_row(bc):
+            save(1, bc)
+        else:
+            while True:
+                br = min(max_tile // (-(-bc // blk) * blk), cap)
+                if br < 1 or (br > 1 and one_row(bc)):
+                    break
+                if not (br > 1 and one_row(cols % bc)):
+                    save(br, bc)
+                if bc <= line or br >= cap:
+                    break
+                bc = bc - line if bc % line == 0 else bc // line * line
+        (used, _, _, _), br, bc, tiles = best
+        return {"cores": used, "per_core": -(-tiles // used), "br": br, "bc": bc, "buffers": buffers}
+
+    t = calc(2)
+    if t["per_core"] == 2:
+        one = calc(1)
+        if one["per_core"] == 1 and one["cores"] >= t["cores"]:
+            t = one
+    return {"blockDim": t["cores"], "tileLen": t["br"] * (-(-t["bc"] // blk) * blk), "bufferNum": t["buffers"]}
+
+
+def test_swiglu_910b_default_follows_cann_tiling():
+    # 910B's SwiGlu default is CANN's own tiling: the base block's size (the UB pass), its core count (few
+    # rows: as many blocks as the cuts give, at most every core) and its buffers, on aligned and unaligned
+    # halves, one row or many, the dim attribute before the last axis, each dtype.
+    plat = ops.native_platform("Ascend910B2")
+    ub, cores = int(plat.ub), int(plat.vector_cores)
+    grid = [([r, c2], -1) for r in (1, 7, 64, 300, 8192) for c2 in (2048, 8194, 30000)]
+    grid += [([8192, 16384], 0), ([1538, 1537], 0), ([2, 3, 17, 512, 100], -1), ([4, 64, 1024], 1), ([48, 32768], -1)]
+    for dtype in ("float16", "bfloat16", "float32"):
+        for shape, dim in grid:
+            want = _cann_swiglu_910b(shape, dim, dtype, ub, cores)
+            base = an.baseline_tiling("SwiGlu", [shape], dtype, "Ascend910B2", {"dim": dim})
+            assert base == want, (shape, dim, dtype)
+            used = est("SwiGlu", [shape], dtype, "Ascend910B2", {"dim": dim}).breakdown["cores_used"]
+            assert used == want["blockDim"], (shape, dim, dtype)
 
 
 def test_outputs_and_dtypes_set_the_bytes():

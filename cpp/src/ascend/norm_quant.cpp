@@ -876,6 +876,7 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
   const bool multi_row = regbase(p);
   const int64_t n_qs = qs.empty() ? 0 : numel(qs);
   bool scale_wait = false;  // the serial 910B template's per-row read of the activation scale (below)
+  int split_sweeps = 2;      // GM sweeps over a row UB does not hold: the abs-max's, then the quantisation's
   if (multi_row) {
     k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
     // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
@@ -892,6 +893,17 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     k.baseline_buffer_num = t.perf ? 2 : 1;
     k.store_beside_load = !t.perf;
     scale_wait = !t.perf && op.dtype == "int32" && !as.empty() && mode == "dynamic";
+    if (t.base_cols < h) {
+      // A row UB does not hold goes in pieces of base_cols, each with its slices of the scales, no
+      // whole copy in UB: dynamic_base.hpp CanNotFullLocaOneRow (lines 328-375) loads them per row and
+      // piece (CopyInQuantScale; for int32 x CopyInDequantBuffer's weight scales), static_base.hpp
+      // processCompute (lines 230-270) per piece only, its pieces outermost and every row of the
+      // core's run through each, one pass (no row abs-max: no second sweep).  The slices' fp32
+      // queues take UB beside the tile.
+      k.bcast_reload_units = mode == "dynamic" ? 1 : rows;
+      k.ub_buffers += int(((op.dtype == "int32" && !ws.empty() ? 2 : 0) + (n_qs > 1 ? 1 : 0)) * 4 / k.ds);
+      split_sweeps = mode == "dynamic" ? 2 : 1;
+    }
   }
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
   if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
@@ -923,13 +935,125 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);
   }
-  k.sweeps_if_split = 2;
+  k.sweeps_if_split = split_sweeps;
   k.temp_fp32 = 3;  // the two fp32 halves and Sigmoid's buffer
   finish(k, double(rows) * double(h), mode == "dynamic" ? 4 : 0);  // the float32 scale per row
   return make_vec_model(k, p);
 }
 
 // ---- SwiGlu, RoPE -------------------------------------------------------------------------
+
+// CANN's SwiGlu tiling on 910B ([S] hicann/ops-nn@e5c3fa9 activation/swi_glu/op_host/swi_glu_tiling.cpp,
+// GluSingleTilingCalculator): x is viewed as rows x 2 cols (rows: the dims before `dim`, cols: half of
+// the rest, SetTotalShape) and cut into base blocks of base_rows x base_cols outputs, which the kernel
+// deals to the cores one at a time (glu_tiling_kernel.hpp SWIGLU_SINGLE_PROCESS: tileIdx = blockIdx,
+// tileIdx += blockNum).
+struct SwiGlu910b {
+  int64_t base_rows = 0, base_cols = 0;  // baseRowLen, baseColLen
+  int64_t tiles = 0;                     // totalTileNum (tail blocks included)
+  int64_t cores = 0;                     // totalUsedCoreNum = blockDim
+  int64_t per_core = 0;                  // tileNumPerCore: the busiest core's blocks
+  int64_t size = 0, base_tiles = 0;      // optBaseSize, optBaseTileNum (SaveOptBaseShape's tie-breaks)
+  int buffer_num = 2;                    // isDoubleBuffer ? 2 : 1
+};
+SwiGlu910b swiglu_910b(const Platform& p, int ds, int64_t rows, int64_t cols) {
+  const int64_t blk = 32 / ds, line = 512 / ds;  // ubMinBlockLen; cacheLineLen = alignPackLen
+  const bool aligned = cols % blk == 0;           // is32BAligned
+  constexpr int64_t kMaxBlock = 65535;            // DISCONTINE_COPY_MAX_BLOCKLEN / _STRIDE
+  // MustBeSingleBaseRowLen: the copy's stride from one row's piece to the next exceeds its field.
+  auto one_row = [&](int64_t bc) { return aligned ? 2 * cols - bc > kMaxBlock * blk : (2 * cols - bc) * ds > kMaxBlock; };
+  auto calc = [&](int buffer_num) {
+    // CalcUbMaxTileLen: UB over buffer_num x 3 queues of x's dtype + fp32 work buffers (2 for 16-bit
+    // x, 1 for fp32: SWIGLU_TBUF_NUM_*), 32-byte aligned.
+    const int64_t max_tile = int64_t(p.ub) / (buffer_num * 3 * ds + (ds == 4 ? 4 : 8)) / blk * blk;
+    // getBaseColLenUpBound: a row UB does not hold goes in 512-byte pieces.
+    int64_t bc = std::min({cols, max_tile, aligned ? kMaxBlock : kMaxBlock / ds});
+    if (bc < cols && bc > line) bc = bc / line * line;
+    SwiGlu910b best;
+    // SaveOptBaseShape: the most cores, then the fewest blocks, the largest block, the most whole blocks.
+    auto save = [&](int64_t br, int64_t c) {
+      const int64_t tiles = cdiv(rows, br) * cdiv(cols, c), used = std::min<int64_t>(tiles, p.vector_cores);
+      const int64_t size = br * c, whole = (rows / br) * (cols / c);
+      if (best.tiles == 0 || used > best.cores || (used == best.cores && tiles < best.tiles) ||
+          (used == best.cores && tiles == best.tiles && size > best.size) ||
+          (used == best.cores && tiles == best.tiles && size == best.size && whole > best.base_tiles))
+        best = {br, c, tiles, used, cdiv(tiles, used), size, whole, buffer_num};
+    };
+    // CalcOptBaseShape: from the widest piece down a cache line at a time, as many rows as UB holds
+    // (rows padded to 32 B, at most 4095: DISCONTINE_COPY_MAX_BLOCKCNT).
+    const int64_t row_cap = std::min<int64_t>(rows, 4095);
+    if (one_row(bc)) {
+      save(1, bc);
+      return best;
+    }
+    while (true) {
+      const int64_t br = std::min(max_tile / align_up(bc, blk), row_cap);
+      if (br < 1 || (br > 1 && one_row(bc))) break;
+      if (!(br > 1 && one_row(cols % bc))) save(br, bc);  // isValidTailCol
+      if (bc <= line || br >= row_cap) break;
+      bc = bc % line == 0 ? bc - line : bc / line * line;
+    }
+    if (best.tiles == 0) save(1, bc);  // (CANN fails the tiling here: no valid block)
+    return best;
+  };
+  // CalcTiling: double-buffered, unless that leaves each core two blocks and single buffers take
+  // them in one on as many cores.
+  SwiGlu910b t = calc(2);
+  if (t.per_core == 2) {
+    const SwiGlu910b one = calc(1);
+    if (one.per_core == 1 && one.cores >= t.cores) t = one;
+  }
+  return t;
+}
+
+// SwiGlu's 910B kernel on swiglu_910b's blocks: a unit is one base block (the blocks' mean size: tail
+// blocks are smaller), so a core's loop count is the busiest core's blocks, as the kernel deals them.
+// Returns the outputs as UB holds them (rows padded to 32 bytes).
+double swiglu_kernel_910b(VecKernel& k, const Platform& p, bool h16, int64_t rows, int64_t cols) {
+  const SwiGlu910b t = swiglu_910b(p, k.ds, rows, cols);
+  const int64_t blk = 32 / k.ds;
+  const bool aligned = cols % blk == 0;
+  // A block's UB rows are padded to 32 bytes when the halves are not, and the vector APIs run over the
+  // padding (glu_tiling_kernel.hpp CaclTileCopyParams: *CalLen = rows x AlignUp(cols, 32 B)); GM moves
+  // the halves' bytes only.
+  const int64_t pad = aligned ? t.base_cols : align_up(t.base_cols, blk);
+  const int64_t tail = cols % t.base_cols;
+  const int64_t padded_cols = aligned ? cols : (cols / t.base_cols) * pad + align_up(tail, blk);
+  k.units = t.tiles;
+  k.unit_elems = cdiv(rows * padded_cols, t.tiles);
+  k.in_bytes *= double(cols) / double(padded_cols);
+  k.out_bytes *= double(cols) / double(padded_cols);
+  k.baseline_tile = t.base_rows * pad;  // tileLength, the queues' size
+  k.baseline_block_dim = t.cores;
+  k.baseline_buffer_num = t.buffer_num;
+  // A block's copy takes base_rows runs of base_cols from each half (CaclOneTileCopyParam, lines
+  // 121-136: blockCount = rows, blockLen = cols, stride = the rest of x's row); the output's rows
+  // follow each other when a block holds whole rows (dst stride 0), one run for the block.
+  k.run_in = double(t.base_cols) * k.ds;
+  k.run_out = aligned && t.base_cols == cols ? 0.0 : double(t.base_cols) * k.ds;
+  if (!aligned) {
+    // Halves not whole 32-byte blocks: one DataCopyPad per half and one for the output, blockCount =
+    // the block's rows (swi_glu_single.hpp CopyIn_Non32BAligned / CopyOut_Non32BAligned, lines
+    // 82-111): a row is three byte-granular bursts of its own, each paying a copy's start
+    // (kBurstCycles, on the core's GM port), the halves read a 32-byte block at a time
+    // (kUnalignedBlockCycles), the output written as whole L2 lines (common.hpp write_charge).
+    // Without these the fit half's fp32 [2, 3, 17, 512, 100] dim -1 on 910B2 was 0.39x measured.
+    k.run_call_in = k.run_call_out = kBurstCycles;
+    k.unaligned_block_cycles = kUnalignedBlockCycles;
+  }
+  // The vector program, a PipeBarrier after each call: SiLU as a / (1 + exp(-a)) in fp32
+  // (swi_glu_impl.hpp SwigluVector::Compute for fp32: Muls, Exp, Adds, Div of a tile of ones, Mul by
+  // a, Mul by b; swi_glu_bf16.hpp SwigluVectorBF16::Compute for float16 and bfloat16: Cast a, Muls,
+  // Exp, Adds, Div, Cast b, Mul, Cast back), no Sigmoid and its work buffer.
+  if (h16) k.elem_prog.push_back(cast_step(true));
+  for (const char* a : {"Muls", "Exp", "Adds", "Div"}) k.elem_prog.push_back(api(a));
+  k.elem_prog.push_back(h16 ? cast_step(true) : api("Mul"));
+  k.elem_prog.push_back(api("Mul"));
+  if (h16) k.elem_prog.push_back(cast_step(false));
+  // Work buffers: the tile of ones (fp32), or the fp32 casts of a and of the result (16-bit).
+  k.temp_fp32 = h16 ? 2 : 1;
+  return double(rows) * double(padded_cols);
+}
 
 // SwiGlu (x split in two along `dim`): y = silu(a) * b, element-wise over the output; each
 // half is read in contiguous runs of (split extent / 2) x (the dims after it) elements.
@@ -955,40 +1079,27 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
   stream_in(k, k.ds);
   k.run_in = double(inner) * k.ds;
   k.out_bytes = k.ds;
-  // Halves not 32-byte aligned take the kernel's DataCopyPad path, one GM burst per row of the
-  // output too ([S] hicann/ops-nn activation/swi_glu/op_kernel/swi_glu_single.hpp CopyOut_Non32BAligned,
-  // glu_tiling_kernel.hpp: blockCount = rows, blockLen = colLen bytes), each written as whole L2
-  // lines (common.hpp write_charge).  Not on the 950 generation, whose MTE pads unaligned bursts
-  // itself (as cube.cpp's unaligned rows): the fit half's fp32 [2, 3, 17, 512, 100] dim -1 took
-  // 78.1 us on 910B2 against 21.2 on 950PR (3.7x; the chips' usual ratio is about 0.7x).
-  if ((inner * k.ds) % 32 != 0 && !regbase(p)) {
-    k.run_out = double(inner) * k.ds;
-    // 910B's tiling ([S] hicann/ops-nn@e5c3fa9 activation/swi_glu/op_host/swi_glu_tiling.cpp
-    // CalcOptBaseShape, lines 358-395) takes whole
-    // rows a pass (baseRowLen = maxTileLen / the row padded to 32 B, at most 4095: fp32 [.., 100]
-    // dim -1 passes 125 rows of 50), and the kernel moves a pass with one DataCopyPad per half and
-    // one for the output, blockCount = the pass's rows (glu_tiling_kernel.hpp CaclOneTileCopyParam,
-    // lines 121-136; swi_glu_single.hpp CopyIn_Non32BAligned / CopyOut_Non32BAligned, lines 82-111):
-    // a row is three byte-granular bursts of its own, each paying a copy's start (kBurstCycles, on
-    // the core's GM port), and the halves, not whole 32-byte blocks, go a block at a time
-    // (kUnalignedBlockCycles).  Without these the fit half's fp32 [2, 3, 17, 512, 100] dim -1 on
-    // 910B2 was 0.39x measured.
-    if (c220(p)) {
-      k.run_call_in = k.run_call_out = kBurstCycles;
-      k.unaligned_block_cycles = kUnalignedBlockCycles;
-    }
-  }
   const bool h16 = half(op.dtype);
-  if (h16) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));
-  for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));
-  if (h16) k.elem_prog.push_back(cast_step(false));
-  k.temp_fp32 = 1 + (h16 ? 2 : 0) + vec_api_cost("Sigmoid").temps;
-  // CANN's default ([S] hicann/ops-nn activation/swi_glu/op_host/swi_glu_tiling.cpp): the largest
-  // base block UB holds (maxTileLen = UB / (2 buffers x 3 queues x ds + 2 fp32 buffers, 1 for
-  // fp32)) that still gives every core work: tiles of min(maxTileLen, output / cores).
-  const int64_t max_tile = int64_t(p.ub) / (2 * 3 * k.ds + (h16 ? 8 : 4));
-  k.baseline_tile = std::max<int64_t>(1, std::min<int64_t>(max_tile, cdiv(n, p.vector_cores)));
-  finish(k, double(n), 0);
+  double elems = double(n);
+  if (c220(p)) {
+    elems = swiglu_kernel_910b(k, p, h16, n / inner, inner);
+  } else {
+    // Halves not 32-byte aligned: one GM burst per row of the output too, written as whole L2 lines
+    // (common.hpp write_charge).  Not on the 950 generation, whose MTE pads unaligned bursts itself
+    // (as cube.cpp's unaligned rows): the fit half's fp32 [2, 3, 17, 512, 100] dim -1 took 78.1 us on
+    // 910B2 against 21.2 on 950PR (3.7x; the chips' usual ratio is about 0.7x).
+    if ((inner * k.ds) % 32 != 0 && !regbase(p)) k.run_out = double(inner) * k.ds;
+    if (h16) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));
+    for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));
+    if (h16) k.elem_prog.push_back(cast_step(false));
+    k.temp_fp32 = 1 + (h16 ? 2 : 0) + vec_api_cost("Sigmoid").temps;
+    // CANN's default ([S] hicann/ops-nn activation/swi_glu/op_host/swi_glu_tiling.cpp): the largest
+    // base block UB holds (maxTileLen = UB / (2 buffers x 3 queues x ds + 2 fp32 buffers, 1 for
+    // fp32)) that still gives every core work: tiles of min(maxTileLen, output / cores).
+    const int64_t max_tile = int64_t(p.ub) / (2 * 3 * k.ds + (h16 ? 8 : 4));
+    k.baseline_tile = std::max<int64_t>(1, std::min<int64_t>(max_tile, cdiv(n, p.vector_cores)));
+  }
+  finish(k, elems, 0);
   return make_vec_model(k, p);
 }
 
