@@ -1,6 +1,7 @@
 """Issue 49's optimizer and MoE routing kernels (cpp/src/ascend/optimizer.cpp, moe_routing.cpp):
 ForeachAddcdivScalar, ForeachNorm, ApplyAdamW, Gcd, MoeGatingTopKSoftmax, MoeInitRouting,
 MoeReRouting, MoeFinalizeRouting and MhcSinkhorn."""
+import itertools
 import math
 import statistics
 
@@ -238,6 +239,39 @@ def test_re_routing_small_blocks_wait_on_their_copies():
     _, big8 = _re_routing([[4096, 512], [8, 8], [4096]])
     _, big4 = _re_routing([[4096, 512], [8, 4], [4096]])
     assert big8.time_us == pytest.approx(big4.time_us, rel=0.1)
+
+
+def _cann_re_routing_910b(A, H, R, E, dtype, cores=48, ub=196608):
+    """CANN's 910B MoeReRouting tiling and loop count (ops-transformer moe_re_routing @ c29bc10,
+    op_host/moe_re_routing_membase_tiling.cpp DoOpTiling; op_kernel/moe_re_routing.h Process), for
+    counts spread evenly over the (rank, expert) blocks: (blockDim, ubFactor, loops of a busiest core)."""
+    row_bytes = H * (1 if dtype == "int8" else 2)
+    ub_factor = (ub - 12288) // 2 // (row_bytes + 4 + 4)  # the scale's 4 bytes counted even when absent
+    block_dim = math.ceil(R / math.ceil(R / cores))
+    block = math.ceil(A / (R * E))
+    return block_dim, ub_factor, math.ceil(R / block_dim) * E * math.ceil(block / ub_factor)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8"])
+@pytest.mark.parametrize("scales", [True, False])
+def test_re_routing_on_910b_follows_cann_tiling_on_a_grid(dtype, scales):
+    # blockDim (whole ranks a core: 50 ranks on 25 cores, 288 on 48) and the rows a UB pass moves.
+    for (R, E), H in itertools.product([(4, 8), (8, 8), (50, 2), (100, 4), (288, 1)], [32, 511, 512, 7168, 16384]):
+        A = 16384
+        inputs = [[A, H], [R, E], [A] if scales else []]
+        t = an.baseline_tiling("MoeReRouting", inputs, dtype, SOC, {})
+        block_dim, ub_factor, _ = _cann_re_routing_910b(A, H, R, E, dtype)
+        block = math.ceil(A / (R * E))
+        assert t["blockDim"] == block_dim, (R, E, H)
+        assert min(block, t["tileLen"] // H) == min(block, ub_factor), (R, E, H)
+    # Each (rank, expert) block has its own copy loop, however small: 1-row blocks of 64 B, 4 a core,
+    # take 4 round trips where one block of 4 rows takes one.
+    def mte2(R, E):
+        inputs = [[R * E, 32], [R, E], [R * E] if scales else []]
+        t = an.baseline_tiling("MoeReRouting", inputs, dtype, SOC, {})
+        assert _cann_re_routing_910b(R * E, 32, R, E, dtype)[2] == E
+        return an.estimate("MoeReRouting", inputs, dtype, SOC, t, {}).breakdown["mte2_us"]
+    assert mte2(8, 4) > 3 * mte2(8, 1)
 
 
 def test_re_routing_first_copy_waits_on_a_gm_read_of_the_counts(measured):

@@ -216,17 +216,21 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
     // ASCEND910_95 only); op_kernel/moe_re_routing.h): blockDim = ranks, one core per rank.  A core
     // walks its rank's experts and copies each (rank, expert) block GM -> UB -> GM, one DataCopyPad
     // each way per ubFactor rows at most (ubFactor = (UB - 12 KB) / 2 over a row, its index and its
-    // scale), through a TQueBind of depth 2 with no vector work between: a load and a store of
-    // consecutive blocks overlap, and a small block waits on its copies' latency (the round trip
-    // of a load and a store, as GE's start costs charge them).  A block is a unit (a tile when it
-    // fits ubFactor rows); the search may split a rank's blocks over more cores, as the 950
-    // generation's tiling does.
+    // scale: DoOpTiling counts the 4-byte scale whether or not the input is there, as GetShapeAttrsInfo
+    // sets scaleDtype to DT_FLOAT when it is absent), through a TQueBind of depth 2 with no vector work
+    // between: a load and a store of consecutive blocks overlap, and a small block waits on its copies'
+    // latency (the round trip of a load and a store, as GE's start costs charge them).  A block is a
+    // unit and has its own loops (Process: ubLoop + tail per expert), however small (unit_per_tile);
+    // the search may split a rank's blocks over more cores, as the 950 generation's tiling does.
+    // blockDim: DoOpTiling's ceil(R / ceil(R / cores)), whole ranks a core (Process: rank
+    // blockId + i x coreNum), so 50 ranks on 48 cores run on 25 cores, 2 ranks each.
     const int64_t block_rows = std::max<int64_t>(1, cdiv(A, R * E));
-    const int64_t ub_factor = (int64_t(p.ub) - 12288) / 2 / (H * k.ds + (scales ? 8 : 4));
+    const int64_t ub_factor = (int64_t(p.ub) - 12288) / 2 / (H * k.ds + 8);
     const int64_t chunk = std::max<int64_t>(1, std::min(block_rows, ub_factor)) * H;
-    const int64_t cores = std::min<int64_t>(R, p.vector_cores);
+    const int64_t cores = cdiv(R, cdiv(R, p.vector_cores));
     k.units = R * E;
     k.unit_elems = block_rows * H;
+    k.unit_per_tile = true;
     k.baseline_block_dim = cores;
     k.baseline_tile = align_up(chunk, 32 / k.ds);  // rounded up: one tile holds a block
     k.ub_buffers = 1;  // the TQueBind is one queue, VECIN and VECOUT alike

@@ -137,11 +137,11 @@ class VecModel : public OpModel {
     const Platform& p = p_;
     const VecKernel& k = k_;
     CoreRun c;
-    const int64_t rows_per_tile = fits ? tile / row : 1;
+    const int64_t rows_per_tile = fits ? (k.unit_per_tile ? 1 : tile / row) : 1;
     const int64_t tiles = fits ? cdiv(units_core, rows_per_tile) : units_core * cdiv(row, tile);
     const double row_elems = double(row);
     const double elems_core = double(units_core) * row;
-    const double tile_elems = std::min(double(tile), elems_core);
+    const double tile_elems = std::min(double(tile), k.unit_per_tile ? row_elems : elems_core);
     // GM bytes per core, charged by burst.
     c.read = elems_core * k.in_bytes * sweeps;
     // Split rows also write their partial results (and read them back).
