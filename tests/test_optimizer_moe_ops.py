@@ -269,9 +269,12 @@ def test_re_routing_on_910b_follows_cann_tiling_on_a_grid(dtype, scales):
     def mte2(R, E):
         inputs = [[R * E, 32], [R, E], [R * E] if scales else []]
         t = an.baseline_tiling("MoeReRouting", inputs, dtype, SOC, {})
-        assert _cann_re_routing_910b(R * E, 32, R, E, dtype)[2] == E
+        block_dim, _, loops = _cann_re_routing_910b(R * E, 32, R, E, dtype)
+        assert loops == math.ceil(R / block_dim) * E  # a loop a block
         return an.estimate("MoeReRouting", inputs, dtype, SOC, t, {}).breakdown["mte2_us"]
     assert mte2(8, 4) > 3 * mte2(8, 1)
+    # Whole ranks a core: 49 ranks on 25 cores leave 2 ranks, 50 blocks, on the busiest (not 49 x 25 / 25).
+    assert mte2(49, 25) == pytest.approx(2 * mte2(25, 25), rel=0.005)
 
 
 def test_re_routing_first_copy_waits_on_a_gm_read_of_the_counts(measured):
@@ -321,6 +324,7 @@ def test_gcd_takes_integers_and_its_iterations():
     ("MoeFinalizeRouting", [[256, 64], [256], [64, 64], [], [8, 64], [64, 2], [64, 4]], {},
      r"MoeFinalizeRouting: scales \[64, 2\] must have expert_idx's shape \[64, 4\]"),
     ("MoeReRouting", [[1024, 64], [8, 8], [1000]], {}, r"MoeReRouting: per_token_scales \[1000\]"),
+    ("MoeReRouting", [[64, 16385], [4, 4], [64]], {}, r"MoeReRouting: tokens \[64, 16385\] has rows of 16385"),
     ("MhcSinkhorn", [[64, 4, 5]], {}, r"MhcSinkhorn: x \[64, 4, 5\] must end in a square matrix"),
 ])
 def test_bad_input_names_the_operator_and_input(op, inputs, attrs, match):

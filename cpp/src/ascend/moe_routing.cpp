@@ -247,7 +247,10 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
     // unit and has its own loops (Process: ubLoop + tail per expert), however small (unit_per_tile);
     // the search may split a rank's blocks over more cores, as the 950 generation's tiling does.
     // blockDim: DoOpTiling's ceil(R / ceil(R / cores)), whole ranks a core (Process: rank
-    // blockId + i x coreNum), so 50 ranks on 48 cores run on 25 cores, 2 ranks each.
+    // blockId + i x coreNum, unit_group), so 50 ranks on 48 cores run on 25 cores, 2 ranks each.
+    if (H > 16384)  // GetShapeAttrsInfo's TOKENS_LENGTH_UPPER_BOUND
+      fail(op.kind + ": tokens " + shape_str(op.inputs[0]) + " has rows of " + std::to_string(H) +
+           " elements; CANN's 910B kernel takes at most 16384");
     const int64_t block_rows = std::max<int64_t>(1, cdiv(A, R * E));
     const int64_t ub_factor = (int64_t(p.ub) - 12288) / 2 / (H * k.ds + 8);
     const int64_t chunk = std::max<int64_t>(1, std::min(block_rows, ub_factor)) * H;
@@ -255,6 +258,7 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
     k.units = R * E;
     k.unit_elems = block_rows * H;
     k.unit_per_tile = true;
+    k.unit_group = E;
     k.baseline_block_dim = cores;
     k.baseline_tile = align_up(chunk, 32 / k.ds);  // rounded up: one tile holds a block
     k.ub_buffers = 1;  // the TQueBind is one queue, VECIN and VECOUT alike

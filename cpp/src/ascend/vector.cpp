@@ -81,7 +81,10 @@ class VecModel : public OpModel {
     const int64_t units_ai = k.units - units_vc;
     const int64_t cores = splitR ? bd : std::min<int64_t>(bd, units_ai);
     const int64_t vcores = std::min<int64_t>(vc, units_vc);
-    const CoreRun ai = run_core(splitR ? k.units : cdiv(units_ai, bd), row, splitR, fits, sweeps, tile, db, rate_, cores);
+    int64_t units_core = splitR ? k.units : cdiv(units_ai, bd);
+    if (!splitR && k.unit_group > 1 && cdiv(units_ai, k.unit_group) >= bd)
+      units_core = cdiv(cdiv(units_ai, k.unit_group), bd) * k.unit_group;
+    const CoreRun ai = run_core(units_core, row, splitR, fits, sweeps, tile, db, rate_, cores);
     const CoreRun vr = vcores > 0 ? run_core(cdiv(units_vc, vcores), row, false, fits, sweeps, tile, db, p.standalone_ddr_rate, vcores)
                                   : CoreRun{};
     double core_cycles = ai.cycles;
