@@ -1,6 +1,7 @@
 """Issue 49's optimizer and MoE routing kernels (cpp/src/ascend/optimizer.cpp, moe_routing.cpp):
 ForeachAddcdivScalar, ForeachNorm, ApplyAdamW, Gcd, MoeGatingTopKSoftmax, MoeInitRouting,
 MoeReRouting, MoeFinalizeRouting and MhcSinkhorn."""
+import itertools
 import math
 import statistics
 
@@ -240,6 +241,42 @@ def test_re_routing_small_blocks_wait_on_their_copies():
     assert big8.time_us == pytest.approx(big4.time_us, rel=0.1)
 
 
+def _cann_re_routing_910b(A, H, R, E, dtype, cores=48, ub=196608):
+    """CANN's 910B MoeReRouting tiling and loop count (ops-transformer moe_re_routing @ c29bc10,
+    op_host/moe_re_routing_membase_tiling.cpp DoOpTiling; op_kernel/moe_re_routing.h Process), for
+    counts spread evenly over the (rank, expert) blocks: (blockDim, ubFactor, loops of a busiest core)."""
+    row_bytes = H * (1 if dtype == "int8" else 2)
+    ub_factor = (ub - 12288) // 2 // (row_bytes + 4 + 4)  # the scale's 4 bytes counted even when absent
+    block_dim = math.ceil(R / math.ceil(R / cores))
+    block = math.ceil(A / (R * E))
+    return block_dim, ub_factor, math.ceil(R / block_dim) * E * math.ceil(block / ub_factor)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8"])
+@pytest.mark.parametrize("scales", [True, False])
+def test_re_routing_on_910b_follows_cann_tiling_on_a_grid(dtype, scales):
+    # blockDim (whole ranks a core: 50 ranks on 25 cores, 288 on 48) and the rows a UB pass moves.
+    for (R, E), H in itertools.product([(4, 8), (8, 8), (50, 2), (100, 4), (288, 1)], [32, 511, 512, 7168, 16384]):
+        A = 16384
+        inputs = [[A, H], [R, E], [A] if scales else []]
+        t = an.baseline_tiling("MoeReRouting", inputs, dtype, SOC, {})
+        block_dim, ub_factor, _ = _cann_re_routing_910b(A, H, R, E, dtype)
+        block = math.ceil(A / (R * E))
+        assert t["blockDim"] == block_dim, (R, E, H)
+        assert min(block, t["tileLen"] // H) == min(block, ub_factor), (R, E, H)
+    # Each (rank, expert) block has its own copy loop, however small: 1-row blocks of 64 B, 4 a core,
+    # take 4 round trips where one block of 4 rows takes one.
+    def mte2(R, E):
+        inputs = [[R * E, 32], [R, E], [R * E] if scales else []]
+        t = an.baseline_tiling("MoeReRouting", inputs, dtype, SOC, {})
+        block_dim, _, loops = _cann_re_routing_910b(R * E, 32, R, E, dtype)
+        assert loops == math.ceil(R / block_dim) * E  # a loop a block
+        return an.estimate("MoeReRouting", inputs, dtype, SOC, t, {}).breakdown["mte2_us"]
+    assert mte2(8, 4) > 3 * mte2(8, 1)
+    # Whole ranks a core: 49 ranks on 25 cores leave 2 ranks, 50 blocks, on the busiest (not 49 x 25 / 25).
+    assert mte2(49, 25) == pytest.approx(2 * mte2(25, 25), rel=0.005)
+
+
 def test_re_routing_first_copy_waits_on_a_gm_read_of_the_counts(measured):
     # CANN's 910B kernel (ops-transformer moe_re_routing.h Process) reads expert_token_num_per_rank
     # from GM in scalar code (the rank's prefix sum and tokenNums) before its first DataCopyPad can
@@ -287,6 +324,7 @@ def test_gcd_takes_integers_and_its_iterations():
     ("MoeFinalizeRouting", [[256, 64], [256], [64, 64], [], [8, 64], [64, 2], [64, 4]], {},
      r"MoeFinalizeRouting: scales \[64, 2\] must have expert_idx's shape \[64, 4\]"),
     ("MoeReRouting", [[1024, 64], [8, 8], [1000]], {}, r"MoeReRouting: per_token_scales \[1000\]"),
+    ("MoeReRouting", [[64, 16385], [4, 4], [64]], {}, r"MoeReRouting: tokens \[64, 16385\] has rows of 16385"),
     ("MhcSinkhorn", [[64, 4, 5]], {}, r"MhcSinkhorn: x \[64, 4, 5\] must end in a square matrix"),
 ])
 def test_bad_input_names_the_operator_and_input(op, inputs, attrs, match):

@@ -184,6 +184,12 @@ struct VecKernel {
   // again (from L2 after its first read) for every bcast_reload_units of its rows; 0, read once
   // per core and kept in UB.
   int64_t bcast_reload_units = 0;
+  // Kernels that loop over their units one at a time (opt-in: moe_routing.cpp's MoeReRouting on
+  // 910B, one copy loop per (rank, expert) block): a tile never holds two units, however small.
+  bool unit_per_tile = false;
+  // Units dealt to the cores in groups of this many while there are as many groups as cores (opt-in:
+  // MoeReRouting on 910B gives a core whole ranks, E blocks each); 1: units dealt one by one.
+  int64_t unit_group = 1;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

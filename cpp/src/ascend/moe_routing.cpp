@@ -63,6 +63,12 @@ constexpr double kFinalizeSetupCycles = 3250;
 constexpr double kReRoutingRowCycles = 40;
 constexpr double kReRoutingSetupCycles = 6000;
 constexpr double kTopKSetupCycles = 3000;       // MoeGatingTopKSoftmax, 2 fit records (950PR only)
+// MoeReRouting on 910B: cycles of one iteration of its kernel's scalar loops over
+// expert_token_num_per_rank (a GM read through the DCache, an index multiply-add, the sum, the
+// loop's count and branch: about ten in-order scalar instructions), fitted on its 4 fit records
+// of 910B2 (the three of 8 x 8 ranks and experts against the one of 4 x 4; 3 to 10 on the halves
+// of an inner split).
+constexpr double kReRoutingScalarIterCycles = 10;
 
 VecStep f32(const char* api) { return {vec_api_cost(api), true}; }
 
@@ -192,6 +198,24 @@ std::shared_ptr<OpModel> make_init_routing(const OpDesc& op, const Platform& p) 
   return make_vec_model(k, p);
 }
 
+// CANN's 910B MoeReRouting kernel (ops-transformer moe_re_routing @ c29bc10, op_kernel/
+// moe_re_routing.h Process) sums expert_token_num_per_rank in scalar code.  Before a rank's first
+// copy its core reads the r x E counts of the ranks before it (tokenTotalNumsSrc) and, for its first
+// expert, tokenNums and the r counts before it (tokenTotalNumsDst); the R reads of each later expert
+// run while the previous expert's copies are in flight (TQueBind depth 2), so they are not counted.
+// The rank-0 core then writes expert_token_num: E zeroings and R x E read-add-writes after its last
+// copy.  The scalar loop iterations of the busiest core outside its copies (cores take ranks
+// blockId + i x blockDim).
+int64_t re_routing_scalar_iters(int64_t R, int64_t E, int64_t cores) {
+  int64_t worst = 0;
+  for (int64_t b = 0; b < cores; ++b) {
+    int64_t iters = 0;
+    for (int64_t r = b; r < R; r += cores) iters += r * E + r + 1 + (r == 0 ? E + R * E : 0);
+    worst = std::max(worst, iters);
+  }
+  return worst;
+}
+
 // tokens [A, H] grouped by (source rank, expert), expert_token_num_per_rank [R, E] (int32 or
 // int64), per_token_scales [A] (float32, optional): the tokens regrouped by (expert, rank),
 // with permute_token_idx [A] and the scales permuted alongside.  The tokens of one (rank,
@@ -216,17 +240,25 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
     // ASCEND910_95 only); op_kernel/moe_re_routing.h): blockDim = ranks, one core per rank.  A core
     // walks its rank's experts and copies each (rank, expert) block GM -> UB -> GM, one DataCopyPad
     // each way per ubFactor rows at most (ubFactor = (UB - 12 KB) / 2 over a row, its index and its
-    // scale), through a TQueBind of depth 2 with no vector work between: a load and a store of
-    // consecutive blocks overlap, and a small block waits on its copies' latency (the round trip
-    // of a load and a store, as GE's start costs charge them).  A block is a unit (a tile when it
-    // fits ubFactor rows); the search may split a rank's blocks over more cores, as the 950
-    // generation's tiling does.
+    // scale: DoOpTiling counts the 4-byte scale whether or not the input is there, as GetShapeAttrsInfo
+    // sets scaleDtype to DT_FLOAT when it is absent), through a TQueBind of depth 2 with no vector work
+    // between: a load and a store of consecutive blocks overlap, and a small block waits on its copies'
+    // latency (the round trip of a load and a store, as GE's start costs charge them).  A block is a
+    // unit and has its own loops (Process: ubLoop + tail per expert), however small (unit_per_tile);
+    // the search may split a rank's blocks over more cores, as the 950 generation's tiling does.
+    // blockDim: DoOpTiling's ceil(R / ceil(R / cores)), whole ranks a core (Process: rank
+    // blockId + i x coreNum, unit_group), so 50 ranks on 48 cores run on 25 cores, 2 ranks each.
+    if (H > 16384)  // GetShapeAttrsInfo's TOKENS_LENGTH_UPPER_BOUND
+      fail(op.kind + ": tokens " + shape_str(op.inputs[0]) + " has rows of " + std::to_string(H) +
+           " elements; CANN's 910B kernel takes at most 16384");
     const int64_t block_rows = std::max<int64_t>(1, cdiv(A, R * E));
-    const int64_t ub_factor = (int64_t(p.ub) - 12288) / 2 / (H * k.ds + (scales ? 8 : 4));
+    const int64_t ub_factor = (int64_t(p.ub) - 12288) / 2 / (H * k.ds + 8);
     const int64_t chunk = std::max<int64_t>(1, std::min(block_rows, ub_factor)) * H;
-    const int64_t cores = std::min<int64_t>(R, p.vector_cores);
+    const int64_t cores = cdiv(R, cdiv(R, p.vector_cores));
     k.units = R * E;
     k.unit_elems = block_rows * H;
+    k.unit_per_tile = true;
+    k.unit_group = E;
     k.baseline_block_dim = cores;
     k.baseline_tile = align_up(chunk, 32 / k.ds);  // rounded up: one tile holds a block
     k.ub_buffers = 1;  // the TQueBind is one queue, VECIN and VECOUT alike
@@ -240,8 +272,10 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
     // table is in HBM (the benchmark clears L2), so one GM load's latency (GE's first-copy start,
     // mte2_head) passes before the first DataCopyPad can issue, beside the one the kernel head charges.
     // The table's further 64-B DCache lines (ascend_model.md: 基本架构.md) are not charged apart: the
-    // model has no L2-hit latency to price them with.
-    k.fixed_us = mte2_head(int(cores), false) / p.freq_mhz;
+    // model has no L2-hit latency to price them with.  The scalar loops over the table outside the
+    // copies (re_routing_scalar_iters) add their iterations, growing with ranks x experts.
+    k.fixed_us = (mte2_head(int(cores), false) +
+                  double(re_routing_scalar_iters(R, E, cores)) * kReRoutingScalarIterCycles) / p.freq_mhz;
     return make_vec_model(k, p);
   }
   // The 950 generation's tilings (op_host/moe_re_routing_r_tiling.cpp, *_re_tiling.cpp) also

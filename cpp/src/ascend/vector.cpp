@@ -81,7 +81,10 @@ class VecModel : public OpModel {
     const int64_t units_ai = k.units - units_vc;
     const int64_t cores = splitR ? bd : std::min<int64_t>(bd, units_ai);
     const int64_t vcores = std::min<int64_t>(vc, units_vc);
-    const CoreRun ai = run_core(splitR ? k.units : cdiv(units_ai, bd), row, splitR, fits, sweeps, tile, db, rate_, cores);
+    int64_t units_core = splitR ? k.units : cdiv(units_ai, bd);
+    if (!splitR && k.unit_group > 1 && cdiv(units_ai, k.unit_group) >= bd)
+      units_core = cdiv(cdiv(units_ai, k.unit_group), bd) * k.unit_group;
+    const CoreRun ai = run_core(units_core, row, splitR, fits, sweeps, tile, db, rate_, cores);
     const CoreRun vr = vcores > 0 ? run_core(cdiv(units_vc, vcores), row, false, fits, sweeps, tile, db, p.standalone_ddr_rate, vcores)
                                   : CoreRun{};
     double core_cycles = ai.cycles;
@@ -137,11 +140,11 @@ class VecModel : public OpModel {
     const Platform& p = p_;
     const VecKernel& k = k_;
     CoreRun c;
-    const int64_t rows_per_tile = fits ? tile / row : 1;
+    const int64_t rows_per_tile = fits ? (k.unit_per_tile ? 1 : tile / row) : 1;
     const int64_t tiles = fits ? cdiv(units_core, rows_per_tile) : units_core * cdiv(row, tile);
     const double row_elems = double(row);
     const double elems_core = double(units_core) * row;
-    const double tile_elems = std::min(double(tile), elems_core);
+    const double tile_elems = std::min(double(tile), k.unit_per_tile ? row_elems : elems_core);
     // GM bytes per core, charged by burst.
     c.read = elems_core * k.in_bytes * sweeps;
     // Split rows also write their partial results (and read them back).
