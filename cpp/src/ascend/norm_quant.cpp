@@ -452,14 +452,17 @@ constexpr int64_t kGnChunk = 8192;  // [S] group_norm_silu_tiling.cpp DEFAULT_PR
 
 // The 910B kernel above as a VecKernel: a unit is one channel of one sample (H W elements), the
 // per-group work (the two reductions, the rstd through the scalar unit) spread over its D channels.
-// With H W = 1 the kernel (group_norm_silu_hw1_b16.h) works on whole rows of C channels: a unit
-// is a sample, scale and bias vectors.
+// With H W = 1 the kernel (group_norm_silu_hw1_b16.h ProcessGroupNormSilu) works on a group's D
+// channels back to back in GM, scale and bias vectors: a unit is a group, and the cores split the
+// N G groups as above (SetBlockTiling), not the samples; only with a channel a group
+// (ProcessYWithEqualC) are the units samples, split by N.
 VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int64_t c, int64_t g, int64_t hw,
                             bool silu) {
-  const bool hw1 = hw == 1;
-  VecKernel k = row_kernel(op, p, hw1 ? n : n * c, hw1 ? c : hw);
-  k.unit_elems = hw1 ? c : hw;  // a group's channels lie back to back in GM
-  const int64_t d = c / g, groups = n * g, blk = 32 / k.ds;
+  const bool hw1 = hw == 1, equal_c = hw1 && g == c;
+  const int64_t d = c / g, groups = n * g;
+  VecKernel k = row_kernel(op, p, equal_c ? n : hw1 ? groups : n * c, equal_c ? c : hw1 ? d : hw);
+  k.unit_elems = equal_c ? c : hw1 ? d : hw;  // a group's channels lie back to back in GM
+  const int64_t blk = 32 / k.ds;
   const int64_t per_core = cdiv(groups, p.vector_cores);
   int64_t cores = cdiv(groups, per_core);
   if (hw < blk && (hw != 1 || d < blk)) cores = 1;
@@ -492,14 +495,17 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
   const double reduce = 2.0 * vec_cycles({api("WholeReduceSum")}, double(std::min(d * hw, kGnChunk))) * p.vec_cost_scale;
   // (H W = 1 and a channel a group: every channel is its own mean, y = beta, no statistics:
   // ProcessYWithEqualC.)
-  k.row_scalar_cycles = hw1 ? (g == c ? 0.0 : double(g) * (kRowScalarNorm + reduce))  // a sample's G groups
+  k.row_scalar_cycles = hw1 ? (equal_c ? 0.0 : kRowScalarNorm + reduce)  // a group's
                             : kPipeDrain * double(barriers) + (basic ? 2 * kRowScalarNorm : 0.0) +
                                   (kRowScalarNorm + reduce) / double(d);
   // The small template's normalising pass: its first load is issued only once the group's mean and
   // rstd are in the scalar unit: one GM load latency a group exposed (GE's first-copy cost,
-  // mte2_head), spread over its channels; not with H W = 1, whose groups are all in one row.
+  // mte2_head), spread over its channels.
   if (small) k.unit_cycles = mte2_head(int(cores), false) / double(d);
-  k.baseline_tile = kGnChunk;
+  // The small template's normalising pass copies groupD = min(D, 8192 / (H W)) channels at a time,
+  // never past the group's end ([S] group_norm_silu_small_b16.h ComputeSilu / ComputeAlign; the whole
+  // group when it is at most 8192 elements, ComputeWithCopyOnce; _small_b32.h the same).
+  k.baseline_tile = small ? std::min(d, kGnChunk / hw) * hw : kGnChunk;
   if (!small && !hw1) {
     // The other templates' normalising pass copies one channel at a time, in pieces of at most
     // 8192 elements ([S] group_norm_silu_b16.h ComputeMultipleLoop: CopyInX, CalcSilu, CopyOutY per
@@ -519,9 +525,16 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
     // 9.05 us with two channels in flight, 10.69 and 9.95 with one).
     k.tile_round_trip = 2 * (mte2_head(int(cores), false) + kMte3Head);
   }
+  // H W = 1: every copy is waited for at once (CopyInX: EnQue, DeQue; queues of one buffer,
+  // group_norm_silu_hw1_b16.h Init): a chunk's load, compute and store in turn.
+  if (hw1) k.baseline_buffer_num = 1;
   k.baseline_block_dim = cores;
   k.sweeps_if_split = 1;  // the second read is the stream above, for any tile
-  k.temp_fp32 = 3;        // xBuf32, x1Buf32, x2Buf32
+  // UB: one x queue (both passes load through inQueueX) and one y queue, each double-buffered, and
+  // xBuf32, x1Buf32, x2Buf32 for 16-bit x, x1Buf32 alone for fp32 ([S] group_norm_silu_b16.h,
+  // _b32.h, _small_*.h Init: InitBuffer): room for the 8192-element chunk in every template.
+  k.ub_buffers = 2;
+  k.temp_fp32 = b32 ? 1 : 3;
   k.bcast_bytes = 2.0 * double(c) * k.ds;
   return k;
 }
