@@ -488,20 +488,32 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
   // Per channel a PipeBarrier after each call; per group the two ReduceSums of a chunk and the
   // scalar wait for mean and rstd (kRowScalarNorm), spread over the group's D channels.  The basic
   // template (C + groups a core beyond the limits above, or H W under a block) copies the channel's
-  // gamma and beta from GM and waits for each in the scalar unit (group_norm_silu_g16.h
-  // CopyInGammaBeta16: V_S, _g32.h: MTE2_S): two more scalar waits a channel.
+  // gamma and beta from GM before its x, and the scalar unit waits for them ([S] group_norm_silu_g16.h
+  // ComputeGroupNormSilu, CopyInGammaBeta16: both copies issued, then each cast and a V_S wait: one
+  // GM load latency, GE's first-copy cost mte2_head, and two scalar waits on the vector unit;
+  // _g32.h CopyInGammaBeta32: an MTE2_S wait after each copy, two latencies in turn), in turn
+  // with everything else: x's copy is issued after them.
   const bool basic = !small && (hw < blk || c + per_core > (b32 ? 4000 : 2700)) && hw != 1;
+  // A channel under a block still moves one 32-byte block each way (its own DataCopyPad) and
+  // takes one in UB.
+  if (basic && hw < blk) k.unit_elems = blk;
   const int64_t barriers = 2 + int64_t(small ? 0 : (h16 ? 2 : 0) + (silu ? 4 : 0));
-  const double reduce = 2.0 * vec_cycles({api("WholeReduceSum")}, double(std::min(d * hw, kGnChunk))) * p.vec_cost_scale;
+  double reduce = 2.0 * vec_cycles({api("WholeReduceSum")}, double(std::min(d * hw, kGnChunk))) * p.vec_cost_scale;
+  // The basic and H W = 1 templates zero both fp32 accumulators over all 8192 elements for every
+  // group, whatever its size ([S] group_norm_silu_g16.h AccumulateXAndX2: Duplicate x1Buf32, x2Buf32
+  // over processSize; _g32.h, _hw1_b16.h, _hw1_b32.h the same; Duplicate priced as Adds, one scalar
+  // operand).
+  if (basic || hw1) reduce += 2.0 * vec_cycles({api("Adds")}, double(kGnChunk)) * p.vec_cost_scale;
   // (H W = 1 and a channel a group: every channel is its own mean, y = beta, no statistics:
   // ProcessYWithEqualC.)
   k.row_scalar_cycles = hw1 ? (equal_c ? 0.0 : kRowScalarNorm + reduce)  // a group's
-                            : kPipeDrain * double(barriers) + (basic ? 2 * kRowScalarNorm : 0.0) +
+                            : kPipeDrain * double(barriers) + (basic && h16 ? 2 * kRowScalarNorm : 0.0) +
                                   (kRowScalarNorm + reduce) / double(d);
   // The small template's normalising pass: its first load is issued only once the group's mean and
   // rstd are in the scalar unit: one GM load latency a group exposed (GE's first-copy cost,
   // mte2_head), spread over its channels.
   if (small) k.unit_cycles = mte2_head(int(cores), false) / double(d);
+  if (basic) k.unit_cycles = (b32 ? 2 : 1) * mte2_head(int(cores), false);
   // The small template's normalising pass copies groupD = min(D, 8192 / (H W)) channels at a time,
   // never past the group's end ([S] group_norm_silu_small_b16.h ComputeSilu / ComputeAlign; the whole
   // group when it is at most 8192 elements, ComputeWithCopyOnce; _small_b32.h the same).
@@ -525,14 +537,19 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
     // 9.05 us with two channels in flight, 10.69 and 9.95 with one).
     k.tile_round_trip = 2 * (mte2_head(int(cores), false) + kMte3Head);
   }
-  // H W = 1: every copy is waited for at once (CopyInX: EnQue, DeQue; queues of one buffer,
-  // group_norm_silu_hw1_b16.h Init): a chunk's load, compute and store in turn.
+  // H W = 1: every copy is waited for at once (queues of one buffer, group_norm_silu_hw1_b16.h Init,
+  // CopyInX), a group (in pieces of 8192) read for its statistics, the scalar unit waiting for them,
+  // then read again beside its gamma and beta and stored (ProcessGroupNormSilu): two GM load
+  // latencies a group, whatever its size; its store beside the next group's first load.
   if (hw1) k.baseline_buffer_num = 1;
+  if (hw1 && !equal_c) {
+    k.baseline_tile = std::min(align_up(d, blk), kGnChunk);
+    k.tile_round_trip = 2 * mte2_head(int(cores), false);
+  }
   k.baseline_block_dim = cores;
   k.sweeps_if_split = 1;  // the second read is the stream above, for any tile
-  // UB: one x queue (both passes load through inQueueX) and one y queue, each double-buffered, and
-  // xBuf32, x1Buf32, x2Buf32 for 16-bit x, x1Buf32 alone for fp32 ([S] group_norm_silu_b16.h,
-  // _b32.h, _small_*.h Init: InitBuffer): room for the 8192-element chunk in every template.
+  // UB: one x and one y queue, double-buffered, and xBuf32, x1Buf32, x2Buf32 for 16-bit x, x1Buf32 for
+  // fp32 ([S] group_norm_silu_b16.h, _b32.h, _small_*.h Init): room for an 8192-element chunk.
   k.ub_buffers = 2;
   k.temp_fp32 = b32 ? 1 : 3;
   k.bcast_bytes = 2.0 * double(c) * k.ds;
