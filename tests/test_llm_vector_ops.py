@@ -619,6 +619,13 @@ def test_group_norm_on_910b_follows_cann_tiling(x, groups, dtype):
     assert (t["blockDim"], t["tileLen"]) == _cann_group_norm_910b(x[0], c, groups, hw, ds)
 
 
+def test_add_rms_norm_dynamic_quant_910b_core_count():
+    # add_rms_norm_dynamic_quant_tiling.cpp (arch22) DoBlockTiling: ceil(rows / cores) rows a core on
+    # ceil(rows / that) cores: 50 rows take 25 cores of 2 rows, 97 rows 33 of 3, not 48.
+    base = lambda x: an.baseline_tiling("AddRmsNormDynamicQuant", [x, x, [x[1]]], "bfloat16", "Ascend910B2")
+    assert [base(x)["blockDim"] for x in ([50, 4096], [97, 20000], [4096, 4096])] == [25, 33, 48]
+
+
 def test_group_norm_on_910b_has_one_channel_in_flight():
     # group_norm_silu_b16.h (910B, not the small-shape template): each channel's gamma and beta are read
     # into scalar registers (GetValue) before its load is issued (_g16.h: an explicit V_S wait), so

@@ -395,9 +395,14 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // a split row swept three times, with a pass's store beside the next pass's load (outRowsQue is
     // apart from inRowsQue; the fit half's bf16 [2048, 8192]: 1.68x split, 1.33x single-buffered in
     // turn, with the per-row constants of the time; 1.25x in turn and 1.09x store beside load now).
-    const int64_t ub = int64_t(p.ub), row_step = (ub - 3 * hal * k.ds - 768) / ((4 * k.ds + 8) * hal + 8);
-    const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * hal + 1024 <= ub;
+    // The tiling pads a row to 32 elements, not bytes (GetShapeInfo: numLastDimAligned_, alignSize
+    // BLOCK_SIZE 32 as an element count), and gives ceil(rows / cores) rows a core, ceil(rows / that)
+    // cores (DoBlockTiling).
+    const int64_t ha = align_up(h, 32), ub = int64_t(p.ub);
+    const int64_t row_step = (ub - 3 * ha * k.ds - 768) / ((4 * k.ds + 8) * ha + 8);
+    const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * ha + 1024 <= ub;
     k.baseline_tile = row_step >= 1 ? std::min<int64_t>(16, row_step) * hal : whole_row ? hal : 8864;
+    k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
     if (whole_row && ub_fit(k, p).tile(2) < hal) {
       k.baseline_buffer_num = 1;
       k.store_beside_load = true;
