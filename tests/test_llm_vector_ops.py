@@ -726,6 +726,47 @@ def test_dynamic_quant_910b_follows_cann_tiling_on_a_grid(soc):
     assert not misses, misses
 
 
+def _cann_group_norm_910b(n, c, g, hw, ds, cores=48):
+    """CANN's 910B GroupNormSilu tiling (hicann/ops-nn norm/group_norm_silu/op_host/group_norm_silu_tiling.cpp
+    SetBlockTiling, SetTiling): blockDim, and the elements the normalising pass copies at a time (op_kernel
+    group_norm_silu_small_b16.h ComputeSilu: groupD channels of a group; _b16.h, _g16.h: one channel in
+    pieces of processSize 8192; _hw1_b16.h: a group of D)."""
+    d, groups, blk = c // g, n * g, 32 // ds
+    per_core = -(-groups // cores)
+    block_dim = -(-groups // per_core)
+    if hw < blk and (hw != 1 or d < blk):
+        block_dim = 1
+    small = hw >= blk and hw % (8 if ds == 4 else 16) == 0 and hw <= 4096 and c + per_core <= (4000 if ds == 4
+                                                                                                 else 2700)
+    piece = min(d, 8192 // hw) * hw if small else d if hw == 1 else min(hw, 8192)
+    return block_dim, -(-piece // blk) * blk  # UB rows are 32-byte aligned
+
+
+@pytest.mark.parametrize("x,groups,dtype", [
+    ([2, 64, 67, 71], 8, "float16"),     # high-performance template, a channel of 4757 a copy
+    ([1, 32, 128, 128], 8, "float32"),   # channels of 16384 in two 8192 pieces
+    ([4, 64, 7, 7], 8, "float16"),       # channels of 49, one a copy
+    ([8, 64, 8, 8], 8, "float16"),       # small template: a group of 512 in one copy
+    ([1, 320, 32, 32], 32, "float16"),   # small template: groupD = 8 channels of 1024 a copy
+    ([1, 2000, 16, 16], 8, "bfloat16"),  # small template: 32 channels a copy
+    ([1, 3000, 16, 16], 8, "float16"),   # C + groups a core over 2700: the basic template, a channel a copy
+    ([2, 64, 2, 2], 8, "float16"),       # H W under a block: one core, a channel a copy
+    ([1, 320, 1], 8, "float16"),         # H W = 1: the cores split the groups, not the samples
+    ([3, 256, 1], 16, "float32"),
+])
+def test_group_norm_on_910b_follows_cann_tiling(x, groups, dtype):
+    c, hw, ds = x[1], x[2] * (x[3] if len(x) > 3 else 1), 4 if dtype == "float32" else 2
+    t = an.baseline_tiling("GroupNormSilu", [x, [c], [c]], dtype, "Ascend910B2", {"num_groups": groups})
+    assert (t["blockDim"], t["tileLen"]) == _cann_group_norm_910b(x[0], c, groups, hw, ds)
+
+
+def test_add_rms_norm_dynamic_quant_910b_core_count():
+    # add_rms_norm_dynamic_quant_tiling.cpp (arch22) DoBlockTiling: ceil(rows / cores) rows a core on
+    # ceil(rows / that) cores: 50 rows take 25 cores of 2 rows, 97 rows 33 of 3, not 48.
+    base = lambda x: an.baseline_tiling("AddRmsNormDynamicQuant", [x, x, [x[1]]], "bfloat16", "Ascend910B2")
+    assert [base(x)["blockDim"] for x in ([50, 4096], [97, 20000], [4096, 4096])] == [25, 33, 48]
+
+
 def test_group_norm_on_910b_has_one_channel_in_flight():
     # group_norm_silu_b16.h (910B, not the small-shape template): each channel's gamma and beta are read
     # into scalar registers (GetValue) before its load is issued (_g16.h: an explicit V_S wait), so

@@ -398,9 +398,14 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // a split row swept three times, with a pass's store beside the next pass's load (outRowsQue is
     // apart from inRowsQue; the fit half's bf16 [2048, 8192]: 1.68x split, 1.33x single-buffered in
     // turn, with the per-row constants of the time; 1.25x in turn and 1.09x store beside load now).
-    const int64_t ub = int64_t(p.ub), row_step = (ub - 3 * hal * k.ds - 768) / ((4 * k.ds + 8) * hal + 8);
-    const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * hal + 1024 <= ub;
+    // The tiling pads a row to 32 elements, not bytes (GetShapeInfo: numLastDimAligned_, alignSize
+    // BLOCK_SIZE 32 as an element count), and gives ceil(rows / cores) rows a core, ceil(rows / that)
+    // cores (DoBlockTiling).
+    const int64_t ha = align_up(h, 32), ub = int64_t(p.ub);
+    const int64_t row_step = (ub - 3 * ha * k.ds - 768) / ((4 * k.ds + 8) * ha + 8);
+    const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * ha + 1024 <= ub;
     k.baseline_tile = row_step >= 1 ? std::min<int64_t>(16, row_step) * hal : whole_row ? hal : 8864;
+    k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
     if (whole_row && ub_fit(k, p).tile(2) < hal) {
       k.baseline_buffer_num = 1;
       k.store_beside_load = true;
@@ -455,14 +460,17 @@ constexpr int64_t kGnChunk = 8192;  // [S] group_norm_silu_tiling.cpp DEFAULT_PR
 
 // The 910B kernel above as a VecKernel: a unit is one channel of one sample (H W elements), the
 // per-group work (the two reductions, the rstd through the scalar unit) spread over its D channels.
-// With H W = 1 the kernel (group_norm_silu_hw1_b16.h) works on whole rows of C channels: a unit
-// is a sample, scale and bias vectors.
+// With H W = 1 the kernel (group_norm_silu_hw1_b16.h ProcessGroupNormSilu) works on a group's D
+// channels back to back in GM, scale and bias vectors: a unit is a group, and the cores split the
+// N G groups as above (SetBlockTiling), not the samples; only with a channel a group
+// (ProcessYWithEqualC) are the units samples, split by N.
 VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int64_t c, int64_t g, int64_t hw,
                             bool silu) {
-  const bool hw1 = hw == 1;
-  VecKernel k = row_kernel(op, p, hw1 ? n : n * c, hw1 ? c : hw);
-  k.unit_elems = hw1 ? c : hw;  // a group's channels lie back to back in GM
-  const int64_t d = c / g, groups = n * g, blk = 32 / k.ds;
+  const bool hw1 = hw == 1, equal_c = hw1 && g == c;
+  const int64_t d = c / g, groups = n * g;
+  VecKernel k = row_kernel(op, p, equal_c ? n : hw1 ? groups : n * c, equal_c ? c : hw1 ? d : hw);
+  k.unit_elems = equal_c ? c : hw1 ? d : hw;  // a group's channels lie back to back in GM
+  const int64_t blk = 32 / k.ds;
   const int64_t per_core = cdiv(groups, p.vector_cores);
   int64_t cores = cdiv(groups, per_core);
   if (hw < blk && (hw != 1 || d < blk)) cores = 1;
@@ -488,21 +496,36 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
   // Per channel a PipeBarrier after each call; per group the two ReduceSums of a chunk and the
   // scalar wait for mean and rstd (kRowScalarNorm), spread over the group's D channels.  The basic
   // template (C + groups a core beyond the limits above, or H W under a block) copies the channel's
-  // gamma and beta from GM and waits for each in the scalar unit (group_norm_silu_g16.h
-  // CopyInGammaBeta16: V_S, _g32.h: MTE2_S): two more scalar waits a channel.
+  // gamma and beta from GM before its x, and the scalar unit waits for them ([S] group_norm_silu_g16.h
+  // ComputeGroupNormSilu, CopyInGammaBeta16: both copies issued, then each cast and a V_S wait: one
+  // GM load latency, GE's first-copy cost mte2_head, and two scalar waits on the vector unit;
+  // _g32.h CopyInGammaBeta32: an MTE2_S wait after each copy, two latencies in turn), in turn
+  // with everything else: x's copy is issued after them.
   const bool basic = !small && (hw < blk || c + per_core > (b32 ? 4000 : 2700)) && hw != 1;
+  // A channel under a block still moves one 32-byte block each way (its own DataCopyPad) and
+  // takes one in UB.
+  if (basic && hw < blk) k.unit_elems = blk;
   const int64_t barriers = 2 + int64_t(small ? 0 : (h16 ? 2 : 0) + (silu ? 4 : 0));
-  const double reduce = 2.0 * vec_cycles({api("WholeReduceSum")}, double(std::min(d * hw, kGnChunk))) * p.vec_cost_scale;
+  double reduce = 2.0 * vec_cycles({api("WholeReduceSum")}, double(std::min(d * hw, kGnChunk))) * p.vec_cost_scale;
+  // The basic and H W = 1 templates zero both fp32 accumulators over all 8192 elements for every
+  // group, whatever its size ([S] group_norm_silu_g16.h AccumulateXAndX2: Duplicate x1Buf32, x2Buf32
+  // over processSize; _g32.h, _hw1_b16.h, _hw1_b32.h the same; Duplicate priced as Adds, one scalar
+  // operand).
+  if (basic || hw1) reduce += 2.0 * vec_cycles({api("Adds")}, double(kGnChunk)) * p.vec_cost_scale;
   // (H W = 1 and a channel a group: every channel is its own mean, y = beta, no statistics:
   // ProcessYWithEqualC.)
-  k.row_scalar_cycles = hw1 ? (g == c ? 0.0 : double(g) * (kRowScalarNorm + reduce))  // a sample's G groups
-                            : kPipeDrain * double(barriers) + (basic ? 2 * kRowScalarNorm : 0.0) +
+  k.row_scalar_cycles = hw1 ? (equal_c ? 0.0 : kRowScalarNorm + reduce)  // a group's
+                            : kPipeDrain * double(barriers) + (basic && h16 ? 2 * kRowScalarNorm : 0.0) +
                                   (kRowScalarNorm + reduce) / double(d);
   // The small template's normalising pass: its first load is issued only once the group's mean and
   // rstd are in the scalar unit: one GM load latency a group exposed (GE's first-copy cost,
-  // mte2_head), spread over its channels; not with H W = 1, whose groups are all in one row.
+  // mte2_head), spread over its channels.
   if (small) k.unit_cycles = mte2_head(int(cores), false) / double(d);
-  k.baseline_tile = kGnChunk;
+  if (basic) k.unit_cycles = (b32 ? 2 : 1) * mte2_head(int(cores), false);
+  // The small template's normalising pass copies groupD = min(D, 8192 / (H W)) channels at a time,
+  // never past the group's end ([S] group_norm_silu_small_b16.h ComputeSilu / ComputeAlign; the whole
+  // group when it is at most 8192 elements, ComputeWithCopyOnce; _small_b32.h the same).
+  k.baseline_tile = small ? std::min(d, kGnChunk / hw) * hw : kGnChunk;
   if (!small && !hw1) {
     // The other templates' normalising pass copies one channel at a time, in pieces of at most
     // 8192 elements ([S] group_norm_silu_b16.h ComputeMultipleLoop: CopyInX, CalcSilu, CopyOutY per
@@ -522,9 +545,21 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
     // 9.05 us with two channels in flight, 10.69 and 9.95 with one).
     k.tile_round_trip = 2 * (mte2_head(int(cores), false) + kMte3Head);
   }
+  // H W = 1: every copy is waited for at once (queues of one buffer, group_norm_silu_hw1_b16.h Init,
+  // CopyInX), a group (in pieces of 8192) read for its statistics, the scalar unit waiting for them,
+  // then read again beside its gamma and beta and stored (ProcessGroupNormSilu): two GM load
+  // latencies a group, whatever its size; its store beside the next group's first load.
+  if (hw1) k.baseline_buffer_num = 1;
+  if (hw1 && !equal_c) {
+    k.baseline_tile = std::min(align_up(d, blk), kGnChunk);
+    k.tile_round_trip = 2 * mte2_head(int(cores), false);
+  }
   k.baseline_block_dim = cores;
   k.sweeps_if_split = 1;  // the second read is the stream above, for any tile
-  k.temp_fp32 = 3;        // xBuf32, x1Buf32, x2Buf32
+  // UB: one x and one y queue, double-buffered, and xBuf32, x1Buf32, x2Buf32 for 16-bit x, x1Buf32 for
+  // fp32 ([S] group_norm_silu_b16.h, _b32.h, _small_*.h Init): room for an 8192-element chunk.
+  k.ub_buffers = 2;
+  k.temp_fp32 = b32 ? 1 : 3;
   k.bcast_bytes = 2.0 * double(c) * k.ds;
   return k;
 }

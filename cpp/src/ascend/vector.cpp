@@ -345,9 +345,12 @@ class VecModel : public OpModel {
            (k.baseline_max_tile && v < 2 * block)))
         tile = v;
     if (k.baseline_tile > 0) {
-      // The operator's own rule (norm_quant.cpp), as far as UB holds it with its bufferNum.
+      // The operator's own rule (norm_quant.cpp), as far as UB holds it with its bufferNum.  A kernel
+      // whose every tile waits a copy round trip (tile_round_trip) keeps a tile under the search's
+      // smallest: a larger one would pack the operator's tiles and hide the round trips it pays.
       const int64_t held = fit.tile(k.baseline_buffer_num) / align * align;
-      tile = std::max<int64_t>(s.values[1].front(), std::min(k.baseline_tile / align * align, held));
+      const int64_t least = k.tile_round_trip > 0 ? align : s.values[1].front();
+      tile = std::max<int64_t>(least, std::min(k.baseline_tile / align * align, held));
       add_value(s.values[1], tile);
     }
     s.baseline = {bd_val, tile, k.baseline_tile > 0 ? k.baseline_buffer_num : 2};
