@@ -66,6 +66,37 @@ def test_w8a16_on_910b_takes_canns_template_by_m():
     assert vec > 0 and m65 - m64 > 0.8 * vec
 
 
+def _cann_custom_antiquant_tiles(k, n, tile_k, tile_n, slab, aiv=48):
+    """Tiles one AIV antiquantises in C220's custom kernel, all rounds (ops-nn weight_quant_batch_matmul_v2
+    op_kernel/weight_quant_batch_matmul_v2_custom.h AntiquantWeight; op_tiling/..._tiling_custom.cpp
+    DoOpTiling): each round's slab of columns once, vecSingleN x vecSingleK tasks over vecBlockDimN AIVs."""
+    cdiv = lambda a, b: -(-a // b)
+    full = cdiv(slab, tile_n) * cdiv(k, tile_k)
+    dim = cdiv(full, cdiv(full, aiv))
+    rounds = cdiv(n, slab)
+    tail = n - (rounds - 1) * slab
+    return (rounds - 1) * cdiv(full, dim) + cdiv(cdiv(tail, tile_n) * cdiv(k, tile_k), dim)
+
+
+@pytest.mark.parametrize("dtype,trans,tile", [("float16", False, (48, 512)), ("bfloat16", False, (32, 512)),
+                                               ("float16", True, (512, 40))])
+def test_w8a16_custom_antiquant_follows_canns_vector_split(dtype, trans, tile):
+    # M > 64 (the custom template): the AIVs antiquantise the weight once per round, in CANN's fixed
+    # per-channel int8 tiles (ComputeInt8VectorDefaultBlock), whatever M and however the cube splits
+    # it: the vector time is the tile count per AIV times one tile's cost, over M = 65..4096.
+    per_tile = []
+    for m in (65, 256, 1024, 4096):
+        for k, n in ((4096, 4096), (5120, 5120), (4096, 11008), (11008, 4096)):
+            w = [n, k] if trans else [k, n]
+            inputs, attrs = [[m, k], w, [n]], {"input_dtypes": [dtype, "int8", dtype], "transpose_weight": int(trans)}
+            t = ops.baseline_tiling("WeightQuantBatchMatmul", inputs, dtype, B2, attrs)
+            vec = an.estimate("WeightQuantBatchMatmul", inputs, dtype, B2, t, attrs).breakdown["vector_us"]
+            cores = t["usedCoreNum"] if t["dispatch"] == 1 else 24
+            slab = min(n, t["baseN"] * min(-(-n // t["singleCoreN"]), cores))
+            per_tile.append(vec / _cann_custom_antiquant_tiles(k, n, *tile, slab))
+    assert max(per_tile) < 1.02 * min(per_tile)
+
+
 def test_per_group_scales_cost_no_less_than_per_channel():
     # Per-group scales are read per weight element beside the weight (hidden when the cube side
     # is the longer one); int4's unpack is one more vector pass per element.

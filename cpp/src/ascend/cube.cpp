@@ -98,6 +98,7 @@ struct CubeProblem {
   // The vector and cube sides hand over in rounds of baseN columns of B, with all-core barriers
   // between them, not block by block (WeightQuantBatchMatmul's C220 custom kernel; CubeQuant::rounds).
   bool cv_rounds = false;
+  int64_t vec_tile_k = 0, vec_tile_n = 0;  // CubeQuant::vec_tile_k, vec_tile_n (0: per core's B copies)
   // WeightQuantBatchMatmul's C220 MSD kernel (CubeQuant::msd_k_blocks, msd_task_n): 0 if not it.
   int64_t msd_k_blocks = 0, msd_task_n = 0;
   int qbmm_basic = 0;        // C220 QuantBatchMatmulV3's basic template (CubeQuant::qbmm_basic)
@@ -569,6 +570,26 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     const double elems = b_copies * per_copy;
     const double bytes = b_ch * q.b_gm_scale + elems * q.b_prologue_extra + (q.b_workspace ? b_ch : 0);
     vec_pre_mem = bytes / (p.mte2_eff * p.l2_rate * vec_per_core_);
+  }
+  if (!q.b_prologue.empty() && q.vec_tile_k > 0) {
+    // C220's custom kernel antiquantises each round's slab of baseN x cubeBlockDimN columns (all K)
+    // ONCE, split over all the AIVs in vec_tile_k x vec_tile_n tiles; every AIC, whatever its M
+    // share, then reads the slab from the workspace ([O] ops-nn matmul/weight_quant_batch_matmul_v2/
+    // op_kernel/weight_quant_batch_matmul_v2_custom.h ProcessVector / AntiquantWeight: loopLimit =
+    // vecSingleNLoop x vecSingleKLoop, each AIV ceil(loopLimit / vecBlockDimN) tiles;
+    // op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp DoOpTiling: vecBlockDimN =
+    // ceil(taskNum / ceil(taskNum / aivNum))).  An AIV's tiles of all rounds, spread over the waves.
+    const int64_t aiv = std::max<int64_t>(1, p.split ? p.vector_cores : p.cube_cores);
+    const int64_t slab = std::min(q.N, bN * std::min<int64_t>(nB, ncores));
+    const int64_t k_loops = cdiv(q.K, q.vec_tile_k), tasks_full = cdiv(slab, q.vec_tile_n) * k_loops;
+    const int64_t vec_dim = cdiv(tasks_full, cdiv(tasks_full, aiv));
+    const int64_t rounds = cdiv(q.N, slab), tail = q.N - (rounds - 1) * slab;
+    const double tiles = double(rounds - 1) * double(cdiv(tasks_full, vec_dim)) +
+                         double(cdiv(cdiv(tail, q.vec_tile_n) * k_loops, vec_dim));
+    const double tile = double(q.vec_tile_k) * double(q.vec_tile_n);
+    vec_pre = tiles * vec_cycles(q.b_prologue, tile) / double(waves);
+    const double bytes = tiles * tile * (q.b_gm_scale * q.in_size + q.b_prologue_extra + q.in_size);
+    vec_pre_mem = bytes / (p.mte2_eff * p.l2_rate * double(waves));
   }
   const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem + vec_pre + vec_pre_mem;
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).
@@ -1516,6 +1537,8 @@ std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform&
   q.b_prologue_extra = quant.antiquant_extra;
   q.b_workspace = quant.workspace;
   q.cv_rounds = quant.rounds;
+  q.vec_tile_k = quant.vec_tile_k;
+  q.vec_tile_n = quant.vec_tile_n;
   q.msd_k_blocks = quant.msd_k_blocks;
   q.msd_task_n = quant.msd_task_n;
   q.qbmm_basic = quant.qbmm_basic;

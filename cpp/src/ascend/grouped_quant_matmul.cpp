@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "common.hpp"
 
@@ -125,6 +126,61 @@ std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int
   return make_quant_cube_model(mm, p, cq, op.kind);
 }
 
+// The antiquant tile (vecSingleK, vecSingleN) of C220's custom kernel for an ND weight ([O] ops-nn
+// matmul/weight_quant_batch_matmul_v2/op_host/op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp
+// ComputeDefaultBlock, ComputeGroupDefaultBlock, ComputeInt8VectorDefaultBlock, ComputeInt4VectorDefaultBlock).
+// Per-channel int8: a fixed tile per dtype and transposition.  int4 or per group: the inner axis fixed
+// (1024 along K transposed; min(1024 int4 / 512 int8, slab) along N otherwise, the slab taken as all of N),
+// the outer axis the largest whose buffers fit UB (ComputeAntiquantBuffer + ComputeWeightBuffer, which
+// size elements by sizeof of the dtype enum: 4 bytes), then aligned to the group (ReviseGroupDefaultBlock*,
+// the main cases).  Capped at the aligned K and N.
+std::pair<int64_t, int64_t> custom_vec_tile(int64_t K, int64_t N, bool int4, int64_t g, bool bf16, bool trans_w,
+                                            int64_t ub) {
+  const int64_t k_align = trans_w ? align_up(K, int4 ? 64 : 32) : K, n_align = trans_w ? N : align_up(N, int4 ? 64 : 32);
+  if (!int4 && g == 0) {
+    const std::pair<int64_t, int64_t> t = bf16 ? (trans_w ? std::make_pair<int64_t, int64_t>(512, 32) : std::make_pair<int64_t, int64_t>(32, 512))
+                                               : (trans_w ? std::make_pair<int64_t, int64_t>(512, 40) : std::make_pair<int64_t, int64_t>(48, 512));
+    return {std::min(t.first, k_align), std::min(t.second, n_align)};
+  }
+  constexpr int64_t kEnum = 4;  // sizeof(ge::DataType) as the tiler uses it for element sizes
+  const int64_t w_axis = int4 ? 64 : 32 / kEnum;
+  auto fits = [&](int64_t k, int64_t n) {
+    int64_t a = align_up(n, 16);  // antiquant params (scale and offset)
+    if (g > 0) a = trans_w ? (k >= K ? align_up(cdiv(k, g) * n, 16) : n * align_up(cdiv(k, g), 16)) : cdiv(k, g) * align_up(n, 16);
+    const int64_t a_buf = 2 * a * kEnum + (trans_w ? (bf16 ? a * 4 : 0) + 2 * a * 32 : (bf16 ? a * 4 + 2 * a * 4 : 2 * a * kEnum));
+    const int64_t shape = trans_w ? n * align_up(k, w_axis) : k * align_up(n, w_axis);
+    const int64_t w_buf = (int4 ? shape * kEnum / 2 : shape * kEnum) + 3 * shape * kEnum + (bf16 ? shape * 4 : 0);
+    return a_buf + w_buf <= ub;
+  };
+  // the largest outer axis that fits (the tiler's binary search), inner axis fixed
+  auto outer = [&](int64_t inner) {
+    int64_t lo = 0, hi = trans_w ? N : K;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi + 1) / 2;
+      if (trans_w ? fits(inner, mid) : fits(mid, inner)) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  };
+  int64_t k = 0, n = 0;
+  if (trans_w) {
+    k = int4 ? 1024 : 512;
+    if (g > 0 && (k_align <= (bf16 ? 255 * 8 : 255 * 16) || (g <= (bf16 ? 255 * 8 : 255 * 16) && k_align % g == 0))) {
+      k = k_align;  // K whole when the repeat stride allows
+      n = outer(k);
+    }
+    if (n == 0) {
+      k = int4 ? 1024 : 512;
+      if (g > 0 && k >= g) k = k / g * g;
+      for (n = outer(k); g > 0 && n == 0 && k > g; n = outer(k)) k -= g;
+    }
+  } else {
+    n = std::min<int64_t>(int4 ? 1024 : 512, align_up(N, int4 ? 64 : 32));
+    k = outer(n);
+    if (g > 0 && g < 255 && k >= g) k = std::min(255 / g, k / g) * g;
+  }
+  return {std::max<int64_t>(1, std::min(k, k_align)), std::max<int64_t>(1, std::min(n, n_align))};
+}
+
 }  // namespace
 
 // ---- WeightQuantBatchMatmul -------------------------------------------------------------
@@ -200,6 +256,9 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
   // ProcessCube; op_host/op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp DoLibApiTiling:
   // cubeSingleNLoop = each core's N over baseN).
   cq.rounds = cq.workspace;
+  if (cq.rounds)
+    std::tie(cq.vec_tile_k, cq.vec_tile_n) = custom_vec_tile(Kx, N, int4, g, op.dtype == "bfloat16", trans_w,
+                                                             int64_t(p.ub));
   if (quant_out) cq.dequant = {{vec_api_cost("Mul"), true}, {vec_api_cost("CastDown"), false}};
   return make_quant_cube_model(mm, p, cq, K_);
 }
