@@ -57,6 +57,14 @@ def test_w8a16_on_910b_takes_canns_template_by_m():
     assert (t["dispatch"], t["singleCoreN"], t["singleCoreM"], t["splitK"]) == (0, 512, 32, 1)
     _, _, t = _wqbmm_tiling(32, 28672, 8192, "bfloat16")
     assert (t["singleCoreN"], t["splitK"]) == (256, 3)
+    # An int4 weight, transposed, N >= 2M: MSD with three int4 slices of x (3M rows), always split-K;
+    # a transposed int8 weight keeps A whole in L1 (CalcCommonTiling) across its K blocks.
+    def tiling(m, k, n, w):
+        inputs, attrs = [[m, k], [n, k], [n]], {"input_dtypes": ["float16", w, "float16"], "transpose_weight": 1}
+        return ops.baseline_tiling("WeightQuantBatchMatmul", inputs, "float16", B2, attrs)
+    assert tiling(16, 4096, 4096, "int4")["singleCoreM"] == 48
+    t = tiling(1, 28672, 8192, "int8")
+    assert (t["singleCoreM"], t["splitK"]) == (16, 3) and t["baseK"] * t["stepKa"] >= 28672 // 3
     # M = 65 leaves it for the custom kernel, whose vector antiquant of the whole weight and the
     # GEMM hand over in rounds: one round of 256 columns per core here, run back to back, so the
     # step up from M = 64 is the antiquant's time (measured: M = 128, K = N = 5120 at 75.7 us).

@@ -1107,7 +1107,8 @@ std::vector<int64_t> CubeModel::wqbmm_as_baseline() const {
 // tiling.cpp): M not split (cubeBlockDimM 1), N over the cores in floor(N / cores) columns rounded up
 // to 256 (ND K x N weight; GetMatMulTiling) or 32 (transposed weight; MsdA16W8CommonTiling), base
 // 2M x 256 x 128, K in msd_k_blocks blocks.  L1 copies: a transposed weight takes CalcCommonTiling's
-// stepKb 4 and A whole in L1 when its 2M x K slices fit 256 KiB; an ND K x N weight takes the TBE cache
+// stepKb 4 and A whole in L1 when its 2M x K slices fit 256 KiB, or, up to 384 KiB (or when 256 KiB
+// does not fit L1 beside B), base 2M x 128 x 256 with stepKb 2 and A whole; an ND K x N weight takes the TBE cache
 // tiling (GetCacheTiling -> GenTiling), not restated: one base block per copy (stepKb 1) stands in,
 // the depth that reproduces the three fit-half MSD records of cann_bench_calibration.json (910B2
 // predicted / measured 1.05, 1.12, 1.10; with stepKb 4: 0.70, 0.93, 0.74), each copy then a round
@@ -1119,11 +1120,22 @@ std::vector<int64_t> CubeModel::msd_baseline() const {
   const int64_t n_align = q.trans_b ? 32 : 256;
   const int64_t sn = std::max(n_align, align_up(task_n / p.cube_cores, n_align));
   const int64_t sm = align_up(q.M, 16), kc = align_up(cdiv(q.K, q.msd_k_blocks), q.k0);
-  const int64_t bn = std::min<int64_t>(256, sn), bm = sm, bk = std::min<int64_t>(128, kc);
+  int64_t bn = std::min<int64_t>(256, sn), bm = sm, bk = std::min<int64_t>(128, kc), depth_b = q.trans_b ? 4 : 1;
+  bool a_full = false;
+  if (q.trans_b && q.M * q.K <= 384 * 1024) {
+    const int64_t a_l1 = bm * 128 * cdiv(kc, 128);  // CalcCommonTiling: depthA1Tmp = ceil(K / 128)
+    a_full = q.M * q.K <= 256 * 1024 && a_l1 + bn * 128 * 8 <= int64_t(p.l1);
+    if (!a_full && a_l1 * 2 + 128 * 256 * 4 <= int64_t(p.l1)) {
+      bn = std::min<int64_t>(128, sn), bk = std::min<int64_t>(256, kc), depth_b = 2;
+      a_full = true;
+    }
+  }
+  // (int4's 3M rows: baseN within L0C, SimpleIncreTiling's l0cMaxBaseN; int8's 2M <= 128 always fits)
+  bn = std::min(bn, std::max<int64_t>(16, int64_t(p.l0c) / (bm * 4) / 16 * 16));
   const int64_t k_steps = cdiv(kc, bk);
-  const int64_t step_b = std::min<int64_t>(q.trans_b ? 4 : 1, k_steps);
-  const bool a_full = q.trans_b && q.M * q.K <= 256 * 1024;
-  const int64_t step_a = a_full ? k_steps : step_b;
+  const int64_t step_b = std::min<int64_t>(depth_b, k_steps);
+  // (A whole: its K steps a multiple of B's, as CANN's ceil(K / 128) over the whole K is for K in 512s)
+  const int64_t step_a = a_full ? align_up(k_steps, step_b) : step_b;
   const int64_t split = q.msd_k_blocks;
   // (K blocks: its (slab, K block) tasks dealt over the cores, the model's split-K template 3)
   const int64_t dispatch = split > 1 ? 1 : 0, te = split > 1 ? 3 : 0;

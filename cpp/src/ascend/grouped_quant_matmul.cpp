@@ -91,15 +91,17 @@ std::vector<VecStep> antiquant_program(const std::string& act, bool int4, bool o
 int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int4, int64_t group, bool trans_x,
                      bool trans_w, bool quant_out) {
   // IsCapable: per channel (scale [N]), no transposed x, no int8 output, M <= 64, K and N multiples
-  // of 32.  (int4 per channel needs a transposed weight and N >= 2M and runs three slices: not restated.)
+  // of 32; an int4 weight only transposed ([N, K]) and with N >= 2M, always split-K (splitKFlag_).
+  // (int4 per group, the MsdGroup template and MSD's DoMSDGroupSplitKOpTiling: not restated.)
   const bool per_channel = group == 0 && numel(op.inputs[2]) == N && N > 1;
-  if (int4 || !per_channel || trans_x || quant_out || M > 64 || K % 32 || N % 32) return 0;
-  // K over 13696 or N over 32000: the split-K variant (DoMSDGeneralOpTiling): K in 1..6 blocks (4 up
-  // when K is 30x N and the weight not transposed), each at most 12 Ki of K, aligned to 64 (512 with
-  // a transposed weight).
-  if (K <= 13696 && N <= 32000) return 1;
+  if (!per_channel || trans_x || quant_out || M > 64 || K % 32 || N % 32) return 0;
+  if (int4 && (!trans_w || N < 2 * M)) return 0;
+  // int8 with K over 13696 or N over 32000, and int4: the split-K variant (DoMSDGeneralOpTiling): K in
+  // 1..6 blocks (4 up when K is 30x N and the weight not transposed), each at most 12 Ki of K, aligned
+  // to 64 (SplitKByKBlock: 512 with a transposed weight, 1024 for int4).
+  if (!int4 && K <= 13696 && N <= 32000) return 1;
   for (int64_t blocks = (K / N >= 30 && !trans_w) ? 4 : 1; blocks <= 6; ++blocks)
-    if (align_up(cdiv(K, blocks), trans_w ? 512 : 64) <= 12 * 1024) return blocks;
+    if (align_up(cdiv(K, blocks), !trans_w ? 64 : int4 ? 1024 : 512) <= 12 * 1024) return blocks;
   return 0;  // (the tiler fails it; the next template takes the case)
 }
 
@@ -108,14 +110,18 @@ int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int
 // vector ops per int32 element), after the GEMM.  The split of x (M x K) is not charged: the kernel
 // preloads up to three weight copies into L1 meanwhile.  Split-K tasks take N in slabs that keep the
 // K blocks' int32 partials within 16 MiB of workspace, at most 128 columns per AIV (taskNSize).
+// An int4 weight takes three int4 slices of x (order_ 3, [O] .../weight_quant_batch_matmul_v2_tiling_msd.cpp
+// IsCapable): an int4 GEMM [3M, K], priced as the int8 GEMM [3M, K/2] of the same bytes and cube cycles
+// (int4's fractal holds 64 of K: twice int8's 32).
 std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int64_t M, int64_t K, int64_t N,
-                                        bool trans_w, int64_t blocks) {
-  const std::vector<int64_t> w = trans_w ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
-  OpDesc mm = inner_matmul(op, {{2 * M, K}, w}, "int8", false, trans_w);
+                                        bool trans_w, int64_t blocks, bool int4) {
+  const int64_t order = int4 ? 3 : 2, Kb = int4 ? K / 2 : K;
+  const std::vector<int64_t> w = trans_w ? std::vector<int64_t>{N, Kb} : std::vector<int64_t>{K, N};
+  OpDesc mm = inner_matmul(op, {{order * M, Kb}, w}, "int8", false, trans_w);
   CubeQuant cq;
   cq.msd_k_blocks = blocks;
-  if (blocks > 1) {
-    const int64_t slab = 16LL * 1024 * 1024 / (blocks * 2 * M * 4) / 256 * 256;
+  if (blocks > 1 || int4) {
+    const int64_t slab = 16LL * 1024 * 1024 / (blocks * order * M * 4) / 256 * 256;
     cq.msd_task_n = std::min<int64_t>(slab, 128LL * p.vector_cores);
   }
   const int ds = dtype_size(op.dtype);
@@ -235,7 +241,7 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
            shape_str(op.inputs[i]) + " must have " + std::to_string(N) + " elements (or 1)");
   const int64_t M = trans_x ? x[1] : x[0];
   const int64_t msd_blocks = c220(p) ? msd_k_blocks(op, M, Kx, N, int4, g, trans_x, trans_w, quant_out) : 0;
-  if (msd_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, msd_blocks);
+  if (msd_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, msd_blocks, int4);
   std::vector<std::vector<int64_t>> mm_in{x, w};
   if (present(op, 6)) mm_in.push_back({N});
   OpDesc mm = inner_matmul(op, mm_in, op.dtype, trans_x, trans_w);
