@@ -587,9 +587,22 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     const double tiles = double(rounds - 1) * double(cdiv(tasks_full, vec_dim)) +
                          double(cdiv(cdiv(tail, q.vec_tile_n) * k_loops, vec_dim));
     const double tile = double(q.vec_tile_k) * double(q.vec_tile_n);
+    const double rate = p.mte2_eff * p.l2_rate;
+    const double in_bytes = tile * (q.b_gm_scale * q.in_size + q.b_prologue_extra);
+    // The weight's UB buffer is single-buffered (weight_quant_batch_matmul_v2_common.h originWeightQueue_,
+    // SINGLE_BUFFER_NUM; the output queue double): a tile's copy-in, which waits out the GM latency,
+    // starts only when the previous tile's cast has freed it (WeightCopyInAndCast), so per tile at least
+    // latency + copy-in + cast, the rest of the antiquant and the copy-out overlapping the next copy.
+    static const double kCastRepeat = vec_api_cost("CastUp").per_repeat;
+    double cast = 0;  // the program's leading casts (int4 -> int8 -> fp16 [-> fp32])
+    for (const auto& st : q.b_prologue) {
+      if (st.cost.per_repeat != kCastRepeat || st.fp32) break;
+      cast += vec_cycles({st}, tile);
+    }
+    const double all = vec_cycles(q.b_prologue, tile) + (in_bytes + tile * q.in_size) / rate;
+    const double chain = p.mte2_miss_cycles + in_bytes / rate + cast;
     vec_pre = tiles * vec_cycles(q.b_prologue, tile) / double(waves);
-    const double bytes = tiles * tile * (q.b_gm_scale * q.in_size + q.b_prologue_extra + q.in_size);
-    vec_pre_mem = bytes / (p.mte2_eff * p.l2_rate * double(waves));
+    vec_pre_mem = tiles * (std::max(all, chain) - vec_cycles(q.b_prologue, tile)) / double(waves);
   }
   const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem + vec_pre + vec_pre_mem;
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).
