@@ -39,10 +39,15 @@ def test_weight_quant_decode_default_waits_on_its_copies_and_tunes_below_fp16():
     # copy) waits out the HBM latency copy by copy: CANN's measured W8A16 decode moves its int8
     # weight no faster than an fp16 MatMul moves twice the bytes (fit-half records of
     # cann_bench_calibration.json: 16.8 MB in 33.2 us, 33 MB in 31.1 us).
-    fp16, w8, w4 = _mm(1, 8192, 8192), _wqbmm(1, 8192, 8192), _wqbmm(1, 8192, 8192, "int4")
+    fp16, w8 = _mm(1, 8192, 8192), _wqbmm(1, 8192, 8192)
     hbm_us = 8192 * 8192 / (an.platform(B2)["hbm_gbps"] * 1e3)
     assert w8 > hbm_us
-    assert w4 < w8  # (int4 runs the custom antiquant kernel on a quarter of the bytes)
+    # A transposed int4 weight runs MSD too (three int4 slices of x) on half the weight bytes.  (An ND
+    # int4 weight runs the custom kernel, whose UB tile is 12 rows of K by 1024 columns, each tile's
+    # single-buffered copy-in waiting out the GM latency: no faster.)
+    inputs = [[1, 8192], [8192, 8192], [8192]]
+    attrs = {"input_dtypes": ["float16", "int4", "float16"], "transpose_weight": 1}
+    assert _time("WeightQuantBatchMatmul", inputs, "float16", attrs) < w8
     # Deeper L1 copies (fewer latency rounds) are where the int8 weight pays: the knob matters.
     inputs, attrs, t = _wqbmm_tiling(1, 8192, 8192)
     deep = dict(t, stepKa=4, stepKb=4, depthA1=8, depthB1=8)
@@ -57,6 +62,14 @@ def test_w8a16_on_910b_takes_canns_template_by_m():
     assert (t["dispatch"], t["singleCoreN"], t["singleCoreM"], t["splitK"]) == (0, 512, 32, 1)
     _, _, t = _wqbmm_tiling(32, 28672, 8192, "bfloat16")
     assert (t["singleCoreN"], t["splitK"]) == (256, 3)
+    # An int4 weight, transposed, N >= 2M: MSD with three int4 slices of x (3M rows), always split-K;
+    # a transposed int8 weight keeps A whole in L1 (CalcCommonTiling) across its K blocks.
+    def tiling(m, k, n, w):
+        inputs, attrs = [[m, k], [n, k], [n]], {"input_dtypes": ["float16", w, "float16"], "transpose_weight": 1}
+        return ops.baseline_tiling("WeightQuantBatchMatmul", inputs, "float16", B2, attrs)
+    assert tiling(16, 4096, 4096, "int4")["singleCoreM"] == 48
+    t = tiling(1, 28672, 8192, "int8")
+    assert (t["singleCoreM"], t["splitK"]) == (16, 3) and t["baseK"] * t["stepKa"] >= 28672 // 3
     # M = 65 leaves it for the custom kernel, whose vector antiquant of the whole weight and the
     # GEMM hand over in rounds: one round of 256 columns per core here, run back to back, so the
     # step up from M = 64 is the antiquant's time (measured: M = 128, K = N = 5120 at 75.7 us).
@@ -64,6 +77,37 @@ def test_w8a16_on_910b_takes_canns_template_by_m():
     inputs, attrs, t = _wqbmm_tiling(65, 5120, 5120)
     vec = an.estimate("WeightQuantBatchMatmul", inputs, "float16", B2, t, attrs).breakdown["vector_us"]
     assert vec > 0 and m65 - m64 > 0.8 * vec
+
+
+def _cann_custom_antiquant_tiles(k, n, tile_k, tile_n, slab, aiv=48):
+    """Tiles one AIV antiquantises in C220's custom kernel, all rounds (ops-nn weight_quant_batch_matmul_v2
+    op_kernel/weight_quant_batch_matmul_v2_custom.h AntiquantWeight; op_tiling/..._tiling_custom.cpp
+    DoOpTiling): each round's slab of columns once, vecSingleN x vecSingleK tasks over vecBlockDimN AIVs."""
+    cdiv = lambda a, b: -(-a // b)
+    full = cdiv(slab, tile_n) * cdiv(k, tile_k)
+    dim = cdiv(full, cdiv(full, aiv))
+    rounds = cdiv(n, slab)
+    tail = n - (rounds - 1) * slab
+    return (rounds - 1) * cdiv(full, dim) + cdiv(cdiv(tail, tile_n) * cdiv(k, tile_k), dim)
+
+
+@pytest.mark.parametrize("dtype,trans,tile", [("float16", False, (48, 512)), ("bfloat16", False, (32, 512)),
+                                               ("float16", True, (512, 40))])
+def test_w8a16_custom_antiquant_follows_canns_vector_split(dtype, trans, tile):
+    # M > 64 (the custom template): the AIVs antiquantise the weight once per round, in CANN's fixed
+    # per-channel int8 tiles (ComputeInt8VectorDefaultBlock), whatever M and however the cube splits
+    # it: the vector time is the tile count per AIV times one tile's cost, over M = 65..4096.
+    per_tile = []
+    for m in (65, 256, 1024, 4096):
+        for k, n in ((4096, 4096), (5120, 5120), (4096, 11008), (11008, 4096)):
+            w = [n, k] if trans else [k, n]
+            inputs, attrs = [[m, k], w, [n]], {"input_dtypes": [dtype, "int8", dtype], "transpose_weight": int(trans)}
+            t = ops.baseline_tiling("WeightQuantBatchMatmul", inputs, dtype, B2, attrs)
+            vec = an.estimate("WeightQuantBatchMatmul", inputs, dtype, B2, t, attrs).breakdown["vector_us"]
+            cores = t["usedCoreNum"] if t["dispatch"] == 1 else 24
+            slab = min(n, t["baseN"] * min(-(-n // t["singleCoreN"]), cores))
+            per_tile.append(vec / _cann_custom_antiquant_tiles(k, n, *tile, slab))
+    assert max(per_tile) < 1.02 * min(per_tile)
 
 
 def test_per_group_scales_cost_no_less_than_per_channel():

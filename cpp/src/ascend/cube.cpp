@@ -98,6 +98,7 @@ struct CubeProblem {
   // The vector and cube sides hand over in rounds of baseN columns of B, with all-core barriers
   // between them, not block by block (WeightQuantBatchMatmul's C220 custom kernel; CubeQuant::rounds).
   bool cv_rounds = false;
+  int64_t vec_tile_k = 0, vec_tile_n = 0;  // CubeQuant::vec_tile_k, vec_tile_n (0: per core's B copies)
   // WeightQuantBatchMatmul's C220 MSD kernel (CubeQuant::msd_k_blocks, msd_task_n): 0 if not it.
   int64_t msd_k_blocks = 0, msd_task_n = 0;
   int qbmm_basic = 0;        // C220 QuantBatchMatmulV3's basic template (CubeQuant::qbmm_basic)
@@ -571,6 +572,39 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     const double elems = b_copies * per_copy;
     const double bytes = b_ch * q.b_gm_scale + elems * q.b_prologue_extra + (q.b_workspace ? b_ch : 0);
     vec_pre_mem = bytes / (p.mte2_eff * p.l2_rate * vec_per_core_);
+  }
+  if (!q.b_prologue.empty() && q.vec_tile_k > 0) {
+    // C220's custom kernel antiquantises each round's slab of baseN x cubeBlockDimN columns (all K)
+    // ONCE, split over all the AIVs in vec_tile_k x vec_tile_n tiles; every AIC, whatever its M
+    // share, then reads the slab from the workspace ([O] ops-nn matmul/weight_quant_batch_matmul_v2/
+    // op_kernel/weight_quant_batch_matmul_v2_custom.h ProcessVector / AntiquantWeight: loopLimit =
+    // vecSingleNLoop x vecSingleKLoop, each AIV ceil(loopLimit / vecBlockDimN) tiles;
+    // op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp DoOpTiling: vecBlockDimN =
+    // ceil(taskNum / ceil(taskNum / aivNum))).  An AIV's tiles of all rounds, spread over the waves.
+    const int64_t aiv = std::max<int64_t>(1, p.split ? p.vector_cores : p.cube_cores);
+    const int64_t slab = std::min(q.N, bN * std::min<int64_t>(nB, ncores));
+    const int64_t k_loops = cdiv(q.K, q.vec_tile_k), tasks_full = cdiv(slab, q.vec_tile_n) * k_loops;
+    const int64_t vec_dim = cdiv(tasks_full, cdiv(tasks_full, aiv));
+    const int64_t rounds = cdiv(q.N, slab), tail = q.N - (rounds - 1) * slab;
+    const double tiles = double(rounds - 1) * double(cdiv(tasks_full, vec_dim)) +
+                         double(cdiv(cdiv(tail, q.vec_tile_n) * k_loops, vec_dim));
+    const double tile = double(q.vec_tile_k) * double(q.vec_tile_n);
+    const double rate = p.mte2_eff * p.l2_rate;
+    const double in_bytes = tile * (q.b_gm_scale * q.in_size + q.b_prologue_extra);
+    // The weight's UB buffer is single-buffered (weight_quant_batch_matmul_v2_common.h originWeightQueue_,
+    // SINGLE_BUFFER_NUM; the output queue double): a tile's copy-in, which waits out the GM latency,
+    // starts only when the previous tile's cast has freed it (WeightCopyInAndCast), so per tile at least
+    // latency + copy-in + cast, the rest of the antiquant and the copy-out overlapping the next copy.
+    static const double kCastRepeat = vec_api_cost("CastUp").per_repeat;
+    double cast = 0;  // the program's leading casts (int4 -> int8 -> fp16 [-> fp32])
+    for (const auto& st : q.b_prologue) {
+      if (st.cost.per_repeat != kCastRepeat || st.fp32) break;
+      cast += vec_cycles({st}, tile);
+    }
+    const double all = vec_cycles(q.b_prologue, tile) + (in_bytes + tile * q.in_size) / rate;
+    const double chain = p.mte2_miss_cycles + in_bytes / rate + cast;
+    vec_pre = tiles * vec_cycles(q.b_prologue, tile) / double(waves);
+    vec_pre_mem = tiles * (std::max(all, chain) - vec_cycles(q.b_prologue, tile)) / double(waves);
   }
   const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem + vec_pre + vec_pre_mem;
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).
@@ -1088,7 +1122,8 @@ std::vector<int64_t> CubeModel::wqbmm_as_baseline() const {
 // tiling.cpp): M not split (cubeBlockDimM 1), N over the cores in floor(N / cores) columns rounded up
 // to 256 (ND K x N weight; GetMatMulTiling) or 32 (transposed weight; MsdA16W8CommonTiling), base
 // 2M x 256 x 128, K in msd_k_blocks blocks.  L1 copies: a transposed weight takes CalcCommonTiling's
-// stepKb 4 and A whole in L1 when its 2M x K slices fit 256 KiB; an ND K x N weight takes the TBE cache
+// stepKb 4 and A whole in L1 when its 2M x K slices fit 256 KiB, or, up to 384 KiB (or when 256 KiB
+// does not fit L1 beside B), base 2M x 128 x 256 with stepKb 2 and A whole; an ND K x N weight takes the TBE cache
 // tiling (GetCacheTiling -> GenTiling), not restated: one base block per copy (stepKb 1) stands in,
 // the depth that reproduces the three fit-half MSD records of cann_bench_calibration.json (910B2
 // predicted / measured 1.05, 1.12, 1.10; with stepKb 4: 0.70, 0.93, 0.74), each copy then a round
@@ -1100,11 +1135,22 @@ std::vector<int64_t> CubeModel::msd_baseline() const {
   const int64_t n_align = q.trans_b ? 32 : 256;
   const int64_t sn = std::max(n_align, align_up(task_n / p.cube_cores, n_align));
   const int64_t sm = align_up(q.M, 16), kc = align_up(cdiv(q.K, q.msd_k_blocks), q.k0);
-  const int64_t bn = std::min<int64_t>(256, sn), bm = sm, bk = std::min<int64_t>(128, kc);
+  int64_t bn = std::min<int64_t>(256, sn), bm = sm, bk = std::min<int64_t>(128, kc), depth_b = q.trans_b ? 4 : 1;
+  bool a_full = false;
+  if (q.trans_b && q.M * q.K <= 384 * 1024) {
+    const int64_t a_l1 = bm * 128 * cdiv(kc, 128);  // CalcCommonTiling: depthA1Tmp = ceil(K / 128)
+    a_full = q.M * q.K <= 256 * 1024 && a_l1 + bn * 128 * 8 <= int64_t(p.l1);
+    if (!a_full && a_l1 * 2 + 128 * 256 * 4 <= int64_t(p.l1)) {
+      bn = std::min<int64_t>(128, sn), bk = std::min<int64_t>(256, kc), depth_b = 2;
+      a_full = true;
+    }
+  }
+  // (int4's 3M rows: baseN within L0C, SimpleIncreTiling's l0cMaxBaseN; int8's 2M <= 128 always fits)
+  bn = std::min(bn, std::max<int64_t>(16, int64_t(p.l0c) / (bm * 4) / 16 * 16));
   const int64_t k_steps = cdiv(kc, bk);
-  const int64_t step_b = std::min<int64_t>(q.trans_b ? 4 : 1, k_steps);
-  const bool a_full = q.trans_b && q.M * q.K <= 256 * 1024;
-  const int64_t step_a = a_full ? k_steps : step_b;
+  const int64_t step_b = std::min<int64_t>(depth_b, k_steps);
+  // (A whole: its K steps a multiple of B's, as CANN's ceil(K / 128) over the whole K is for K in 512s)
+  const int64_t step_a = a_full ? align_up(k_steps, step_b) : step_b;
   const int64_t split = q.msd_k_blocks;
   // (K blocks: its (slab, K block) tasks dealt over the cores, the model's split-K template 3)
   const int64_t dispatch = split > 1 ? 1 : 0, te = split > 1 ? 3 : 0;
@@ -1518,6 +1564,8 @@ std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform&
   q.b_prologue_extra = quant.antiquant_extra;
   q.b_workspace = quant.workspace;
   q.cv_rounds = quant.rounds;
+  q.vec_tile_k = quant.vec_tile_k;
+  q.vec_tile_n = quant.vec_tile_n;
   q.msd_k_blocks = quant.msd_k_blocks;
   q.msd_task_n = quant.msd_task_n;
   q.qbmm_basic = quant.qbmm_basic;

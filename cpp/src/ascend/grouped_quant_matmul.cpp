@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "common.hpp"
 
@@ -90,15 +91,17 @@ std::vector<VecStep> antiquant_program(const std::string& act, bool int4, bool o
 int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int4, int64_t group, bool trans_x,
                      bool trans_w, bool quant_out) {
   // IsCapable: per channel (scale [N]), no transposed x, no int8 output, M <= 64, K and N multiples
-  // of 32.  (int4 per channel needs a transposed weight and N >= 2M and runs three slices: not restated.)
+  // of 32; an int4 weight only transposed ([N, K]) and with N >= 2M, always split-K (splitKFlag_).
+  // (int4 per group, the MsdGroup template and MSD's DoMSDGroupSplitKOpTiling: not restated.)
   const bool per_channel = group == 0 && numel(op.inputs[2]) == N && N > 1;
-  if (int4 || !per_channel || trans_x || quant_out || M > 64 || K % 32 || N % 32) return 0;
-  // K over 13696 or N over 32000: the split-K variant (DoMSDGeneralOpTiling): K in 1..6 blocks (4 up
-  // when K is 30x N and the weight not transposed), each at most 12 Ki of K, aligned to 64 (512 with
-  // a transposed weight).
-  if (K <= 13696 && N <= 32000) return 1;
+  if (!per_channel || trans_x || quant_out || M > 64 || K % 32 || N % 32) return 0;
+  if (int4 && (!trans_w || N < 2 * M)) return 0;
+  // int8 with K over 13696 or N over 32000, and int4: the split-K variant (DoMSDGeneralOpTiling): K in
+  // 1..6 blocks (4 up when K is 30x N and the weight not transposed), each at most 12 Ki of K, aligned
+  // to 64 (SplitKByKBlock: 512 with a transposed weight, 1024 for int4).
+  if (!int4 && K <= 13696 && N <= 32000) return 1;
   for (int64_t blocks = (K / N >= 30 && !trans_w) ? 4 : 1; blocks <= 6; ++blocks)
-    if (align_up(cdiv(K, blocks), trans_w ? 512 : 64) <= 12 * 1024) return blocks;
+    if (align_up(cdiv(K, blocks), !trans_w ? 64 : int4 ? 1024 : 512) <= 12 * 1024) return blocks;
   return 0;  // (the tiler fails it; the next template takes the case)
 }
 
@@ -107,14 +110,18 @@ int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int
 // vector ops per int32 element), after the GEMM.  The split of x (M x K) is not charged: the kernel
 // preloads up to three weight copies into L1 meanwhile.  Split-K tasks take N in slabs that keep the
 // K blocks' int32 partials within 16 MiB of workspace, at most 128 columns per AIV (taskNSize).
+// An int4 weight takes three int4 slices of x (order_ 3, [O] .../weight_quant_batch_matmul_v2_tiling_msd.cpp
+// IsCapable): an int4 GEMM [3M, K], priced as the int8 GEMM [3M, K/2] of the same bytes and cube cycles
+// (int4's fractal holds 64 of K: twice int8's 32).
 std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int64_t M, int64_t K, int64_t N,
-                                        bool trans_w, int64_t blocks) {
-  const std::vector<int64_t> w = trans_w ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
-  OpDesc mm = inner_matmul(op, {{2 * M, K}, w}, "int8", false, trans_w);
+                                        bool trans_w, int64_t blocks, bool int4) {
+  const int64_t order = int4 ? 3 : 2, Kb = int4 ? K / 2 : K;
+  const std::vector<int64_t> w = trans_w ? std::vector<int64_t>{N, Kb} : std::vector<int64_t>{K, N};
+  OpDesc mm = inner_matmul(op, {{order * M, Kb}, w}, "int8", false, trans_w);
   CubeQuant cq;
   cq.msd_k_blocks = blocks;
-  if (blocks > 1) {
-    const int64_t slab = 16LL * 1024 * 1024 / (blocks * 2 * M * 4) / 256 * 256;
+  if (blocks > 1 || int4) {
+    const int64_t slab = 16LL * 1024 * 1024 / (blocks * order * M * 4) / 256 * 256;
     cq.msd_task_n = std::min<int64_t>(slab, 128LL * p.vector_cores);
   }
   const int ds = dtype_size(op.dtype);
@@ -123,6 +130,61 @@ std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int
   cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}, {vec_api_cost("Add"), true},
                 {vec_api_cost("Mul"), true}};
   return make_quant_cube_model(mm, p, cq, op.kind);
+}
+
+// The antiquant tile (vecSingleK, vecSingleN) of C220's custom kernel for an ND weight ([O] ops-nn
+// matmul/weight_quant_batch_matmul_v2/op_host/op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp
+// ComputeDefaultBlock, ComputeGroupDefaultBlock, ComputeInt8VectorDefaultBlock, ComputeInt4VectorDefaultBlock).
+// Per-channel int8: a fixed tile per dtype and transposition.  int4 or per group: the inner axis fixed
+// (1024 along K transposed; min(1024 int4 / 512 int8, slab) along N otherwise, the slab taken as all of N),
+// the outer axis the largest whose buffers fit UB (ComputeAntiquantBuffer + ComputeWeightBuffer, which
+// size elements by sizeof of the dtype enum: 4 bytes), then aligned to the group (ReviseGroupDefaultBlock*,
+// the main cases).  Capped at the aligned K and N.
+std::pair<int64_t, int64_t> custom_vec_tile(int64_t K, int64_t N, bool int4, int64_t g, bool bf16, bool trans_w,
+                                            int64_t ub) {
+  const int64_t k_align = trans_w ? align_up(K, int4 ? 64 : 32) : K, n_align = trans_w ? N : align_up(N, int4 ? 64 : 32);
+  if (!int4 && g == 0) {
+    const std::pair<int64_t, int64_t> t = bf16 ? (trans_w ? std::make_pair<int64_t, int64_t>(512, 32) : std::make_pair<int64_t, int64_t>(32, 512))
+                                               : (trans_w ? std::make_pair<int64_t, int64_t>(512, 40) : std::make_pair<int64_t, int64_t>(48, 512));
+    return {std::min(t.first, k_align), std::min(t.second, n_align)};
+  }
+  constexpr int64_t kEnum = 4;  // sizeof(ge::DataType) as the tiler uses it for element sizes
+  const int64_t w_axis = int4 ? 64 : 32 / kEnum;
+  auto fits = [&](int64_t k, int64_t n) {
+    int64_t a = align_up(n, 16);  // antiquant params (scale and offset)
+    if (g > 0) a = trans_w ? (k >= K ? align_up(cdiv(k, g) * n, 16) : n * align_up(cdiv(k, g), 16)) : cdiv(k, g) * align_up(n, 16);
+    const int64_t a_buf = 2 * a * kEnum + (trans_w ? (bf16 ? a * 4 : 0) + 2 * a * 32 : (bf16 ? a * 4 + 2 * a * 4 : 2 * a * kEnum));
+    const int64_t shape = trans_w ? n * align_up(k, w_axis) : k * align_up(n, w_axis);
+    const int64_t w_buf = (int4 ? shape * kEnum / 2 : shape * kEnum) + 3 * shape * kEnum + (bf16 ? shape * 4 : 0);
+    return a_buf + w_buf <= ub;
+  };
+  // the largest outer axis that fits (the tiler's binary search), inner axis fixed
+  auto outer = [&](int64_t inner) {
+    int64_t lo = 0, hi = trans_w ? N : K;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi + 1) / 2;
+      if (trans_w ? fits(inner, mid) : fits(mid, inner)) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  };
+  int64_t k = 0, n = 0;
+  if (trans_w) {
+    k = int4 ? 1024 : 512;
+    if (g > 0 && (k_align <= (bf16 ? 255 * 8 : 255 * 16) || (g <= (bf16 ? 255 * 8 : 255 * 16) && k_align % g == 0))) {
+      k = k_align;  // K whole when the repeat stride allows
+      n = outer(k);
+    }
+    if (n == 0) {
+      k = int4 ? 1024 : 512;
+      if (g > 0 && k >= g) k = k / g * g;
+      for (n = outer(k); g > 0 && n == 0 && k > g; n = outer(k)) k -= g;
+    }
+  } else {
+    n = std::min<int64_t>(int4 ? 1024 : 512, align_up(N, int4 ? 64 : 32));
+    k = outer(n);
+    if (g > 0 && g < 255 && k >= g) k = std::min(255 / g, k / g) * g;
+  }
+  return {std::max<int64_t>(1, std::min(k, k_align)), std::max<int64_t>(1, std::min(n, n_align))};
 }
 
 }  // namespace
@@ -179,7 +241,7 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
            shape_str(op.inputs[i]) + " must have " + std::to_string(N) + " elements (or 1)");
   const int64_t M = trans_x ? x[1] : x[0];
   const int64_t msd_blocks = c220(p) ? msd_k_blocks(op, M, Kx, N, int4, g, trans_x, trans_w, quant_out) : 0;
-  if (msd_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, msd_blocks);
+  if (msd_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, msd_blocks, int4);
   std::vector<std::vector<int64_t>> mm_in{x, w};
   if (present(op, 6)) mm_in.push_back({N});
   OpDesc mm = inner_matmul(op, mm_in, op.dtype, trans_x, trans_w);
@@ -200,6 +262,9 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
   // ProcessCube; op_host/op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp DoLibApiTiling:
   // cubeSingleNLoop = each core's N over baseN).
   cq.rounds = cq.workspace;
+  if (cq.rounds)
+    std::tie(cq.vec_tile_k, cq.vec_tile_n) = custom_vec_tile(Kx, N, int4, g, op.dtype == "bfloat16", trans_w,
+                                                             int64_t(p.ub));
   if (quant_out) cq.dequant = {{vec_api_cost("Mul"), true}, {vec_api_cost("CastDown"), false}};
   return make_quant_cube_model(mm, p, cq, K_);
 }
