@@ -61,6 +61,36 @@ def test_an_unmodelled_operator_is_named_not_substituted():
                            "attrs": {"output_size": [16, 16, 16]}})
 
 
+# aclnnAdaptiveAvgPool3d (ops-nn pooling/adaptive_avg_pool3d/op_api/aclnn_adaptive_avg_pool3d.cpp):
+# CheckParams takes a 4-D/5-D float32/float16/bfloat16 input and three positive output sizes;
+# SelectAdaptiveAvgPool3D sends 1x1x1 to one ReduceMean over D, H, W, anything else to
+# Transpose + AdaptiveAvgPool3d + Transpose.
+POOL3D = {**SIGMOID, "id": "M9998", "op": "AdaptiveAvgPool3D", "inputs": [[2, 32, 9, 10, 11]],
+          "dtype": ["bfloat16"], "attrs": {"output_size": [1, 1, 1]}}
+
+
+@pytest.mark.parametrize("shape", [[2, 32, 9, 10, 11], [32, 9, 10, 11]])
+def test_adaptive_avg_pool3d_global_is_one_reduce_mean(shape):
+    op, inputs, dtype, attrs = records.translate_record({**POOL3D, "inputs": [shape]})
+    assert (op, inputs, dtype, attrs) == ("ReduceMean", [shape], "bfloat16", {"axes": [-3, -2, -1]})
+    with pytest.raises(an.UnmodelledOperator, match="Transpose \\+ AdaptiveAvgPool3d \\+ Transpose"):
+        an.predict_record({**POOL3D, "inputs": [shape], "attrs": {"output_size": [1, 1, 2]}})
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"inputs": [[32, 32, 32]]}, "M9998: AdaptiveAvgPool3D takes a CDHW or NCDHW input"),
+    ({"inputs": [[2, 3, 4, 5, 6, 7]]}, "M9998: AdaptiveAvgPool3D takes a CDHW or NCDHW input"),
+    ({"dtype": ["int8"]}, "M9998: AdaptiveAvgPool3D takes float32, float16, bfloat16, got int8"),
+    ({"attrs": {"output_size": [1, 1]}}, "M9998: AdaptiveAvgPool3D's attrs\\['output_size'\\] must be three"),
+    ({"attrs": {"output_size": [4, 0, 4]}}, "must be three positive sizes, got \\[4, 0, 4\\]"),
+    ({"attrs": {}}, "must be three positive sizes, got None"),
+])
+def test_adaptive_avg_pool3d_refuses_what_aclnn_refuses(change, message):
+    with pytest.raises(ValueError, match=message) as e:
+        an.predict_record({**POOL3D, **change})
+    assert not isinstance(e.value, an.UnmodelledOperator)
+
+
 @pytest.mark.parametrize("change, message", [
     ({"inputs": [[2048, -1]]}, "M0017: input 0 shape"),
     ({"dtype": ["float32", "float32"]}, "M0017: 'inputs' and 'dtype'"),

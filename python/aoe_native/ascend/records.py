@@ -201,11 +201,28 @@ def _strided_slice(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -
     return "StridedSlice", [x], dtypes[0], {"output_shape": out, "axis": axis, "steps": steps}
 
 
+# aclnnAdaptiveAvgPool3d's parameter checks (ops-nn pooling/adaptive_avg_pool3d/op_api/
+# aclnn_adaptive_avg_pool3d.cpp: CheckInputOutputDims, CheckDtypeValid, CheckOutShape): a CDHW or
+# NCDHW input, float32/float16/bfloat16 (dtypeSupportListOrigin, 910B..910E), three positive sizes.
+_POOL3D_DTYPES = ("float32", "float16", "bfloat16")
+
+
 def _adaptive_avg_pool3d(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
     _need(rid, op, shapes, 1)
-    size = list(attrs.get("output_size", []))
+    if len(shapes[0]) not in (4, 5):
+        raise ValueError(f"record {rid}: {op} takes a CDHW or NCDHW input (4 or 5 dims), got {shapes[0]}")
+    if dtypes[0] not in _POOL3D_DTYPES:
+        raise ValueError(f"record {rid}: {op} takes {', '.join(_POOL3D_DTYPES)}, got {dtypes[0]}")
+    size = attrs.get("output_size")
+    if not (isinstance(size, list) and len(size) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)):
+        raise ValueError(f"record {rid}: {op}'s attrs['output_size'] must be three positive sizes, got {size!r}")
+    # SelectAdaptiveAvgPool3D: output 1x1x1 is one ReduceMean over D, H, W (keep dims); any other
+    # size runs DoAdaptiveAvgPool3D, on 910B three kernels (Transpose NCDHW->NDHWC, the
+    # channels-last AdaptiveAvgPool3d kernel, Transpose back), which the model does not have.
     if size != [1, 1, 1]:
-        raise UnmodelledOperator(op, f"output_size {size} (only the global pool, 1x1x1, is a reduction)", rid)
+        raise UnmodelledOperator(op, f"output_size {size}: CANN runs Transpose + AdaptiveAvgPool3d + Transpose "
+                                     "(only the global pool, one ReduceMean, is modelled)", rid)
     return "ReduceMean", shapes, dtypes[0], {"axes": [-3, -2, -1]}
 
 
