@@ -119,6 +119,19 @@ def test_mla_prolog_streams_its_weights_then_grows_with_tokens():
     assert large.time_us > 1.3 * small.time_us
 
 
+def test_mla_prolog_walks_tokens_in_steps_of_128_on_910b():
+    """CANN's 910B MlaProlog (ops-transformer attention/mla_prolog: mla_prolog_tiling.cpp ProcessBaseInputs,
+    stepBatchSize = min(128, T); kernel_mla_prolog_split_n.h Process) runs all four matmuls once per step of
+    128 tokens, each AIC re-reading its slice of every weight: T tokens take ceil(T / 128) steps, and the
+    129th token costs another pass over the 122 MB of weights, at best at the L2's 7 TB/s (socs.json l2_gbps)."""
+    def prolog(t):
+        inputs = [[t, 7168], [7168, 1536], [1536, 24576], [128, 128, 512], [7168, 576], [1536], [512]]
+        return est(inputs, {"num_heads": 128}, dtype="bfloat16", op="MlaProlog")
+    for t in (1, 100, 128, 129, 1000, 4096):
+        assert prolog(t).breakdown["waves"] == math.ceil(t / 128), t
+    assert prolog(129).time_us - prolog(128).time_us > 122e6 / 7e6
+
+
 # ---- errors: each names the operator and the input ----------------------------------------
 
 @pytest.mark.parametrize("inputs, attrs, message", [

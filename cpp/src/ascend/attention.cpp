@@ -43,6 +43,9 @@ constexpr double kGatherRowCycles = kLoadCall / 2;
 // MlaProlog: the cube's efficiency on the projections' T x K x N tiles (fit half: 8 of 8 within
 // 25% at 0.6; 0.45 and 0.8 give 7 of 8).
 constexpr double kMlaCubeEff = 0.6;
+// MlaProlog on 910B: token rows per step, stepBatchSize = min(128, T) (ops-transformer
+// attention/mla_prolog/op_host/mla_prolog_tiling.cpp ProcessBaseInputs).
+constexpr int64_t kMlaStepBatch = 128;
 
 // Softmax of a block of scores in fp32 (ops-transformer's online softmax, Ascend C SoftmaxFlashV2):
 // scale (Muls), minus the row max (Sub: Add class), Exp, cast to the P dtype (CastDown); the row max
@@ -500,18 +503,56 @@ class MlaPrologModel : public OpModel {
     const int64_t Dr = wuq[1] / N - Dn;
     need(wdkv.size() == 2 && wdkv[0] == He && wdkv[1] == Dl + Dr, "weight_dkv_kr", wdkv,
          "[" + std::to_string(He) + ", " + std::to_string(Dl + Dr) + "]");
-    // The projections stream their weights once over all cores (per-core MTE2 rate, capped by HBM)
-    // and run the cube on the T token rows (fractal-padded to 16).  The cube model's standalone
+    // The projections stream their weights over the cores (per-core MTE2 rate, capped by HBM) and
+    // run the cube on the token rows (fractal-padded to 16).  The cube model's standalone
     // MatMul tilings are not the fused kernel's (it splits N over every core even for 4 tokens),
     // so the projections are costed here; the measured times grow linearly with T from the
     // smallest batch, so streaming and cube work are added, not overlapped (an assumption).
     const int e = dtype_size(op.dtype);
-    const double f = p.freq_mhz, Tp = double(align_up(T, 16));
-    const double gm_Bpus = std::min(p.hbm_gbps * 1e3, double(p.cube_cores) * p.ddr_rate * f);
-    const double peak = double(p.cube_cores) * 16 * 16 * 16 * 2 * f;  // fp16/bf16 fractal per cycle (DtypeMKN)
+    const double f = p.freq_mhz;
+    // Weights of mm1 (W_dq), mm3 (W_uq_qr), mm4 (W_uk), mm2 (W_dkv_kr), in elements.
     const double kn[4] = {double(He) * Hcq, double(Hcq) * wuq[1], double(N) * Dn * Dl, double(He) * (Dl + Dr)};
-    for (double w : kn) {
-      mm_us_ += w * e / gm_Bpus + 2 * Tp * w / (peak * kMlaCubeEff);
+    // Weight elements of the busiest AIC in each matmul.  910B (mla_prolog_tiling.cpp
+    // FillMatmul1..4Tiling): mm1 (W_dq) and mm3 (W_uq_qr) split N over the AICs in 32-byte
+    // multiples (CalcSingleCoreN), mm2 (W_dkv_kr) gives 64 columns to each of (Dl + Dr) / 64 AICs
+    // once there are at least 9 (9 for DeepSeek's 576: the other AICs wait), mm4 (W_uk) gives
+    // ceil(N / aicNum) heads to each AIC.  The stages run one after another on the AICs
+    // (kernel_mla_prolog_split_n.h AicProcess), so the busiest core of each sets its time.
+    // Elsewhere: an even split over all cores.
+    double slice[4];
+    const int64_t aic = p.cube_cores, al = 32 / e;
+    auto single_n = [](int64_t n, int64_t cores, int64_t a) { return cdiv(n, a * cores) * a; };
+    if (c220(p)) {
+      slice[0] = double(single_n(Hcq, aic, al)) * He;                       // mm1
+      slice[1] = double(single_n(wuq[1], aic, al)) * Hcq;                   // mm3
+      slice[2] = double(cdiv(N, aic)) * Dn * Dl;                            // mm4
+      slice[3] = double(aic >= 9 ? 64 : single_n(Dl + Dr, aic, al)) * He;  // mm2
+    } else {
+      for (int k = 0; k < 4; ++k) slice[k] = kn[k] / aic;
+    }
+    // 910B: the kernel walks the T tokens in steps of stepBatchSize = min(128, T) rows
+    // (mla_prolog_tiling.cpp ProcessBaseInputs; kernel_mla_prolog_split_n.h Process's batchOffset
+    // loop), every step running all four matmuls on its rows with each AIC re-reading its N slice
+    // of every weight (MatmulSplitN per step, offsets fixed per core).  So the weights stream once
+    // per step and the cube's M is the step's rows, padded to 16.  Elsewhere: one pass of all T.
+    steps_.clear();
+    if (c220(p)) {
+      for (int64_t done = 0; done < T; done += kMlaStepBatch) steps_.push_back(std::min(kMlaStepBatch, T - done));
+    } else {
+      steps_.push_back(T);
+    }
+    // A stage's stream: its slice at the per-core MTE2 rate, or all its weight at the chip's rate.
+    // From the second step on, the weights the L2 holds (hit share min(1, L2 / weight bytes), as the
+    // cube model's re-reads) come at the per-core L2 rate (cube.cpp's MTE2 cycles per byte).
+    const double hit = std::min(1.0, p.l2 / ((kn[0] + kn[1] + kn[2] + kn[3]) * e));
+    const double l2_chip = p.l2_gbps > 0 ? p.l2_gbps * 1e3 : 1e30;
+    const double peak = 16 * 16 * 16 * 2 * f;  // one AIC, fp16/bf16 fractal per cycle (DtypeMKN)
+    for (int k = 0; k < 4; ++k) {
+      const double w = kn[k], sl = slice[k] * e;
+      const double first = std::max(w * e / (p.hbm_gbps * 1e3), sl / (p.ddr_rate * f));
+      const double reread = (1 - hit) * first + hit * std::max(w * e / l2_chip, sl / (p.mte2_eff * p.l2_rate * f));
+      for (size_t i = 0; i < steps_.size(); ++i)
+        mm_us_ += (i == 0 ? first : reread) + 2 * double(align_up(steps_[i], 16)) * slice[k] / (peak * kMlaCubeEff);
       flops_ += 2.0 * T * w;
       bytes_ += w * e;
     }
@@ -519,9 +560,10 @@ class MlaPrologModel : public OpModel {
                 p.vec_launch_cycles) / f;
     // Vector work per token: RmsNorm of cq (Hcq) and of the latent (Dl): square, sum, rsqrt, scale,
     // gamma; RoPE of N x Dr query and Dr key dims: two multiplies and an add on the rotated halves.
-    rms_elems_ = double(T) * (Hcq + Dl);
-    rope_elems_ = double(T) * (N + 1) * Dr;
-    out_bytes_ = double(T) * (N * (Dl + Dr) + Dl + Dr) * e;
+    rms_elems_ = double(Hcq + Dl);  // per token
+    rope_elems_ = double(N + 1) * Dr;
+    tok_out_bytes_ = double(N * (Dl + Dr) + Dl + Dr) * e;
+    out_bytes_ = double(T) * tok_out_bytes_;
     bytes_ += out_bytes_ + double(T) * He * e;
     roofline_us_ = std::max(flops_ / (double(p.cube_cores) * 16 * 16 * 16 * 2 * p.freq_mhz), bytes_ / (p.hbm_gbps * 1e3));
     const int64_t vpc = p.split ? std::max<int64_t>(1, p.vector_cores / p.cube_cores) : 1;
@@ -543,10 +585,16 @@ class MlaPrologModel : public OpModel {
     static const std::vector<VecStep> rope = {{vec_api_cost("Mul"), true}, {vec_api_cost("Mul"), true},
                                               {vec_api_cost("Add"), true}, {vec_api_cost("CastUp"), true},
                                               {vec_api_cost("CastDown"), true}};
-    const double vcyc = (vec_cycles(rms, std::ceil(rms_elems_ / aivs)) + vec_cycles(rope, std::ceil(rope_elems_ / aivs))) *
+    // The AIVs split each step's rows by whole tokens: vectorBlockNum = min(step rows, aivNum), each
+    // AIV taking ceil(rows / vectorBlockNum) tokens (mla_prolog_tiling.cpp ProcessBaseInputs,
+    // kernel_mla_prolog_split_n.h ComputeAivOffset: curStepVecFrontToken_ / curStepVecBackToken_),
+    // then RmsNorm and RoPE token by token.  Outside 910B: all rows spread evenly over the AIVs.
+    double tok = 0;
+    for (int64_t m : steps_) tok += c220(p) ? std::ceil(double(m) / std::min(double(m), aivs)) : double(m) / aivs;
+    const double vcyc = (vec_cycles(rms, std::ceil(tok * rms_elems_)) + vec_cycles(rope, std::ceil(tok * rope_elems_))) *
                         p.vec_cost_scale;
     const double rate = p.ddr_rate * (p.vec_rate_share > 0 ? p.vec_rate_share : double(p.cube_cores) / p.vector_cores);
-    const double vec_us = std::max(vcyc, out_bytes_ / aivs / rate) / p.vec_freq_mhz;
+    const double vec_us = std::max(vcyc, tok * tok_out_bytes_ / rate) / p.vec_freq_mhz;
     const double time = mm_us_ + vec_us + head_us_;
     if (out) {
       out->time_us = time;
@@ -557,7 +605,7 @@ class MlaPrologModel : public OpModel {
       out->hbm_read_bytes = out->gm_read_bytes = bytes_ - out_bytes_;
       out->gm_write_bytes = out_bytes_;
       out->cores_used = p.cube_cores;
-      out->waves = 1;
+      out->waves = int64_t(steps_.size());  // token steps (910B) or one pass
       out->roofline_us = roofline_us_;
       out->bound = mm_us_ > vec_us ? "memory" : "compute";
     }
@@ -567,6 +615,8 @@ class MlaPrologModel : public OpModel {
  private:
   Platform p_;
   double mm_us_ = 0, head_us_ = 0, flops_ = 0, bytes_ = 0, rms_elems_ = 0, rope_elems_ = 0, out_bytes_ = 0;
+  double tok_out_bytes_ = 0;
+  std::vector<int64_t> steps_;  // rows of each token step
 };
 
 }  // namespace
