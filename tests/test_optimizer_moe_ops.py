@@ -109,6 +109,41 @@ def test_gating_on_910b_launches_cann_block_num():
     assert an.baseline_tiling("MoeGatingTopKSoftmax", [[100, 64]], "bfloat16", "Ascend950PR", {"k": 8})["blockDim"] == 64
 
 
+def _cann_gating_perf_tiling(tokens, experts, topk, cores=48, ub=196608):
+    """CANN's 910B perf-template tiling (ops-transformer moe_gating_top_k_softmax @ c29bc10,
+    op_host/moe_gating_top_k_softmax_tiling_perf.cpp DoOpTiling / calcMaxRowInUb / isBufferSizeEnough):
+    (blockNum, rows of a UB loop, UB loops of a full core)."""
+    former = -(-tokens // cores)
+    col_align = -(-experts // 32) * 32
+
+    def fits(rows):  # row_idx out, 96 B, finished x 2, six [rows, colAlign] fp32 buffers
+        return -(-topk * 4 // 32) * 32 * rows + 96 + 2 * 32 * rows + 6 * rows * col_align * 4 <= ub
+
+    outer = 1
+    while not fits(-(-former // outer)):
+        outer += 1
+    rows = -(-former // outer)
+    return -(-tokens // former), rows, -(-former // rows)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_gating_on_910b_takes_cann_perf_rows_per_ub_loop(dtype):
+    # 910B's baseline follows the perf template's core split and UB loop count over a grid of
+    # tokens x experts x k (the sample's tile of a core's share / 16 gave 22 loops where CANN takes
+    # 2 for 8192 x 64, and 2 where CANN takes 1 for 49 x 64 fp32).
+    align = 32 // (4 if dtype == "float32" else 2)
+    for tokens in (1, 49, 100, 512, 8192, 65536):
+        for experts in (8, 64, 256):
+            for topk in (1, 8):
+                block_num, rows, loops = _cann_gating_perf_tiling(tokens, experts, topk)
+                t = an.baseline_tiling("MoeGatingTopKSoftmax", [[tokens, experts]], dtype, SOC, {"k": topk})
+                former = -(-tokens // t["blockDim"])
+                model_rows = t["tileLen"] // (-(-experts // align) * align)
+                case = (tokens, experts, topk, t)
+                assert t["blockDim"] == block_num, case
+                assert -(-former // model_rows) == loops, case
+
+
 def test_foreach_norm_on_910b_loads_and_reduces_a_tile_in_turn():
     # CANN's 910B ForeachNorm (ops-nn foreach/foreach_norm/op_kernel/foreach_norm.h) reads each
     # tile's sum back to the scalar unit before it issues the next tile's load: no overlap

@@ -80,19 +80,18 @@ void cast_around(VecKernel& k, const std::string& dtype, const std::vector<VecSt
   if (cast) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
 }
 
-// 910B (C220): the V -> S waits of the busiest core of CANN's perf template, which takes
-// experts % 8 == 0 up to 1024 with k <= 8, or fewer than 8 experts (ops-transformer moe/
-// moe_gating_top_k_softmax @ c29bc10, op_host/moe_gating_top_k_softmax_tiling_perf.cpp IsCapable;
-// 0 for the other templates).  Its tiling gives a core ceil(T / cores) rows (blockFormer) in UB
-// loops of the most rows six fp32 [rows, experts aligned to 32] buffers hold (calcMaxRowInUb,
-// isBufferSizeEnough).  Each loop's kernel (op_kernel/moe_gating_top_k_softmax_perf.h Compute)
-// writes source_row_idx with one ArithProgression per row for its first 8 rows
-// (computeRowIdxPerf / computeRowIdxForSmallBatch; the rest by vector Adds), and ArithProgression
-// of k <= 8 values waits for the vector pipe before its scalar SetValue calls (asc-devkit
-// arithprogression_common_impl.h: SetFlag / WaitFlag<HardEvent::V_S>); the sorting path (k > 1 or
-// more than 64 experts, TopKFP32PerfPhase1) waits once more in InitIndex.
-int64_t topk_perf_row_waits(int64_t T, int64_t E, int64_t topk, const Platform& p) {
-  if (!((E <= 1024 && E % 8 == 0 && topk <= 8) || E < 8)) return 0;
+// 910B (C220): CANN's perf template, which takes experts % 8 == 0 up to 1024 with k <= 8, or
+// fewer than 8 experts (ops-transformer moe/moe_gating_top_k_softmax @ c29bc10,
+// op_host/moe_gating_top_k_softmax_tiling_perf.cpp IsCapable; it is tried first, priority 1000).
+// DoOpTiling gives a core ceil(T / cores) rows (blockFormer) in UB loops of the most rows six fp32
+// [rows, experts aligned to 32] buffers hold (calcMaxRowInUb, isBufferSizeEnough): rows = ceil(
+// blockFormer / ubOuter) for the least ubOuter that fits, ubLoopOfFormerBlock = ceil(blockFormer /
+// rows).  rows = 0: another template (e_k_full_load / k_full_load), not modelled here.
+struct TopKPerfTiling {
+  int64_t rows = 0, loops = 0, tail = 0;  // a UB loop's rows, the busiest core's loops, its last loop's rows
+};
+TopKPerfTiling topk_perf_tiling(int64_t T, int64_t E, int64_t topk, const Platform& p) {
+  if (!((E <= 1024 && E % 8 == 0 && topk <= 8) || E < 8)) return {};
   const int64_t block_rows = cdiv(T, int64_t(p.vector_cores));
   const int64_t col_align = align_up(E, 32);
   auto fits = [&](int64_t r) {  // isBufferSizeEnough: row_idx out, 96 B, finished x 2, six r x colAlign fp32
@@ -100,10 +99,24 @@ int64_t topk_perf_row_waits(int64_t T, int64_t E, int64_t topk, const Platform& 
   };
   int64_t outer = 1;
   while (outer < block_rows && !fits(cdiv(block_rows, outer))) ++outer;
-  const int64_t rows = cdiv(block_rows, outer), loops = cdiv(block_rows, rows);
-  const int64_t tail = block_rows - (loops - 1) * rows;
+  TopKPerfTiling t;
+  t.rows = cdiv(block_rows, outer);
+  t.loops = cdiv(block_rows, t.rows);
+  t.tail = block_rows - (t.loops - 1) * t.rows;
+  return t;
+}
+
+// The V -> S waits of the perf template's busiest core (0 for the other templates).  Each UB
+// loop's kernel (op_kernel/moe_gating_top_k_softmax_perf.h Compute) writes source_row_idx with one
+// ArithProgression per row for its first 8 rows (computeRowIdxPerf / computeRowIdxForSmallBatch;
+// the rest by vector Adds), and ArithProgression of k <= 8 values waits for the vector pipe before
+// its scalar SetValue calls (asc-devkit arithprogression_common_impl.h: SetFlag / WaitFlag<
+// HardEvent::V_S>); the sorting path (k > 1 or more than 64 experts, TopKFP32PerfPhase1) waits
+// once more in InitIndex.
+int64_t topk_perf_row_waits(const TopKPerfTiling& t, int64_t E, int64_t topk) {
+  if (t.rows == 0) return 0;
   const int64_t sort_wait = (topk > 1 || E > 64) ? 1 : 0;
-  return (loops - 1) * (std::min<int64_t>(rows, 8) + sort_wait) + std::min<int64_t>(tail, 8) + sort_wait;
+  return (t.loops - 1) * (std::min<int64_t>(t.rows, 8) + sort_wait) + std::min<int64_t>(t.tail, 8) + sort_wait;
 }
 
 // x [tokens, experts] (+ finished [tokens], bool): softmax over the experts, then k rounds of
@@ -139,11 +152,15 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   k.ub_buffers = 2;
   k.temp_fp32 = 2;
   // 910B: the row-index loop's waits, each a vector -> scalar wait (vec_row_cycles, 0 on 950PR).
-  const double waits = c220(p) ? double(topk_perf_row_waits(T, E, topk, p)) * p.vec_row_cycles : 0.0;
+  const TopKPerfTiling perf = c220(p) ? topk_perf_tiling(T, E, topk, p) : TopKPerfTiling{};
+  const double waits = double(topk_perf_row_waits(perf, E, topk)) * p.vec_row_cycles;
   k.fixed_us = (kTopKSetupCycles + waits) / p.freq_mhz;
   // Every template's tiling launches ceil(T / ceil(T / cores)) cores (blockNum; tiling_perf.cpp,
   // *_e_k_full_load.cpp, *_k_full_load.cpp DoOpTiling); the 950's model keeps all cores' rule.
   if (c220(p)) k.baseline_block_dim = cdiv(T, cdiv(T, int64_t(p.vector_cores)));
+  // 910B perf template: a UB loop takes the rows calcMaxRowInUb gives (often a core's whole share
+  // in one loop, with nothing to overlap its load with), not the sample's block / 16.
+  if (perf.rows > 0) k.baseline_tile = perf.rows * k.unit_elems;
   k.unique_bytes = double(T) * (E * k.ds + double(topk) * (k.ds + 8));
   k.flops = double(T) * double(E) * double(body.size() + k.row_prog.size());
   return make_vec_model(k, p);
