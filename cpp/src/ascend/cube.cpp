@@ -601,10 +601,11 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
       if (st.cost.per_repeat != kCastRepeat || st.fp32) break;
       cast += vec_cycles({st}, tile);
     }
-    const double all = vec_cycles(q.b_prologue, tile) + (in_bytes + tile * q.in_size) / rate;
+    const double work = vec_cycles(q.b_prologue, tile);
+    const double all = work + (in_bytes + tile * q.in_size) / rate;
     const double chain = p.mte2_miss_cycles + in_bytes / rate + cast;
-    vec_pre = tiles * vec_cycles(q.b_prologue, tile) / double(waves);
-    vec_pre_mem = tiles * (std::max(all, chain) - vec_cycles(q.b_prologue, tile)) / double(waves);
+    vec_pre = tiles * work / double(waves);
+    vec_pre_mem = tiles * (std::max(all, chain) - work) / double(waves);
   }
   const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem + vec_pre + vec_pre_mem;
   // Cube/vector hand-over through GM: partly exposed (kCvExposure).

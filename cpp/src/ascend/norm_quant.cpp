@@ -13,6 +13,7 @@
 // per-row scalar cost is fitted (kRowScalar* below).
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "common.hpp"
 
@@ -468,8 +469,9 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
                             bool silu) {
   const bool hw1 = hw == 1, equal_c = hw1 && g == c;
   const int64_t d = c / g, groups = n * g;
-  VecKernel k = row_kernel(op, p, equal_c ? n : hw1 ? groups : n * c, equal_c ? c : hw1 ? d : hw);
-  k.unit_elems = equal_c ? c : hw1 ? d : hw;  // a group's channels lie back to back in GM
+  const int64_t unit = equal_c ? c : hw1 ? d : hw;  // a group's channels lie back to back in GM
+  VecKernel k = row_kernel(op, p, equal_c ? n : hw1 ? groups : n * c, unit);
+  k.unit_elems = unit;
   const int64_t blk = 32 / k.ds;
   const int64_t per_core = cdiv(groups, p.vector_cores);
   int64_t cores = cdiv(groups, per_core);
@@ -978,6 +980,13 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
 
 // ---- SwiGlu, RoPE -------------------------------------------------------------------------
 
+// SwiGlu's largest base block, in elements ([S] hicann/ops-nn activation/swi_glu/op_host/swi_glu_tiling.cpp
+// CalcUbMaxTileLen): UB over buffer_num x 3 queues of x's dtype + fp32 work buffers (2 for 16-bit x,
+// 1 for fp32: SWIGLU_TBUF_NUM_*).
+int64_t swiglu_max_tile(const Platform& p, int ds, int buffer_num) {
+  return int64_t(p.ub) / (buffer_num * 3 * ds + (ds == 4 ? 4 : 8));
+}
+
 // CANN's SwiGlu tiling on 910B ([S] hicann/ops-nn@e5c3fa9 activation/swi_glu/op_host/swi_glu_tiling.cpp,
 // GluSingleTilingCalculator): x is viewed as rows x 2 cols (rows: the dims before `dim`, cols: half of
 // the rest, SetTotalShape) and cut into base blocks of base_rows x base_cols outputs, which the kernel
@@ -998,9 +1007,7 @@ SwiGlu910b swiglu_910b(const Platform& p, int ds, int64_t rows, int64_t cols) {
   // MustBeSingleBaseRowLen: the copy's stride from one row's piece to the next exceeds its field.
   auto one_row = [&](int64_t bc) { return aligned ? 2 * cols - bc > kMaxBlock * blk : (2 * cols - bc) * ds > kMaxBlock; };
   auto calc = [&](int buffer_num) {
-    // CalcUbMaxTileLen: UB over buffer_num x 3 queues of x's dtype + fp32 work buffers (2 for 16-bit
-    // x, 1 for fp32: SWIGLU_TBUF_NUM_*), 32-byte aligned.
-    const int64_t max_tile = int64_t(p.ub) / (buffer_num * 3 * ds + (ds == 4 ? 4 : 8)) / blk * blk;
+    const int64_t max_tile = swiglu_max_tile(p, ds, buffer_num) / blk * blk;  // 32-byte aligned
     // getBaseColLenUpBound: a row UB does not hold goes in 512-byte pieces.
     int64_t bc = std::min({cols, max_tile, aligned ? kMaxBlock : kMaxBlock / ds});
     if (bc < cols && bc > line) bc = bc / line * line;
@@ -1009,9 +1016,8 @@ SwiGlu910b swiglu_910b(const Platform& p, int ds, int64_t rows, int64_t cols) {
     auto save = [&](int64_t br, int64_t c) {
       const int64_t tiles = cdiv(rows, br) * cdiv(cols, c), used = std::min<int64_t>(tiles, p.vector_cores);
       const int64_t size = br * c, whole = (rows / br) * (cols / c);
-      if (best.tiles == 0 || used > best.cores || (used == best.cores && tiles < best.tiles) ||
-          (used == best.cores && tiles == best.tiles && size > best.size) ||
-          (used == best.cores && tiles == best.tiles && size == best.size && whole > best.base_tiles))
+      if (best.tiles == 0 || std::make_tuple(used, -tiles, size, whole) >
+                                 std::make_tuple(best.cores, -best.tiles, best.size, best.base_tiles))
         best = {br, c, tiles, used, cdiv(tiles, used), size, whole, buffer_num};
     };
     // CalcOptBaseShape: from the widest piece down a cache line at a time, as many rows as UB holds
@@ -1128,11 +1134,9 @@ std::shared_ptr<OpModel> make_swiglu(const OpDesc& op, const Platform& p) {
     for (const char* a : {"Sigmoid", "Mul", "Mul"}) k.elem_prog.push_back(api(a));
     if (h16) k.elem_prog.push_back(cast_step(false));
     k.temp_fp32 = 1 + (h16 ? 2 : 0) + vec_api_cost("Sigmoid").temps;
-    // CANN's default ([S] hicann/ops-nn activation/swi_glu/op_host/swi_glu_tiling.cpp): the largest
-    // base block UB holds (maxTileLen = UB / (2 buffers x 3 queues x ds + 2 fp32 buffers, 1 for
-    // fp32)) that still gives every core work: tiles of min(maxTileLen, output / cores).
-    const int64_t max_tile = int64_t(p.ub) / (2 * 3 * k.ds + (h16 ? 8 : 4));
-    k.baseline_tile = std::max<int64_t>(1, std::min<int64_t>(max_tile, cdiv(n, p.vector_cores)));
+    // CANN's default: the largest base block UB holds, double-buffered, that still gives every core
+    // work: tiles of min(maxTileLen, output / cores).
+    k.baseline_tile = std::max<int64_t>(1, std::min<int64_t>(swiglu_max_tile(p, k.ds, 2), cdiv(n, p.vector_cores)));
   }
   finish(k, elems, 0);
   return make_vec_model(k, p);
