@@ -409,9 +409,9 @@ class GroupedMatmulModel : public OpModel {
 
  private:
   void build_spec(int64_t K, int ds, int kq, bool bias);
-  // CANN's C220 default base block (baseM, baseK) and K steps, over the approximate ones.
-  void c220_baseline(int64_t K, int ds, int kq, bool bt, int64_t& bm, int64_t& bn, int64_t& bk, int64_t& step_a,
-                     int64_t& step_b);
+  // CANN's C220 default base block and K steps (baseM, baseN, baseK, stepKa, stepKb), over the
+  // approximate ones; each also a value of its knob.
+  std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> c220_baseline(int64_t K, int ds, int kq, bool bt);
   std::vector<Group> groups_;
   Platform p_;
   int64_t N_;
@@ -501,7 +501,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * align_up(K, kq)))
     step /= 2;
   int64_t step_a = step, step_b = step;
-  if (c220(p)) c220_baseline(K, ds, kq, bt, bm, bn, bk, step_a, step_b);
+  if (c220(p)) std::tie(bm, bn, bk, step_a, step_b) = c220_baseline(K, ds, kq, bt);
   s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b};
   s.baseline_kind = "approximate CANN default";
 }
@@ -516,8 +516,8 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
 // rest), so a base block wider than N (deeper than K) runs as one block of N (K) aligned to 16: the
 // model's knob takes that width (depth), not a smaller power of two that would split N (K) in two.
 // (A copy deeper than K stops at K, as the MatMul's loads do.)
-void GroupedMatmulModel::c220_baseline(int64_t K, int ds, int kq, bool bt, int64_t& bm, int64_t& bn, int64_t& bk,
-                                       int64_t& step_a, int64_t& step_b) {
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220_baseline(int64_t K, int ds, int kq,
+                                                                                         bool bt) {
   const Platform& p = p_;
   auto& s = spec_;
   constexpr int64_t kBaseN = 256, kPartA = 256 * 1024;
@@ -530,18 +530,17 @@ void GroupedMatmulModel::c220_baseline(int64_t K, int ds, int kq, bool bt, int64
     if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
     return x;
   };
-  bm = take(s.values[gBM], tiler_bm);
-  bn = take(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
-  bk = take(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
+  const int64_t bm = take(s.values[gBM], tiler_bm);
+  const int64_t bn = take(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
+  const int64_t bk = take(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
   const int64_t avail = int64_t(p.l1) - (bt ? kBaseN * 4 : 0);
   const int64_t l1a = bm > kBaseN ? kPartA : avail - kPartA, l1b = avail - l1a;
-  step_a = std::max<int64_t>(1, l1a / 2 / (bm * tiler_bk * ds));
-  step_b = std::max<int64_t>(1, l1b / 2 / (kBaseN * tiler_bk * ds));
+  int64_t step_a = std::max<int64_t>(1, l1a / 2 / (bm * tiler_bk * ds));
+  int64_t step_b = std::max<int64_t>(1, l1b / 2 / (kBaseN * tiler_bk * ds));
   if (step_a > step_b) step_a = step_a / step_b * step_b;
   else step_b = step_b / step_a * step_a;
   const int64_t k_steps = cdiv(align_up(K, kq), bk);
-  step_a = take(s.values[gStepKa], std::min(step_a, k_steps));
-  step_b = take(s.values[gStepKb], std::min(step_b, k_steps));
+  return {bm, bn, bk, take(s.values[gStepKa], std::min(step_a, k_steps)), take(s.values[gStepKb], std::min(step_b, k_steps))};
 }
 
 double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
