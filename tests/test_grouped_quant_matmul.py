@@ -197,6 +197,86 @@ def test_w8a8_bias_dtype_picks_bias_table_or_vector_add_on_910b():
     assert bf16 > 1.1 * none
 
 
+def _cann_910b_qbmm_l2_tiling(m, k, n, bm, bn, ub, out_size):
+    """CANN's C220 QuantBatchMatmulV3 basic-template L2 cache tiling: ops-nn matmul/quant_batch_matmul_v3/
+    op_host/op_tiling/quant_batch_matmul_v3_basic_tiling.cpp DoL2CacheTiling, CalcTile, CalcTileCnt,
+    CheckTileTail, IsTileClash, GetCalcOrder, CalcCoreDistribution.  910B2: L2 192 MiB, 24 cube cores.
+    Returns (l2MTileCnt, l2NTileCnt, l2MTileBlock, l2NTileBlock) and the tiles' order (None: not split;
+    0 COL_FIRST, M first; 1 ROW_FIRST)."""
+    cd, mib, cores = lambda a, b: -(-a // b), 2 ** 20, 24
+    thr = 192 * mib * (110 if ub else 100) / 192
+    sa, sb, sc = m * k, k * n, m * n * out_size
+    if sa + sb + sc < thr and max(sa, sb, sc) < 128 * mib:
+        return (1, 1, cd(m, bm), cd(n, bn)), None
+
+    def clashes(mc, nc, col, used):  # CalcCoreDistribution: most cores starting in one row / column
+        rnd, md, nd, t = cd(mc * nc, used), [0] * mc, [0] * nc, 0
+        pre = (mc * nc) % used or used
+        for i in range(used):
+            md[t % mc if col else t // nc] += 1
+            nd[t // mc if col else t % nc] += 1
+            t += rnd - (i >= pre)
+        return max(md), max(nd)
+    counts, last = [], None
+    for ob in range(625, 0, -1):
+        ot = cd(m, bm * ob)
+        if ob > 1 and ot == cd(m, bm * (ob - 1)):
+            continue
+        for ib in range(625 // ob, 0, -1):
+            it = cd(n, bn * ib)
+            if it != last:
+                counts.append((ot, it))
+            last = it
+    best, clash, max_used, found = (m, n, 1), [(2 ** 64,) * 2] * 4, 0, False
+    for ot, it in counts:
+        ms, ns = cd(cd(m, ot), bm) * bm, cd(cd(n, it), bn) * bn
+        mc, nc = cd(ms, bm), cd(ns, bn)
+        used = min(mc * nc, cores)
+        if used < max_used or ms * k + k * ns + ms * ns * out_size >= thr:
+            continue
+        mt, nt = m % ms, n % ns
+        if found and ((mt and mt < 0.8 * ms) or (nt and nt < 0.8 * ns)):
+            continue
+        col = ns // 5 > ms
+        if used >= 2 and (mc % (used // 2) == 0 or nc % (used // 2) == 0):
+            col = mc % (used // 2) == 0
+        tmp, bad = list(clash), False
+        for i, (a, b) in enumerate(((ms, ns), (ms, nt), (mt, ns), (mt, nt))):
+            if a and b and not bad:
+                u = min(cd(a, bm) * cd(b, bn), cores)
+                c = clashes(cd(a, bm), cd(b, bn), col, u)
+                bad = max(c) > 6 or c[0] > tmp[i][0] or c[1] > tmp[i][1]
+                tmp[i] = tmp[i] if bad else c
+        if bad and found:
+            continue
+        best, clash, max_used, found = (ms, ns, 0 if col else 1), tmp, used, True
+    mblk, nblk = cd(best[0], bm), cd(best[1], bn)
+    mtile, ntile = cd(m, mblk * bm), cd(n, nblk * bn)
+    if mblk >= m // bm or sa <= 15 * mib:
+        mtile, mblk = 1, cd(m, bm)
+    if nblk >= n // bn or sb <= 15 * mib:
+        ntile, nblk = 1, cd(n, bn)
+    return (mtile, ntile, mblk, nblk), best[2]
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 16384, 14336), (16, 16384, 16384), (2048, 16384, 16384), (4096, 7168, 16384),
+                                   (8192, 16384, 4096), (16384, 4096, 16384), (16384, 1000, 14336),
+                                   (1024, 4096, 14336)])
+@pytest.mark.parametrize("out,pertoken", [("float16", False), ("bfloat16", False), ("float16", True)])
+def test_w8a8_l2_tiles_follow_canns_910b_basic_tiler_on_a_grid(m, k, n, out, pertoken):
+    # Operands past 100/192 of L2 (110/192 with the vector dequant) or 128 MiB are cut into L2 tiles of
+    # whole base blocks, walked M tile outer and dealt in each tile's own order; smaller ones stay one tile.
+    inputs = [[m, k], [k, n], [n]] + ([[], [], [m]] if pertoken else [])
+    attrs = {"output_dtype": out}
+    t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, attrs)
+    assert t["dispatch"] == 1
+    tiles, order = _cann_910b_qbmm_l2_tiling(m, k, n, t["baseM"], t["baseN"], pertoken or out == "bfloat16", 2)
+    assert (t["l2MTileCnt"], t["l2NTileCnt"], t["l2MTileBlock"], t["l2NTileBlock"]) == tiles
+    assert t["l2IterateOrder"] == 0  # A shared by consecutive tiles (pertoken_basic.h Process)
+    if order is not None:
+        assert t["iterateOrder"] == order
+
+
 def _gmm(sizes, k=1024, n=1024, attrs=None, soc=B2):
     cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
     a = {"group_list": cum, **(attrs or {})}

@@ -2,7 +2,9 @@
 // hardware does with load3d from L1).  Tiling knobs are TCubeTiling's
 // ([A] Matmul-Tiling类/TCubeTiling结构体.md, docs/ascend_model.md §2.1).
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -1166,7 +1168,8 @@ namespace {
 // `round` consecutive blocks (round - 1 after the first total % cores), the blocks numbered along N
 // (row first) or along M (col_first); returns the most cores starting in one row or column of
 // blocks, and the rows and columns some core starts in.
-struct QbmmDist { int64_t clash, rows, cols; };
+// (m_clash, n_clash: the most cores starting in one row, in one column; clash the larger.)
+struct QbmmDist { int64_t clash, rows, cols, m_clash, n_clash; };
 QbmmDist qbmm_core_dist(int64_t mc, int64_t nc, bool col_first, int64_t round, int64_t used) {
   std::vector<int64_t> md(mc, 0), nd(nc, 0);
   const int64_t pre = (mc * nc) % used ? (mc * nc) % used : used;
@@ -1175,8 +1178,8 @@ QbmmDist qbmm_core_dist(int64_t mc, int64_t nc, bool col_first, int64_t round, i
     ++nd[col_first ? t / mc : t % nc];
   }
   const auto zero = [](const std::vector<int64_t>& v) { return int64_t(std::count(v.begin(), v.end(), 0)); };
-  return {std::max(*std::max_element(md.begin(), md.end()), *std::max_element(nd.begin(), nd.end())),
-          mc - zero(md), nc - zero(nd)};
+  const int64_t m_clash = *std::max_element(md.begin(), md.end()), n_clash = *std::max_element(nd.begin(), nd.end());
+  return {std::max(m_clash, n_clash), mc - zero(md), nc - zero(nd), m_clash, n_clash};
 }
 
 // The basic tiler's choice of base block (SetBase, CompareBase, CheckLoadAndCalcSize, CheckL2Load,
@@ -1258,6 +1261,80 @@ std::pair<int64_t, int64_t> qbmm_basic_base(int64_t M, int64_t K, int64_t N, boo
   }
   return {bm, bn};
 }
+
+// The basic tiler's L2 cache tiling (DoL2CacheTiling, CalcTile, CalcTileCnt, CheckTileTail, IsTileClash,
+// GetCalcOrder; [O] ops-nn quant_batch_matmul_v3_basic_tiling.cpp): when A + B + C reach 100/192 of L2
+// (110/192 with the vector dequant) or one of them 128 MB, M and N are cut into L2 tiles of whole base
+// blocks, searched from the largest (at most 625 blocks a tile): a tile must keep the cores busy, fit
+// under that threshold, leave tails of at least 0.8 of a tile, and start no more than 6 (nor more than the
+// last choice) cores on one row or column of blocks, in any of its four full/tail variants; an axis of
+// up to 15 MB, or whose tile would hold all its blocks, stays whole.  The kernel walks the tiles M tile
+// outer, N tile inner (quant_batch_matmul_v3_pertoken_basic.h Process: consecutive tiles share A), and
+// deals each tile's blocks in the tile's own order (GetCalcOrder), which replaces DetermineCalcOrder's.
+struct QbmmL2 {
+  int64_t m_tiles = 1, n_tiles = 1, m_blk = 0, n_blk = 0;
+  int order = -1;  // -1: not split (DetermineCalcOrder stands); 0 M first (COL_FIRST), 1 N first (ROW_FIRST)
+};
+QbmmL2 qbmm_l2_tiling(int64_t M, int64_t K, int64_t N, int64_t bm, int64_t bn, bool ub, int out_size,
+                      const Platform& p) {
+  constexpr int64_t kMiB = int64_t(1) << 20;
+  auto total = [&](int64_t m, int64_t n) { return m * K + K * n + m * n * out_size; };  // GetTotalSize
+  const int64_t size_a = M * K, size_b = K * N, size_c = M * N * out_size;
+  const double thr = p.l2 * (ub ? 110.0 : 100.0) / 192;
+  QbmmL2 r;
+  r.m_blk = cdiv(M, bm), r.n_blk = cdiv(N, bn);
+  if (double(size_a + size_b + size_c) < thr && size_a < 128 * kMiB && size_b < 128 * kMiB && size_c < 128 * kMiB)
+    return r;
+  // CalcTileCnt: (M tiles, N tiles) from the largest tiles down, repeats skipped.
+  std::vector<std::pair<int64_t, int64_t>> counts;
+  int64_t last_inner = -1;
+  for (int64_t ob = 625; ob > 0; --ob) {
+    const int64_t ot = cdiv(M, bm * ob);
+    if (ob > 1 && ot == cdiv(M, bm * (ob - 1))) continue;
+    for (int64_t ib = 625 / ob; ib > 0; --ib) {
+      const int64_t it = cdiv(N, bn * ib);
+      if (it == last_inner) continue;
+      last_inner = it;
+      counts.emplace_back(ot, it);
+    }
+  }
+  const int64_t none = std::numeric_limits<int64_t>::max();
+  std::array<std::pair<int64_t, int64_t>, 4> clash;
+  clash.fill({none, none});
+  int64_t m_split = M, n_split = N, max_used = 0;
+  int order = 1;  // nothing found: calOrder 0, the kernel's ROW_FIRST
+  bool found = false;
+  for (const auto& [ot, it] : counts) {
+    const int64_t ms = align_up(cdiv(M, ot), bm), ns = align_up(cdiv(N, it), bn);
+    const int64_t mc = cdiv(ms, bm), nc = cdiv(ns, bn), used = std::min<int64_t>(mc * nc, p.cube_cores);
+    if (used < max_used || double(total(ms, ns)) >= thr) continue;
+    const int64_t m_tail = M % ms, n_tail = N % ns;
+    if (found && ((m_tail && m_tail < ms * 0.8) || (n_tail && n_tail < ns * 0.8))) continue;
+    bool col = ns / 5 > ms;
+    if (used >= 2 && mc % (used / 2) == 0) col = true;
+    else if (used >= 2 && nc % (used / 2) == 0) col = false;
+    auto tmp = clash;
+    bool bad = false;
+    const int64_t sizes[4][2] = {{ms, ns}, {ms, n_tail}, {m_tail, ns}, {m_tail, n_tail}};
+    for (int i = 0; i < 4 && !bad; ++i) {  // IsTileClash
+      if (sizes[i][0] == 0 || sizes[i][1] == 0) continue;
+      const int64_t tm = cdiv(sizes[i][0], bm), tn = cdiv(sizes[i][1], bn);
+      const int64_t u = std::min<int64_t>(tm * tn, p.cube_cores);
+      const QbmmDist d = qbmm_core_dist(tm, tn, col, cdiv(tm * tn, u), u);
+      bad = d.clash > 6 || d.m_clash > tmp[i].first || d.n_clash > tmp[i].second;
+      if (!bad) tmp[i] = {d.m_clash, d.n_clash};
+    }
+    if (bad && found) continue;
+    m_split = ms, n_split = ns, max_used = used, order = col ? 0 : 1, found = true;
+    clash = tmp;
+  }
+  r.order = order;
+  r.m_blk = cdiv(m_split, bm), r.n_blk = cdiv(n_split, bn);
+  r.m_tiles = cdiv(M, r.m_blk * bm), r.n_tiles = cdiv(N, r.n_blk * bn);
+  if (r.m_blk >= M / bm || size_a <= 15 * kMiB) r.m_tiles = 1, r.m_blk = cdiv(M, bm);
+  if (r.n_blk >= N / bn || size_b <= 15 * kMiB) r.n_tiles = 1, r.n_blk = cdiv(N, bn);
+  return r;
+}
 }  // namespace
 
 // C220's QuantBatchMatmulV3 basic template ([O] ops-nn matmul/quant_batch_matmul_v3/op_host/op_tiling/
@@ -1269,8 +1346,7 @@ std::pair<int64_t, int64_t> qbmm_basic_base(int64_t M, int64_t K, int64_t N, boo
 // half of L1, the deeper halved when both overflow L1 less the bias and scale rows, the smaller K step
 // cut to a multiple of 256 B (to 256 B when K <= 512 B) and the larger a multiple of it, then for an
 // ND K x N weight (K its outer axis) B's step cut to 2 and A's doubled when B gave up as many bytes:
-// 910B2 at 1024 x 4096 x 14336 runs stepKa 8, stepKb 2.  One L2 tile (DoL2CacheTiling splits only
-// operands over 100/192 of L2; not restated).
+// 910B2 at 1024 x 4096 x 14336 runs stepKa 8, stepKb 2.  L2 tiles: qbmm_l2_tiling.
 std::vector<int64_t> CubeModel::qbmm_basic_baseline() const {
   const Platform& p = p_;
   const CubeProblem& q = q_;
@@ -1317,8 +1393,9 @@ std::vector<int64_t> CubeModel::qbmm_basic_baseline() const {
   const int64_t mB = cdiv(q.M, bm), nB = cdiv(q.N, bn), used = std::min<int64_t>(p.cube_cores, mB * nB * q.batch);
   // The order blocks are dealt in (DetermineCalcOrder): M first (COL_FIRST; iterateOrder 0 in the
   // model's round-robin) when N > 5 M or when the cores' rounds divide M's block count but not N's,
-  // N first (ROW_FIRST, 1) otherwise.  (Its fallback to N first when M first would put 9 or more
-  // blocks of one row or column on the cores is not restated.)  The kernel hands each core a run of
+  // N first (ROW_FIRST, 1) otherwise, and N first when M first would start 9 or more cores on one row
+  // or column of blocks, more than N first would (its fallback, calOrder left 0: the kernel's default
+  // ROW_FIRST).  An L2 split deals each tile in its own order (qbmm_l2_tiling).  The kernel hands each core a run of
   // consecutive blocks in that order ([O] .../op_kernel/quant_batch_matmul_v3_block.h
   // InitFirstTileBlockIndex), which the model prices as MatMulV3's dealing, every cores-th block:
   // it still charges every wave's first copies as L2 misses.  (Priced as runs, fewer copies miss and
@@ -1327,12 +1404,16 @@ std::vector<int64_t> CubeModel::qbmm_basic_baseline() const {
   const int64_t round = cdiv(mB * nB, used), half = std::max<int64_t>(1, used / 2);
   auto divides = [&](int64_t cnt) { return std::max(cnt, round) % std::min(cnt, round) == 0; };
   int64_t order = 1;
+  const int64_t col_clash = q.N > 5 * q.M ? 0 : qbmm_core_dist(mB, nB, true, round, used).clash;
   if (q.N > 5 * q.M) order = mB % half != 0 && nB % half == 0 ? 1 : 0;
+  else if (col_clash >= 9 && col_clash > qbmm_core_dist(mB, nB, false, round, used).clash) order = 1;
   else if (divides(nB) != divides(mB)) order = divides(nB) ? 0 : 1;
   else if (divides(nB)) order = bm < bn ? 0 : 1;
   else order = mB % half == 0 ? 0 : 1;
+  const QbmmL2 l2 = qbmm_l2_tiling(q.M, q.K, q.N, bm, bn, ub, q.out_size, p);
+  if (l2.order >= 0) order = l2.order;
   return tiling_row({bm, bn, bm, bn, bk, 1, 1, sa, sb, 2 * sa, 2 * sb, 2, 2, dbc, order, 1, 1, 0},
-                    {1, 0, used, 1, 1, mB, nB, 0});
+                    {1, 0, used, l2.m_tiles, l2.n_tiles, l2.m_blk, l2.n_blk, 0});
 }
 
 namespace {
