@@ -277,6 +277,39 @@ def test_w8a8_l2_tiles_follow_canns_910b_basic_tiler_on_a_grid(m, k, n, out, per
         assert t["iterateOrder"] == order
 
 
+def _cann_910b_qbmm_ub_passes(m, bm, bn, per_tensor, pertoken):
+    """UB passes of one AIV's rows of a base block in CANN's C220 QuantBatchMatmulV3 vector dequant:
+    ubCalcM from ops-nn .../op_host/op_tiling/quant_batch_matmul_v3_tiling.cpp CalcUbTiling (fp32 scale,
+    no bias; UB 192 KiB), the rows split over the AIV pair with a per-token scale, else on AIV 0
+    (op_kernel/quant_batch_matmul_v3_basic_epilogue.h EpilogueDequant::Process, bf16_basic.h)."""
+    per_row = (2 * (4 + 2) + 8) * bn + (0 if per_tensor else 2 * 4 * bn) + (2 * 4 + 8 * bn if pertoken else 0)
+    fixed = bm * 32 + 2 * 4 * 7 if pertoken else 0
+    ub_rows = min((192 * 1024 - fixed) // per_row, bm, m)
+    rows = -(-bm // 2) if pertoken else bm
+    return -(-rows // ub_rows)
+
+
+@pytest.mark.parametrize("m,k,n", [(16, 16384, 4096), (1024, 4096, 14336), (4096, 4096, 4096), (2048, 7168, 1024)])
+@pytest.mark.parametrize("out,pertoken", [("bfloat16", False), ("float16", True), ("bfloat16", True)])
+def test_w8a8_vector_dequant_runs_canns_ub_passes_on_910b(m, k, n, out, pertoken):
+    # A per-channel scale's double-buffered UB rows leave room for fewer output rows per pass than a
+    # per-tensor one; every dequant API is called once a pass, so more passes cost more vector time
+    # for the same elements, and the same passes the same time.
+    def run(per_tensor):
+        inputs = [[m, k], [k, n], [1] if per_tensor else [n]] + ([[], [], [m]] if pertoken else [])
+        attrs = {"output_dtype": out}
+        t = ops.baseline_tiling("QuantBatchMatmulV3", inputs, "int8", B2, attrs)
+        assert t["dispatch"] == 1  # the basic template
+        vec = ops.estimate("QuantBatchMatmulV3", inputs, "int8", B2, t, attrs).breakdown["vector_us"]
+        return vec, _cann_910b_qbmm_ub_passes(m, t["baseM"], t["baseN"], per_tensor, pertoken)
+    (v_ch, p_ch), (v_t, p_t) = run(False), run(True)
+    assert v_ch > 0
+    if p_ch > p_t:
+        assert v_ch > v_t * (1 + 1e-6)
+    else:
+        assert v_ch == pytest.approx(v_t)
+
+
 def _gmm(sizes, k=1024, n=1024, attrs=None, soc=B2):
     cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
     a = {"group_list": cum, **(attrs or {})}

@@ -286,7 +286,17 @@ struct CubeQuant {
   // C220 QuantBatchMatmulV3's basic template (grouped_quant_matmul.cpp decides when CANN takes it):
   // 0 not it, 1 with the dequant on FixPipe (scale in L1), 2 with the dequant on the vector cores.
   int qbmm_basic = 0;
+  // With qbmm_basic 2: what sizes the dequant's UB tile (qbmm_ub_rows), and the steps its kernel calls
+  // once per row of a UB pass (CalBiasAdd's Add of a bf16/fp16/fp32 bias), not once per pass.
+  struct QbmmUb {
+    bool per_tensor = false, pertoken = false;
+    int scale_size = 4, bias_size = 0;  // bytes; bias_size 0: no bias or an int32 one (bias table)
+  } qbmm_ub;
+  std::vector<VecStep> dequant_row_steps;
 };
+// The rows of one UB pass of C220 QuantBatchMatmulV3's vector dequant for base block bm x bn
+// (CalcUbTiling; grouped_quant_matmul.cpp).
+int64_t qbmm_ub_rows(const CubeQuant::QbmmUb& u, int64_t bm, int64_t bn, int64_t M, int64_t ub_bytes);
 // The cube model of MatMul `op` with `quant` applied, reporting `kind`.
 std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform& p, const CubeQuant& quant,
                                                const std::string& kind);

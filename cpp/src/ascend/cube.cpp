@@ -104,6 +104,8 @@ struct CubeProblem {
   // WeightQuantBatchMatmul's C220 MSD kernel (CubeQuant::msd_k_blocks, msd_task_n): 0 if not it.
   int64_t msd_k_blocks = 0, msd_task_n = 0;
   int qbmm_basic = 0;        // C220 QuantBatchMatmulV3's basic template (CubeQuant::qbmm_basic)
+  CubeQuant::QbmmUb qbmm_ub;  // ... its vector dequant's UB tile and per-row steps (qbmm_basic 2)
+  std::vector<VecStep> dequant_row_steps;
   int fix_size = 0;         // bytes per element FixPipe writes (CubeQuant::fix_out_size; 0: out_size)
   bool v3_kernel = true;     // CANN runs it as MatMulV3 (its default tiling is then MatMulV3's)
   bool grouped = false;      // a GroupedMatmul group: its kernel deals blocks its own way
@@ -522,6 +524,18 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double out_elems = double(tm) * tn;
   if (!q.epilogue.empty()) {
     vec = double(mIter * nIter) * vec_cycles(q.epilogue, double(bM) * bN) / vec_per_core_;
+    if (q.qbmm_basic == 2) {
+      // C220 QuantBatchMatmulV3's vector dequant (EpilogueDequant::Process, [O] ops-nn
+      // .../op_kernel/quant_batch_matmul_v3_basic_epilogue.h; bf16_basic.h BasicDequantCompute): each AIV
+      // takes its share of the block's rows (GetTaskRation) in UB passes of ubCalcM rows (qbmm_ub_rows),
+      // every API called once a pass, CalBiasAdd's Add once a row.
+      const int64_t rows = int64_t(std::ceil(double(bM) / vec_per_core_));
+      const int64_t ub_rows = qbmm_ub_rows(q.qbmm_ub, bM, bN, q.M, int64_t(p.ub));
+      const int64_t passes = cdiv(rows, ub_rows), last = rows - (passes - 1) * ub_rows;
+      vec = double(mIter * nIter) *
+            (double(passes - 1) * vec_cycles(q.epilogue, double(ub_rows) * bN) +
+             vec_cycles(q.epilogue, double(last) * bN) + double(rows) * vec_cycles(q.dequant_row_steps, double(bN)));
+    }
     double bytes = out_elems * q.epi_extra_per_elem;
     if (p.split) bytes += out_elems * 2 * dc;
     vec_mem = bytes / (p.mte2_eff * p.l2_rate);
@@ -1651,6 +1665,8 @@ std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform&
   q.msd_k_blocks = quant.msd_k_blocks;
   q.msd_task_n = quant.msd_task_n;
   q.qbmm_basic = quant.qbmm_basic;
+  q.qbmm_ub = quant.qbmm_ub;
+  q.dequant_row_steps = quant.dequant_row_steps;
   q.fix_size = quant.fix_out_size;
   q.extra_bytes += quant.extra_bytes;
   q.epilogue.insert(q.epilogue.end(), quant.dequant.begin(), quant.dequant.end());

@@ -299,6 +299,28 @@ bool c220_qbmm_basic(int64_t M, int64_t K, int64_t N, bool t1, bool t2, bool ub_
   return !(std::min(M, N) <= 512 && std::max(M, N) <= 1024);  // small shapes gain nothing from it
 }
 
+// The rows of one UB pass of the basic kernels' vector dequant ([O] ops-nn matmul/quant_batch_matmul_v3/
+// op_host/op_tiling/quant_batch_matmul_v3_tiling.cpp CalcUbTiling(baseN, baseM)): a pass is ubCalcM rows of
+// baseN columns; per column the int32 in and fp16/bf16 out double-buffered plus 8 B of the dequant API's
+// scratch, a per-channel scale double-buffered, an fp32 result when a per-token scale or a non-int32
+// bias follows, the per-token product, the bias sum; per row the per-token scale (double-buffered);
+// outside the rows the broadcast's baseM x 32 B, the per-token scale's alignment slack and the bias rows.
+int64_t qbmm_ub_rows(const CubeQuant::QbmmUb& u, int64_t bm, int64_t bn, int64_t M, int64_t ub_bytes) {
+  constexpr int64_t kDb = 2;
+  int64_t per_row = (kDb * (4 + 2) + 8) * bn, fixed = 0;  // UB_EXTRE_BYTE 8
+  if (!u.per_tensor) per_row += kDb * u.scale_size * bn;
+  if (u.pertoken || u.bias_size > 0) per_row += 4 * bn;
+  if (u.pertoken) {
+    fixed += bm * 32 + kDb * 4 * 7;  // BroadCast's scratch (baseM x ONE_BLK_SIZE); the scale's 32 B alignment
+    per_row += kDb * 4 + 4 * bn;
+  }
+  if (u.bias_size > 0) {
+    per_row += 4 * bn;
+    fixed += kDb * u.bias_size * bn + 4 * bn;
+  }
+  return std::max<int64_t>(1, std::min({(ub_bytes - fixed) / per_row, bm, M}));
+}
+
 // inputs: x1 [M, K] int8, x2 [K, N] int8, scale [N] or [1], (offset), (bias [N]), (pertoken_scale [M]).
 std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platform& p) {
   const std::string& K_ = op.kind;
@@ -357,12 +379,17 @@ std::shared_ptr<OpModel> make_quant_matmul_model(const OpDesc& op, const Platfor
   auto vector_dequant = [&](int scales) {
     cq.dequant = {{vec_api_cost("CastUp"), false}};
     for (int i = 0; i < scales; ++i) cq.dequant.push_back({vec_api_cost("Mul"), true});
-    if (vec_bias) cq.dequant.push_back({vec_api_cost("Add"), true});
+    // (the basic kernels add the bias row by row: CalBiasAdd, one Add per row of a UB pass)
+    if (vec_bias) (basic == 2 ? cq.dequant_row_steps : cq.dequant).push_back({vec_api_cost("Add"), true});
     cq.dequant.push_back({vec_api_cost("CastDown"), false});
     cq.dequant_extra = 4.0 - dtype_size(odt);
   };
   if (present(op, 5)) vector_dequant(2);  // per-token: the channel and the token scale
   cq.qbmm_basic = basic;
+  cq.qbmm_ub.per_tensor = numel(op.inputs[2]) == 1;
+  cq.qbmm_ub.pertoken = present(op, 5);
+  cq.qbmm_ub.scale_size = dtype_size(input_dtype(op, 2, "float32"));
+  cq.qbmm_ub.bias_size = vec_bias ? dtype_size(input_dtype(op, 4, "int32")) : 0;
   if (cq.qbmm_basic == 2) {
     // C220's vector-dequant basic kernels: the AIC's FixPipe writes the int32 tile to a GM workspace
     // (mm_.GetTensorC into the int32 mmOutGm_), the AIVs read it back ([O] ops-nn
