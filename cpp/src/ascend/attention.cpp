@@ -537,6 +537,8 @@ class MlaPrologModel : public OpModel {
     dr_ = double(Dr);
     heads_ = double(N);
     elem_ = e;
+    // RopeQr's copy-in: N bursts of Dr elements, one per head's (Dn + Dr) row of MatmulQcQr's output.
+    qr_in_bytes_ = double(N) * read_charge(Dr * e, N * (Dn + Dr) * e, (Dn + Dr) * e, p.gm_sector);
     head_us_ = (kOpHead + mte2_head(p.cube_cores, true) + kMte3Head + kVecHead + p.scalar_start_cycles +
                 p.vec_launch_cycles) / f;
     // Bytes each token writes from the AIVs outside 910B: query (N x (Dl + Dr)) and both caches.
@@ -604,12 +606,14 @@ class MlaPrologModel : public OpModel {
   double vec_rate() const {
     return p_.ddr_rate * (p_.vec_rate_share > 0 ? p_.vec_rate_share : double(p_.cube_cores) / p_.vector_cores);
   }
-  // One AIV's time (us) on `tok` tokens of `rms` RmsNorm and `rope` RoPE elements each, writing
-  // `bytes` per token: vector work or its GM writes, whichever is longer.
-  double vec_stage_us(double tok, double rms, double rope, double bytes) const {
-    const double cyc = ((rms > 0 ? vec_cycles(rms_prog(), tok * rms) : 0.0) +
-                        (rope > 0 ? vec_cycles(rope_prog(), tok * rope) : 0.0)) * p_.vec_cost_scale;
-    return std::max(cyc, tok * bytes / vec_rate()) / p_.vec_freq_mhz;
+  // One AIV's time (us) on `tok` tokens of a 910B vector stage: per token, the kernel copies the token's
+  // rows in (`loads` DataCopy calls, `in` bytes charged), runs `rms` RmsNorm and `rope` RoPE elements and
+  // copies `out` bytes back in `stores` calls, each hand-off waited out by a SetFlag/WaitFlag pair
+  // (MTE2_V, V_MTE3, MTE3_V, MTE3_MTE2 in RmsNormCq, RmsNormRopeScatterCkvKr, RopeQr): nothing overlaps.
+  double vec_token_us(double tok, double rms, double rope, double in, double out, int loads, int stores) const {
+    const double cyc = ((rms > 0 ? vec_cycles(rms_prog(), rms) : 0.0) +
+                        (rope > 0 ? vec_cycles(rope_prog(), rope) : 0.0)) * p_.vec_cost_scale;
+    return tok * (cyc + (in + out) / vec_rate() + loads * kLoadCall + stores * kStoreCall) / p_.vec_freq_mhz;
   }
 
   // 910B: the token steps as the kernel's cross-core flags order them (kernel_mla_prolog_split_n.h
@@ -631,18 +635,22 @@ class MlaPrologModel : public OpModel {
     for (size_t i = 0; i < steps_.size(); ++i) {
       const double m = double(steps_[i]), tok = std::ceil(m / std::min(m, aivs));
       const auto& mm = stage_mm_[i];  // mm1 (W_dq), mm3 (W_uq_qr), mm4 (W_uk), mm2 (W_dkv_kr)
-      // RmsNorm(cq) writes its Hcq row to the workspace MatmulQcQr reads (RmsNormCq's DataCopy).
-      const double v_cq = vec_stage_us(tok, hcq_, 0, hcq_ * e);
-      const double v_kv = vec_stage_us(tok, dl_, dr_, (dl_ + dr_) * e);
-      const double v_qr = vec_stage_us(tok, 0, heads_ * dr_, heads_ * dr_ * e);
+      // CopyInSinCos: the step's sin and cos rows, two DataCopy calls, before the wait for MatmulCq.
+      const double v_sc = vec_token_us(1, 0, 0, 2 * tok * dr_ * e, 0, 2, 0);
+      // RmsNorm(cq) reads the token's Hcq row of MatmulCq and writes it to the workspace MatmulQcQr reads.
+      const double v_cq = vec_token_us(tok, hcq_, 0, hcq_ * e, hcq_ * e, 1, 1);
+      // RmsNorm(ckv) then RoPE(kr), each read and scattered to its cache on its own.
+      const double v_kv = vec_token_us(tok, dl_, dr_, (dl_ + dr_) * e, (dl_ + dr_) * e, 2, 2);
+      // RoPE(qr): one strided copy of the token's N rope rows (a Dr x e burst per head), one copy out.
+      const double v_qr = vec_token_us(tok, 0, heads_ * dr_, qr_in_bytes_, heads_ * dr_ * e, 1, 1);
       const double cq_done = aic + mm[0];
-      const double norm_done = std::max(aiv, cq_done) + v_cq;
+      const double norm_done = std::max(aiv + v_sc, cq_done) + v_cq;
       const double ckvkr_done = cq_done + mm[3];
       const double qcqr_done = std::max(ckvkr_done, norm_done) + mm[1] + stage_pre_[i];
       const double kv_done = std::max(norm_done, ckvkr_done) + v_kv;
       aic = qcqr_done + mm[2] - stage_pre_[i];
       aiv = std::max(kv_done, qcqr_done) + v_qr;
-      *vec_us += v_cq + v_kv + v_qr;
+      *vec_us += v_sc + v_cq + v_kv + v_qr;
     }
     return std::max(aic, aiv);
   }
@@ -702,6 +710,7 @@ class MlaPrologModel : public OpModel {
   Platform p_;
   double mm_us_ = 0, head_us_ = 0, flops_ = 0, bytes_ = 0, out_bytes_ = 0, tok_out_bytes_ = 0;
   double hcq_ = 0, dl_ = 0, dr_ = 0, heads_ = 0, elem_ = 2;  // Hcq, latent, rope dims, heads, bytes per element
+  double qr_in_bytes_ = 0;                                     // RopeQr's charged copy-in bytes per token
   std::vector<int64_t> steps_;                   // rows of each token step
   std::vector<std::array<double, 4>> stage_mm_;  // per step: mm1, mm3, mm4, mm2 on the busiest AIC (us)
   std::vector<double> stage_pre_;                // per step: the W_uk preload inside mm4 (910B)
