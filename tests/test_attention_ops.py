@@ -132,6 +132,40 @@ def test_mla_prolog_walks_tokens_in_steps_of_128_on_910b():
     assert prolog(129).time_us - prolog(128).time_us > 122e6 / 7e6
 
 
+def _mla_prolog_910b_steps(t: int) -> list[int]:
+    """Rows of each token step of CANN's 910B MlaProlog: stepBatchSize = min(128, T) (mla_prolog_tiling.cpp
+    ProcessBaseInputs), the last step the remainder (kernel_mla_prolog_split_n.h Process)."""
+    step = min(128, t)
+    return [min(step, t - done) for done in range(0, t, step)]
+
+
+def test_mla_prolog_910b_runs_its_vector_stages_under_the_matmuls():
+    """CANN's 910B MlaProlog pipelines the AIVs against the AICs by cross-core flags (kernel_mla_prolog_split_n.h
+    AicProcess: MatmulCq, MatmulCkvKr, [waits FINISH_VEC_RMSNORM_CQ] MatmulQcQr + W_uk preload, [raises
+    FINISH_MM_QCQR] MatmulQn, next step; AivProcess: [waits FINISH_MM_CQ] RmsNorm(cq), [FINISH_MM_CKVKR]
+    RmsNorm(ckv) + RoPE(kr) + cache scatter, [FINISH_MM_QCQR] RoPE(qr)): RmsNorm(cq) runs while the AIC does
+    MatmulCkvKr, the ckv/kr work under MatmulQcQr, RoPE(qr) under MatmulQn.  So on every shape of the grid the estimate's span
+    (time less the launch head) is at least each side's own busy time (each side is serial) and less than
+    their sum (the stages overlap), in ceil(T / 128) steps."""
+    for t in (1, 7, 128, 129, 1000, 16384):
+        for he, hcq in ((7168, 1536), (5120, 1024), (4096, 1024)):
+            for n in (128, 64, 32, 8):
+                inputs = [[t, he], [he, hcq], [hcq, n * 192], [n, 128, 512], [he, 576], [hcq], [512]]
+                e = est(inputs, {"num_heads": n}, dtype="bfloat16", op="MlaProlog")
+                b = e.breakdown
+                span, cube, vec = e.time_us - b["head_us"], b["cube_us"], b["vector_us"]
+                assert b["waves"] == len(_mla_prolog_910b_steps(t)), (t, he, n)
+                assert max(cube, vec) <= span * (1 + 1e-12), (t, he, n)
+                assert span < cube + vec - 1e-9, (t, he, hcq, n)
+    # Halving the AIVs (mixRatio 1: 6 tokens each of a 128-token step instead of 3) doubles their work,
+    # but the part under the matmuls adds nothing to the time.
+    inputs = [[128, 7168], [7168, 1536], [1536, 24576], [128, 128, 512], [7168, 576], [1536], [512]]
+    two, one = (est(inputs, {"num_heads": 128}, dtype="bfloat16", op="MlaProlog", tiling={"mixRatio": r})
+                for r in (2, 1))
+    assert one.breakdown["vector_us"] > 1.5 * two.breakdown["vector_us"]
+    assert one.time_us - two.time_us < 0.5 * (one.breakdown["vector_us"] - two.breakdown["vector_us"])
+
+
 # ---- errors: each names the operator and the input ----------------------------------------
 
 @pytest.mark.parametrize("inputs, attrs, message", [

@@ -18,6 +18,7 @@
 // unequal causal tasks (total work shared evenly, no task split), and the combine step of
 // flash decoding.  docs/llm_operators.md "Attention" lists them.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -475,8 +476,8 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
 // tokens, cq = RmsNorm(x W_dq); q = cq W_uq_qr (per head 128 nope + 64 rope); q_nope W_uk per
 // head (the absorbed key up-projection, to the 512-wide latent); ckv_kr = x W_dkv_kr; RmsNorm of
 // the 512 latent, RoPE of the 64 rope dims of q and k, and the KV cache write.  Modelled as its
-// matmuls, each as the cube model runs it at its default tiling (one launch for all), then the
-// vector work on the AIVs; the stages are serial (each matmul needs the previous one's output).
+// matmuls on the AICs and the vector work on the AIVs: on 910B in the kernel's token steps, the AIVs'
+// stages overlapping the AICs' as its cross-core flags allow (c220_schedule); elsewhere serial.
 class MlaPrologModel : public OpModel {
  public:
   MlaPrologModel(const OpDesc& op, const Platform& p) : p_(p) {
@@ -530,38 +531,17 @@ class MlaPrologModel : public OpModel {
     } else {
       for (int k = 0; k < 4; ++k) slice[k] = kn[k] / aic;
     }
-    // 910B: the kernel walks the T tokens in steps of stepBatchSize = min(128, T) rows
-    // (mla_prolog_tiling.cpp ProcessBaseInputs; kernel_mla_prolog_split_n.h Process's batchOffset
-    // loop), every step running all four matmuls on its rows with each AIC re-reading its N slice
-    // of every weight (MatmulSplitN per step, offsets fixed per core).  So the weights stream once
-    // per step and the cube's M is the step's rows, padded to 16.  Elsewhere: one pass of all T.
-    steps_.clear();
-    if (c220(p)) {
-      for (int64_t done = 0; done < T; done += kMlaStepBatch) steps_.push_back(std::min(kMlaStepBatch, T - done));
-    } else {
-      steps_.push_back(T);
-    }
-    // A stage's stream: its slice at the per-core MTE2 rate, or all its weight at the chip's rate.
-    // From the second step on, the weights the L2 holds (hit share min(1, L2 / weight bytes), as the
-    // cube model's re-reads) come at the per-core L2 rate (cube.cpp's MTE2 cycles per byte).
-    const double hit = std::min(1.0, p.l2 / ((kn[0] + kn[1] + kn[2] + kn[3]) * e));
-    const double l2_chip = p.l2_gbps > 0 ? p.l2_gbps * 1e3 : 1e30;
-    const double peak = 16 * 16 * 16 * 2 * f;  // one AIC, fp16/bf16 fractal per cycle (DtypeMKN)
-    for (int k = 0; k < 4; ++k) {
-      const double w = kn[k], sl = slice[k] * e;
-      const double first = std::max(w * e / (p.hbm_gbps * 1e3), sl / (p.ddr_rate * f));
-      const double reread = (1 - hit) * first + hit * std::max(w * e / l2_chip, sl / (p.mte2_eff * p.l2_rate * f));
-      for (size_t i = 0; i < steps_.size(); ++i)
-        mm_us_ += (i == 0 ? first : reread) + 2 * double(align_up(steps_[i], 16)) * slice[k] / (peak * kMlaCubeEff);
-      flops_ += 2.0 * T * w;
-      bytes_ += w * e;
-    }
+    cost_matmuls(kn, slice, T, N, Dl, e);
+    hcq_ = double(Hcq);
+    dl_ = double(Dl);
+    dr_ = double(Dr);
+    heads_ = double(N);
+    elem_ = e;
+    // RopeQr's copy-in: N bursts of Dr elements, one per head's (Dn + Dr) row of MatmulQcQr's output.
+    qr_in_bytes_ = double(N) * read_charge(Dr * e, N * (Dn + Dr) * e, (Dn + Dr) * e, p.gm_sector);
     head_us_ = (kOpHead + mte2_head(p.cube_cores, true) + kMte3Head + kVecHead + p.scalar_start_cycles +
                 p.vec_launch_cycles) / f;
-    // Vector work per token: RmsNorm of cq (Hcq) and of the latent (Dl): square, sum, rsqrt, scale,
-    // gamma; RoPE of N x Dr query and Dr key dims: two multiplies and an add on the rotated halves.
-    rms_elems_ = double(Hcq + Dl);  // per token
-    rope_elems_ = double(N + 1) * Dr;
+    // Bytes each token writes from the AIVs outside 910B: query (N x (Dl + Dr)) and both caches.
     tok_out_bytes_ = double(N * (Dl + Dr) + Dl + Dr) * e;
     out_bytes_ = double(T) * tok_out_bytes_;
     bytes_ += out_bytes_ + double(T) * He * e;
@@ -579,23 +559,18 @@ class MlaPrologModel : public OpModel {
   double evaluate(const int64_t* t, Breakdown* out) const override {
     const Platform& p = p_;
     const double aivs = double(p.cube_cores) * t[0];
-    static const std::vector<VecStep> rms = {{vec_api_cost("Mul"), true},      {vec_api_cost("WholeReduceSum"), true},
-                                             {vec_api_cost("Mul"), true},      {vec_api_cost("Mul"), true},
-                                             {vec_api_cost("CastUp"), true},   {vec_api_cost("CastDown"), true}};
-    static const std::vector<VecStep> rope = {{vec_api_cost("Mul"), true}, {vec_api_cost("Mul"), true},
-                                              {vec_api_cost("Add"), true}, {vec_api_cost("CastUp"), true},
-                                              {vec_api_cost("CastDown"), true}};
-    // The AIVs split each step's rows by whole tokens: vectorBlockNum = min(step rows, aivNum), each
-    // AIV taking ceil(rows / vectorBlockNum) tokens (mla_prolog_tiling.cpp ProcessBaseInputs,
-    // kernel_mla_prolog_split_n.h ComputeAivOffset: curStepVecFrontToken_ / curStepVecBackToken_),
-    // then RmsNorm and RoPE token by token.  Outside 910B: all rows spread evenly over the AIVs.
-    double tok = 0;
-    for (int64_t m : steps_) tok += c220(p) ? std::ceil(double(m) / std::min(double(m), aivs)) : double(m) / aivs;
-    const double vcyc = (vec_cycles(rms, std::ceil(tok * rms_elems_)) + vec_cycles(rope, std::ceil(tok * rope_elems_))) *
-                        p.vec_cost_scale;
-    const double rate = p.ddr_rate * (p.vec_rate_share > 0 ? p.vec_rate_share : double(p.cube_cores) / p.vector_cores);
-    const double vec_us = std::max(vcyc, tok * tok_out_bytes_ / rate) / p.vec_freq_mhz;
-    const double time = mm_us_ + vec_us + head_us_;
+    double vec_us = 0, span_us = 0;
+    if (c220(p)) {
+      span_us = c220_schedule(aivs, &vec_us);
+    } else {
+      // Outside 910B: all rows spread evenly over the AIVs, after the matmuls.
+      const double tok = double(steps_[0]) / aivs;
+      const double vcyc = (vec_cycles(rms_prog(), std::ceil(tok * (hcq_ + dl_))) +
+                           vec_cycles(rope_prog(), std::ceil(tok * (heads_ + 1) * dr_))) * p.vec_cost_scale;
+      vec_us = std::max(vcyc, tok * tok_out_bytes_ / vec_rate()) / p.vec_freq_mhz;
+      span_us = mm_us_ + vec_us;
+    }
+    const double time = span_us + head_us_;
     if (out) {
       out->time_us = time;
       out->head_us = head_us_;
@@ -613,10 +588,132 @@ class MlaPrologModel : public OpModel {
   }
 
  private:
+  // RmsNorm per element: square, sum, rsqrt scale, gamma, with the casts to and from fp32
+  // (service_rms_norm.h RmsNormNormal); RoPE: two multiplies and an add on the rotated halves.
+  static const std::vector<VecStep>& rms_prog() {
+    static const std::vector<VecStep> rms = {{vec_api_cost("Mul"), true},    {vec_api_cost("WholeReduceSum"), true},
+                                             {vec_api_cost("Mul"), true},    {vec_api_cost("Mul"), true},
+                                             {vec_api_cost("CastUp"), true}, {vec_api_cost("CastDown"), true}};
+    return rms;
+  }
+  static const std::vector<VecStep>& rope_prog() {
+    static const std::vector<VecStep> rope = {{vec_api_cost("Mul"), true}, {vec_api_cost("Mul"), true},
+                                              {vec_api_cost("Add"), true}, {vec_api_cost("CastUp"), true},
+                                              {vec_api_cost("CastDown"), true}};
+    return rope;
+  }
+  // One AIV's GM rate (bytes per cycle).
+  double vec_rate() const {
+    return p_.ddr_rate * (p_.vec_rate_share > 0 ? p_.vec_rate_share : double(p_.cube_cores) / p_.vector_cores);
+  }
+  // One AIV's time (us) on `tok` tokens of a 910B vector stage: per token, the kernel copies the token's
+  // rows in (`loads` DataCopy calls, `in` bytes charged), runs `rms` RmsNorm and `rope` RoPE elements and
+  // copies `out` bytes back in `stores` calls, each hand-off waited out by a SetFlag/WaitFlag pair
+  // (MTE2_V, V_MTE3, MTE3_V, MTE3_MTE2 in RmsNormCq, RmsNormRopeScatterCkvKr, RopeQr): nothing overlaps.
+  double vec_token_us(double tok, double rms, double rope, double in, double out, int loads, int stores) const {
+    const double cyc = ((rms > 0 ? vec_cycles(rms_prog(), rms) : 0.0) +
+                        (rope > 0 ? vec_cycles(rope_prog(), rope) : 0.0)) * p_.vec_cost_scale;
+    return tok * (cyc + (in + out) / vec_rate() + loads * kLoadCall + stores * kStoreCall) / p_.vec_freq_mhz;
+  }
+
+  // 910B: the token steps as the kernel's cross-core flags order them (kernel_mla_prolog_split_n.h
+  // Process, AicProcess, AivProcess and the flow chart above Process).  Per step, the AIC runs
+  // MatmulCq, MatmulCkvKr, [waits FINISH_VEC_RMSNORM_CQ], MatmulQcQr, the W_uk preload, raises
+  // FINISH_MM_QCQR, [WaitAllCore of the AICs], MatmulQn, then goes on to the next step's MatmulCq
+  // without waiting for the AIVs.  The AIV, per step, [waits FINISH_MM_CQ + all AIVs] RmsNorm(cq)
+  // (raises FINISH_VEC_RMSNORM_CQ), [waits FINISH_MM_CKVKR] RmsNorm(ckv) + RoPE(kr) + both cache
+  // scatters, [waits FINISH_MM_QCQR] RoPE(qr).  So RmsNorm(cq) runs under MatmulCkvKr, the ckv/kr
+  // work under MatmulQcQr, RoPE(qr) under MatmulQn and the next step's MatmulCq: an overlapped pair
+  // costs its max, a stage waiting on the other side starts at the later of the two.  The AIVs split
+  // a step's rows by whole tokens: vectorBlockNum = min(step rows, aivNum), ceil(rows /
+  // vectorBlockNum) tokens on the busiest (mla_prolog_tiling.cpp ProcessBaseInputs, ComputeAivOffset).
+  // Flag latencies are not charged (no published figure).  Returns the span (us); AIV busy time in *vec_us.
+  double c220_schedule(double aivs, double* vec_us) const {
+    const double e = elem_;
+    double aic = 0, aiv = 0;  // when each side is free
+    *vec_us = 0;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const double m = double(steps_[i]), tok = std::ceil(m / std::min(m, aivs));
+      const auto& mm = stage_mm_[i];  // mm1 (W_dq), mm3 (W_uq_qr), mm4 (W_uk), mm2 (W_dkv_kr)
+      // CopyInSinCos: the step's sin and cos rows, two DataCopy calls, before the wait for MatmulCq.
+      const double v_sc = vec_token_us(1, 0, 0, 2 * tok * dr_ * e, 0, 2, 0);
+      // RmsNorm(cq) reads the token's Hcq row of MatmulCq and writes it to the workspace MatmulQcQr reads.
+      const double v_cq = vec_token_us(tok, hcq_, 0, hcq_ * e, hcq_ * e, 1, 1);
+      // RmsNorm(ckv) then RoPE(kr), each read and scattered to its cache on its own.
+      const double v_kv = vec_token_us(tok, dl_, dr_, (dl_ + dr_) * e, (dl_ + dr_) * e, 2, 2);
+      // RoPE(qr): one strided copy of the token's N rope rows (a Dr x e burst per head), one copy out.
+      const double v_qr = vec_token_us(tok, 0, heads_ * dr_, qr_in_bytes_, heads_ * dr_ * e, 1, 1);
+      const double cq_done = aic + mm[0];
+      const double norm_done = std::max(aiv + v_sc, cq_done) + v_cq;
+      const double ckvkr_done = cq_done + mm[3];
+      const double qcqr_done = std::max(ckvkr_done, norm_done) + mm[1] + stage_pre_[i];
+      const double kv_done = std::max(norm_done, ckvkr_done) + v_kv;
+      aic = qcqr_done + mm[2] - stage_pre_[i];
+      aiv = std::max(kv_done, qcqr_done) + v_qr;
+      *vec_us += v_sc + v_cq + v_kv + v_qr;
+    }
+    return std::max(aic, aiv);
+  }
+
+  // Each matmul stage's time per token step on its busiest AIC: the weight slice streamed (the
+  // whole weight at the chip's rate if that is longer), then the cube on the step's rows.
+  void cost_matmuls(const double kn[4], const double slice[4], int64_t T, int64_t N, int64_t Dl, int e) {
+    const Platform& p = p_;
+    const double f = p.freq_mhz;
+    const int64_t aic = p.cube_cores;
+    // 910B: the kernel walks the T tokens in steps of stepBatchSize = min(128, T) rows
+    // (mla_prolog_tiling.cpp ProcessBaseInputs; kernel_mla_prolog_split_n.h Process's batchOffset
+    // loop), every step running all four matmuls on its rows with each AIC re-reading its N slice
+    // of every weight (MatmulSplitN per step, offsets fixed per core).  So the weights stream once
+    // per step and the cube's M is the step's rows, padded to 16.  Elsewhere: one pass of all T.
+    steps_.clear();
+    if (c220(p)) {
+      for (int64_t done = 0; done < T; done += kMlaStepBatch) steps_.push_back(std::min(kMlaStepBatch, T - done));
+    } else {
+      steps_.push_back(T);
+    }
+    // A stage's stream: its slice at the per-core MTE2 rate, or all its weight at the chip's rate.
+    // From the second step on, the weights the L2 holds (hit share min(1, L2 / weight bytes), as the
+    // cube model's re-reads) come at the per-core L2 rate (cube.cpp's MTE2 cycles per byte).
+    const double hit = std::min(1.0, p.l2 / ((kn[0] + kn[1] + kn[2] + kn[3]) * e));
+    const double l2_chip = p.l2_gbps > 0 ? p.l2_gbps * 1e3 : 1e30;
+    const double peak = 16 * 16 * 16 * 2 * f;  // one AIC, fp16/bf16 fractal per cycle (DtypeMKN)
+    // 910B: the busiest AIC preloads the first two of its ceil(N / aicNum) heads' W_uk slices into L1
+    // before it raises FINISH_MM_QCQR (PreloadQnAndSync, MatmulQnWeightPreload); the rest of
+    // MatmulQn follows.
+    const double heads_per_aic = double(cdiv(N, aic));
+    const double preload = std::min(2.0, heads_per_aic) / heads_per_aic;
+    stage_mm_.assign(steps_.size(), {0, 0, 0, 0});
+    stage_pre_.assign(steps_.size(), 0);
+    for (int k = 0; k < 4; ++k) {
+      const double w = kn[k], sl = slice[k] * e;
+      const double first = std::max(w * e / (p.hbm_gbps * 1e3), sl / (p.ddr_rate * f));
+      const double reread = (1 - hit) * first + hit * std::max(w * e / l2_chip, sl / (p.mte2_eff * p.l2_rate * f));
+      for (size_t i = 0; i < steps_.size(); ++i) {
+        const double stream = i == 0 ? first : reread;
+        double cube = 2 * double(align_up(steps_[i], 16)) * slice[k] / (peak * kMlaCubeEff);
+        if (k == 2 && c220(p)) {
+          stage_pre_[i] = preload * stream;
+          // MatmulQn's Fixpipe writes query_out itself (Init: mmQnResGm_ is queryOut without the int8
+          // KV cache), the busiest AIC its heads of the step's rows; the two L0C buffers (FIX_M flags
+          // in service_matmul.h MatmulFullLoad) let it drain one block while the cube fills the next.
+          cube = std::max(cube, double(steps_[i]) * heads_per_aic * Dl * e / (p.ddr_rate * f));
+        }
+        stage_mm_[i][k] = stream + cube;
+        mm_us_ += stage_mm_[i][k];
+      }
+      flops_ += 2.0 * T * w;
+      bytes_ += w * e;
+    }
+  }
+
   Platform p_;
-  double mm_us_ = 0, head_us_ = 0, flops_ = 0, bytes_ = 0, rms_elems_ = 0, rope_elems_ = 0, out_bytes_ = 0;
-  double tok_out_bytes_ = 0;
-  std::vector<int64_t> steps_;  // rows of each token step
+  double mm_us_ = 0, head_us_ = 0, flops_ = 0, bytes_ = 0, out_bytes_ = 0, tok_out_bytes_ = 0;
+  double hcq_ = 0, dl_ = 0, dr_ = 0, heads_ = 0, elem_ = 2;  // Hcq, latent, rope dims, heads, bytes per element
+  double qr_in_bytes_ = 0;                                     // RopeQr's charged copy-in bytes per token
+  std::vector<int64_t> steps_;                   // rows of each token step
+  std::vector<std::array<double, 4>> stage_mm_;  // per step: mm1, mm3, mm4, mm2 on the busiest AIC (us)
+  std::vector<double> stage_pre_;                // per step: the W_uk preload inside mm4 (910B)
 };
 
 }  // namespace
