@@ -154,7 +154,9 @@ TopKTiling topk_tiling(int64_t T, int64_t E, int64_t topk, const std::string& dt
 // (asc-devkit arithprogression_common_impl.h: SetFlag / WaitFlag<HardEvent::V_S>); the sorting path
 // (k > 1 or more than 64 experts, TopKFP32PerfPhase1) waits once more in InitIndex.
 // e_k_full_load (moe_gating_top_k_softmax_e_k_fullload.h Compute): two a loop, the index row's
-// ArithProgression before TopK and the V_S flag before source_row_idx's.
+// ArithProgression before TopK and the V_S flag before source_row_idx's.  (With finished, TopK reads
+// each row's flag by GetValue and sets an S -> V flag: the vector pipe waits for the scalar unit,
+// which runs ahead, so nothing is charged.)
 int64_t topk_row_waits(const TopKTiling& t, int64_t E, int64_t topk) {
   if (t.rows == 0) return 0;
   if (t.kind == TopKTemplate::EKFullLoad) return 2 * t.loops;
@@ -191,7 +193,8 @@ std::vector<VecStep> topk_ek_row_calls(int64_t E, int64_t topk, const std::strin
 }
 
 // x [tokens, experts] (+ finished [tokens], bool): softmax over the experts, then k rounds of
-// reduce-max with its index and a select masking the winner.  Outputs y [tokens, k] (x's
+// reduce-max with its index and a select masking the winner (910B's e_k_full_load: a sort of each
+// row, topk_ek_row_calls).  Outputs y [tokens, k] (x's
 // dtype), expert_idx and row_idx [tokens, k] (int32).  A token's row is one unit.
 std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) {
   need_float(op);
