@@ -87,12 +87,14 @@ def _gating_time(soc, row_cycles, tokens, experts, topk):
     (512, 16, 1, 8),     # 11 rows a core, one UB loop: the first 8 rows' indices; k = 1 does not sort
     (512, 64, 8, 9),
     (8192, 64, 8, 18),   # 171 rows a core in two UB loops of 86 and 85 rows
-    (512, 100, 8, 0),    # experts % 8 != 0: not the perf template
+    (512, 100, 8, 2),    # experts % 8 != 0: e_k_full_load, two a UB loop (its index row, source_row_idx)
+    (8192, 64, 16, 6),   # k > 8: e_k_full_load, 171 rows a core in three UB loops
 ])
 def test_gating_on_910b_waits_for_the_vector_pipe_per_row_index(tokens, experts, topk, waits):
     # CANN's 910B perf kernel (ops-transformer moe_gating_top_k_softmax_perf.h computeRowIdxForSmallBatch)
     # writes each of a UB loop's first 8 rows' source_row_idx with ArithProgression, whose scalar
     # SetValue calls wait for the vector pipe (V -> S) first; InitIndex waits once more when it sorts.
+    # The e_k_full_load kernel (moe_gating_top_k_softmax_e_k_fullload.h Compute) waits twice a UB loop.
     # Each wait is the platform's vec_row_cycles; 950PR's kernel model has no such wait.
     soc = "Ascend910B2"
     extra = _gating_time(soc, 1000.0, tokens, experts, topk) - _gating_time(soc, 0.0, tokens, experts, topk)
@@ -109,39 +111,64 @@ def test_gating_on_910b_launches_cann_block_num():
     assert an.baseline_tiling("MoeGatingTopKSoftmax", [[100, 64]], "bfloat16", "Ascend950PR", {"k": 8})["blockDim"] == 64
 
 
-def _cann_gating_perf_tiling(tokens, experts, topk, cores=48, ub=196608):
-    """CANN's 910B perf-template tiling (ops-transformer moe_gating_top_k_softmax @ c29bc10,
-    op_host/moe_gating_top_k_softmax_tiling_perf.cpp DoOpTiling / calcMaxRowInUb / isBufferSizeEnough):
-    (blockNum, rows of a UB loop, UB loops of a full core)."""
+def _cann_gating_tiling(tokens, experts, topk, dtype, cores=48, ub=196608):
+    """CANN's 910B template choice and tiling (ops-transformer moe_gating_top_k_softmax @ c29bc10,
+    op_host/*_tiling_perf.cpp and *_tiling_e_k_full_load.cpp IsCapable / DoOpTiling / calcMaxRowInUb /
+    isBufferSizeEnough; asc-devkit GetSoftMaxMaxTmpSize and GetTopKMaxMinTmpSize220 for the API
+    temporaries): (template, blockNum, rows of a UB loop, UB loops of a full core, bufferNum)."""
     former = -(-tokens // cores)
     col_align = -(-experts // 32) * 32
+    align32 = lambda b: -(-b // 32) * 32
 
-    def fits(rows):  # row_idx out, 96 B, finished x 2, six [rows, colAlign] fp32 buffers
-        return -(-topk * 4 // 32) * 32 * rows + 96 + 2 * 32 * rows + 6 * rows * col_align * 4 <= ub
+    def perf_bytes(rows):  # row_idx out, 96 B, finished x 2, six [rows, colAlign] fp32 buffers
+        return align32(topk * 4) * rows + 96 + 2 * 32 * rows + 6 * rows * col_align * 4
 
+    def ek_bytes(rows):  # index row, x, source_row, max(SoftMax tmp, TopK tmp), y + expert_idx, finished
+        size = 2 if dtype == "float16" else 4  # bf16 computed in fp32
+        tmp = max(rows * (32 // size + col_align + 64) * 4, 16 * col_align)
+        return col_align * 4 + rows * col_align * (size + 4) + tmp + rows * (align32(topk * size) + align32(topk * 4) + 32)
+
+    if (experts <= 1024 and experts % 8 == 0 and topk <= 8) or experts < 8:
+        name, buffers, fits = "perf", 2, lambda r: perf_bytes(r) <= ub
+    else:  # e_k_full_load (one row fits UB for every grid shape): double-buffered when a row fits half
+        buffers = 2 if ek_bytes(1) <= ub // 2 else 1
+        name, fits = "e_k_full_load", lambda r: ek_bytes(r) <= ub // buffers
     outer = 1
     while not fits(-(-former // outer)):
         outer += 1
     rows = -(-former // outer)
-    return -(-tokens // former), rows, -(-former // rows)
+    return name, -(-tokens // former), rows, -(-former // rows), buffers
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-def test_gating_on_910b_takes_cann_perf_rows_per_ub_loop(dtype):
-    # 910B's baseline follows the perf template's core split and UB loop count over a grid of
-    # tokens x experts x k (the sample's tile of a core's share / 16 gave 22 loops where CANN takes
-    # 2 for 8192 x 64, and 2 where CANN takes 1 for 49 x 64 fp32).
-    align = 32 // (4 if dtype == "float32" else 2)
-    for tokens in (1, 49, 100, 512, 8192, 65536):
-        for experts in (8, 64, 256):
-            for topk in (1, 8):
-                block_num, rows, loops = _cann_gating_perf_tiling(tokens, experts, topk)
-                t = an.baseline_tiling("MoeGatingTopKSoftmax", [[tokens, experts]], dtype, SOC, {"k": topk})
-                former = -(-tokens // t["blockDim"])
-                model_rows = t["tileLen"] // (-(-experts // align) * align)
-                case = (tokens, experts, topk, t)
-                assert t["blockDim"] == block_num, case
-                assert -(-former // model_rows) == loops, case
+def test_gating_on_910b_takes_cann_template_and_rows_per_ub_loop():
+    # 910B's baseline follows CANN's template choice (perf for experts % 8 == 0 with k <= 8, else
+    # e_k_full_load), its core split, UB loop count and queue depth over tokens x experts x k x dtype,
+    # with and without finished (the sample's tile of a core's share / 16 gave 22 loops where the perf
+    # template takes 2 for 8192 x 64, and 19 where e_k_full_load takes 3 for 8192 x 100 fp16).
+    for dtype in ("float16", "bfloat16", "float32"):
+        align = 32 // (4 if dtype == "float32" else 2)
+        for tokens in (1, 49, 100, 512, 8192, 65536):
+            for experts in (8, 60, 64, 100, 256, 257, 512):
+                for topk in (k for k in (1, 8, 9, 16) if k <= experts):
+                    name, block_num, rows, loops, buffers = _cann_gating_tiling(tokens, experts, topk, dtype)
+                    for inputs in ([[tokens, experts]], [[tokens, experts], [tokens]]):
+                        t = an.baseline_tiling("MoeGatingTopKSoftmax", inputs, dtype, SOC, {"k": topk})
+                        former = -(-tokens // t["blockDim"])
+                        model_rows = t["tileLen"] // (-(-experts // align) * align)
+                        case = (name, tokens, experts, topk, dtype, len(inputs), t)
+                        assert t["blockDim"] == block_num, case
+                        assert -(-former // model_rows) == loops, case
+                        assert t["bufferNum"] == buffers, case
+
+
+def test_gating_e_k_full_load_sorts_each_row():
+    # e_k_full_load's TopK API sorts row by row (asc-devkit topk_v220_impl.h TopKCompute): its time
+    # grows with the rows of a core and, through the merge passes, with the experts; k moves it little
+    # (only the last 2-way merges and the gathers see k), unlike the perf template's.
+    t = lambda tokens, experts, topk: _time("MoeGatingTopKSoftmax", [[tokens, experts]], "float16", {"k": topk})
+    assert t(8192, 257, 16) > 1.3 * t(8192, 100, 16)
+    assert t(8192, 100, 16) > 1.5 * t(2048, 100, 16)
+    assert t(8192, 100, 16) < 1.1 * t(8192, 100, 9)
 
 
 def test_foreach_norm_on_910b_loads_and_reduces_a_tile_in_turn():

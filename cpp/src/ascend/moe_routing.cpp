@@ -80,47 +80,121 @@ void cast_around(VecKernel& k, const std::string& dtype, const std::vector<VecSt
   if (cast) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
 }
 
-// 910B (C220): CANN's perf template, which takes experts % 8 == 0 up to 1024 with k <= 8, or
-// fewer than 8 experts (ops-transformer moe/moe_gating_top_k_softmax @ c29bc10,
-// op_host/moe_gating_top_k_softmax_tiling_perf.cpp IsCapable; it is tried first, priority 1000).
-// DoOpTiling gives a core ceil(T / cores) rows (blockFormer) in UB loops of the most rows six fp32
-// [rows, experts aligned to 32] buffers hold (calcMaxRowInUb, isBufferSizeEnough): rows = ceil(
-// blockFormer / ubOuter) for the least ubOuter that fits, ubLoopOfFormerBlock = ceil(blockFormer /
-// rows).  rows = 0: another template (e_k_full_load / k_full_load), not modelled here.
-struct TopKPerfTiling {
+// One pass of the sort instructions (Sort32, MrgSort, the UB -> UB copy between passes) over `n`
+// (key, index) pairs: ASSUMED one fp32 Add-class repeat per 64 words (the GE table lists no Sort).
+double pair_pass_cycles(int64_t n) {
+  const VecCost c = vec_api_cost("Add");
+  return std::ceil(double(n) * 2 / 64.0) * c.per_repeat + c.per_call;
+}
+
+// 910B (C220): CANN's three MoeGatingTopKSoftmax templates, tried in priority order (ops-transformer
+// moe/moe_gating_top_k_softmax @ c29bc10, op_host/*_tiling_*.cpp REGISTER_TILING_TEMPLATE 1000 /
+// 10000 / 20000; the first whose IsCapable holds runs):
+// - perf (*_tiling_perf.cpp IsCapable): experts % 8 == 0 up to 1024 with k <= 8, or fewer than 8;
+// - e_k_full_load (*_tiling_e_k_full_load.cpp IsCapable): up to 98304 experts while a row fits UB;
+// - k_full_load (*_tiling_k_full_load.cpp): the rest, a row at a time in column pieces.
+// Each gives a core ceil(T / cores) rows (blockFormer, DoOpTiling).  perf and e_k_full_load loop over
+// UB tiles of the most rows their buffers hold (calcMaxRowInUb: rows = ceil(blockFormer / ubOuter)
+// for the least ubOuter that fits, ubLoopOfFormerBlock = ceil(blockFormer / rows)).
+enum class TopKTemplate { Perf, EKFullLoad, KFullLoad };
+struct TopKTiling {
+  TopKTemplate kind = TopKTemplate::KFullLoad;
   int64_t rows = 0, loops = 0, tail = 0;  // a UB loop's rows, the busiest core's loops, its last loop's rows
+  int buffer_num = 2;                     // e_k_full_load: 1 when one row needs more than half of UB
 };
-TopKPerfTiling topk_perf_tiling(int64_t T, int64_t E, int64_t topk, const Platform& p) {
-  if (!((E <= 1024 && E % 8 == 0 && topk <= 8) || E < 8)) return {};
-  const int64_t block_rows = cdiv(T, int64_t(p.vector_cores));
-  const int64_t col_align = align_up(E, 32);
-  auto fits = [&](int64_t r) {  // isBufferSizeEnough: row_idx out, 96 B, finished x 2, six r x colAlign fp32
-    return align_up(topk * 4, 32) * r + 96 + 2 * 32 * r + 6 * r * col_align * 4 <= int64_t(p.ub);
+
+// perf isBufferSizeEnough: row_idx out, 96 B, finished x 2, six [rows, colAlign] fp32 buffers.
+int64_t topk_perf_ub_bytes(int64_t r, int64_t col_align, int64_t topk) {
+  return align_up(topk * 4, 32) * r + 96 + 2 * 32 * r + 6 * r * col_align * 4;
+}
+
+// e_k_full_load isBufferSizeEnough: one colAlign int32 index row; x (bf16: cast to fp32) and the
+// [rows, colAlign] int32 source_row buffer; the larger of the SoftMax API's temporary (asc-devkit
+// softmax_tiling.cpp GetSoftMaxMaxTmpSize on 910B: rows x (32 / size + colAlign + 64) fp32) and
+// the TopK API's (topk_tiling_impl.cpp GetTopKMaxMinTmpSize220, TOPK_NORMAL with its index given:
+// 16 B x colAlign); y and expert_idx [rows, k] rows 32 B aligned; finished, 32 B a row.
+int64_t topk_ek_ub_bytes(int64_t r, int64_t col_align, int64_t topk, const std::string& dtype) {
+  const int64_t ts = dtype == "bfloat16" ? 4 : dtype_size(dtype);  // bf16 is computed in fp32
+  const int64_t softmax_tmp = r * (32 / ts + col_align + 64) * 4, topk_tmp = 16 * col_align;
+  return col_align * 4 + r * col_align * ts + r * col_align * 4 + std::max(softmax_tmp, topk_tmp) +
+         r * (align_up(topk * ts, 32) + align_up(topk * 4, 32)) + r * 32;
+}
+
+TopKTiling topk_tiling(int64_t T, int64_t E, int64_t topk, const std::string& dtype, const Platform& p) {
+  const int64_t block_rows = cdiv(T, int64_t(p.vector_cores)), col_align = align_up(E, 32);
+  const int64_t ub = int64_t(p.ub);
+  TopKTiling t;
+  int64_t held = ub;
+  if ((E <= 1024 && E % 8 == 0 && topk <= 8) || E < 8) {
+    t.kind = TopKTemplate::Perf;
+  } else if (E <= 98304 && topk_ek_ub_bytes(1, col_align, topk, dtype) <= ub) {
+    // getDoubleBufferFlag: double-buffered when one row fits half of UB, the rows then fill half.
+    t.kind = TopKTemplate::EKFullLoad;
+    t.buffer_num = topk_ek_ub_bytes(1, col_align, topk, dtype) <= ub / 2 ? 2 : 1;
+    held = ub / t.buffer_num;
+  } else {
+    return t;  // k_full_load: its column pieces are not modelled here
+  }
+  auto fits = [&](int64_t r) {
+    return (t.kind == TopKTemplate::Perf ? topk_perf_ub_bytes(r, col_align, topk)
+                                         : topk_ek_ub_bytes(r, col_align, topk, dtype)) <= held;
   };
   int64_t outer = 1;
   while (outer < block_rows && !fits(cdiv(block_rows, outer))) ++outer;
-  TopKPerfTiling t;
   t.rows = cdiv(block_rows, outer);
   t.loops = cdiv(block_rows, t.rows);
   t.tail = block_rows - (t.loops - 1) * t.rows;
   return t;
 }
 
-// The V -> S waits of the perf template's busiest core (0 for the other templates).  Each UB
-// loop's kernel (op_kernel/moe_gating_top_k_softmax_perf.h Compute) writes source_row_idx with one
-// ArithProgression per row for its first 8 rows (computeRowIdxPerf / computeRowIdxForSmallBatch;
-// the rest by vector Adds), and ArithProgression of k <= 8 values waits for the vector pipe before
-// its scalar SetValue calls (asc-devkit arithprogression_common_impl.h: SetFlag / WaitFlag<
-// HardEvent::V_S>); the sorting path (k > 1 or more than 64 experts, TopKFP32PerfPhase1) waits
-// once more in InitIndex.
-int64_t topk_perf_row_waits(const TopKPerfTiling& t, int64_t E, int64_t topk) {
+// The vector -> scalar waits of the busiest core.  perf: each UB loop's kernel (op_kernel/
+// moe_gating_top_k_softmax_perf.h Compute) writes source_row_idx with one ArithProgression per row
+// for its first 8 rows (computeRowIdxPerf / computeRowIdxForSmallBatch; the rest by vector Adds),
+// and ArithProgression of k <= 8 values waits for the vector pipe before its scalar SetValue calls
+// (asc-devkit arithprogression_common_impl.h: SetFlag / WaitFlag<HardEvent::V_S>); the sorting path
+// (k > 1 or more than 64 experts, TopKFP32PerfPhase1) waits once more in InitIndex.
+// e_k_full_load (moe_gating_top_k_softmax_e_k_fullload.h Compute): two a loop, the index row's
+// ArithProgression before TopK and the V_S flag before source_row_idx's.  (With finished, TopK reads
+// each row's flag by GetValue and sets an S -> V flag: the vector pipe waits for the scalar unit,
+// which runs ahead, so nothing is charged.)
+int64_t topk_row_waits(const TopKTiling& t, int64_t E, int64_t topk) {
   if (t.rows == 0) return 0;
+  if (t.kind == TopKTemplate::EKFullLoad) return 2 * t.loops;
   const int64_t sort_wait = (topk > 1 || E > 64) ? 1 : 0;
   return (t.loops - 1) * (std::min<int64_t>(t.rows, 8) + sort_wait) + std::min<int64_t>(t.tail, 8) + sort_wait;
 }
 
+// e_k_full_load's calls per row, GE cycles as one call each (a VecStep of no repeats): the TopK API
+// sorts row by row (asc-devkit topk_v220_impl.h TopKCompute, a loop over outter): Sort32 and a copy,
+// a 4-way MrgSort and a copy while 4 x z <= colAlign (z = 32, 128, ...), 2-way merges of the lists
+// left (MrgTwoQueueSort: the merged run and the next list, each capped at k), two GatherMasks of the
+// k values and indices.  Then AddsComputeAlignment adds the row's offset to source_row_idx (an Adds a
+// row), and bf16's casts (CastComputeAlignmentBefore / After) run one Cast a row each way.
+std::vector<VecStep> topk_ek_row_calls(int64_t E, int64_t topk, const std::string& dtype) {
+  const int64_t inner = align_up(E, 32);
+  double cyc = 2 * pair_pass_cycles(inner);  // Sort32, copy
+  int64_t z = 32;
+  for (; z * 4 <= inner; z *= 4) cyc += 2 * pair_pass_cycles(inner);  // MrgSort, copy
+  if (z < inner) {
+    std::vector<int64_t> lists;
+    int64_t left = inner;
+    for (int64_t i = z; i >= 32; i /= 4)
+      for (int64_t c = left / i; c > 0; --c, left -= i) lists.push_back(i);
+    int64_t sorted = 0;
+    for (size_t i = 0; i + 1 < lists.size(); ++i) {
+      sorted += lists[i];
+      cyc += pair_pass_cycles(std::min(sorted, topk) + std::min(lists[i + 1], topk));
+    }
+  }
+  const VecCost gather = vec_api_cost("Add"), adds = vec_api_cost("Adds");
+  cyc += 2 * (gather.per_repeat + gather.per_call) + adds.per_repeat + adds.per_call;
+  if (dtype == "bfloat16") cyc += vec_api_cost("CastUp").per_call + vec_api_cost("CastDown").per_call;
+  return {{{0.0, cyc, 0}, true}};
+}
+
 // x [tokens, experts] (+ finished [tokens], bool): softmax over the experts, then k rounds of
-// reduce-max with its index and a select masking the winner.  Outputs y [tokens, k] (x's
+// reduce-max with its index and a select masking the winner (910B's e_k_full_load: a sort of each
+// row, topk_ek_row_calls).  Outputs y [tokens, k] (x's
 // dtype), expert_idx and row_idx [tokens, k] (int32).  A token's row is one unit.
 std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) {
   need_float(op);
@@ -138,29 +212,39 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   k.unit_elems = align_up(E, 32 / k.ds);
   k.in_bytes = k.ds + (finished ? 1.0 / double(E) : 0.0);
   k.out_bytes_per_unit = double(topk) * (k.ds + 4 + 4);
+  // 910B: CANN's template for the shape (topk_tiling); the 950's model keeps its own rules.
+  const TopKTiling tiling = c220(p) ? topk_tiling(T, E, topk, op.dtype, p) : TopKTiling{};
+  // e_k_full_load sorts row by row with the TopK API (topk_ek_row_calls), not k reductions.
+  const bool row_sort = c220(p) && tiling.kind == TopKTemplate::EKFullLoad;
   std::vector<VecStep> body = {f32("Add"), f32("Exp"), f32("Mul")};  // x - max, exp, * 1 / sum
-  for (int64_t i = 0; i < topk; ++i) body.push_back(f32("Add"));    // mask the winner (select)
+  if (!row_sort)
+    for (int64_t i = 0; i < topk; ++i) body.push_back(f32("Add"));  // mask the winner (select)
   cast_around(k, op.dtype, body);
   k.row_prog = {f32("WholeReduceSum"), f32("WholeReduceSum")};  // max, sum
-  for (int64_t i = 0; i < topk; ++i) k.row_prog.push_back(f32("WholeReduceSum"));  // max with its index
+  if (!row_sort)
+    for (int64_t i = 0; i < topk; ++i) k.row_prog.push_back(f32("WholeReduceSum"));  // max with its index
+  else
+    k.row_loop_prog = topk_ek_row_calls(E, topk, op.dtype);
   // CANN's kernel reduces a UB tile of rows per call (hicann/ops-transformer moe/moe_gating_top_k_softmax:
   // op_kernel/moe_gating_top_k_softmax_perf.h ReduceMaxFP32Perf/ReduceSumFP32Perf, WholeReduceMax and
-  // BlockReduce over curRowsNum rows, Brcb to broadcast the results back; the tile's rows from
-  // op_host/*_tiling_perf.cpp, *_e_k_full_load.cpp calcMaxRowInUb): no scalar wait per row, as
-  // 910B's TBE Softmax has (vec_row_cycles).
+  // BlockReduce over curRowsNum rows, Brcb to broadcast the results back; e_k_full_load's SoftMax API
+  // over [curRowsNum, colAlign]): no scalar wait per row, as 910B's TBE Softmax has (vec_row_cycles).
   k.row_waits = false;
   k.ub_buffers = 2;
   k.temp_fp32 = 2;
   // 910B: the row-index loop's waits, each a vector -> scalar wait (vec_row_cycles, 0 on 950PR).
-  const TopKPerfTiling perf = c220(p) ? topk_perf_tiling(T, E, topk, p) : TopKPerfTiling{};
-  const double waits = double(topk_perf_row_waits(perf, E, topk)) * p.vec_row_cycles;
+  const double waits = double(topk_row_waits(tiling, E, topk)) * p.vec_row_cycles;
   k.fixed_us = (kTopKSetupCycles + waits) / p.freq_mhz;
   // Every template's tiling launches ceil(T / ceil(T / cores)) cores (blockNum; tiling_perf.cpp,
   // *_e_k_full_load.cpp, *_k_full_load.cpp DoOpTiling); the 950's model keeps all cores' rule.
   if (c220(p)) k.baseline_block_dim = cdiv(T, cdiv(T, int64_t(p.vector_cores)));
-  // 910B perf template: a UB loop takes the rows calcMaxRowInUb gives (often a core's whole share
-  // in one loop, with nothing to overlap its load with), not the sample's block / 16.
-  if (perf.rows > 0) k.baseline_tile = perf.rows * k.unit_elems;
+  // 910B perf and e_k_full_load: a UB loop takes the rows calcMaxRowInUb gives (often a core's whole
+  // share in one loop, with nothing to overlap its load with), not the sample's block / 16, with the
+  // template's queue depth (e_k_full_load: 1 when a row needs more than half of UB).
+  if (tiling.rows > 0) {
+    k.baseline_tile = tiling.rows * k.unit_elems;
+    k.baseline_buffer_num = tiling.buffer_num;
+  }
   k.unique_bytes = double(T) * (E * k.ds + double(topk) * (k.ds + 8));
   k.flops = double(T) * double(E) * double(body.size() + k.row_prog.size());
   return make_vec_model(k, p);
@@ -169,13 +253,11 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
 // Cycles of sorting `n` (key, index) pairs on one core: Sort32 over groups of 32, then 4-way
 // MrgSort passes until one list remains (ops-transformer moe_init_routing tiling:
 // SORT32_ALIGN_ELEMENT, MRG_LIST_NUM).  Each pass is costed as one fp32 Add-class repeat per
-// 64 pairs per word of a pair (key and index): an ASSUMED rate (the GE table lists no Sort).
+// 64 pairs per word of a pair (key and index; pair_pass_cycles).
 double sort_cycles(int64_t n) {
-  const double reps = std::ceil(double(n) * 2 / 64.0);
   int passes = 1;  // Sort32
   for (int64_t lists = cdiv(n, 32); lists > 1; lists = cdiv(lists, 4)) ++passes;
-  const VecCost c = vec_api_cost("Add");
-  return passes * (reps * c.per_repeat + c.per_call);
+  return passes * pair_pass_cycles(n);
 }
 
 // x [tokens, H], expert_idx [tokens, k] (int32): the tokens x k (token, expert) pairs are
