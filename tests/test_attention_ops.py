@@ -122,6 +122,11 @@ def test_default_tiling_follows_cann_910b_on_a_grid():
         t = an.baseline_tiling(FIA, inputs, dtype, SOC, attrs)
         assert t["gqaPack"] == 0, (s1, s2, causal, dtype)
         assert t["s2Base"] == cann_910b_prefill_s2_block(s1, s2, dtype == "bfloat16", causal), (s1, s2, causal, dtype)
+    # MLA decode (FIA's FiaTilingNonQuantMla, arch32/fia_tiling_nonquant_mla.h): 256 query rows (G x S1) per
+    # block, 512 keys per block.
+    for s1, rows in ((1, 128), (2, 256), (4, 256)):
+        t = an.baseline_tiling(FIA, bsnd(4, s1, 2048, 128, 1, 576, 512), "float16", SOC)
+        assert (t["gqaPack"], t["s1Base"], t["s2Base"]) == (1, rows, 512), s1
 
 
 def test_prompt_attention_queue_hides_task_setup_behind_the_kv_stream():
@@ -142,6 +147,7 @@ def test_prompt_attention_queue_hides_task_setup_behind_the_kv_stream():
     (bsnd(2, 2048, 2048, 32, 8, 128), {"causal": 1}),
     (bsnd(4, 1, 8192, 32, 8, 128), {}),
     (bsnd(4, 128, 128, 128, 1, 576, 512), {"causal": 1}),
+    (bsnd(4, 2, 2048, 128, 1, 576, 512), {}),
 ])
 def test_tuning_finds_a_tiling_no_worse_than_the_default(inputs, attrs):
     r = an.tune_op(FIA, inputs, "float16", SOC, attrs, max_evals=200)

@@ -46,6 +46,9 @@ constexpr double kMlaCubeEff = 0.6;
 // MlaProlog on 910B: token rows per step, stepBatchSize = min(128, T) (ops-transformer
 // attention/mla_prolog/op_host/mla_prolog_tiling.cpp ProcessBaseInputs).
 constexpr int64_t kMlaStepBatch = 128;
+// MLA decode on 910B (FIA's FiaTilingNonQuantMla): query rows (G x S1) per block, mBaseSize_ = 256
+// (ops-transformer attention/common/op_host/arch32/fia_tiling_nonquant_mla.h).
+constexpr int64_t kMlaMBase = 256;
 
 // Softmax of a block of scores in fp32 (ops-transformer's online softmax, Ascend C SoftmaxFlashV2):
 // scale (Muls), minus the row max (Sub: Add class), Exp, cast to the P dtype (CastDown); the row max
@@ -290,7 +293,7 @@ class FlashModel : public OpModel {
   AttnProblem q_;
   Platform p_;
   double vpc_, hbm_Bpus_, l2_Bpus_, vec_l2_rate_, unique_kv_ = 0, out_bytes_ = 0, unique_bytes_ = 0, flops_ = 0;
-  int64_t s1_limit_ = 0, s2_limit0_ = 0, s2_limit1_ = 0;
+  int64_t s1_limit_ = 0, s1_limit_pack_ = 0, s2_limit0_ = 0, s2_limit1_ = 0;
   std::vector<VecStep> resc_;  // rescale of the running output: O = O * exp(m_old - m_new) + P V (fp32)
 };
 
@@ -326,9 +329,14 @@ void FlashModel::build_spec() {
     if (s <= 8 || s % 4 == 0 || s == max_split) splits.push_back(s);
   spec_.values.push_back(splits);
   spec_.values.push_back({0, 1});
-  // The query block stays in L1 (half of it; the other half double-buffers K/V base tiles).
+  // The query block stays in L1 (half of it; the other half double-buffers K/V base tiles).  On 910B
+  // the MLA decode kernel (FIA's FiaTilingNonQuantMla, gqaPack) takes mBaseSize_ = 256 query rows of
+  // 576 dims (attention/common/op_host/arch32/fia_tiling_nonquant_mla.h), over half of L1: its K/V
+  // come in smaller sub-tiles, so that block is allowed there (not for SparseFlashAttention).
   s1_limit_ = int64_t(p.l1 / 2) / (q_.Dk * q_.e);
-  spec_.restrictions.push_back("s1Base <= " + std::to_string(s1_limit_));
+  s1_limit_pack_ = c220(p) && q_.mla && q_.topk == 0 ? std::max<int64_t>(s1_limit_, kMlaMBase) : s1_limit_;
+  spec_.restrictions.push_back("(gqaPack == 0 and s1Base <= " + std::to_string(s1_limit_) +
+                               ") or (gqaPack == 1 and s1Base <= " + std::to_string(s1_limit_pack_) + ")");
   // The AIV's UB holds a strip of up to 8 rows of the fp32 score block.
   s2_limit0_ = int64_t(p.ub) / (4 * std::min<int64_t>(8, q_.S1max));
   s2_limit1_ = int64_t(p.ub) / (4 * std::min<int64_t>(8, q_.G * q_.S1max));
@@ -358,7 +366,7 @@ void FlashModel::build_spec() {
 //   the cores' L2 rate, which costs the fit half's MTP case (GQA M0213) 1.64x its measured time
 //   against 0.97x packed.  That re-read cost, not the routing, is what is left to fix.
 // - IncreFlashAttention (query length 1; MLA up to 16): the query heads of a KV head stacked as
-//   rows (G x S1, split at gMax 128); sInnerSize 8192/4096/2048 by G / 5
+//   rows (G x S1, split at gMax 128; 256 for MLA on 910B, kMlaMBase); sInnerSize 8192/4096/2048 by G / 5
 //   (incre_flash_attention_tiling.cpp CalcInnerSize), 512 for MLA (ropeFlag); flash decoding
 //   (SplitBNS) when B x Nkv < ratio x coreNum and, with GQA, a KV length of at least 2048
 //   (incre_flash_attention_tiling_check.cpp IsFlashDecode/CheckCoreOkFlag): kvSplit = coreNum /
@@ -375,7 +383,8 @@ std::vector<int64_t> FlashModel::cann_default() const {
   const bool ifa = q_.topk > 0 || ((c220p && q_.tnd) ? q_.mla : (S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla))));
   int64_t s1, s2, split = 1, pack = ifa ? 1 : 0;
   if (ifa) {
-    s1 = std::min<int64_t>(128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
+    const bool fia_mla = c220p && q_.mla && q_.topk == 0;  // not SparseFlashAttention's own kernel
+    s1 = std::min<int64_t>(fia_mla ? kMlaMBase : 128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
     const int64_t inner[3] = {8192, 4096, 2048};
     s2 = q_.mla ? 512 : inner[std::min<int64_t>(q_.G / 5, 2)];
     const int64_t bn = q_.B * q_.Nkv;
@@ -395,7 +404,7 @@ std::vector<int64_t> FlashModel::cann_default() const {
   while (s2 > 128 && s2 / 2 >= cdiv(S2, split)) s2 /= 2;
   std::vector<int64_t> t = {s1, s2, split, pack};
   // Shrink to the buffers (a large head dim, a small UB).
-  while (t[0] > 16 && t[0] > s1_limit_) t[0] /= 2;
+  while (t[0] > 16 && t[0] > (pack ? s1_limit_pack_ : s1_limit_)) t[0] /= 2;
   while (t[1] > 128 && t[1] > (pack ? s2_limit1_ : s2_limit0_)) t[1] /= 2;
   return t;
 }
