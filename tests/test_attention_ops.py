@@ -1,5 +1,6 @@
 """Attention on Ascend (issue 49): FusedInferAttentionScore (PromptFlashAttention / IncreFlashAttention),
 SparseFlashAttention and MlaProlog in the cost model, and CANN's benchmark records of them."""
+import itertools
 import math
 import statistics
 
@@ -73,6 +74,61 @@ def test_small_decode_splits_the_cache_over_cores():
     assert est(inputs).time_us < 0.6 * unsplit.time_us
 
 
+# CANN's 910B defaults, transcribed from hicann/ops-transformer @ c29bc10 (attention/incre_flash_attention/
+# op_host: ..._tiling_check.cpp IsFlashDecode / CheckCoreOkFlag / EnableAllVec / EnableC1V1, ..._tiling.cpp
+# SetCoreNum / SplitBN_V0 / SplitBNS / CalcBlockDim; attention/prompt_flash_attention/op_host/
+# prompt_flash_attention_tiling.cpp AdjustCVTilingCVDiff; fused_infer_attention_score_tiling.cpp IsUsingIFA).
+AIV_910B2 = 48  # vector cores of Ascend910B2 (python/aoe_native/data/socs.json)
+
+
+def cann_910b_decode(b, nkv, g, s2, bf16):
+    """IncreFlashAttention (non-MLA, query length 1): (kvSplit, AI cores doing work)."""
+    bn = b * nkv
+    all_vec = g == 1 and not bf16  # fp16 MHA decode: BMM_ALL_BY_VEC, flash decoding below half the AIVs
+    flash_decode = bn < (0.5 if all_vec else 0.4) * AIV_910B2 and (g == 1 or s2 >= 2048)
+    split = AIV_910B2 // bn if flash_decode else 1  # SplitBNS over the AIVs, 512 keys per split at least
+    while split > 1 and s2 // split < 512:
+        split -= 1
+    tasks = bn * split
+    if not all_vec and not flash_decode and 2 * bn <= AIV_910B2:
+        return split, tasks  # C1_V1: one AIC per task
+    return split, -(-min(tasks, AIV_910B2) // 2)  # tasks on the AIVs, one AIC per two AIVs
+
+
+def cann_910b_prefill_s2_block(s1, s2, bf16, masked):
+    """PromptFlashAttention's S2 block (sInnerFactor), as the model's power-of-two knob: at most the KV length."""
+    block = 512 if s2 <= 1024 or bf16 else 1024
+    if s1 <= 16 and s2 > 2048 and not masked:
+        block = 2048
+    return min(block, max(128, 1 << (s2 - 1).bit_length()))
+
+
+def test_default_tiling_follows_cann_910b_on_a_grid():
+    for b, nkv, g, s2, dtype in itertools.product((1, 2, 3, 8, 32), (1, 8), (1, 4, 16), (512, 2048, 8192),
+                                                  ("float16", "bfloat16")):
+        inputs = bsnd(b, 1, s2, nkv * g, nkv, 128)
+        t = an.baseline_tiling(FIA, inputs, dtype, SOC)
+        split, cores = cann_910b_decode(b, nkv, g, s2, dtype == "bfloat16")
+        got = (t["gqaPack"], t["kvSplit"], est(inputs, dtype=dtype, tiling=t).breakdown["cores_used"])
+        assert got == (1, split, cores), (b, nkv, g, s2, dtype)
+    for s1, s2, causal, dtype in itertools.product((1, 8, 128), (1000, 2048, 4096), (0, 1), ("float16", "bfloat16")):
+        if s1 == 1 and causal:
+            continue
+        inputs = bsnd(2, s1, s2, 8, 8, 128)
+        attrs = {"causal": causal}
+        if s1 == 1:  # TND with head dim 128 always runs PromptFlashAttention
+            inputs = [[2, 8, 128], [2 * s2, 8, 128], [2 * s2, 8, 128]]
+            attrs = {"input_layout": "TND", "actual_seq_lengths": [1, 2], "actual_seq_lengths_kv": [s2, 2 * s2]}
+        t = an.baseline_tiling(FIA, inputs, dtype, SOC, attrs)
+        assert t["gqaPack"] == 0, (s1, s2, causal, dtype)
+        assert t["s2Base"] == cann_910b_prefill_s2_block(s1, s2, dtype == "bfloat16", causal), (s1, s2, causal, dtype)
+    # MLA decode (FIA's FiaTilingNonQuantMla, arch32/fia_tiling_nonquant_mla.h): 256 query rows (G x S1) per
+    # block, 512 keys per block.
+    for s1, rows in ((1, 128), (2, 256), (4, 256)):
+        t = an.baseline_tiling(FIA, bsnd(4, s1, 2048, 128, 1, 576, 512), "float16", SOC)
+        assert (t["gqaPack"], t["s1Base"], t["s2Base"]) == (1, rows, 512), s1
+
+
 def test_prompt_attention_queue_hides_task_setup_behind_the_kv_stream():
     # 910B PromptFlashAttention (prompt_flash_attention_s1s2_bns1_x910.h) queues the key blocks of all of a
     # core's tasks and issues the next one's Q K^T before the current softmax, across task boundaries: a
@@ -91,6 +147,7 @@ def test_prompt_attention_queue_hides_task_setup_behind_the_kv_stream():
     (bsnd(2, 2048, 2048, 32, 8, 128), {"causal": 1}),
     (bsnd(4, 1, 8192, 32, 8, 128), {}),
     (bsnd(4, 128, 128, 128, 1, 576, 512), {"causal": 1}),
+    (bsnd(4, 2, 2048, 128, 1, 576, 512), {}),
 ])
 def test_tuning_finds_a_tiling_no_worse_than_the_default(inputs, attrs):
     r = an.tune_op(FIA, inputs, "float16", SOC, attrs, max_evals=200)

@@ -47,6 +47,9 @@ constexpr double kMlaCubeEff = 0.6;
 // MlaProlog on 910B: token rows per step, stepBatchSize = min(128, T) (ops-transformer
 // attention/mla_prolog/op_host/mla_prolog_tiling.cpp ProcessBaseInputs).
 constexpr int64_t kMlaStepBatch = 128;
+// MLA decode on 910B (FIA's FiaTilingNonQuantMla): query rows (G x S1) per block, mBaseSize_ = 256
+// (ops-transformer attention/common/op_host/arch32/fia_tiling_nonquant_mla.h).
+constexpr int64_t kMlaMBase = 256;
 
 // Softmax of a block of scores in fp32 (ops-transformer's online softmax, Ascend C SoftmaxFlashV2):
 // scale (Muls), minus the row max (Sub: Add class), Exp, cast to the P dtype (CastDown); the row max
@@ -86,6 +89,7 @@ struct AttnProblem {
   int64_t topk = 0;   // SparseFlashAttention: key/value rows each query attends to (0: dense)
   bool mla = false;   // MLA form (head dim above 256, e.g. 512 + 64 rope): IncreFlashAttention's rope path
   bool bf16 = false;
+  bool tnd = false;   // layout TND (per-batch lengths)
 };
 
 // Shape of one of query/key/value as (batch, seq, heads, dim) for the dense layouts.
@@ -165,6 +169,7 @@ AttnProblem read_attention(const OpDesc& op) {
   AttnProblem q;
   q.kind = op.kind;
   const std::string layout = layout_of(op);
+  q.tnd = layout == "TND";
   if (op.inputs.size() < 3) fail(op.kind + ": takes query, key, value (and optional inputs), got " +
                                  std::to_string(op.inputs.size()) + " inputs");
   if (op.dtype != "float16" && op.dtype != "bfloat16")
@@ -230,6 +235,13 @@ AttnProblem read_attention(const OpDesc& op) {
   return q;
 }
 
+// IncreFlashAttention's flash-decoding test (incre_flash_attention_tiling_check.cpp IsFlashDecode,
+// CheckCoreOkFlag): fewer (batch, KV head) tasks than `ratio` x `cores`, and with GQA `s2`, the
+// longest KV length, at least 2048.  The split itself may then still come out as 1 (SplitBNS's 512-key floor).
+bool flash_decode(const AttnProblem& q, int64_t s2, int64_t cores, double ratio) {
+  return double(q.B * q.Nkv) < ratio * cores && (q.G == 1 || s2 >= 2048);
+}
+
 // ---- the flash-attention model ---------------------------------------------------------
 
 class FlashModel : public OpModel {
@@ -282,7 +294,7 @@ class FlashModel : public OpModel {
   AttnProblem q_;
   Platform p_;
   double vpc_, hbm_Bpus_, l2_Bpus_, vec_l2_rate_, unique_kv_ = 0, out_bytes_ = 0, unique_bytes_ = 0, flops_ = 0;
-  int64_t s1_limit_ = 0, s2_limit0_ = 0, s2_limit1_ = 0;
+  int64_t s1_limit_ = 0, s1_limit_pack_ = 0, s2_limit0_ = 0, s2_limit1_ = 0;
   std::vector<VecStep> resc_;  // rescale of the running output: O = O * exp(m_old - m_new) + P V (fp32)
 };
 
@@ -310,14 +322,22 @@ void FlashModel::build_spec() {
   spec_.names = {"s1Base", "s2Base", "kvSplit", "gqaPack"};
   spec_.values.push_back(pow2_range(16, 512));
   spec_.values.push_back(pow2_range(128, 8192));
+  // KV splits: up to one per AI core; on 910B up to one per AIV, as IncreFlashAttention splits over
+  // the AIVs there (see cann_default).
+  const int64_t max_split = c220(p) ? p.vector_cores : p.cube_cores;
   std::vector<int64_t> splits;
-  for (int64_t s = 1; s <= p.cube_cores; ++s)
-    if (s <= 8 || s % 4 == 0 || s == p.cube_cores) splits.push_back(s);
+  for (int64_t s = 1; s <= max_split; ++s)
+    if (s <= 8 || s % 4 == 0 || s == max_split) splits.push_back(s);
   spec_.values.push_back(splits);
   spec_.values.push_back({0, 1});
-  // The query block stays in L1 (half of it; the other half double-buffers K/V base tiles).
+  // The query block stays in L1 (half of it; the other half double-buffers K/V base tiles).  On 910B
+  // the MLA decode kernel (FIA's FiaTilingNonQuantMla, gqaPack) takes mBaseSize_ = 256 query rows of
+  // 576 dims (attention/common/op_host/arch32/fia_tiling_nonquant_mla.h), over half of L1: its K/V
+  // come in smaller sub-tiles, so that block is allowed there (not for SparseFlashAttention).
   s1_limit_ = int64_t(p.l1 / 2) / (q_.Dk * q_.e);
-  spec_.restrictions.push_back("s1Base <= " + std::to_string(s1_limit_));
+  s1_limit_pack_ = c220(p) && q_.mla && q_.topk == 0 ? std::max<int64_t>(s1_limit_, kMlaMBase) : s1_limit_;
+  spec_.restrictions.push_back("(gqaPack == 0 and s1Base <= " + std::to_string(s1_limit_) +
+                               ") or (gqaPack == 1 and s1Base <= " + std::to_string(s1_limit_pack_) + ")");
   // The AIV's UB holds a strip of up to 8 rows of the fp32 score block.
   s2_limit0_ = int64_t(p.ub) / (4 * std::min<int64_t>(8, q_.S1max));
   s2_limit1_ = int64_t(p.ub) / (4 * std::min<int64_t>(8, q_.G * q_.S1max));
@@ -333,40 +353,59 @@ void FlashModel::build_spec() {
   spec_.pruning.push_back("kvSplit == 1 or kvSplit * s2Base <= " + std::to_string(align_up(kv, 128)));
   spec_.baseline = cann_default();
   spec_.baseline_kind = "approximate CANN default";
+  auto& ks = spec_.values[2];  // CANN's split (cores / tasks, lowered for 512 keys each) may fall between the values
+  if (std::find(ks.begin(), ks.end(), spec_.baseline[2]) == ks.end())
+    ks.insert(std::upper_bound(ks.begin(), ks.end(), spec_.baseline[2]), spec_.baseline[2]);
 }
 
 // ops-transformer's defaults (hicann/ops-transformer @ c29bc10):
-// - IncreFlashAttention (query length 1; MLA and GQA speculative decode up to 16): the query
-//   heads of a KV head stacked as rows (G x S1, split at gMax 128); sInnerSize 8192/4096/2048 by
-//   G / 5 (incre_flash_attention_tiling.cpp CalcInnerSize), 512 for MLA (ropeFlag); flash
-//   decoding when B x Nkv < 0.4 x cores (0.5 in the cube-view modes) and, with GQA, a KV length
-//   of at least 2048: kvSplit = cores / (B x Nkv), lowered until each split holds 512 keys
-//   (SplitBNS, incre_flash_attention_tiling_check.cpp IsFlashDecode/CheckCoreOkFlag).
-// - PromptFlashAttention: one task per query head; S1 base 128 per AIV, x2 per AIC (CV_RATIO), 64
-//   for bf16 with D >= 200; S2 base 1024, 512 when the KV length is <= 1024 or bf16
-//   (prompt_flash_attention_tiling.cpp AdjustCVTilingCVDiff); 2048 for S1 <= 16 without a mask.
+// - Routing (fused_infer_attention_score_tiling.cpp IsUsingIFA): IncreFlashAttention for a query
+//   length of 1, and for MLA (head dim 512 + rope) up to 16; layout TND only with head dim 512
+//   (else PromptFlashAttention; 910B here, the model's 950 keeps the query-length rule).  A GQA
+//   query of 2..16 goes to IFA only with a paged (5-dim) KV cache, so CANN runs it as PFA, one
+//   task per query head; the model still packs it as IFA: its PFA re-reads K/V per query head at
+//   the cores' L2 rate, which costs the fit half's MTP case (GQA M0213) 1.64x its measured time
+//   against 0.97x packed.  That re-read cost, not the routing, is what is left to fix.
+// - IncreFlashAttention (query length 1; MLA up to 16): the query heads of a KV head stacked as
+//   rows (G x S1, split at gMax 128; 256 for MLA on 910B, kMlaMBase); sInnerSize 8192/4096/2048 by G / 5
+//   (incre_flash_attention_tiling.cpp CalcInnerSize), 512 for MLA (ropeFlag); flash decoding
+//   (SplitBNS) when B x Nkv < ratio x coreNum and, with GQA, a KV length of at least 2048
+//   (incre_flash_attention_tiling_check.cpp IsFlashDecode/CheckCoreOkFlag): kvSplit = coreNum /
+//   (B x Nkv), lowered until each split holds 512 keys.  On 910B coreNum is the AIV count for the
+//   non-MLA templates (SetCoreNum: NORMAL and the all-vector BMM_ALL_BY_VEC of fp16 G = 1) with
+//   ratio 0.4, 0.5 for the all-vector one; elsewhere the model uses the AI cores and 0.4.
+// - PromptFlashAttention (AdjustCVTilingCVDiff): S1 base 128 per AIV, x2 per AIC (CV_RATIO), 64
+//   for bf16 with D >= 200, 16 for S1 <= 16; S2 base 1024, 512 when the KV length is <= 1024 or
+//   bf16; 2048 for S1 <= 16 without a mask when the KV length exceeds 2048 (on 910B; elsewhere the
+//   model takes 2048 for any KV length).  A causal FIA call carries a mask (sparse mode 2/3).
 std::vector<int64_t> FlashModel::cann_default() const {
   const int64_t S1 = q_.S1max, S2 = q_.topk > 0 ? std::min(q_.topk, q_.S2max) : q_.S2max;
-  const bool ifa = S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla)) || q_.topk > 0;
+  const bool c220p = c220(p_);
+  const bool ifa = q_.topk > 0 || ((c220p && q_.tnd) ? q_.mla : (S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla))));
   int64_t s1, s2, split = 1, pack = ifa ? 1 : 0;
   if (ifa) {
-    s1 = std::min<int64_t>(128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
+    const bool fia_mla = c220p && q_.mla && q_.topk == 0;  // not SparseFlashAttention's own kernel
+    s1 = std::min<int64_t>(fia_mla ? kMlaMBase : 128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
     const int64_t inner[3] = {8192, 4096, 2048};
     s2 = q_.mla ? 512 : inner[std::min<int64_t>(q_.G / 5, 2)];
     const int64_t bn = q_.B * q_.Nkv;
-    if (S1 == 1 && 10 * bn < 4 * p_.cube_cores && (q_.G == 1 || S2 >= 2048) && q_.groups.size() == 1) {
-      split = p_.cube_cores / bn;
+    const bool aiv_split = c220p && !q_.mla && q_.topk == 0;
+    const int64_t cores = aiv_split ? p_.vector_cores : p_.cube_cores;
+    const double ratio = aiv_split && q_.G == 1 && !q_.bf16 ? 0.5 : 0.4;
+    if (S1 == 1 && flash_decode(q_, S2, cores, ratio) && (aiv_split || q_.groups.size() == 1)) {
+      split = cores / bn;
       while (split > 1 && S2 / split < 512) --split;
     }
   } else {
     s1 = 2 * (S1 <= 16 ? 16 : ((q_.Dk >= 200 && q_.bf16) ? 64 : 128));
-    s2 = (S1 <= 16 && !q_.mask) ? 2048 : ((S2 <= 1024 || q_.bf16) ? 512 : 1024);
+    const bool masked = q_.mask || (c220p && q_.causal);
+    s2 = (S1 <= 16 && !masked && (S2 > 2048 || !c220p)) ? 2048 : ((S2 <= 1024 || q_.bf16) ? 512 : 1024);
   }
   // No larger than what the keys of one split fill (CANN sets sInnerSize to the length when shorter).
   while (s2 > 128 && s2 / 2 >= cdiv(S2, split)) s2 /= 2;
   std::vector<int64_t> t = {s1, s2, split, pack};
   // Shrink to the buffers (a large head dim, a small UB).
-  while (t[0] > 16 && t[0] > s1_limit_) t[0] /= 2;
+  while (t[0] > 16 && t[0] > (pack ? s1_limit_pack_ : s1_limit_)) t[0] /= 2;
   while (t[1] > 128 && t[1] > (pack ? s2_limit1_ : s2_limit0_)) t[1] /= 2;
   return t;
 }
@@ -435,8 +474,19 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
       if (ks > 1) comb_bytes += double(g.count) * heads * m * (ks * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
     }
   }
-  const int64_t cores = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores, int64_t(n_tasks)));
-  const double waves = std::ceil(n_tasks / cores);
+  int64_t cores = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores, int64_t(n_tasks)));
+  double waves = std::ceil(n_tasks / cores);
+  if (pack && c220(p) && !q_.mla && q_.topk == 0) {
+    // IncreFlashAttention on 910B deals its (batch, KV head, KV split) tasks to the AIVs in contiguous
+    // ranges, the first tasks % aivNum AIVs one more (incre_flash_attention_tiling.cpp SplitBN_V0,
+    // SplitBNS), and launches one AIC per two AIVs (CalcBlockDim: aicNum = ceil(aivNum / 2)): AIC 0
+    // carries the tasks of AIVs 0 and 1.  With at most half the AIVs busy, no KV split and a cube
+    // template (not fp16 G = 1's all-vector one), AIC and AIV pair 1:1 (EnableC1V1): a task per AIC.
+    const int64_t nt = int64_t(n_tasks), aiv = p.vector_cores, base = nt / aiv, former = nt % aiv;
+    const bool c1v1 = (q_.G > 1 || q_.bf16) && 2 * nt <= aiv && !(q_.S1max == 1 && flash_decode(q_, q_.S2max, aiv, 0.4));
+    cores = std::max<int64_t>(1, c1v1 ? nt : cdiv(std::min(nt, aiv), 2));
+    waves = c1v1 ? 1.0 : double(2 * base + (former > 0) + (former > 1));
+  }
   const double core_cycles = std::max(waves * total / std::max(1.0, n_tasks), max_task) + fill;
   const double f = p.freq_mhz;
   // Flash decoding: the partial outputs (fp32 O, max and sum) combined by the AIVs after a SyncAll.
