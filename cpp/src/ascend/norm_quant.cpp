@@ -762,10 +762,14 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     // SetSpecialTilingForDs (the same file): UB filled first (16384 / H rows a pass,
     // MAX_ROW_LEN_SPECIAL), then the passes spread over as few cores as keep the most passes a
     // core the same: ceil(passes / ceil(passes / cores)) cores; DynamicQuantSingleRow's loop.
+    // A head core takes tmpR = ceil(passes / cores) whole passes (rowPerHeadCore = tmpR x
+    // maxHandleRowsPerUb), the last core the rows left (rowPerTailCore): 5 rows of 4096 are 4 + 1
+    // on two cores, not 3 + 2 (whole_passes_per_core).
     special = true;
     const int64_t per_pass = std::min<int64_t>(16384 / h, rows), passes = cdiv(rows, per_pass);
     k.baseline_tile = per_pass * h;
     k.baseline_block_dim = cdiv(passes, cdiv(passes, p.vector_cores));
+    k.whole_passes_per_core = true;
   } else {
     const int64_t max_ub_len =
         std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
