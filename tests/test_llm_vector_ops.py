@@ -355,6 +355,14 @@ def test_dynamic_quant_910b_multi_row_templates_are_single_buffered():
     # the rows of 1/8 the length take about the same time.
     t = lambda shape: est("DynamicQuant", [shape], "float16", "Ascend910B2", {}).time_us
     assert t([32768, 1024]) < 1.2 * t([4096, 8192])
+    # The special template too (dynamic_quant_single_row.h: Brcb, Copy, Mul; no GetValue): 4 rows of 4096
+    # a core (one pass: no store beside a next load) cost about what 2 rows of 8192 (multi-row, two passes) do.
+    assert t([192, 4096]) < 1.25 * t([96, 8192])
+    # int8 and int4 leave through the same three casts (fp32 -> int16 -> half -> int8 / int4:
+    # ComputeQuantization, QuantizeAndWriteOut): int4 only writes half the bytes.
+    v = lambda od: est("DynamicQuant", [[4096, 1024]], "float16", "Ascend910B2", {"output_dtype": od}).breakdown
+    assert v("int4")["vector_us"] == pytest.approx(v("int8")["vector_us"])
+    assert v("int4")["gm_write_bytes"] < v("int8")["gm_write_bytes"]
 
 
 def test_swiglu_unaligned_halves_cost_more_on_910b_only():
