@@ -219,6 +219,10 @@ def test_dynamic_quant_fills_ub_before_taking_cores():
     assert base([64, 1024])["blockDim"] == 4
     assert base([128, 4096])["blockDim"] == 32
     assert base([8192, 8192])["blockDim"] == 48
+    # The special template's cores take whole passes (6 rows of 4096: 4 + 2); tuning still never loses.
+    r = an.tune_op("DynamicQuant", [[6, 4096]], "float16", "Ascend910B2", attrs={"output_dtype": "int8"},
+                   max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)
     r = an.tune_op("DynamicQuant", [[64, 1024]], "float16", "Ascend910B2", attrs={"output_dtype": "int8"},
                    max_evals=64)
     assert r.time_us <= r.baseline_us * (1 + 1e-9)
@@ -351,6 +355,14 @@ def test_dynamic_quant_910b_multi_row_templates_are_single_buffered():
     # the rows of 1/8 the length take about the same time.
     t = lambda shape: est("DynamicQuant", [shape], "float16", "Ascend910B2", {}).time_us
     assert t([32768, 1024]) < 1.2 * t([4096, 8192])
+    # The special template too (dynamic_quant_single_row.h: Brcb, Copy, Mul; no GetValue): 4 rows of 4096
+    # a core (one pass: no store beside a next load) cost about what 2 rows of 8192 (multi-row, two passes) do.
+    assert t([192, 4096]) < 1.25 * t([96, 8192])
+    # int8 and int4 leave through the same three casts (fp32 -> int16 -> half -> int8 / int4:
+    # ComputeQuantization, QuantizeAndWriteOut): int4 only writes half the bytes.
+    v = lambda od: est("DynamicQuant", [[4096, 1024]], "float16", "Ascend910B2", {"output_dtype": od}).breakdown
+    assert v("int4")["vector_us"] == pytest.approx(v("int8")["vector_us"])
+    assert v("int4")["gm_write_bytes"] < v("int8")["gm_write_bytes"]
 
 
 def test_swiglu_unaligned_halves_cost_more_on_910b_only():
@@ -675,28 +687,30 @@ def _cann_dynamic_quant_910b(rows: int, h: int, smooth: bool, int4: bool, cores:
     """CANN's 910B DynamicQuant tiling, transcribed from hicann/ops-nn quant/dynamic_quant/op_host/
     dynamic_quant_tiling.cpp (SetSpecialTilingForDs, CheckMultiRowPreconditions,
     CalculateMultiRowCoreDistribution, RunFusionKernelTiling, CalculateMaxUbSizePerRow, SetTilingData):
-    (template, blockDim, UB rows a pass on the busiest core or the piece of a split row, bufferNum of
-    x's queue (op_kernel: dynamic_quant_single_row.h / _multi_row.h one buffer, _db.h and
+    (template, blockDim, rows of the busiest core, UB rows a pass on it or the piece of a split row,
+    bufferNum of x's queue (op_kernel: dynamic_quant_single_row.h / _multi_row.h one buffer, _db.h and
     _large_shape_opt.h two, dynamic_quant.h one), the UB row stride)."""
     cdiv = lambda a, b: -(-a // b)
     if not int4 and h in (4096, 5120, 10240) and 4 <= rows <= 384:  # TILING_KEY 100
         per = min(16384 // h, rows)
         core = cdiv(cdiv(rows, per), cdiv(cdiv(rows, per), cores))
-        return "special", core, per, 1, h
+        # rowPerHeadCore: whole passes, ceil(passes / coreNum) of them; the last core the rest.
+        return "special", core, min(rows, cdiv(cdiv(rows, per), core) * per), per, 1, h
     max_ub_len = min((ub - 1024 - 3392) // (15 if smooth else 11) // 64 * 64, 255 * 64)
     if 128 <= h <= max_ub_len and h % 8 == 0:  # TILING_KEY 10: fill UB, then one core per full pass
         per = min(max_ub_len // h, rows)
         loops = rows // per
         core = max(1, min(cores, loops))
-        return "multi_row", core, min(per, cdiv(rows, core)), 1, h
+        # perCoreLoop passes each, the extra rows one more on the headCoreNum cores: ceil(rows / core).
+        return "multi_row", core, cdiv(rows, core), min(per, cdiv(rows, core)), 1, h
     core = max(1, min(cores, rows))
     busy, hpad, avail = cdiv(rows, core), cdiv(h, 16) * 16, ub - 1024
     fit = avail // ((17 if smooth else 11) * hpad)
     if fit == 0:  # TILING_KEY 6: the row in pieces of innerLoopEle
-        return "large", core, avail // 19 // 128 * 128, 2, hpad
+        return "large", core, busy, avail // 19 // 128 * 128, 2, hpad
     if (19 if smooth else 13) * hpad < avail:  # TILING_KEY 2/3
-        return "db", core, min(255, fit, busy), 2, hpad
-    return "one_row", core, 1, 1, hpad  # TILING_KEY 0/1
+        return "db", core, busy, min(255, fit, busy), 2, hpad
+    return "one_row", core, busy, 1, 1, hpad  # TILING_KEY 0/1
 
 
 @pytest.mark.parametrize("soc", ["Ascend910B2", "Ascend910B4"])
@@ -704,11 +718,12 @@ def test_dynamic_quant_910b_follows_cann_tiling_on_a_grid(soc):
     # Template, core count, UB pass and buffering of the model's default tiling against CANN's rule
     # (_cann_dynamic_quant_910b) over short/long, aligned/unaligned rows, few/many rows, 2-D..5-D x,
     # both dtypes, with and without smooth scales, int8 and int4.  A multi-row H of 8 mod 16 packs its
-    # rows back to back (136: 120 a pass, not 113).
+    # rows back to back (136: 120 a pass, not 113).  The special template's cores take whole passes:
+    # 5 or 6 rows of 4096 are 4 + 1 or 4 + 2 rows on two cores, not 3 + 2 or 3 + 3.
     p = an.platform(soc)
     misses = []
-    for h in (64, 136, 1021, 4096, 8192, 15000, 17001, 20000):
-        for lead in ([1], [384], [5000], [7, 13], [3, 7, 11, 13]):
+    for h in (64, 136, 1021, 4096, 5120, 8192, 15000, 17001, 20000):
+        for lead in ([1], [5], [2, 3], [384], [5000], [7, 13], [3, 7, 11, 13]):
             for dtype, smooth, int4 in [("float16", False, False), ("bfloat16", True, False), ("float16", True, True)]:
                 if int4 and h % 2:
                     continue
@@ -717,12 +732,16 @@ def test_dynamic_quant_910b_follows_cann_tiling_on_a_grid(soc):
                 ins = [x, [h]] if smooth else [x]
                 attrs = {"output_dtype": "int4" if int4 else "int8"}
                 t = an.baseline_tiling("DynamicQuant", ins, dtype, soc, attrs)
-                kind, core, per, buf, stride = _cann_dynamic_quant_910b(rows, h, smooth, int4, p["vector_cores"],
-                                                                        p["ub"])
-                busy = -(-rows // t["blockDim"])
-                got = min(t["tileLen"] // stride, busy) if kind != "large" else t["tileLen"]
-                if (t["blockDim"], got, t["bufferNum"]) != (core, per, buf):
-                    misses.append((x, dtype, smooth, int4, kind, (core, per, buf), (t["blockDim"], got, t["bufferNum"])))
+                kind, core, busy, per, buf, stride = _cann_dynamic_quant_910b(rows, h, smooth, int4,
+                                                                              p["vector_cores"], p["ub"])
+                got_busy = busy
+                if kind != "large":  # the busiest core's rows, from its reads: its x rows and the smooth scales once
+                    b = an.estimate("DynamicQuant", ins, dtype, soc, t, attrs).breakdown
+                    got_busy = round((b["gm_read_bytes"] / b["cores_used"] - 2 * h * smooth) / (2 * stride))
+                got = min(t["tileLen"] // stride, got_busy) if kind != "large" else t["tileLen"]
+                if (t["blockDim"], got_busy, got, t["bufferNum"]) != (core, busy, per, buf):
+                    misses.append((x, dtype, smooth, int4, kind, (core, busy, per, buf),
+                                   (t["blockDim"], got_busy, got, t["bufferNum"])))
     assert not misses, misses
 
 

@@ -190,6 +190,11 @@ struct VecKernel {
   // Units dealt to the cores in groups of this many while there are as many groups as cores (opt-in:
   // MoeReRouting on 910B gives a core whole ranks, E blocks each); 1: units dealt one by one.
   int64_t unit_group = 1;
+  // Units dealt to the cores in whole UB tiles (opt-in: norm_quant.cpp's DynamicQuant special template
+  // on 910B, SetSpecialTilingForDs: a head core takes ceil(passes / blockDim) full passes of tileLen /
+  // row rows, the last core what is left): a core's rows are a multiple of a tile's, not ceil(rows /
+  // blockDim), and only the cores that get a pass run.  Off: rows spread evenly.
+  bool whole_passes_per_core = false;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

@@ -762,10 +762,14 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     // SetSpecialTilingForDs (the same file): UB filled first (16384 / H rows a pass,
     // MAX_ROW_LEN_SPECIAL), then the passes spread over as few cores as keep the most passes a
     // core the same: ceil(passes / ceil(passes / cores)) cores; DynamicQuantSingleRow's loop.
+    // A head core takes tmpR = ceil(passes / cores) whole passes (rowPerHeadCore = tmpR x
+    // maxHandleRowsPerUb), the last core the rows left (rowPerTailCore): 5 rows of 4096 are 4 + 1
+    // on two cores, not 3 + 2 (whole_passes_per_core).
     special = true;
     const int64_t per_pass = std::min<int64_t>(16384 / h, rows), passes = cdiv(rows, per_pass);
     k.baseline_tile = per_pass * h;
     k.baseline_block_dim = cdiv(passes, cdiv(passes, p.vector_cores));
+    k.whole_passes_per_core = true;
   } else {
     const int64_t max_ub_len =
         std::min<int64_t>((int64_t(p.ub) - 1024 - 3392) / (smooth ? 15 : 11) / 64 * 64, 255 * 64);
@@ -783,7 +787,13 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
       k.baseline_block_dim = std::max<int64_t>(1, rows / std::min(rows, max_ub_len / h));
     }
   }
-  quant_tail(k, p, int4, multi_row);
+  // The special template's 127 / max goes over its pass as the multi-row one's does (Brcb, Copy, Mul:
+  // dynamic_quant_single_row.h ProcessBf16 / ProcessFp16), no scalar round trip per row.
+  quant_tail(k, p, int4, multi_row || special);
+  // 910B's kernels narrow int8 as they do int4, in three casts: fp32 -> int32 (int16 in the multi-row
+  // and DB templates) with CAST_RINT, -> half, -> int8 with CAST_TRUNC (dynamic_quant.h Compute,
+  // dynamic_quant_db.h QuantizeRow, _multi_row.h ComputeQuantization, _single_row.h, _large_shape_opt.h).
+  if (!regbase(p) && !int4) k.elem_prog.push_back(cast_step(false));
   if (!regbase(p) && (multi_row || special)) {
     // 910B's multi-row and special templates (op_kernel/dynamic_quant_multi_row.h,
     // dynamic_quant_single_row.h) keep the row statistics in the vector unit: per row one Max over
@@ -795,6 +805,9 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
     k.row_prog.clear();
     k.row_loop_prog.push_back(api("Add"));  // Max: the Add class
     k.elem_prog.push_back(api("Adds"));     // the broadcast copy of the rows' scales
+    // The smooth scales copied over the pass's rows before their Mul (single_row.h: Copy, every pass;
+    // multi_row.h CopyInAndApplySmooth: BroadCast when the pass holds more than one row).
+    if (smooth && (special || std::min(rows, k.baseline_tile / k.unit_elems) > 1)) k.elem_prog.push_back(api("Adds"));
     k.baseline_buffer_num = 1;
     k.store_beside_load = true;
   }

@@ -79,11 +79,17 @@ class VecModel : public OpModel {
       units_vc = std::max<int64_t>(0, units_vc);
     }
     const int64_t units_ai = k.units - units_vc;
-    const int64_t cores = splitR ? bd : std::min<int64_t>(bd, units_ai);
+    int64_t cores = splitR ? bd : std::min<int64_t>(bd, units_ai);
     const int64_t vcores = std::min<int64_t>(vc, units_vc);
     int64_t units_core = splitR ? k.units : cdiv(units_ai, bd);
     if (!splitR && k.unit_group > 1 && cdiv(units_ai, k.unit_group) >= bd)
       units_core = cdiv(cdiv(units_ai, k.unit_group), bd) * k.unit_group;
+    if (!splitR && k.whole_passes_per_core && fits && units_ai > 0) {
+      // A core's rows are whole tiles of tile / row rows; the cores past the last pass stay idle.
+      const int64_t per_pass = k.unit_per_tile ? 1 : tile / row;
+      units_core = std::min(units_ai, cdiv(cdiv(units_ai, per_pass), bd) * per_pass);
+      cores = cdiv(units_ai, units_core);
+    }
     const CoreRun ai = run_core(units_core, row, splitR, fits, sweeps, tile, db, rate_, cores);
     const CoreRun vr = vcores > 0 ? run_core(cdiv(units_vc, vcores), row, false, fits, sweeps, tile, db, p.standalone_ddr_rate, vcores)
                                   : CoreRun{};
