@@ -329,7 +329,7 @@ struct FinalizeShape {
   bool skip1 = false, skip2 = false, bias = false, drop_pad = false;
 };
 
-// OptimizedCutH (tiling_membase.cpp lines 536-585): H cut in halves of whole 512-byte blocks, each loop
+// OptimizedCutH (tiling_membase.cpp lines 549-597): H cut in halves of whole 512-byte blocks, each loop
 // of rows in its slices, the skips, scales and expert ids double-buffered; the row indices in UB
 // (PrepareData, as the *_all_bias kernels).  0 loops: UB holds no row.
 FinalizeTiling finalize_network_910b(const FinalizeShape& s, int64_t ub, FinalizeTiling t) {
@@ -400,7 +400,8 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
          "[] for an absent one), got " + std::to_string(op.inputs.size()));
   const auto [rows, H] = rows_cols(op, op.inputs[0], kNames[0]);
   // k is scales' second dimension, 1 without scales (tiling_membase.cpp DoGetShapeAttrsInfo, lines
-  // 201-214); expert_idx, when given, is [tokens, k], and the bias needs it (lines 271-276).
+  // 201-214); expert_idx, when given, is [tokens, k]; the bias needs it and at least k rows (lines 274-320);
+  // skip2 needs skip1 (lines 254-259).
   const auto& eidx = op.inputs[6];
   const bool scaled = !op.inputs[5].empty(), bias = !op.inputs[4].empty();
   const auto [T, topk] = !eidx.empty() ? rows_cols(op, eidx, kNames[6])
@@ -409,7 +410,8 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
   const bool drop_pad = attr_flag(op, "drop_pad_mode");
   if (numel(input(op, 1, kNames[1])) != T * topk)
     fail(op.kind + ": expanded_row_idx " + shape_str(op.inputs[1]) + " must have tokens x k = " +
-         std::to_string(T * topk) + " entries (" + (eidx.empty() ? "scales " + shape_str(op.inputs[5]) : "expert_idx " + shape_str(eidx)) + ")");
+         std::to_string(T * topk) + " entries (" +
+         (eidx.empty() ? "scales " + shape_str(op.inputs[5]) : "expert_idx " + shape_str(eidx)) + ")");
   if (!drop_pad && rows < T * topk)
     fail(op.kind + ": expanded_x " + shape_str(op.inputs[0]) + " has fewer rows than tokens x k = " + std::to_string(T * topk));
   int skips = 0;
@@ -420,11 +422,13 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
     ++skips;
   }
   if (op.inputs[2].empty() && !op.inputs[3].empty())
-    fail(op.kind + ": skip2 " + shape_str(op.inputs[3]) + " is given without skip1 (CANN takes skip2 only beside skip1)");
+    fail(op.kind + ": skip2 " + shape_str(op.inputs[3]) +
+         " is given without skip1 (CANN takes skip2 only beside skip1)");
   if (bias && (op.inputs[4].size() != 2 || op.inputs[4][1] != H || op.inputs[4][0] < topk))
     fail(op.kind + ": bias " + shape_str(op.inputs[4]) + " must be [experts, H] with H = " + std::to_string(H) +
          " and experts >= k = " + std::to_string(topk));
-  if (bias && eidx.empty()) fail(op.kind + ": bias " + shape_str(op.inputs[4]) + " needs expert_idx (it picks the bias rows)");
+  if (bias && eidx.empty())
+    fail(op.kind + ": bias " + shape_str(op.inputs[4]) + " needs expert_idx (it picks the bias rows)");
   if (scaled && !eidx.empty() && op.inputs[5] != eidx)
     fail(op.kind + ": scales " + shape_str(op.inputs[5]) + " must have expert_idx's shape " + shape_str(eidx));
   if (!scaled && topk != 1)
@@ -438,7 +442,8 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
   if (c220(p)) {
     const auto dts = attr_strs(op, "input_dtypes");
     const int scale_ds = dts.size() > 5 && !dts[5].empty() ? dtype_size(dts[5]) : k.ds;
-    const FinalizeShape shape{T, H, topk, op.dtype, scale_ds, !op.inputs[2].empty(), !op.inputs[3].empty(), bias, drop_pad};
+    const FinalizeShape shape{T, H, topk, op.dtype, scale_ds, !op.inputs[2].empty(), !op.inputs[3].empty(),
+                              bias, drop_pad};
     const FinalizeTiling t = finalize_tiling_910b(shape, p);
     // 910B: CANN's kernel gathers a token's k rows two at a time (ops-transformer moe/
     // moe_finalize_routing_v2 @ c29bc10, op_kernel/moe_finalize_routing_v2_fp_db_all_bias.h Compute,
