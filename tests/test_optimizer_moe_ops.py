@@ -268,6 +268,66 @@ def test_finalize_routing_on_910b_follows_cann_template_choice():
     assert small_bf16 < 1.1 * small16
 
 
+def _cann_finalize_910b(T, H, k, dtype, skip1, skip2, bias, drop_pad=0, cores=48, ub=196608 - 1024):
+    """CANN's 910B MoeFinalizeRoutingV2 tiling (ops-transformer moe_finalize_routing_v2 @ c29bc10,
+    op_host/moe_finalize_routing_v2_tiling_membase.cpp CalcTilingData), scales of the data's dtype,
+    k <= 256: (usedCoreNum, template, H slices a token)."""
+    ds, b, s2 = (4 if dtype == "float32" else 2), int(bias), int(skip2)
+    core = math.ceil(T / cores)
+    used = min(math.ceil(T / core), cores)
+    h = math.ceil(H * ds / 32) * 32 // ds
+    k_bytes = math.ceil(k * 4 / 32) * 32 + math.ceil(k * ds / 32) * 32
+    big = 3 if dtype == "bfloat16" else 1
+    if H == 5120 and dtype == "float32" and skip1 and bias and k % 2 == 0 and drop_pad == 0:  # OptimizedCutH
+        nh = math.ceil(H * ds / 2 / 512) * 512 // ds
+        if (ub - 5 * nh * ds - math.ceil(core / 8) * 8 * k * 4) // (2 * (2 + s2) * nh * ds + 2 * k_bytes) > 0:
+            return used, "network", math.ceil(H / nh)
+    fixed = (b + 1) * h * ds * 2 * 3 if big == 3 else (b + 1) * h * ds * 2 + h * ds  # LoadBiasAndCalcTiling
+    row = (big * h * (1 + s2) + h) * ds
+    if (ub - fixed - math.ceil(core / 8) * 8 * k * 4) // (row + k_bytes) > 0:
+        return used, "all_bias", 1
+    row += 0 if big == 3 else h * ds  # LoadHKAndCalcTiling
+    if (ub - (b + 1) * h * ds * 2 * big) // (row + k_bytes) > 0:
+        return used, "load_hk", 1
+    unroll = 4 if k == 4 else 2  # CutH
+    parts = 3 + 3 * s2 + 1 + (b + 1) * unroll * 3 if big == 3 else 3 + s2 + (b + 1) * unroll
+    return used, "cut_h", math.ceil(H / ((ub - k_bytes) // parts // 32 * 32 // ds))
+
+
+def _finalize_case(T, H, k, dtype, skip1=True, skip2=True, bias=True, drop_pad=0):
+    x = [16, math.ceil(T * k / 16), H] if drop_pad else [T * k, H]
+    inputs = [x, [T * k], [T, H] if skip1 else [], [T, H] if skip2 else [], [16, H] if bias else [], [T, k], [T, k]]
+    attrs = {"drop_pad_mode": drop_pad}
+    tiling = an.baseline_tiling("MoeFinalizeRouting", inputs, dtype, SOC, attrs)
+    return tiling, an.estimate("MoeFinalizeRouting", inputs, dtype, SOC, tiling, attrs).time_us
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_finalize_routing_on_910b_follows_cann_tiling_on_a_grid(dtype):
+    # MoeFinalizeRoutingV2 takes the bias (and skip1, skip2) as optional inputs: without a bias CANN's
+    # UB budget holds no bias rows (biasIsNeedBuffer 0, the *_WITHOUT_BIAS keys).  Every case is
+    # launched on CANN's usedCoreNum cores.
+    for T, H, k, skips, bias in itertools.product([1, 49, 150, 4096], [128, 511, 5120, 7168, 16384], [1, 2, 3, 8],
+                                                  [(True, True), (True, False), (False, False)], [True, False]):
+        tiling, t = _finalize_case(T, H, k, dtype, *skips, bias=bias)
+        used, _, _ = _cann_finalize_910b(T, H, k, dtype, *skips, bias)
+        assert tiling["blockDim"] == used and t > 0, (T, H, k, skips, bias)
+    # Where the bias alone moves CANN to a slower template (bf16 H = 7168: CutH with it, a core's rows
+    # in UB without it), dropping it saves more than its rows' vector work.
+    if dtype == "bfloat16":
+        assert _cann_finalize_910b(150, 7168, 8, dtype, True, True, True)[1] == "cut_h"
+        assert _cann_finalize_910b(150, 7168, 8, dtype, True, True, False)[1] == "all_bias"
+        assert _finalize_case(150, 7168, 8, dtype)[1] > 1.25 * _finalize_case(150, 7168, 8, dtype, bias=False)[1]
+    # fp32 H = 5120 with skip1, bias and an even k takes the network template (OptimizedCutH): two H
+    # slices, each gathering the token's k rows again; drop_pad_mode 1 (or an odd k) keeps all_bias.
+    if dtype == "float32":
+        for k, network in [(2, True), (3, False)]:
+            assert (_cann_finalize_910b(150, 5120, k, dtype, True, False, True)[1] == "network") == network
+            ratio = _finalize_case(150, 5120, k, dtype, skip2=False)[1] / \
+                _finalize_case(150, 5120, k, dtype, skip2=False, drop_pad=1)[1]
+            assert ratio > 1.1 if network else ratio == pytest.approx(1, abs=0.02), k
+
+
 def _re_routing(inputs, soc=SOC):
     tiling = an.baseline_tiling("MoeReRouting", inputs, "float16", soc, {})
     est = an.estimate("MoeReRouting", inputs, "float16", soc, tiling, {})
@@ -385,6 +445,10 @@ def test_gcd_takes_integers_and_its_iterations():
      r"MoeFinalizeRouting: expanded_row_idx \[100\] must have tokens x k = 256"),
     ("MoeFinalizeRouting", [[256, 64], [256], [64, 64], [], [8, 64], [64, 2], [64, 4]], {},
      r"MoeFinalizeRouting: scales \[64, 2\] must have expert_idx's shape \[64, 4\]"),
+    ("MoeFinalizeRouting", [[256, 64], [256], [], [64, 64], [], [64, 4], [64, 4]], {},
+     r"MoeFinalizeRouting: skip2 \[64, 64\] is given without skip1"),
+    ("MoeFinalizeRouting", [[256, 64], [256], [64, 64], [], [8, 64], [64, 4], []], {},
+     r"MoeFinalizeRouting: bias \[8, 64\] needs expert_idx"),
     ("MoeReRouting", [[1024, 64], [8, 8], [1000]], {}, r"MoeReRouting: per_token_scales \[1000\]"),
     ("MoeReRouting", [[64, 16385], [4, 4], [64]], {}, r"MoeReRouting: tokens \[64, 16385\] has rows of 16385"),
     ("MhcSinkhorn", [[64, 4, 5]], {}, r"MhcSinkhorn: x \[64, 4, 5\] must end in a square matrix"),

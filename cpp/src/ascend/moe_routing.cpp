@@ -389,33 +389,62 @@ std::shared_ptr<OpModel> make_re_routing(const OpDesc& op, const Platform& p) {
 }
 
 // CANN's 910B tiling of MoeFinalizeRoutingV2 (ops-transformer moe/moe_finalize_routing_v2 @ c29bc10,
-// op_host/moe_finalize_routing_v2_tiling_membase.cpp, the template of every SoC but ASCEND910_95; its
-// fp32 H = 5120 network case, OptimizedCutH, is not told apart).  CalcTilingData gives a core
-// ceil(T / cores) tokens on ceil(T / that) cores, then takes the first template whose UB budget
-// (UB - 1 KB) holds a token: LoadBiasAndCalcTiling (the *_all_bias kernels), LoadHKAndCalcTiling
-// (fp_db, bf16), else CutH (one token a loop, in slices of normalH columns: *_cuth, *_cuth_k2,
-// *_cuth_k4).  bf16 buffers count 3x (cast to fp32).  The model requires the bias input.
+// op_host/moe_finalize_routing_v2_tiling_membase.cpp, the template of every SoC but ASCEND910_95).
+// CalcTilingData gives a core ceil(T / cores) tokens on ceil(T / that) cores, then takes the first
+// template whose UB budget (UB - 1 KB) holds a token: OptimizedCutH (the fp32 H = 5120 network case
+// with skip1 and bias, even k, drop_pad_mode 0: two H slices a loop of rows, *_cuth_k2_optimized),
+// LoadBiasAndCalcTiling (the *_all_bias kernels), LoadHKAndCalcTiling (fp_db, bf16), else CutH (one
+// token a loop, in slices of normalH columns: *_cuth, *_cuth_k2, *_cuth_k4).  bf16 buffers count 3x
+// (cast to fp32); an absent bias takes no buffer (biasIsNeedBuffer 0: the *_WITHOUT_BIAS keys).
 struct FinalizeTiling {
   int64_t cores = 1, tokens_core = 1;
   int64_t loops = 1;   // CopyIn -> Compute -> CopyOut rounds of the busiest core
-  int64_t slices = 1;  // H slices of a token (CutH)
+  int64_t slices = 1;  // H slices of a token (CutH, OptimizedCutH)
   int64_t rounds = 1;  // gather waits a token and slice (up to two gathered rows in flight)
   bool gm_index = false;  // reads expanded_row_idx from GM in scalar code (all but the *_all_bias kernels)
 };
 
-FinalizeTiling finalize_tiling_910b(int64_t T, int64_t H, int64_t topk, const std::string& dtype, int scale_ds,
-                                    bool skip2, const Platform& p) {
+struct FinalizeShape {
+  int64_t T = 1, H = 1, topk = 1;
+  std::string dtype;
+  int scale_ds = 2;
+  bool skip1 = false, skip2 = false, bias = false, drop_pad = false;
+};
+
+// OptimizedCutH (tiling_membase.cpp lines 549-597): H cut in halves of whole 512-byte blocks, each loop
+// of rows in its slices, the skips, scales and expert ids double-buffered; the row indices in UB
+// (PrepareData, as the *_all_bias kernels).  0 loops: UB holds no row.
+FinalizeTiling finalize_network_910b(const FinalizeShape& s, int64_t ub, FinalizeTiling t) {
+  const int64_t ds = dtype_size(s.dtype), s2 = s.skip2 ? 1 : 0;
+  const int64_t nh = cdiv(s.H * ds / 2, int64_t(512)) * 512 / ds;
+  const int64_t fixed = 2 * nh * ds * 2 + nh * ds;  // bias present, as the template requires
+  const int64_t row = (2 + s2) * nh * ds;
+  const int64_t k_bytes = align_up(s.topk * 4, 32) + align_up(s.topk * s.scale_ds, 32);
+  const int64_t rows = (ub - fixed - align_up(t.tokens_core, 8) * s.topk * 4) / (2 * row + 2 * k_bytes);
+  t.loops = 0;
+  if (rows <= 0) return t;
+  t.slices = cdiv(s.H, nh);
+  t.loops = cdiv(t.tokens_core, std::min(rows, t.tokens_core)) * t.slices;
+  return t;
+}
+
+FinalizeTiling finalize_tiling_910b(const FinalizeShape& s, const Platform& p) {
   FinalizeTiling t;
-  const int64_t ub = int64_t(p.ub) - 1024;
+  const int64_t ub = int64_t(p.ub) - 1024, T = s.T, H = s.H, topk = s.topk;
   t.tokens_core = cdiv(T, int64_t(p.vector_cores));
   t.cores = std::min<int64_t>(cdiv(T, t.tokens_core), p.vector_cores);
-  const int64_t ds = dtype_size(dtype), s2 = skip2 ? 1 : 0, big = dtype == "bfloat16" ? 3 : 1;
+  t.rounds = cdiv(topk, 2);
+  if (H == 5120 && s.dtype == "float32" && s.skip1 && s.bias && topk % 2 == 0 && !s.drop_pad) {
+    const FinalizeTiling n = finalize_network_910b(s, ub, t);
+    if (n.loops > 0) return n;
+  }
+  const int64_t ds = dtype_size(s.dtype), s2 = s.skip2 ? 1 : 0, b = s.bias ? 1 : 0;
+  const int64_t big = s.dtype == "bfloat16" ? 3 : 1;
   const int64_t h = align_up(H, 32 / ds);
   const int64_t kk = std::min<int64_t>(topk, 256);  // BOUND_K_V2: larger k is sliced
-  const int64_t k_bytes = align_up(kk * 4, 32) + align_up(kk * scale_ds, 32);  // a token's expert ids and scales
-  t.rounds = cdiv(topk, 2);
+  const int64_t k_bytes = align_up(kk * 4, 32) + align_up(kk * s.scale_ds, 32);  // a token's expert ids and scales
   if (topk <= 256) {  // LoadBiasAndCalcTiling
-    const int64_t fixed = big == 3 ? 2 * h * ds * 2 * 3 : 2 * h * ds * 2 + h * ds;
+    const int64_t fixed = big == 3 ? (b + 1) * h * ds * 2 * 3 : (b + 1) * h * ds * 2 + h * ds;
     const int64_t token = (big * h + big * h * s2 + h) * ds;
     const int64_t rows = (ub - fixed - align_up(t.tokens_core, 8) * topk * 4) / (token + k_bytes);
     if (rows > 0) {
@@ -424,7 +453,7 @@ FinalizeTiling finalize_tiling_910b(int64_t T, int64_t H, int64_t topk, const st
     }
   }
   t.gm_index = true;
-  const int64_t fixed = 2 * h * ds * 2 * big;  // LoadHKAndCalcTiling
+  const int64_t fixed = (b + 1) * h * ds * 2 * big;  // LoadHKAndCalcTiling
   const int64_t token = (big * h + big * h * s2 + h + (big == 3 ? 0 : h)) * ds;
   const int64_t rows = topk <= 256 ? (ub - fixed) / (k_bytes + token) : (ub - fixed - k_bytes) / token;
   if (rows > 0) {
@@ -432,7 +461,7 @@ FinalizeTiling finalize_tiling_910b(int64_t T, int64_t H, int64_t topk, const st
     return t;
   }
   const int64_t unroll = topk == 4 ? 4 : 2;  // CutH's rows in flight
-  const int64_t parts = big == 3 ? 3 + 3 * s2 + 1 + 2 * unroll * 3 : 3 + s2 + 2 * unroll;
+  const int64_t parts = big == 3 ? 3 + 3 * s2 + 1 + (b + 1) * unroll * 3 : 3 + s2 + (b + 1) * unroll;
   const int64_t normal_h = std::max<int64_t>(1, (ub - k_bytes) / parts / 32 * 32 / ds);
   t.slices = cdiv(H, normal_h);
   t.loops = t.tokens_core * t.slices;
@@ -452,12 +481,19 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
     fail(op.kind + ": expected 7 input shapes (expanded_x, expanded_row_idx, skip1, skip2, bias, scales, expert_idx; "
          "[] for an absent one), got " + std::to_string(op.inputs.size()));
   const auto [rows, H] = rows_cols(op, op.inputs[0], kNames[0]);
+  // k is scales' second dimension, 1 without scales (tiling_membase.cpp DoGetShapeAttrsInfo, lines
+  // 201-214); expert_idx, when given, is [tokens, k]; the bias needs it and at least k rows (lines 274-320);
+  // skip2 needs skip1 (lines 254-259).
   const auto& eidx = op.inputs[6];
-  const auto [T, topk] = rows_cols(op, eidx, kNames[6]);
+  const bool scaled = !op.inputs[5].empty(), bias = !op.inputs[4].empty();
+  const auto [T, topk] = !eidx.empty() ? rows_cols(op, eidx, kNames[6])
+                         : scaled      ? rows_cols(op, op.inputs[5], kNames[5])
+                                       : std::pair<int64_t, int64_t>{numel(input(op, 1, kNames[1])), 1};
   const bool drop_pad = attr_flag(op, "drop_pad_mode");
   if (numel(input(op, 1, kNames[1])) != T * topk)
     fail(op.kind + ": expanded_row_idx " + shape_str(op.inputs[1]) + " must have tokens x k = " +
-         std::to_string(T * topk) + " entries (expert_idx " + shape_str(eidx) + ")");
+         std::to_string(T * topk) + " entries (" +
+         (eidx.empty() ? "scales " + shape_str(op.inputs[5]) : "expert_idx " + shape_str(eidx)) + ")");
   if (!drop_pad && rows < T * topk)
     fail(op.kind + ": expanded_x " + shape_str(op.inputs[0]) + " has fewer rows than tokens x k = " + std::to_string(T * topk));
   int skips = 0;
@@ -467,11 +503,19 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
       fail(op.kind + ": " + kNames[i] + " " + shape_str(op.inputs[i]) + " must be [tokens, H] = " + shape_str({T, H}));
     ++skips;
   }
-  if (op.inputs[4].empty() || op.inputs[4].size() != 2 || op.inputs[4][1] != H)
-    fail(op.kind + ": bias " + shape_str(op.inputs[4]) + " must be [experts, H] with H = " + std::to_string(H));
-  const bool scaled = !op.inputs[5].empty();
-  if (scaled && op.inputs[5] != eidx)
+  if (op.inputs[2].empty() && !op.inputs[3].empty())
+    fail(op.kind + ": skip2 " + shape_str(op.inputs[3]) +
+         " is given without skip1 (CANN takes skip2 only beside skip1)");
+  if (bias && (op.inputs[4].size() != 2 || op.inputs[4][1] != H || op.inputs[4][0] < topk))
+    fail(op.kind + ": bias " + shape_str(op.inputs[4]) + " must be [experts, H] with H = " + std::to_string(H) +
+         " and experts >= k = " + std::to_string(topk));
+  if (bias && eidx.empty())
+    fail(op.kind + ": bias " + shape_str(op.inputs[4]) + " needs expert_idx (it picks the bias rows)");
+  if (scaled && !eidx.empty() && op.inputs[5] != eidx)
     fail(op.kind + ": scales " + shape_str(op.inputs[5]) + " must have expert_idx's shape " + shape_str(eidx));
+  if (!scaled && topk != 1)
+    fail(op.kind + ": expert_idx " + shape_str(eidx) + " picks k = " + std::to_string(topk) +
+         " rows a token but scales is absent (CANN then takes k = 1: give scales [tokens, k])");
   VecKernel k = start_kernel(op, p, op.kind);
   k.units = T;
   k.unit_elems = H;
@@ -480,7 +524,9 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
   if (c220(p)) {
     const auto dts = attr_strs(op, "input_dtypes");
     const int scale_ds = dts.size() > 5 && !dts[5].empty() ? dtype_size(dts[5]) : k.ds;
-    const FinalizeTiling t = finalize_tiling_910b(T, H, topk, op.dtype, scale_ds, !op.inputs[3].empty(), p);
+    const FinalizeShape shape{T, H, topk, op.dtype, scale_ds, !op.inputs[2].empty(), !op.inputs[3].empty(),
+                              bias, drop_pad};
+    const FinalizeTiling t = finalize_tiling_910b(shape, p);
     // 910B: CANN's kernel gathers a token's k rows two at a time (ops-transformer moe/
     // moe_finalize_routing_v2 @ c29bc10, op_kernel/moe_finalize_routing_v2_fp_db_all_bias.h Compute,
     // lines 363-495, and *_bf16_all_bias.h lines 418-567: ping (Db0) and pong (Db1) loads in flight
@@ -502,18 +548,22 @@ std::shared_ptr<OpModel> make_finalize_routing(const OpDesc& op, const Platform&
     const int64_t gm_waits = t.loops - 1 + (t.gm_index ? 1 : 0);
     k.fixed_us += double(gm_waits) * mte2_head(int(t.cores), false) / p.freq_mhz;
   }
-  k.in_bytes = double(topk + skips) * k.ds + (double(topk) * (scaled ? 8 : 4) + 4 * topk) / double(H);
+  // A token's k scales, k expert ids (with the bias) and k row indices, 4 bytes each, beside its rows.
+  const double index_bytes = 4.0 * double(topk) * (1 + (scaled ? 1 : 0) + (eidx.empty() ? 0 : 1));
+  k.in_bytes = double(topk + skips) * k.ds + index_bytes / double(H);
   k.out_bytes = k.ds;
   k.run_in = double(H) * k.ds;  // one gathered row per copy
-  k.in_streams = int(2 * topk + skips);  // the bias rows pass through UB too
+  k.in_streams = int((bias ? 2 : 1) * topk + skips);  // the bias rows pass through UB too
   k.ub_buffers = k.in_streams + 1;
   std::vector<VecStep> body;
+  // + bias (without one, fp_db_all_bias.h Compute's Adds of 0 in its place), * scale, accumulate.
   for (int64_t j = 0; j < topk; ++j)
-    for (const char* a : {"Add", "Muls", "Add"}) body.push_back(f32(a));  // + bias, * scale, accumulate
+    for (const char* a : {bias ? "Add" : "Adds", "Muls", "Add"}) body.push_back(f32(a));
   for (int s = 0; s < skips; ++s) body.push_back(f32("Add"));
   cast_around(k, op.dtype, body);
   k.temp_fp32 = 2;
-  k.unique_bytes = (double(T * topk) + skips * T) * H * k.ds + double(numel(op.inputs[4])) * k.ds + double(T) * H * k.ds;
+  k.unique_bytes = (double(T * topk) + skips * T) * H * k.ds + (bias ? double(numel(op.inputs[4])) : 0.0) * k.ds +
+                   double(T) * H * k.ds;
   k.flops = double(T) * H * double(body.size());
   return make_vec_model(k, p);
 }
