@@ -246,6 +246,19 @@ def test_foreach_on_910b_follows_canns_tensor_list_split(op):
         assert an.baseline_tiling(op, [[5]] * 3, "float32", SOC, {"tensor_count": 3})["blockDim"] == 3
 
 
+def test_apply_adam_w_on_910b_takes_the_tbe_elementwise_cores():
+    # 910B's ApplyAdamW is CANN's TBE kernel; its block tiling (canndev op_tiling/elewise_v3.cc
+    # CalcMultiCore, DoBlockTiling): one core below 2 x 48 32-byte blocks, else ceil(n / 48) rounded
+    # up to 128 elements a core (1600 bf16 elements: 13 cores; 10000: 40), not min(48, n).
+    for dtype, ds in (("float32", 4), ("bfloat16", 2)):
+        for n in (100, 1000, 1600, 5000, 10000, 99999, 1000003):
+            share = -(-(-(-n // 48)) // 128) * 128
+            want = 1 if n < 32 // ds * 48 * 2 else -(-n // share)
+            for amsgrad in (0, 1):
+                t = an.baseline_tiling("ApplyAdamW", [[n]] * (4 + amsgrad), dtype, SOC, {"amsgrad": amsgrad})
+                assert t["blockDim"] == want, (dtype, n, amsgrad)
+
+
 def test_foreach_addcdiv_on_910b_casts_16_bit_tiles_in_pieces():
     # CANN's 910B kernel computes a 16-bit tile in fp32 pieces of (UB - 3056) / 10 / 8 / 4 elements
     # (592; foreach_addcdiv_scalar.cpp AddcDivScalarAdapter), six vector calls a piece each behind a

@@ -9,8 +9,10 @@
 // min(vector cores, total elements / 32-byte block), the elements of all tensors split evenly
 // between the cores, and a UB tile of the whole UB divided by the queues (double-buffered;
 // 16-bit data first divided by 10 for its fp32 casts): the largest tile UB holds
-// (VecKernel::baseline_max_tile).  ApplyAdamW's tiling (ops-nn optim/apply_adam_w*) is the
-// elementwise scheduler of the same shape; we take the same rule for it and Gcd (assumed).
+// (VecKernel::baseline_max_tile).  ApplyAdamW on 910B is CANN's TBE elementwise kernel (its cores:
+// tbe_elewise_cores; its UB tile, from the DSL schedule's coexisting buffers, is not transcribed:
+// the largest UB holds stands for it), on the other SoCs the elementwise scheduler of the same
+// shape; Gcd takes the same rule (assumed).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -236,6 +238,19 @@ std::shared_ptr<OpModel> make_foreach_norm(const OpDesc& op, const Platform& p) 
   return make_vec_model(k, p);
 }
 
+// 910B runs ApplyAdamW as a TBE elementwise kernel: hicann/ops-nn @ e5c3fa93 builds its Ascend C
+// optim/apply_adam_w for ascend950 only (op_host/apply_adam_w_def.cpp), and experimental/optim/
+// apply_adam_w (ascend910b) only with build.sh --experimental, so CANN's built-in package keeps the
+// TBE one (CANN 8.1.RC1 opp tbe/impl/dynamic/apply_adam_w.py, ascend910b config apply_adam_w.json).
+// Its runtime block tiling (canndev ops/built-in/op_tiling/elewise_v3.cc CalcMultiCore and
+// DoBlockTiling, public mirror dengguojie/vue-element-admin @ 62c5a7f2; ASSUMED unchanged since):
+// one core below 2 x cores 32-byte blocks of output, else a core share of ceil(n / cores) rounded up
+// to 128 elements (ELEWISE_REPEAT_NUMS) and ceil(n / share) cores; the cores are the AIVs (assumed).
+int64_t tbe_elewise_cores(int64_t n, int ds, int64_t cores) {
+  if (n < 32 / ds * cores * 2) return 1;
+  return cdiv(n, cdiv(cdiv(n, cores), 128) * 128);
+}
+
 // AdamW on var, m, v with grad (torch_npu.npu_apply_adam_w order; max_grad_norm, the fifth
 // input, only with amsgrad): var, m and v are written back.  Per element, in fp32:
 //   var *= 1 - lr wd;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
@@ -268,6 +283,7 @@ std::shared_ptr<OpModel> make_adamw(const OpDesc& op, const Platform& p) {
   k.temp_fp32 = 2;
   k.fixed_us = kAdamWSetupCycles / p.freq_mhz;
   k.flops = double(apis.size()) * double(n);
+  if (c220(p)) k.baseline_block_dim = tbe_elewise_cores(n, k.ds, p.vector_cores);
   return make_vec_model(k, p);
 }
 
