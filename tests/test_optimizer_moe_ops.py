@@ -213,6 +213,79 @@ def test_foreach_addcdiv_on_910b_loads_computes_and_stores_a_tile_in_turn():
     assert tiny["blockDim"] == 13
 
 
+def _cann_foreach_split(counts, ds, reduce, cores=48):
+    """CANN's 910B split of a tensor list (hicann/ops-nn @ e5c3fa93, foreach_utils/op_host/
+    foreach_tiling_class.h GetNeedCoreNum + AssignDataToEachCore; ForeachNorm's
+    foreach_reduce_tiling_func.cpp, each tensor rounded up to 32-byte blocks, walked tensor by
+    tensor as its AssignDataToEachCore does).  Returns needCoreNum and each core's parts."""
+    epb = 32 // ds
+    blocks = sum(-(-n // epb) for n in counts) if reduce else -(-sum(counts) // epb)
+    need = min(cores, max(1, blocks))
+    per, rem = blocks // need * epb, blocks % need
+    parts, core, data, cursor, i = [[] for _ in range(need)], 0, 0, 0, 0
+    while i < len(counts):
+        share = per + epb if core < rem else per
+        real = counts[i] - cursor
+        span = -(-real // epb) * epb if reduce else real
+        if core == need - 1 or data + span < share:  # the rest of tensor i stays on this core
+            parts[core].append(real)
+            data, cursor, i = data + span, 0, i + 1
+            continue
+        take = real if reduce and data + real < share else share - data
+        parts[core].append(take)
+        cursor, data, core = cursor + take, 0, core + 1
+        if cursor >= counts[i]:
+            cursor, i = 0, i + 1
+    return need, [p for p in parts if p]
+
+
+@pytest.mark.parametrize("op", ["ForeachAddcdivScalar", "ForeachNorm"])
+def test_foreach_on_910b_follows_canns_tensor_list_split(op):
+    # CANN's 910B foreach kernels give each core an even share of the list's 32-byte blocks across
+    # tensor boundaries and loop over the core's part of each tensor on its own (kernel_foreach_unary.h
+    # Process / SingleTensorProcess, foreach_norm.h Process): a core's tiles are the sum over its parts
+    # of ceil(part / maxDataCount), and each part after the first waits a load and a store.  The model
+    # takes CANN's cores and UB tile, and prices the same total elements higher where CANN's busiest
+    # core loops more (the old model: one even share, the same time for any list).
+    reduce = op == "ForeachNorm"
+    for dtype, ds in (("float32", 4), ("bfloat16", 2)):
+        ub = (196608 - 4496 - 16384) // (10 if ds == 2 else 1) // 2 if reduce else \
+            (196608 - 3056) // (10 if ds == 2 else 1) // 8
+        rnd = 64 if (ds == 2 and (not reduce or dtype == "bfloat16")) else 32
+        tile = (9 * (ub // rnd * rnd) if ds == 2 else ub // rnd * rnd) // ds
+        total = 48 * 2000  # few tiles a core: its loop, not HBM, bounds the time
+        rows = []
+        for count in (1, 3, 16, 50, 200):
+            counts = [total // count] * count
+            need, parts = _cann_foreach_split(counts, ds, reduce)
+            inputs = [[n] for n in counts] * (1 if reduce else 3)
+            attrs = {"tensor_count": count, **({"norm_type": 2} if reduce else {})}
+            base = an.baseline_tiling(op, inputs, dtype, SOC, attrs)
+            assert (base["blockDim"], base["tileLen"]) == (need, tile), (op, dtype, count)
+            loops = max(sum(-(-x // tile) for x in p) for p in parts)
+            most = max(len(p) for p in parts)
+            rows.append((loops, most, an.estimate(op, inputs, dtype, SOC, base, attrs).time_us, count))
+        for a, b in itertools.combinations(sorted(rows), 2):
+            if b[0] > a[0] and b[1] > a[1]:
+                assert b[2] > a[2], (op, dtype, a, b)
+    # Tiny lists: the norm's cores count each tensor's own blocks (3 x 5 fp32 elements: 3 cores).
+    if reduce:
+        assert an.baseline_tiling(op, [[5]] * 3, "float32", SOC, {"tensor_count": 3})["blockDim"] == 3
+
+
+def test_apply_adam_w_on_910b_takes_the_tbe_elementwise_cores():
+    # 910B's ApplyAdamW is CANN's TBE kernel; its block tiling (canndev op_tiling/elewise_v3.cc
+    # CalcMultiCore, DoBlockTiling): one core below 2 x 48 32-byte blocks, else ceil(n / 48) rounded
+    # up to 128 elements a core (1600 bf16 elements: 13 cores; 10000: 40), not min(48, n).
+    for dtype, ds in (("float32", 4), ("bfloat16", 2)):
+        for n in (100, 1000, 1600, 5000, 10000, 99999, 1000003):
+            share = -(-(-(-n // 48)) // 128) * 128
+            want = 1 if n < 32 // ds * 48 * 2 else -(-n // share)
+            for amsgrad in (0, 1):
+                t = an.baseline_tiling("ApplyAdamW", [[n]] * (4 + amsgrad), dtype, SOC, {"amsgrad": amsgrad})
+                assert t["blockDim"] == want, (dtype, n, amsgrad)
+
+
 def test_foreach_addcdiv_on_910b_casts_16_bit_tiles_in_pieces():
     # CANN's 910B kernel computes a 16-bit tile in fp32 pieces of (UB - 3056) / 10 / 8 / 4 elements
     # (592; foreach_addcdiv_scalar.cpp AddcDivScalarAdapter), six vector calls a piece each behind a

@@ -195,6 +195,16 @@ struct VecKernel {
   // row rows, the last core what is left): a core's rows are a multiple of a tile's, not ceil(rows /
   // blockDim), and only the cores that get a pass run.  Off: rows spread evenly.
   bool whole_passes_per_core = false;
+  // Tensor-list kernels (opt-in: optimizer.cpp's Foreach* on 910B; units = the list's elements,
+  // unit_elems 1): the elements of each tensor, in list order.  The cores take even shares of the
+  // list's 32-byte blocks, a share crossing tensor boundaries, and loop over their part of each
+  // tensor on its own (a tile never holds two tensors), so a core's tiles are the sum over its
+  // parts.  list_block_align: every tensor starts on a block of its own (the share counts its
+  // blocks rounded up).  part_cycles: the scalar cycles of each part after a core's first (its
+  // addresses, its partial result), not overlapped.
+  std::vector<int64_t> list_elems;
+  bool list_block_align = false;
+  double part_cycles = 0;
 };
 
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.

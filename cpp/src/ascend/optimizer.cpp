@@ -9,8 +9,10 @@
 // min(vector cores, total elements / 32-byte block), the elements of all tensors split evenly
 // between the cores, and a UB tile of the whole UB divided by the queues (double-buffered;
 // 16-bit data first divided by 10 for its fp32 casts): the largest tile UB holds
-// (VecKernel::baseline_max_tile).  ApplyAdamW's tiling (ops-nn optim/apply_adam_w*) is the
-// elementwise scheduler of the same shape; we take the same rule for it and Gcd (assumed).
+// (VecKernel::baseline_max_tile).  ApplyAdamW on 910B is CANN's TBE elementwise kernel (its cores:
+// tbe_elewise_cores; its UB tile, from the DSL schedule's coexisting buffers, is not transcribed:
+// the largest UB holds stands for it), on the other SoCs the elementwise scheduler of the same
+// shape; Gcd takes the same rule (assumed).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -62,8 +64,8 @@ VecKernel streaming(const OpDesc& op, const Platform& p, int64_t n, int in, int 
 
 // The lists of a Foreach operator: `lists` lists of `count` tensors each, flattened into
 // op.inputs list after list ("tensor_count" gives the list length).  Tensor i of every list
-// must have the shape of tensor i of the first.  Returns the total elements of one list.
-int64_t foreach_lists(const OpDesc& op, int lists, const std::vector<std::string>& names) {
+// must have the shape of tensor i of the first.  Returns the elements of each tensor of a list.
+std::vector<int64_t> foreach_lists(const OpDesc& op, int lists, const std::vector<std::string>& names) {
   const int64_t n_in = int64_t(op.inputs.size());
   const int64_t count = attr_int(op, "tensor_count", n_in / lists);
   if (count < 1 || count * lists != n_in) {
@@ -73,7 +75,7 @@ int64_t foreach_lists(const OpDesc& op, int lists, const std::vector<std::string
          " list(s) (" + all + ") of tensor_count = " + std::to_string(count) +
          " tensors: the lists must have the same length");
   }
-  int64_t total = 0;
+  std::vector<int64_t> elems;
   for (int64_t i = 0; i < count; ++i) {
     const auto& first = op.inputs[size_t(i)];
     check_shape(first, op.kind + " " + names[0] + "[" + std::to_string(i) + "]");
@@ -84,9 +86,33 @@ int64_t foreach_lists(const OpDesc& op, int lists, const std::vector<std::string
         fail(op.kind + ": " + names[size_t(l)] + "[" + std::to_string(i) + "] has shape " + shape_str(s) + ", " +
              names[0] + "[" + std::to_string(i) + "] " + shape_str(first) + " (the lists' tensors must match)");
     }
-    total += numel(first);
+    elems.push_back(numel(first));
   }
-  return total;
+  return elems;
+}
+
+int64_t total_elems(const std::vector<int64_t>& elems) {
+  int64_t n = 0;
+  for (int64_t e : elems) n += e;
+  return n;
+}
+
+// [G] The latency a tensor part's first tile waits beyond its bytes on CANN's 910B foreach kernels:
+// its loads wait for the previous store (MTE3 -> MTE2: foreach_norm.h SingleTensorProcess lines
+// 364-366 after the part's partial sum, foreach_one_scalar_quaternary_implict_output.h Compute
+// lines 107-109 after each tile), so a part pays a load's and a store's start, GE's one-core MTE2
+// head and its MTE3 head (common.hpp).  Its four tensor addresses (GetTensorAddr, lines 217-220)
+// are scalar GM reads we do not charge (no source for their latency).
+double foreach_part_cycles() { return mte2_head(1, false) + kMte3Head; }
+
+// CANN's 910B foreach kernels loop tensor by tensor (ops-nn kernel_foreach_unary.h Process and
+// SingleTensorProcess, foreach_norm.h Process: a tile per maxDataCount of a core's part of each
+// tensor, no tile across two tensors) over the split of foreach_tiling_class.h AssignDataToEachCore
+// (ForeachNorm's foreach_reduce_tiling_func.cpp: every tensor rounded up to whole 32-byte blocks).
+void foreach_c220_list(VecKernel& k, const std::vector<int64_t>& elems, bool block_align) {
+  k.list_elems = elems;
+  k.list_block_align = block_align;
+  k.part_cycles = foreach_part_cycles();
 }
 
 // CANN's foreach tilings size their UB tiles alike (ops-nn foreach_tiling_class.h DivideUbMemory1,
@@ -139,13 +165,14 @@ void cann_c220_addcdiv_loop(VecKernel& k, const Platform& p) {
 // y_i = x1_i + scalar * x2_i / x3_i over every tensor of the three lists.
 std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
   need_float(op);
-  const int64_t n = foreach_lists(op, 3, {"x1", "x2", "x3"});
+  const auto elems = foreach_lists(op, 3, {"x1", "x2", "x3"});
+  const int64_t n = total_elems(elems);
   VecKernel k = streaming(op, p, n, 3, 1);
   add_fp32_steps(k.elem_prog, op.dtype, {"Div", "Muls", "Add"}, 3, 1);
   k.temp_fp32 = k.ds == 4 ? 0 : 3;  // the fp32 copies of the three inputs
   k.fixed_us = kAddcdivSetupCycles / p.freq_mhz;
   k.flops = 3.0 * double(n);
-  if (c220(p)) cann_c220_addcdiv_loop(k, p);
+  if (c220(p)) cann_c220_addcdiv_loop(k, p), foreach_c220_list(k, elems, false);
   return make_vec_model(k, p);
 }
 
@@ -164,10 +191,25 @@ std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
 // at Platform::vec_row_cycles a wait it overshot the fit half (when tried, issue 48 round 5: the
 // 4 x [255, 8193] record 0.90 -> 1.24 of measured, against 1.04 without it), so a wait there costs
 // less; no source says how much.
-void cann_c220_norm_loop(VecKernel& k, const Platform& p) {
+// The cores (foreach_reduce_tiling_func.cpp GetNeedCoreNum): min(vector cores, the list's
+// 32-byte blocks, each tensor's rounded up), each core's part of a tensor reduced on its own
+// (foreach_c220_list).  The fp32 copies of a 16-bit tile are a piece's (float32Queue, 2 x
+// inputsTensorUbSize bytes; the accumulator is calcBuf's few bytes): no tile-sized fp32 buffer.
+// After a SyncAll, stage 2 (Process, lines 273-290) gives core c the tensors c, c + needCoreNum,
+// ...: each loads its partials, reduces them and stores the norm in turn (MTE3 -> MTE2 wait), a
+// load's and a store's start per round (foreach_part_cycles); the first round is in
+// kNormSetupCycles' fit.
+void cann_c220_norm_loop(VecKernel& k, const Platform& p, const std::vector<int64_t>& elems) {
   const int64_t in_ub = foreach_ub_size(int64_t(p.ub) - 4496 - 16384, k.ds, 2, k.dtype == "bfloat16" ? 64 : 32);
   k.baseline_tile = foreach_tile_elems(in_ub, k.ds);
   k.baseline_buffer_num = 1;
+  k.temp_fp32 = 0;
+  int64_t blocks = 0;
+  for (int64_t e : elems) blocks += cdiv(e, 32 / k.ds);
+  const int64_t need = std::max<int64_t>(1, std::min<int64_t>(p.vector_cores, blocks));
+  k.baseline_block_dim = need;
+  k.fixed_us += double(cdiv(int64_t(elems.size()), need) - 1) * foreach_part_cycles() / p.freq_mhz;
+  foreach_c220_list(k, elems, true);
 }
 
 // The p-norm of each tensor of a list: every element is read once, |x| (|x|^2, |x|^p) of each
@@ -177,7 +219,8 @@ void cann_c220_norm_loop(VecKernel& k, const Platform& p) {
 // (infinity) or 3 (any other p: |x|^p = exp(p ln |x|), Ln costed as Exp as in common.cpp's Pow).
 std::shared_ptr<OpModel> make_foreach_norm(const OpDesc& op, const Platform& p) {
   need_float(op);
-  const int64_t n = foreach_lists(op, 1, {"x"});
+  const auto elems = foreach_lists(op, 1, {"x"});
+  const int64_t n = total_elems(elems);
   const int64_t norm = attr_int(op, "norm_type", 1);
   std::vector<const char*> apis;
   if (norm == 1 || norm == 0) apis = {"Adds", "WholeReduceSum"};  // Abs (a scalar-operand op), reduce
@@ -191,8 +234,21 @@ std::shared_ptr<OpModel> make_foreach_norm(const OpDesc& op, const Platform& p) 
   k.fixed_us = kNormSetupCycles / p.freq_mhz;
   k.unique_bytes = double(n) * k.ds;
   k.flops = double(apis.size()) * double(n);
-  if (c220(p) && (norm == 1 || norm == 2)) cann_c220_norm_loop(k, p);  // inf and other p: LpNormV2 (records.py)
+  if (c220(p) && (norm == 1 || norm == 2)) cann_c220_norm_loop(k, p, elems);  // inf and other p: LpNormV2 (records.py)
   return make_vec_model(k, p);
+}
+
+// 910B runs ApplyAdamW as a TBE elementwise kernel: hicann/ops-nn @ e5c3fa93 builds its Ascend C
+// optim/apply_adam_w for ascend950 only (op_host/apply_adam_w_def.cpp), and experimental/optim/
+// apply_adam_w (ascend910b) only with build.sh --experimental, so CANN's built-in package keeps the
+// TBE one (CANN 8.1.RC1 opp tbe/impl/dynamic/apply_adam_w.py, ascend910b config apply_adam_w.json).
+// Its runtime block tiling (canndev ops/built-in/op_tiling/elewise_v3.cc CalcMultiCore and
+// DoBlockTiling, public mirror dengguojie/vue-element-admin @ 62c5a7f2; ASSUMED unchanged since):
+// one core below 2 x cores 32-byte blocks of output, else a core share of ceil(n / cores) rounded up
+// to 128 elements (ELEWISE_REPEAT_NUMS) and ceil(n / share) cores; the cores are the AIVs (assumed).
+int64_t tbe_elewise_cores(int64_t n, int ds, int64_t cores) {
+  if (n < 32 / ds * cores * 2) return 1;
+  return cdiv(n, cdiv(cdiv(n, cores), 128) * 128);
 }
 
 // AdamW on var, m, v with grad (torch_npu.npu_apply_adam_w order; max_grad_norm, the fifth
@@ -215,7 +271,9 @@ std::shared_ptr<OpModel> make_adamw(const OpDesc& op, const Platform& p) {
       fail(op.kind + ": " + kNames[i] + " has shape " + shape_str(op.inputs[i]) + ", var " + shape_str(var) +
            " (AdamW's tensors must have one shape)");
   const int64_t n = numel(var);
-  const int in = int(want), out = amsgrad ? 4 : 3;
+  // var, m and v are written back; max_grad_norm is only read, amsgrad or not (CANN 8.1.RC1 opp
+  // tbe/impl/dynamic/apply_adam_w.py apply_adam_w_compute returns [var, m, v]).
+  const int in = int(want), out = 3;
   VecKernel k = streaming(op, p, n, in, out);
   std::vector<const char*> apis = {"Muls", "Muls", "Muls", "Add", "Mul", "Muls", "Muls", "Add",
                                    "Sqrt", "Muls", "Adds", "Div", "Muls", "Add"};
@@ -225,6 +283,7 @@ std::shared_ptr<OpModel> make_adamw(const OpDesc& op, const Platform& p) {
   k.temp_fp32 = 2;
   k.fixed_us = kAdamWSetupCycles / p.freq_mhz;
   k.flops = double(apis.size()) * double(n);
+  if (c220(p)) k.baseline_block_dim = tbe_elewise_cores(n, k.ds, p.vector_cores);
   return make_vec_model(k, p);
 }
 

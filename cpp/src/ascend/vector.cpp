@@ -32,6 +32,33 @@ void add_value(std::vector<int64_t>& values, int64_t v) {
   std::sort(values.begin(), values.end());
 }
 
+// CANN's split of a tensor list over `cores` cores (hicann/ops-nn @ e5c3fa93,
+// foreach/foreach_utils/op_host: foreach_tiling_class.h GetNeedCoreNum / AssignDataToEachCore,
+// foreach_reduce_tiling_func.cpp the same with every tensor rounded up to whole 32-byte blocks):
+// no more cores than blocks, core c takes blocks / cores blocks (one more while c < blocks % cores)
+// of the list laid end to end, the last core the rest.  Returns each used core's part of every
+// tensor it touches (cores whose share is padding alone: none).
+std::vector<std::vector<int64_t>> list_shares(const VecKernel& k, int64_t cores) {
+  const int64_t epb = 32 / k.ds;
+  int64_t blocks = 0, total = 0;
+  for (int64_t n : k.list_elems) blocks += cdiv(n, epb), total += n;
+  if (!k.list_block_align) blocks = cdiv(total, epb);
+  cores = std::max<int64_t>(1, std::min(cores, blocks));
+  const int64_t per = blocks / cores, rem = blocks % cores;
+  std::vector<std::vector<int64_t>> parts(static_cast<size_t>(cores));
+  int64_t c = 0, end = (per + (rem > 0)) * epb, off = 0;
+  for (int64_t n : k.list_elems) {
+    for (int64_t pos = off; pos < off + n;) {
+      while (c < cores - 1 && pos >= end) ++c, end += (per + (c < rem)) * epb;
+      const int64_t hi = c == cores - 1 ? off + n : std::min(off + n, end);
+      parts[size_t(c)].push_back(hi - pos);
+      pos = hi;
+    }
+    off += k.list_block_align ? cdiv(n, epb) * epb : n;
+  }
+  return parts;
+}
+
 class VecModel : public OpModel {
  public:
   VecModel(const VecKernel& k, const Platform& p) : k_(k), p_(p) {
@@ -90,7 +117,8 @@ class VecModel : public OpModel {
       units_core = std::min(units_ai, cdiv(cdiv(units_ai, per_pass), bd) * per_pass);
       cores = cdiv(units_ai, units_core);
     }
-    const CoreRun ai = run_core(units_core, row, splitR, fits, sweeps, tile, db, rate_, cores);
+    const CoreRun ai = k.list_elems.empty() ? run_core(units_core, row, splitR, fits, sweeps, tile, db, rate_, cores)
+                                            : run_list(cores, tile, db);
     const CoreRun vr = vcores > 0 ? run_core(cdiv(units_vc, vcores), row, false, fits, sweeps, tile, db, p.standalone_ddr_rate, vcores)
                                   : CoreRun{};
     double core_cycles = ai.cycles;
@@ -141,13 +169,34 @@ class VecModel : public OpModel {
     double reread_ch = 0;  // of read_ch: the 2nd and later sweeps over a row (L2 hits when the rows fit L2)
     double bcast = 0;      // GM bytes of the broadcast operands (bcast_reload_units: once per that many rows)
   };
+  // A tensor-list kernel (VecKernel::list_elems): the slowest of the cores CANN's split gives
+  // work to; `cores` becomes the number of cores the split uses.
+  CoreRun run_list(int64_t& cores, int64_t tile, int64_t db) const {
+    const auto shares = list_shares(k_, cores);
+    cores = int64_t(shares.size());
+    CoreRun worst;
+    for (const auto& parts : shares) {
+      if (parts.empty()) continue;
+      int64_t elems = 0;
+      for (int64_t e : parts) elems += e;
+      const CoreRun c = run_core(elems, 1, false, true, 1, tile, db, rate_, cores, &parts);
+      if (c.cycles > worst.cycles) worst = c;
+    }
+    return worst;
+  }
+
+  // `parts` (tensor-list kernels): the core's part of each tensor it touches, tiled one by one.
   CoreRun run_core(int64_t units_core, int64_t row, bool splitR, bool fits, int sweeps, int64_t tile, int64_t db,
-                   double rate, int64_t cores) const {
+                   double rate, int64_t cores, const std::vector<int64_t>* parts = nullptr) const {
     const Platform& p = p_;
     const VecKernel& k = k_;
     CoreRun c;
     const int64_t rows_per_tile = fits ? (k.unit_per_tile ? 1 : tile / row) : 1;
-    const int64_t tiles = fits ? cdiv(units_core, rows_per_tile) : units_core * cdiv(row, tile);
+    int64_t tiles = fits ? cdiv(units_core, rows_per_tile) : units_core * cdiv(row, tile);
+    if (parts) {
+      tiles = 0;
+      for (int64_t e : *parts) tiles += cdiv(e, tile);
+    }
     const double row_elems = double(row);
     const double elems_core = double(units_core) * row;
     const double tile_elems = std::min(double(tile), k.unit_per_tile ? row_elems : elems_core);
@@ -221,7 +270,11 @@ class VecModel : public OpModel {
     // A tile is charged for the elements it holds: a core's last tile (a row's last, when rows
     // span tiles) is partial, and whole rows fill a tile only up to a multiple of the row.
     double elem_cycles = 0;
-    if (units_core > 0 && fits) {
+    if (parts) {
+      for (int64_t e : *parts)
+        elem_cycles += double(e / tile) * vec_cycles(k.elem_prog, double(tile)) +
+                       (e % tile ? vec_cycles(k.elem_prog, double(e % tile)) : 0.0);
+    } else if (units_core > 0 && fits) {
       const int64_t rows = std::min(rows_per_tile, units_core), full = units_core / rows, rest = units_core % rows;
       elem_cycles = double(full) * vec_cycles(k.elem_prog, double(rows) * row_elems) +
                     (rest ? vec_cycles(k.elem_prog, double(rest) * row_elems) : 0.0);
@@ -272,6 +325,7 @@ class VecModel : public OpModel {
     else
       c.cycles = std::max(c.mte2 + c.vec + c.mte3, c.port);
     c.cycles += double(units_core) * k.unit_cycles;
+    if (parts && !parts->empty()) c.cycles += double(parts->size() - 1) * k.part_cycles;
     return c;
   }
 
