@@ -142,7 +142,8 @@ def _cann_910b_per_group_template(m, k, n, weight, group, trans):
 def test_per_group_weight_on_910b_takes_canns_template_and_core_split(weight, group, trans):
     # M <= group / 8 of an int4 per-group ND weight: the MsdGroup template (x in three int4 slices, 2048
     # columns per core, K over the other cores in whole groups, each group's partials combined on their
-    # own), beyond K 13952 MSD's per-group split-K; int8 only on MsdGroup's white list; else custom.
+    # own), beyond K 13952 MSD's per-group split-K; int8 only on MsdGroup's white list; else custom,
+    # whose cores split M and N only.
     for m in (1, 8, 16, 17):
         for k, n in ((4096, 4096), (11008, 4096), (2048, 1408), (28672, 8192), (4096, 49152), (1536, 12288)):
             w = [n, k] if trans else [k, n]
@@ -159,6 +160,8 @@ def test_per_group_weight_on_910b_takes_canns_template_and_core_split(weight, gr
                 assert (t["singleCoreN"], t["splitK"], b["cores_used"]) == (min(n, 2048), k_blocks, cores), (m, k, n)
             elif tmpl == "msd":
                 assert t["splitK"] == 1 and t["singleCoreN"] != min(n, 2048), (m, k, n)
+            else:  # the custom kernel splits M and N over the cores, never K (SetSingleRange singleCoreK = K)
+                assert t["splitK"] == 1 and t["tilingEnable"] != 2, (m, k, n)
 
 
 def test_w8a8_runs_at_the_int8_cube_rate():

@@ -1030,7 +1030,12 @@ void CubeModel::build_spec() {
   // space is its neighbourhood (the static split stays valid for estimates of
   // custom Ascend C kernels and of tilings stored before issue 47).
   std::string kind = "approximate CANN default";
-  const auto v3 = v3_baseline(kind);
+  auto v3 = v3_baseline(kind);
+  // C220 WeightQuantBatchMatmul's custom kernel splits M and N only, each core running all of K
+  // ([O] ops-nn .../weight_quant_batch_matmul_v2_tiling_custom.cpp GetMatMulTiling: SetSingleRange
+  // singleCoreK = K, mDim x nDim == usedCoreNum): where MatMulV3's default would split K, the API-style
+  // default (K whole) stands in.
+  if (v3 && q.cv_rounds && ((*v3)[kSplitK] > 1 || (*v3)[kTE] == 2)) v3.reset();
   const bool use_v3 = v3 && holds_all(v3->data());  // (never fails on the built-in SoCs)
   s.baseline = use_v3 ? *v3 : ascendc_baseline_;
   s.baseline_kind = use_v3 && q.v3_kernel ? kind : "approximate CANN default";
