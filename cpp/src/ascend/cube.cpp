@@ -1176,9 +1176,11 @@ std::vector<int64_t> CubeModel::msd_baseline() const {
   // (A whole: its K steps a multiple of B's, as CANN's ceil(K / 128) over the whole K is for K in 512s)
   const int64_t step_a = a_full ? align_up(k_steps, step_b) : step_b;
   const int64_t split = q.msd_k_blocks;
-  // (K blocks: its (slab, K block) tasks dealt over the cores, the model's split-K template 3)
-  const int64_t dispatch = split > 1 ? 1 : 0, te = split > 1 ? 3 : 0;
-  const int64_t mb = split > 1 ? cdiv(q.M, sm) : 1, nb = split > 1 ? cdiv(q.N, sn) : 1;
+  // (K blocks: its (slab, K block) tasks dealt over the cores, the model's split-K template 3; N beyond
+  // one task of taskNSize columns: the tasks one after another, each over the cores, i.e. dealt in waves)
+  const bool dealt = split > 1 || cdiv(q.N, sn) > p.cube_cores;
+  const int64_t dispatch = dealt ? 1 : 0, te = split > 1 ? 3 : 0;
+  const int64_t mb = dealt ? cdiv(q.M, sm) : 1, nb = dealt ? cdiv(q.N, sn) : 1;
   return tiling_row({sm, sn, bm, bn, bk, 1, 1, step_a, step_b, a_full ? step_a : 2 * step_a, 2 * step_b, 2, 2, 1, 0,
                      split, 1, 0},
                     {dispatch, te, p.cube_cores, 1, 1, mb, nb, 0});
