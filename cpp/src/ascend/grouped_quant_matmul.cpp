@@ -96,11 +96,11 @@ int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int
   // Per group: an int4 K x N weight, group 64 or 128, M <= group / 8, K in whole groups, N a multiple of
   // 64, always split-K (DoMSDGroupSplitKOpTiling: its K blocks only split the AIVs' preprocessing of x,
   // each AIC runs all of K for its share of taskNSize columns: one block here).
-  if (group > 0)
-    return !trans_x && !quant_out && int4 && !trans_w && (group == 64 || group == 128) && M <= group / 8 &&
-                   K % group == 0 && N % 64 == 0
-               ? 1
-               : 0;
+  if (group > 0) {
+    const bool ok = !trans_x && !quant_out && int4 && !trans_w && (group == 64 || group == 128) && M <= group / 8 &&
+                    K % group == 0 && N % 64 == 0;
+    return ok ? 1 : 0;
+  }
   if (!per_channel || trans_x || quant_out || M > 64 || K % 32 || N % 32) return 0;
   if (int4 && (!trans_w || N < 2 * M)) return 0;
   // int8 with K over 13696 or N over 32000, and int4: the split-K variant (DoMSDGeneralOpTiling): K in
@@ -121,7 +121,8 @@ int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int
 // groups.  Returns the K blocks (cubeBlockDimK), or 0 when the template does not take the case.
 int64_t msd_group_k_blocks(int64_t M, int64_t K, int64_t N, bool int4, int64_t g, bool trans_x, bool trans_w,
                            bool quant_out, const Platform& p) {
-  if (g == 0 || trans_x || trans_w || quant_out || g != (int4 && g == 128 ? 128 : 64)) return 0;
+  const bool group_ok = int4 ? (g == 64 || g == 128) : g == 64;
+  if (!group_ok || trans_x || trans_w || quant_out) return 0;
   const int64_t aic = p.cube_cores;
   if (M > g / 8 || K > 13952 || N > aic * 2048 || K % g || N % 64) return 0;
   const int64_t dim_n = cdiv(N, 2048), single_k = align_up(cdiv(K, aic / dim_n), g);
@@ -145,7 +146,7 @@ int64_t msd_group_k_blocks(int64_t M, int64_t K, int64_t N, bool int4, int64_t g
 // (int4's fractal holds 64 of K: twice int8's 32).
 // Per group (g > 0) each group's partials are combined on their own: the MsdGroup template (`msd_group`:
 // 2048 columns per core, K over msd_k_blocks cores) or MSD's per-group split-K (taskNSize = 128 columns
-// per AIV, DoMSDGroupSplitKOpTiling).
+// per AIV, DoMSDGroupSplitKOpTiling; its all-core sync per group pack of 1024 along K is not charged).
 std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int64_t M, int64_t K, int64_t N,
                                         bool trans_w, int64_t blocks, bool int4, int64_t g, bool msd_group) {
   const int64_t order = int4 ? 3 : 2, Kb = int4 ? K / 2 : K;
