@@ -91,9 +91,13 @@ def _cann_custom_antiquant_tiles(k, n, tile_k, tile_n, slab, aiv=48):
     return (rounds - 1) * cdiv(full, dim) + cdiv(cdiv(tail, tile_n) * cdiv(k, tile_k), dim)
 
 
-@pytest.mark.parametrize("dtype,trans,tile", [("float16", False, (48, 512)), ("bfloat16", False, (32, 512)),
-                                               ("float16", True, (512, 40))])
-def test_w8a16_custom_antiquant_follows_canns_vector_split(dtype, trans, tile):
+@pytest.mark.parametrize("dtype,trans,tile,weight,group", [
+    ("float16", False, (48, 512), "int8", 0), ("bfloat16", False, (32, 512), "int8", 0),
+    ("float16", True, (512, 40), "int8", 0),
+    # per group, ND: int4's UB solve gives a dozen rows of K at 1024 columns, short of the group: K takes
+    # the group's largest divisor it holds, a multiple of 32, after N halves twice (ReviseGroupDefaultBlockWithoutTrans)
+    ("float16", False, (32, 256), "int4", 128)])
+def test_w8a16_custom_antiquant_follows_canns_vector_split(dtype, trans, tile, weight, group):
     # M > 64 (the custom template): the AIVs antiquantise the weight once per round, in CANN's fixed
     # per-channel int8 tiles (ComputeInt8VectorDefaultBlock), whatever M and however the cube splits
     # it: the vector time is the tile count per AIV times one tile's cost, over M = 65..4096.
@@ -101,7 +105,10 @@ def test_w8a16_custom_antiquant_follows_canns_vector_split(dtype, trans, tile):
     for m in (65, 256, 1024, 4096):
         for k, n in ((4096, 4096), (5120, 5120), (4096, 11008), (11008, 4096)):
             w = [n, k] if trans else [k, n]
-            inputs, attrs = [[m, k], w, [n]], {"input_dtypes": [dtype, "int8", dtype], "transpose_weight": int(trans)}
+            inputs, attrs = [[m, k], w, [k // group, n] if group else [n]], {
+                "input_dtypes": [dtype, weight, dtype], "transpose_weight": int(trans)}
+            if group:
+                attrs["antiquant_group_size"] = group
             t = ops.baseline_tiling("WeightQuantBatchMatmul", inputs, dtype, B2, attrs)
             vec = an.estimate("WeightQuantBatchMatmul", inputs, dtype, B2, t, attrs).breakdown["vector_us"]
             cores = t["usedCoreNum"] if t["dispatch"] == 1 else 24

@@ -224,7 +224,24 @@ std::pair<int64_t, int64_t> custom_vec_tile(int64_t K, int64_t N, bool int4, int
   } else {
     n = std::min<int64_t>(int4 ? 1024 : 512, align_up(N, int4 ? 64 : 32));
     k = outer(n);
-    if (g > 0 && g < 255 && k >= g) k = std::min(255 / g, k / g) * g;
+    // ReviseGroupDefaultBlockWithoutTrans: K in whole groups within 255 repeats; a K short of the group
+    // (int4's dozen rows at 1024 columns) takes the largest divisor of the group, a multiple of 32 up to
+    // 255 (MIN_GROUP_SIZE, MAX_REPEAT_TIMES), that it holds, else N halves and K is solved again.
+    while (g > 0 && n > 0) {
+      if (g < 255 && k >= g) {
+        k = std::min(255 / g, k / g) * g;
+        break;
+      }
+      int64_t target = 0;
+      for (int64_t t = g; t >= 32 && target == 0; t -= 32)
+        if (t <= 255 && g % t == 0 && t <= k) target = t;
+      if (target > 0) {
+        k = target;
+        break;
+      }
+      n /= 2;
+      k = outer(n);
+    }
   }
   return {std::max<int64_t>(1, std::min(k, k_align)), std::max<int64_t>(1, std::min(n, n_align))};
 }
