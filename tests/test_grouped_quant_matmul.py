@@ -91,9 +91,13 @@ def _cann_custom_antiquant_tiles(k, n, tile_k, tile_n, slab, aiv=48):
     return (rounds - 1) * cdiv(full, dim) + cdiv(cdiv(tail, tile_n) * cdiv(k, tile_k), dim)
 
 
-@pytest.mark.parametrize("dtype,trans,tile", [("float16", False, (48, 512)), ("bfloat16", False, (32, 512)),
-                                               ("float16", True, (512, 40))])
-def test_w8a16_custom_antiquant_follows_canns_vector_split(dtype, trans, tile):
+@pytest.mark.parametrize("dtype,trans,tile,weight,group", [
+    ("float16", False, (48, 512), "int8", 0), ("bfloat16", False, (32, 512), "int8", 0),
+    ("float16", True, (512, 40), "int8", 0),
+    # per group, ND: int4's UB solve gives a dozen rows of K at 1024 columns, short of the group: K takes
+    # the group's largest divisor it holds, a multiple of 32, after N halves twice (ReviseGroupDefaultBlockWithoutTrans)
+    ("float16", False, (32, 256), "int4", 128)])
+def test_w8a16_custom_antiquant_follows_canns_vector_split(dtype, trans, tile, weight, group):
     # M > 64 (the custom template): the AIVs antiquantise the weight once per round, in CANN's fixed
     # per-channel int8 tiles (ComputeInt8VectorDefaultBlock), whatever M and however the cube splits
     # it: the vector time is the tile count per AIV times one tile's cost, over M = 65..4096.
@@ -101,7 +105,10 @@ def test_w8a16_custom_antiquant_follows_canns_vector_split(dtype, trans, tile):
     for m in (65, 256, 1024, 4096):
         for k, n in ((4096, 4096), (5120, 5120), (4096, 11008), (11008, 4096)):
             w = [n, k] if trans else [k, n]
-            inputs, attrs = [[m, k], w, [n]], {"input_dtypes": [dtype, "int8", dtype], "transpose_weight": int(trans)}
+            inputs, attrs = [[m, k], w, [k // group, n] if group else [n]], {
+                "input_dtypes": [dtype, weight, dtype], "transpose_weight": int(trans)}
+            if group:
+                attrs["antiquant_group_size"] = group
             t = ops.baseline_tiling("WeightQuantBatchMatmul", inputs, dtype, B2, attrs)
             vec = an.estimate("WeightQuantBatchMatmul", inputs, dtype, B2, t, attrs).breakdown["vector_us"]
             cores = t["usedCoreNum"] if t["dispatch"] == 1 else 24
@@ -112,9 +119,56 @@ def test_w8a16_custom_antiquant_follows_canns_vector_split(dtype, trans, tile):
 
 def test_per_group_scales_cost_no_less_than_per_channel():
     # Per-group scales are read per weight element beside the weight (hidden when the cube side
-    # is the longer one); int4's unpack is one more vector pass per element.
+    # is the longer one); int4's unpack is one more vector pass per element.  (M = 32: both the
+    # custom kernel; at M <= group / 8 an int4 per-group weight takes the MsdGroup template instead.)
     assert _wqbmm(4, 4096, 4096, group=128) >= _wqbmm(4, 4096, 4096)
-    assert _wqbmm(4, 4096, 4096, "int4", group=128) >= _wqbmm(4, 4096, 4096, "int4")
+    assert _wqbmm(32, 4096, 4096, "int4", group=128) >= _wqbmm(32, 4096, 4096, "int4")
+
+
+def _cann_910b_per_group_template(m, k, n, weight, group, trans):
+    """CANN's 910B registry for a per-group weight (ops-nn weight_quant_batch_matmul_v2 op_host/op_tiling:
+    _tiling_msd_group.cpp IsCapable / CheckL1Size / DoOpTiling, then _tiling_msd.cpp IsCapable, else
+    custom): ("msd_group", cubeBlockDimN x cubeBlockDimK cores, cubeBlockDimK), ("msd", ...) or ("custom", ...)."""
+    cdiv = lambda a, b: -(-a // b)
+    aic = 24
+    ok = not trans and m <= group // 8 and k % group == 0 and n % 64 == 0
+    if ok and group == (128 if weight == "int4" and group == 128 else 64) and k <= 13952 and n <= aic * 2048:
+        dim_n = cdiv(n, 2048)
+        single_k = cdiv(cdiv(k, aic // dim_n), group) * group
+        fits = single_k * cdiv(4 * m, 32) * 32 // 2 + 2048 * group <= 512 * 1024
+        white = (k, n) in ((12288, 1792), (12288, 7808), (3904, 12288), (1536, 12288))
+        if fits if weight == "int4" else white:
+            return "msd_group", dim_n * cdiv(k, single_k), cdiv(k, single_k)
+    if ok and weight == "int4" and group in (64, 128):
+        return "msd", None, 1
+    return "custom", None, None
+
+
+@pytest.mark.parametrize("weight,group,trans", [("int4", 128, False), ("int4", 64, False), ("int4", 32, False),
+                                                ("int4", 128, True), ("int8", 64, False)])
+def test_per_group_weight_on_910b_takes_canns_template_and_core_split(weight, group, trans):
+    # M <= group / 8 of an int4 per-group ND weight: the MsdGroup template (x in three int4 slices, 2048
+    # columns per core, K over the other cores in whole groups, each group's partials combined on their
+    # own), beyond K 13952 MSD's per-group split-K; int8 only on MsdGroup's white list; else custom,
+    # whose cores split M and N only.
+    for m in (1, 8, 16, 17):
+        for k, n in ((4096, 4096), (11008, 4096), (2048, 1408), (28672, 8192), (4096, 49152), (1536, 12288)):
+            w = [n, k] if trans else [k, n]
+            inputs = [[m, k], w, [k // group, n]]
+            attrs = {"input_dtypes": ["float16", weight, "float16"], "antiquant_group_size": group,
+                     "transpose_weight": int(trans)}
+            t = ops.baseline_tiling("WeightQuantBatchMatmul", inputs, "float16", B2, attrs)
+            b = an.estimate("WeightQuantBatchMatmul", inputs, "float16", B2, t, attrs).breakdown
+            tmpl, cores, k_blocks = _cann_910b_per_group_template(m, k, n, weight, group, trans)
+            order = 3 if weight == "int4" else 2  # x's slices: flops of [order x M, K] x weight bytes
+            expect_flops = 2.0 * m * k * n * (order / 2 if weight == "int4" else order) if tmpl != "custom" else 2.0 * m * k * n
+            assert b["flops"] == expect_flops, (m, k, n)
+            if tmpl == "msd_group":
+                assert (t["singleCoreN"], t["splitK"], b["cores_used"]) == (min(n, 2048), k_blocks, cores), (m, k, n)
+            elif tmpl == "msd":
+                assert t["splitK"] == 1 and t["singleCoreN"] != min(n, 2048), (m, k, n)
+            else:  # the custom kernel splits M and N over the cores, never K (SetSingleRange singleCoreK = K)
+                assert t["splitK"] == 1 and t["tilingEnable"] != 2, (m, k, n)
 
 
 def test_w8a8_runs_at_the_int8_cube_rate():

@@ -294,6 +294,10 @@ struct CubeQuant {
   // ([2M, K]) by the int8 weight; `dequant` then runs after the core's GEMM, not block by block.
   // msd_k_blocks: the K blocks it splits K into (1: none); msd_task_n: the N of one task (0: N).
   int64_t msd_k_blocks = 0, msd_task_n = 0;
+  // Per-group MSD (MsdGroup, and MSD's per-group split-K): the GEMM's int32 partials of each group
+  // of msd_group along K go out and are dequantised on their own (0: one pass per core's K);
+  // msd_single_n: the MsdGroup template's N per core, K split over the cores in msd_k_blocks (0: MSD's split).
+  int64_t msd_group = 0, msd_single_n = 0;
   std::vector<VecStep> dequant;    // vector program per output element (dequant not on FixPipe)
   double dequant_extra = 0;        // bytes read per output element beside the output tile
   double extra_bytes = 0;          // small operands read once (scales, offsets)

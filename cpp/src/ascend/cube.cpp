@@ -103,6 +103,7 @@ struct CubeProblem {
   int64_t vec_tile_k = 0, vec_tile_n = 0;  // CubeQuant::vec_tile_k, vec_tile_n (0: per core's B copies)
   // WeightQuantBatchMatmul's C220 MSD kernel (CubeQuant::msd_k_blocks, msd_task_n): 0 if not it.
   int64_t msd_k_blocks = 0, msd_task_n = 0;
+  int64_t msd_group = 0, msd_single_n = 0;  // CubeQuant::msd_group, msd_single_n (0: none)
   int qbmm_basic = 0;        // C220 QuantBatchMatmulV3's basic template (CubeQuant::qbmm_basic)
   CubeQuant::QbmmUb qbmm_ub;  // ... its vector dequant's UB tile and per-row steps (qbmm_basic 2)
   std::vector<VecStep> dequant_row_steps;
@@ -141,6 +142,7 @@ class CubeModel : public OpModel {
   std::vector<int64_t> asw_baseline() const;  // 950's (DAV_3510) MatMulV3 template
   std::vector<int64_t> wqbmm_as_baseline() const;  // 950's WeightQuantBatchMatmul adaptive-split template
   std::vector<int64_t> msd_baseline() const;       // C220's WeightQuantBatchMatmul MSD template
+  std::vector<int64_t> msd_group_baseline() const; // ... and its MsdGroup template
   std::vector<int64_t> qbmm_basic_baseline() const;  // C220's QuantBatchMatmulV3 basic template
   // Value lists of the round-robin (dispatch 1) part of the space, around `base`.
   void add_round_robin_values(const std::vector<int64_t>& base);
@@ -514,9 +516,13 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double fix_rate = (p.split || p.fixpipe) ? p.l2_write_rate : p.l0c_to_ub;
   // Single-core split-K (template 2) loops K in chunks of stepKa x baseK and
   // adds each chunk's partial block into C in GM (atomic add in L2).
-  const int64_t kchunks = te == 2 ? cdiv(Kc, bK * t[kStepKa]) : 1;
-  fix_bytes *= double(kchunks);
-  double fix = fix_bytes / fix_rate + kFixStart * mIter * nIter * kchunks;
+  // Per-group MSD (q.msd_group) writes each group's int32 partials out on their own ([O] ops-nn
+  // .../weight_quant_batch_matmul_v2_msd_group.h Process: LaunchMatmul per groupIdx, SetTail(.., groupSize),
+  // IterateAll into the ping-pong workspace; _msd_split_k.h ProcessCube per group pack).
+  const int64_t passes = q.msd_group > 0 ? cdiv(Kc, q.msd_group) : 1;
+  const int64_t kchunks = te == 2 ? cdiv(Kc, bK * t[kStepKa]) : 1, fix_passes = kchunks * passes;
+  fix_bytes *= double(fix_passes);
+  double fix = fix_bytes / fix_rate + kFixStart * mIter * nIter * fix_passes;
   // Epilogue on the vector units: on split SoCs the AIVs read the tile back
   // from GM (L2) with any extra operand and write the result; on coupled SoCs
   // the tile goes L0C -> UB -> GM (MTE3).
@@ -538,6 +544,12 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     }
     double bytes = out_elems * q.epi_extra_per_elem;
     if (p.split) bytes += out_elems * 2 * dc;
+    if (q.msd_group > 0) {
+      // ... and its AIVs combine each group's partials of the core's real rows (ProcessMatmulResult on
+      // mSize rows; ProcessC1C2PerGroup), reading them back from the workspace once per group.
+      vec = double(passes) * vec_cycles(q.epilogue, out_elems) / vec_per_core_;
+      bytes = double(passes + 1) * out_elems * dc + double(passes) * out_elems * q.epi_extra_per_elem;
+    }
     vec_mem = bytes / (p.mte2_eff * p.l2_rate);
     if (!p.split) mte3 = out_elems * dc / p.ub_to_ddr;
   }
@@ -629,6 +641,9 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double exposure = !q.epilogue.empty() ? kCvExposure : kCvPrologueExposure;
   double cv_sync = (p.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
   if (q.msd_k_blocks > 0) cv_sync = cv_short;  // the dequant waits for the core's whole GEMM
+  // (per group: the AIVs combine group i while the AIC runs group i + 1, two workspace slots,
+  // WaitForVectorPing / Pong: one group's shorter side exposed)
+  if (q.msd_group > 0) cv_sync = cv_short / double(passes);
   if (q.cv_rounds) {
     // Handed over in R rounds (a core's baseN column steps over all its waves), the vector side one
     // round ahead: v/R + (R-1) max(c, v)/R + c/R, i.e. the shorter side exposed for one round of R.
@@ -647,7 +662,9 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double atomic_read = split > 1 ? double(split - 1) * q.c_bytes * std::max(0.0, 1 - p.l2 / q.c_bytes) : 0;
   const double chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
   const double hbm_us = (hbm_read + chip_write + chip_extra + atomic_read) / hbm_Bpus_;
-  const double l2_us = (chip_ch + chip_extra + (split > 1 || kchunks > 1 ? chip_write : 0)) / l2_Bpus_;  // atomic adds run in L2
+  // (per-group MSD's partials cycle through two workspace slots per core: written and read back in L2)
+  const double group_l2 = passes > 1 ? 2.0 * double(tasks) * out_elems * dc * double(passes) : 0;
+  const double l2_us = (chip_ch + chip_extra + (split > 1 || kchunks > 1 ? chip_write : 0) + group_l2) / l2_Bpus_;  // atomic adds run in L2
   // A last partial wave of `rem` tasks: uniform splits run it at full task
   // size; a non-uniform split cuts each of its tasks (along M, 16 rows at
   // least) over the idle cores, at the cost of one more pipeline fill.
@@ -1029,7 +1046,12 @@ void CubeModel::build_spec() {
   // space is its neighbourhood (the static split stays valid for estimates of
   // custom Ascend C kernels and of tilings stored before issue 47).
   std::string kind = "approximate CANN default";
-  const auto v3 = v3_baseline(kind);
+  auto v3 = v3_baseline(kind);
+  // C220 WeightQuantBatchMatmul's custom kernel splits M and N only, each core running all of K
+  // ([O] ops-nn .../weight_quant_batch_matmul_v2_tiling_custom.cpp GetMatMulTiling: SetSingleRange
+  // singleCoreK = K, mDim x nDim == usedCoreNum): where MatMulV3's default would split K, the API-style
+  // default (K whole) stands in.
+  if (v3 && q.cv_rounds && ((*v3)[kSplitK] > 1 || (*v3)[kTE] == 2)) v3.reset();
   const bool use_v3 = v3 && holds_all(v3->data());  // (never fails on the built-in SoCs)
   s.baseline = use_v3 ? *v3 : ascendc_baseline_;
   s.baseline_kind = use_v3 && q.v3_kernel ? kind : "approximate CANN default";
@@ -1047,6 +1069,7 @@ std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) co
   // ([V3] GetMoreArgs' L0C switch); fp16/bf16/fp32 ([V3] GetDtype).
   const bool a2 = c220(p) && p.fixpipe;
   // (WeightQuantBatchMatmul runs its own arch35 kernel and tiler: the API-style default stands in.)
+  if (q.msd_single_n > 0) return msd_group_baseline();
   if (q.msd_k_blocks > 0) return msd_baseline();
   if (q.qbmm_basic > 0) return qbmm_basic_baseline();
   if (!q.conv && q.b_prologue.empty() && dav3510(p)) return asw_baseline();
@@ -1169,12 +1192,40 @@ std::vector<int64_t> CubeModel::msd_baseline() const {
   // (A whole: its K steps a multiple of B's, as CANN's ceil(K / 128) over the whole K is for K in 512s)
   const int64_t step_a = a_full ? align_up(k_steps, step_b) : step_b;
   const int64_t split = q.msd_k_blocks;
-  // (K blocks: its (slab, K block) tasks dealt over the cores, the model's split-K template 3)
-  const int64_t dispatch = split > 1 ? 1 : 0, te = split > 1 ? 3 : 0;
-  const int64_t mb = split > 1 ? cdiv(q.M, sm) : 1, nb = split > 1 ? cdiv(q.N, sn) : 1;
+  // (K blocks: its (slab, K block) tasks dealt over the cores, the model's split-K template 3; N beyond
+  // one task of taskNSize columns: the tasks one after another, each over the cores, i.e. dealt in waves)
+  const bool dealt = split > 1 || cdiv(q.N, sn) > p.cube_cores;
+  const int64_t dispatch = dealt ? 1 : 0, te = split > 1 ? 3 : 0;
+  const int64_t mb = dealt ? cdiv(q.M, sm) : 1, nb = dealt ? cdiv(q.N, sn) : 1;
   return tiling_row({sm, sn, bm, bn, bk, 1, 1, step_a, step_b, a_full ? step_a : 2 * step_a, 2 * step_b, 2, 2, 1, 0,
                      split, 1, 0},
                     {dispatch, te, p.cube_cores, 1, 1, mb, nb, 0});
+}
+
+// C220's WeightQuantBatchMatmul MsdGroup template ([O] ops-nn matmul/weight_quant_batch_matmul_v2/op_host/
+// op_tiling/weight_quant_batch_matmul_v2_tiling_msd_group.cpp DoOpTiling, GetMatMulTiling): N over
+// cubeBlockDimN cores in 2048 columns, K over the other cores in msd_k_blocks blocks (groups whole), each
+// core's GEMM one group at a time (SetFixSplit: base align(order x M, 16) x 512 x groupSize), A whole in L1
+// (CopyInAL1 of the core's K), B one group per copy with ping-pong (inQueueBL1_).  The kernel copies the
+// group's 2048 columns at once; the model's B copy is baseN x stepN wide, its step rule keeps stepN 1
+// under a K split and L0B holds 512 x 64 twice, so a copy here takes four groups of 512 columns instead
+// (stepKb 4, fewer where L1 cannot hold them beside A): the kernel's bytes and count of copies, each a
+// round that waits out the HBM latency.
+std::vector<int64_t> CubeModel::msd_group_baseline() const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t sm = align_up(q.M, 16), sn = std::min(q.N, q.msd_single_n), split = q.msd_k_blocks;
+  const int64_t bn = std::min<int64_t>(512, align_up(sn, 16));
+  const int64_t bk = q.msd_group;
+  const int64_t kc = align_up(cdiv(q.K, split), q.k0), k_steps = cdiv(kc, bk);
+  // (A whole: its K steps a multiple of B's, the model's K-step rule)
+  int64_t step_b = std::min<int64_t>(2048 / bn, k_steps);
+  while (step_b > 1 && (sm * bk * align_up(k_steps, step_b) + bn * bk * 2 * step_b) * q.in_size > int64_t(p.l1)) --step_b;
+  const int64_t step_a = align_up(k_steps, step_b);
+  const int64_t dispatch = split > 1 ? 1 : 0, te = split > 1 ? 3 : 0;
+  const int64_t db_c = 2 * sm * bn * 4 <= int64_t(p.l0c) ? 2 : 1;  // dbL0C: 2 where two int32 tiles fit
+  return tiling_row({sm, sn, sm, bn, bk, 1, 1, step_a, step_b, step_a, 2 * step_b, 2, 2, db_c, 0, split, 1, 0},
+                    {dispatch, te, p.cube_cores, 1, 1, 1, split > 1 ? cdiv(q.N, sn) : 1, 0});
 }
 
 namespace {
@@ -1664,6 +1715,8 @@ std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform&
   q.vec_tile_n = quant.vec_tile_n;
   q.msd_k_blocks = quant.msd_k_blocks;
   q.msd_task_n = quant.msd_task_n;
+  q.msd_group = quant.msd_group;
+  q.msd_single_n = quant.msd_single_n;
   q.qbmm_basic = quant.qbmm_basic;
   q.qbmm_ub = quant.qbmm_ub;
   q.dequant_row_steps = quant.dequant_row_steps;

@@ -92,8 +92,15 @@ int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int
                      bool trans_w, bool quant_out) {
   // IsCapable: per channel (scale [N]), no transposed x, no int8 output, M <= 64, K and N multiples
   // of 32; an int4 weight only transposed ([N, K]) and with N >= 2M, always split-K (splitKFlag_).
-  // (int4 per group, the MsdGroup template and MSD's DoMSDGroupSplitKOpTiling: not restated.)
   const bool per_channel = group == 0 && numel(op.inputs[2]) == N && N > 1;
+  // Per group: an int4 K x N weight, group 64 or 128, M <= group / 8, K in whole groups, N a multiple of
+  // 64, always split-K (DoMSDGroupSplitKOpTiling: its K blocks only split the AIVs' preprocessing of x,
+  // each AIC runs all of K for its share of taskNSize columns: one block here).
+  if (group > 0) {
+    const bool ok = !trans_x && !quant_out && int4 && !trans_w && (group == 64 || group == 128) && M <= group / 8 &&
+                    K % group == 0 && N % 64 == 0;
+    return ok ? 1 : 0;
+  }
   if (!per_channel || trans_x || quant_out || M > 64 || K % 32 || N % 32) return 0;
   if (int4 && (!trans_w || N < 2 * M)) return 0;
   // int8 with K over 13696 or N over 32000, and int4: the split-K variant (DoMSDGeneralOpTiling): K in
@@ -105,6 +112,30 @@ int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int
   return 0;  // (the tiler fails it; the next template takes the case)
 }
 
+// The MsdGroup template, first after the bf16 SplitK white list in the 910B registry ([O] ops-nn
+// matmul/weight_quant_batch_matmul_v2/op_host/op_tiling/weight_quant_batch_matmul_v2_tiling_msd_group.cpp
+// IsCapable, CheckL1Size, DoOpTiling): per group (64, or 128 for int4), no transposition nor int8 output,
+// M <= group / 8, K <= 13952 in whole groups, N <= 2048 per AIC and a multiple of 64; int8 only on its
+// white list (JYXC shapes), int4 when A (4M rows padded to 32, the core's K) and B's two group buffers
+// of 2048 columns fit L1.  The cores: ceil(N / 2048) along N, the rest along K in blocks of whole
+// groups.  Returns the K blocks (cubeBlockDimK), or 0 when the template does not take the case.
+int64_t msd_group_k_blocks(int64_t M, int64_t K, int64_t N, bool int4, int64_t g, bool trans_x, bool trans_w,
+                           bool quant_out, const Platform& p) {
+  const bool group_ok = int4 ? (g == 64 || g == 128) : g == 64;
+  if (!group_ok || trans_x || trans_w || quant_out) return 0;
+  const int64_t aic = p.cube_cores;
+  if (M > g / 8 || K > 13952 || N > aic * 2048 || K % g || N % 64) return 0;
+  const int64_t dim_n = cdiv(N, 2048), single_k = align_up(cdiv(K, aic / dim_n), g);
+  if (int4) {
+    if (single_k * align_up(4 * M, 32) / 2 + 2 * 2048 * g / 2 > int64_t(p.l1)) return 0;
+  } else {
+    static const std::vector<std::pair<int64_t, int64_t>> white{{12288, 1792}, {12288, 7808}, {3904, 12288},
+                                                                {1536, 12288}};  // MSD_GROUP_WHITE_LIST (K, N)
+    if (std::find(white.begin(), white.end(), std::make_pair(K, N)) == white.end()) return 0;
+  }
+  return cdiv(K, single_k);
+}
+
 // The MSD kernel as a cube model: the int8 GEMM [2M, K] x [K, N] (int32 out) and the AIVs' combine of
 // each int32 element pair (cast, scale by 1/127^k, add, times the row maximum and the scale: about four
 // vector ops per int32 element), after the GEMM.  The split of x (M x K) is not charged: the kernel
@@ -113,14 +144,22 @@ int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int
 // An int4 weight takes three int4 slices of x (order_ 3, [O] .../weight_quant_batch_matmul_v2_tiling_msd.cpp
 // IsCapable): an int4 GEMM [3M, K], priced as the int8 GEMM [3M, K/2] of the same bytes and cube cycles
 // (int4's fractal holds 64 of K: twice int8's 32).
+// Per group (g > 0) each group's partials are combined on their own: the MsdGroup template (`msd_group`:
+// 2048 columns per core, K over msd_k_blocks cores) or MSD's per-group split-K (taskNSize = 128 columns
+// per AIV, DoMSDGroupSplitKOpTiling; its all-core sync per group pack of 1024 along K is not charged).
 std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int64_t M, int64_t K, int64_t N,
-                                        bool trans_w, int64_t blocks, bool int4) {
+                                        bool trans_w, int64_t blocks, bool int4, int64_t g, bool msd_group) {
   const int64_t order = int4 ? 3 : 2, Kb = int4 ? K / 2 : K;
-  const std::vector<int64_t> w = trans_w ? std::vector<int64_t>{N, Kb} : std::vector<int64_t>{K, N};
+  const std::vector<int64_t> w = trans_w ? std::vector<int64_t>{N, Kb} : std::vector<int64_t>{Kb, N};
   OpDesc mm = inner_matmul(op, {{order * M, Kb}, w}, "int8", false, trans_w);
   CubeQuant cq;
   cq.msd_k_blocks = blocks;
-  if (blocks > 1 || int4) {
+  cq.msd_group = int4 ? g / 2 : g;  // (int4's K priced as int8's half)
+  if (msd_group) {
+    cq.msd_single_n = 2048;  // MSD_GROUP_CUBE_BASE_BLOCK
+  } else if (g > 0) {
+    cq.msd_task_n = 128LL * p.vector_cores;
+  } else if (blocks > 1 || int4) {
     const int64_t slab = 16LL * 1024 * 1024 / (blocks * order * M * 4) / 256 * 256;
     cq.msd_task_n = std::min<int64_t>(slab, 128LL * p.vector_cores);
   }
@@ -129,6 +168,9 @@ std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int
                    (present(op, 6) ? double(N) * dtype_size(input_dtype(op, 6, op.dtype)) : 0);  // the combine adds the bias
   cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}, {vec_api_cost("Add"), true},
                 {vec_api_cost("Mul"), true}};
+  // Per group, per partial: cast, Muls / Axpy by 1/127^k, and per output row element the scale, the row
+  // maximum and the running sum (msd_group.h ProcessMatmulResult, ProcessVector4MaxScale): 1 per partial.
+  if (g > 0) cq.dequant = {{vec_api_cost("CastUp"), false}, {vec_api_cost("Mul"), true}, {vec_api_cost("Mul"), true}};
   return make_quant_cube_model(mm, p, cq, op.kind);
 }
 
@@ -182,7 +224,24 @@ std::pair<int64_t, int64_t> custom_vec_tile(int64_t K, int64_t N, bool int4, int
   } else {
     n = std::min<int64_t>(int4 ? 1024 : 512, align_up(N, int4 ? 64 : 32));
     k = outer(n);
-    if (g > 0 && g < 255 && k >= g) k = std::min(255 / g, k / g) * g;
+    // ReviseGroupDefaultBlockWithoutTrans: K in whole groups within 255 repeats; a K short of the group
+    // (int4's dozen rows at 1024 columns) takes the largest divisor of the group, a multiple of 32 up to
+    // 255 (MIN_GROUP_SIZE, MAX_REPEAT_TIMES), that it holds, else N halves and K is solved again.
+    while (g > 0 && n > 0) {
+      if (g < 255 && k >= g) {
+        k = std::min(255 / g, k / g) * g;
+        break;
+      }
+      int64_t target = 0;
+      for (int64_t t = g; t >= 32 && target == 0; t -= 32)
+        if (t <= 255 && g % t == 0 && t <= k) target = t;
+      if (target > 0) {
+        k = target;
+        break;
+      }
+      n /= 2;
+      k = outer(n);
+    }
   }
   return {std::max<int64_t>(1, std::min(k, k_align)), std::max<int64_t>(1, std::min(n, n_align))};
 }
@@ -240,8 +299,11 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
       fail(K_ + ": " + std::string(i == 6 ? "bias" : i == 4 ? "quant_scale" : "quant_offset") + " " +
            shape_str(op.inputs[i]) + " must have " + std::to_string(N) + " elements (or 1)");
   const int64_t M = trans_x ? x[1] : x[0];
+  // C220's registry order: SplitK (bf16 white list, not restated), MsdGroup, Msd, CustomNzSplitK (NZ weight), Custom.
+  const int64_t group_blocks = c220(p) ? msd_group_k_blocks(M, Kx, N, int4, g, trans_x, trans_w, quant_out, p) : 0;
+  if (group_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, group_blocks, int4, g, true);
   const int64_t msd_blocks = c220(p) ? msd_k_blocks(op, M, Kx, N, int4, g, trans_x, trans_w, quant_out) : 0;
-  if (msd_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, msd_blocks, int4);
+  if (msd_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, msd_blocks, int4, g, false);
   std::vector<std::vector<int64_t>> mm_in{x, w};
   if (present(op, 6)) mm_in.push_back({N});
   OpDesc mm = inner_matmul(op, mm_in, op.dtype, trans_x, trans_w);
