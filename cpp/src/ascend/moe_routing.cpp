@@ -441,25 +441,24 @@ FinalizeTiling finalize_tiling_910b(const FinalizeShape& s, const Platform& p) {
   const int64_t ds = dtype_size(s.dtype), s2 = s.skip2 ? 1 : 0, b = s.bias ? 1 : 0;
   const int64_t big = s.dtype == "bfloat16" ? 3 : 1;
   const int64_t h = align_up(H, 32 / ds);
+  // A template whose UB pass holds `rows` whole tokens: the busiest core's loops over its tokens.
+  const auto with_rows = [&t](int64_t rows) {
+    t.loops = cdiv(t.tokens_core, std::min(rows, t.tokens_core));
+    return t;
+  };
   const int64_t kk = std::min<int64_t>(topk, 256);  // BOUND_K_V2: larger k is sliced
   const int64_t k_bytes = align_up(kk * 4, 32) + align_up(kk * s.scale_ds, 32);  // a token's expert ids and scales
   if (topk <= 256) {  // LoadBiasAndCalcTiling
     const int64_t fixed = big == 3 ? (b + 1) * h * ds * 2 * 3 : (b + 1) * h * ds * 2 + h * ds;
     const int64_t token = (big * h + big * h * s2 + h) * ds;
     const int64_t rows = (ub - fixed - align_up(t.tokens_core, 8) * topk * 4) / (token + k_bytes);
-    if (rows > 0) {
-      t.loops = cdiv(t.tokens_core, std::min(rows, t.tokens_core));
-      return t;
-    }
+    if (rows > 0) return with_rows(rows);
   }
   t.gm_index = true;
   const int64_t fixed = (b + 1) * h * ds * 2 * big;  // LoadHKAndCalcTiling
   const int64_t token = (big * h + big * h * s2 + h + (big == 3 ? 0 : h)) * ds;
   const int64_t rows = topk <= 256 ? (ub - fixed) / (k_bytes + token) : (ub - fixed - k_bytes) / token;
-  if (rows > 0) {
-    t.loops = cdiv(t.tokens_core, std::min(rows, t.tokens_core));
-    return t;
-  }
+  if (rows > 0) return with_rows(rows);
   const int64_t unroll = topk == 4 ? 4 : 2;  // CutH's rows in flight
   const int64_t parts = big == 3 ? 3 + 3 * s2 + 1 + (b + 1) * unroll * 3 : 3 + s2 + (b + 1) * unroll;
   const int64_t normal_h = std::max<int64_t>(1, (ub - k_bytes) / parts / 32 * 32 / ds);
