@@ -143,6 +143,25 @@ def test_rms_norm_910b_default_tiling_is_canns_on_a_grid():
                     assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == (bd, tile, 1), (dt, mixed, rows, h)
 
 
+def test_rms_norm_910b_normalises_over_all_of_gammas_dimensions():
+    # A gamma of several dimensions is x's last ones: the row is all of them (rms_norm_tiling.cpp
+    # Tiling4RmsNorm: numCol = gamma's size, numRow = x's leading dimensions), which sets the mode,
+    # the core split and the UB pass as for the same rows under a 1-D gamma.
+    for dt, ds in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
+        for mixed in (False, True) if ds == 2 else (False,):
+            attrs = {"input_dtypes": [dt, "float32"]} if mixed else {}
+            for lead in ([1], [47], [48], [49], [4, 1025]):
+                for gamma in ([2, 8], [2, 50], [4, 250], [3, 4096], [2, 12289], [8, 8192]):
+                    rows, h = math.prod(lead), math.prod(gamma)
+                    x = lead + gamma
+                    t = an.baseline_tiling("RmsNorm", [x, gamma], dt, "Ascend910B2", attrs)
+                    bd, tile = _cann_rms_norm_910b(rows, h, ds, mixed)
+                    assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == (bd, tile, 1), (dt, mixed, x, gamma)
+                    # (4-D x: no isPerformance path, which takes a 1-D gamma only, for either)
+                    flat = an.estimate("RmsNorm", [[rows, 1, 1, h], [h]], dt, "Ascend910B2", t, attrs).time_us
+                    assert an.estimate("RmsNorm", [x, gamma], dt, "Ascend910B2", t, attrs).time_us == pytest.approx(flat)
+
+
 def test_add_rms_norm_split_d_reads_back_its_sum_and_loads_gamma_in_slices():
     # AddRmsNorm's 910B SPLIT_D (add_rms_norm_tiling.cpp: H over 12288 16-bit / 10240 fp32 elements):
     # slices of ceil(H / (ceil(H / cutD) x block)) blocks, cutD 12096 / 9696; ceil(rows / cores) rows

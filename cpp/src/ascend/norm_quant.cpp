@@ -156,8 +156,7 @@ void finish(VecKernel& k, double elems, double unit_out_bytes) {
 // hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp: dimOK, sizeOk, dtypeOk, PERFORMANC_DIM_*).
 bool rms_performance(const OpDesc& op, const Platform& p) {
   const auto& x = op.inputs[0];
-  const auto dts = attr_strs(op, "input_dtypes");
-  const bool mixed = dts.size() == 2 && dts[1] != dts[0];
+  const bool mixed = rms_mixed_gamma(op);  // dtypeOk: !isMixDtype, a float32 gamma with 16-bit x
   const bool dims = (x.size() == 2 && x[0] <= 512) || (x.size() == 3 && x[0] <= 512 && x[1] <= 8);
   const bool soc_910b = p.name.rfind("Ascend910B", 0) == 0;  // SocVersion::ASCEND910B: 910B1-4
   return op.kind == "RmsNorm" && soc_910b && half(op.dtype) && !mixed && dims && input(op, 1).size() == 1 &&
@@ -180,8 +179,17 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   const std::string xname = add ? "x1" : "x";
   if (add && op.inputs[1] != x)
     fail(op.kind + ": x2 " + shape_str(op.inputs[1]) + " must have x1's shape " + shape_str(x));
-  const auto [rows, h] = rows_hidden(op, x, xname);
-  check_vector(op, op.inputs[n_x], h, "gamma", "the hidden size of " + xname + " " + shape_str(x) + ",");
+  // RmsNorm normalises over all of gamma's dimensions, x's last ones: H is gamma's size, the rows
+  // x's leading dimensions ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp
+  // Tiling4RmsNorm: numCol = gamma_shape.GetShapeSize(), numRow over x's first xDimNum - gammaDimNum
+  // dims; CheckInputShape4RmsNorm: gamma equal to x's last gammaDimNum dims).
+  const auto& g = op.inputs[n_x];
+  const bool multi_dim_gamma = op.kind == "RmsNorm" && g.size() > 1 && g.size() <= x.size() &&
+                               std::equal(g.begin(), g.end(), x.end() - std::ptrdiff_t(g.size()));
+  const auto [rows, h] = multi_dim_gamma ? std::pair<int64_t, int64_t>{numel(x) / numel(g), numel(g)}
+                                         : rows_hidden(op, x, xname);
+  if (!multi_dim_gamma)
+    check_vector(op, g, h, "gamma", "the hidden size of " + xname + " " + shape_str(x) + ",");
   int quant_outs = 0;
   for (size_t i = n_x + 1; i < op.inputs.size(); ++i)
     if (!op.inputs[i].empty()) {
