@@ -206,6 +206,23 @@ def test_rms_norm_merge_n_performance_path_pays_a_barrier_per_column_block():
     assert vec([512, 1024], soc="Ascend950PR") == pytest.approx(vec([1, 512, 1024], soc="Ascend950PR"))
 
 
+def test_rms_norm_merge_n_pass_reduces_its_rows_a_column_block_at_a_time():
+    # 910B MERGE_N: each pass's ReduceSumMultiN adds its rows one 64-column block at a time, an Add
+    # call and a PipeBarrier per block, then the pass's rstd chain (reduce_common.h, rms_norm_merge_n.h):
+    # one more pass over the same rows costs more the more blocks a row has.
+    def extra_pass_us(h):
+        inputs = [[48 * 6, h], [h]]
+        base = an.baseline_tiling("RmsNorm", inputs, "float32", "Ascend910B2")
+
+        def vec(rows_a_pass):
+            tiling = {**base, "tileLen": rows_a_pass * h}
+            return an.estimate("RmsNorm", inputs, "float32", "Ascend910B2", tiling).breakdown["vector_us"]
+
+        return vec(3) - vec(6)
+
+    assert extra_pass_us(1984) > 2.5 * extra_pass_us(128) > 0
+
+
 def test_add_rms_norm_dynamic_quant_slice_d_goes_through_its_workspace():
     # 910B: a bf16 row of 14336 fits neither NORMAL nor SINGLE_ROW: SLICE_D's three passes move x1 + x2
     # and the normalised row through a per-core fp32 workspace (cut_d_kernel.h): 22 bytes an element

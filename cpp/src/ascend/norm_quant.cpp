@@ -260,6 +260,20 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
       k.elem_prog.push_back(api("Adds"));  // BroadCast of the rstd: a copy over the tile
     }
     k.elem_prog.push_back(api("Mul"));
+    if (op.kind == "RmsNorm") {
+      // RmsNorm's per-pass fixed work on 910B, beyond the programs' one call per step ([S] hicann/ops-nn
+      // norm/rms_norm/op_kernel/reduce_common.h ReduceSumMultiN, ReduceSumForSmallReduceDimPreRepeat;
+      // rms_norm_merge_n.h Compute): ReduceSumMultiN zeroes its accumulator (Duplicate, PipeBarrier),
+      // then adds the pass's rows one 64-column block at a time, one Add (a repeat a row) and a
+      // PipeBarrier per block, a PipeBarrier after the tail block, one WholeReduceSum call; the rstd
+      // of the pass's rows then comes by Muls, Adds, Sqrt, Duplicate and Div, with five PipeBarriers.
+      // (Passes of over 255 rows, only at H <= 32 with CANN's rowFactor, repeat the block loop: not
+      // charged.)  Calls: the Adds past the program's one and the two Duplicates (Add class).
+      const double blocks = double(cdiv(h, 64)), full = double(h / 64);
+      k.tile_cycles += (blocks + 1) * add_cost.per_call + (full + 7) * kPipeDrain + wrs_cost.per_call +
+                       vec_api_cost("Muls").per_call + vec_api_cost("Adds").per_call + vec_api_cost("Sqrt").per_call +
+                       vec_api_cost("Div").per_call;
+    }
   } else if (regbase(p)) {
     // The 950 generation's regbase kernel (op_kernel/arch35/rms_norm_regbase*.h) keeps the
     // row's sum and rstd in the vector registers: a reduction per row, no scalar wait.
