@@ -143,6 +143,25 @@ def test_rms_norm_910b_default_tiling_is_canns_on_a_grid():
                     assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == (bd, tile, 1), (dt, mixed, rows, h)
 
 
+def test_rms_norm_910b_normalises_over_all_of_gammas_dimensions():
+    # A gamma of several dimensions is x's last ones: the row is all of them (rms_norm_tiling.cpp
+    # Tiling4RmsNorm: numCol = gamma's size, numRow = x's leading dimensions), which sets the mode,
+    # the core split and the UB pass as for the same rows under a 1-D gamma.
+    for dt, ds in (("float16", 2), ("bfloat16", 2), ("float32", 4)):
+        for mixed in (False, True) if ds == 2 else (False,):
+            attrs = {"input_dtypes": [dt, "float32"]} if mixed else {}
+            for lead in ([1], [47], [48], [49], [4, 1025]):
+                for gamma in ([2, 8], [2, 50], [4, 250], [3, 4096], [2, 12289], [8, 8192]):
+                    rows, h = math.prod(lead), math.prod(gamma)
+                    x = lead + gamma
+                    t = an.baseline_tiling("RmsNorm", [x, gamma], dt, "Ascend910B2", attrs)
+                    bd, tile = _cann_rms_norm_910b(rows, h, ds, mixed)
+                    assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == (bd, tile, 1), (dt, mixed, x, gamma)
+                    # (4-D x: no isPerformance path, which takes a 1-D gamma only, for either)
+                    flat = an.estimate("RmsNorm", [[rows, 1, 1, h], [h]], dt, "Ascend910B2", t, attrs).time_us
+                    assert an.estimate("RmsNorm", [x, gamma], dt, "Ascend910B2", t, attrs).time_us == pytest.approx(flat)
+
+
 def test_add_rms_norm_split_d_reads_back_its_sum_and_loads_gamma_in_slices():
     # AddRmsNorm's 910B SPLIT_D (add_rms_norm_tiling.cpp: H over 12288 16-bit / 10240 fp32 elements):
     # slices of ceil(H / (ceil(H / cutD) x block)) blocks, cutD 12096 / 9696; ceil(rows / cores) rows
@@ -185,6 +204,23 @@ def test_rms_norm_merge_n_performance_path_pays_a_barrier_per_column_block():
     assert vec([512, 1024], "float32") == pytest.approx(vec([1, 512, 1024], "float32"))
     assert vec([513, 1024]) == pytest.approx(vec([1, 513, 1024]))
     assert vec([512, 1024], soc="Ascend950PR") == pytest.approx(vec([1, 512, 1024], soc="Ascend950PR"))
+
+
+def test_rms_norm_merge_n_pass_reduces_its_rows_a_column_block_at_a_time():
+    # 910B MERGE_N: each pass's ReduceSumMultiN adds its rows one 64-column block at a time, an Add
+    # call and a PipeBarrier per block, then the pass's rstd chain (reduce_common.h, rms_norm_merge_n.h):
+    # one more pass over the same rows costs more the more blocks a row has.
+    def extra_pass_us(h):
+        inputs = [[48 * 6, h], [h]]
+        base = an.baseline_tiling("RmsNorm", inputs, "float32", "Ascend910B2")
+
+        def vec(rows_a_pass):
+            tiling = {**base, "tileLen": rows_a_pass * h}
+            return an.estimate("RmsNorm", inputs, "float32", "Ascend910B2", tiling).breakdown["vector_us"]
+
+        return vec(3) - vec(6)
+
+    assert extra_pass_us(1984) > 2.5 * extra_pass_us(128) > 0
 
 
 def test_add_rms_norm_dynamic_quant_slice_d_goes_through_its_workspace():

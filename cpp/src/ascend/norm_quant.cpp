@@ -156,8 +156,7 @@ void finish(VecKernel& k, double elems, double unit_out_bytes) {
 // hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp: dimOK, sizeOk, dtypeOk, PERFORMANC_DIM_*).
 bool rms_performance(const OpDesc& op, const Platform& p) {
   const auto& x = op.inputs[0];
-  const auto dts = attr_strs(op, "input_dtypes");
-  const bool mixed = dts.size() == 2 && dts[1] != dts[0];
+  const bool mixed = rms_mixed_gamma(op);  // dtypeOk: !isMixDtype, a float32 gamma with 16-bit x
   const bool dims = (x.size() == 2 && x[0] <= 512) || (x.size() == 3 && x[0] <= 512 && x[1] <= 8);
   const bool soc_910b = p.name.rfind("Ascend910B", 0) == 0;  // SocVersion::ASCEND910B: 910B1-4
   return op.kind == "RmsNorm" && soc_910b && half(op.dtype) && !mixed && dims && input(op, 1).size() == 1 &&
@@ -180,8 +179,17 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   const std::string xname = add ? "x1" : "x";
   if (add && op.inputs[1] != x)
     fail(op.kind + ": x2 " + shape_str(op.inputs[1]) + " must have x1's shape " + shape_str(x));
-  const auto [rows, h] = rows_hidden(op, x, xname);
-  check_vector(op, op.inputs[n_x], h, "gamma", "the hidden size of " + xname + " " + shape_str(x) + ",");
+  // RmsNorm normalises over all of gamma's dimensions, x's last ones: H is gamma's size, the rows
+  // x's leading dimensions ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp
+  // Tiling4RmsNorm: numCol = gamma_shape.GetShapeSize(), numRow over x's first xDimNum - gammaDimNum
+  // dims; CheckInputShape4RmsNorm: gamma equal to x's last gammaDimNum dims).
+  const auto& g = op.inputs[n_x];
+  const bool multi_dim_gamma = op.kind == "RmsNorm" && g.size() > 1 && g.size() <= x.size() &&
+                               std::equal(g.begin(), g.end(), x.end() - std::ptrdiff_t(g.size()));
+  const auto [rows, h] = multi_dim_gamma ? std::pair<int64_t, int64_t>{numel(x) / numel(g), numel(g)}
+                                         : rows_hidden(op, x, xname);
+  if (!multi_dim_gamma)
+    check_vector(op, g, h, "gamma", "the hidden size of " + xname + " " + shape_str(x) + ",");
   int quant_outs = 0;
   for (size_t i = n_x + 1; i < op.inputs.size(); ++i)
     if (!op.inputs[i].empty()) {
@@ -252,6 +260,20 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
       k.elem_prog.push_back(api("Adds"));  // BroadCast of the rstd: a copy over the tile
     }
     k.elem_prog.push_back(api("Mul"));
+    if (op.kind == "RmsNorm") {
+      // RmsNorm's per-pass fixed work on 910B, beyond the programs' one call per step ([S] hicann/ops-nn
+      // norm/rms_norm/op_kernel/reduce_common.h ReduceSumMultiN, ReduceSumForSmallReduceDimPreRepeat;
+      // rms_norm_merge_n.h Compute): ReduceSumMultiN zeroes its accumulator (Duplicate, PipeBarrier),
+      // then adds the pass's rows one 64-column block at a time, one Add (a repeat a row) and a
+      // PipeBarrier per block, a PipeBarrier after the tail block, one WholeReduceSum call; the rstd
+      // of the pass's rows then comes by Muls, Adds, Sqrt, Duplicate and Div, with five PipeBarriers.
+      // (Passes of over 255 rows, only at H <= 32 with CANN's rowFactor, repeat the block loop: not
+      // charged.)  Calls: the Adds past the program's one and the two Duplicates (Add class).
+      const double blocks = double(cdiv(h, 64)), full = double(h / 64);
+      k.tile_cycles += (blocks + 1) * add_cost.per_call + (full + 7) * kPipeDrain + wrs_cost.per_call +
+                       vec_api_cost("Muls").per_call + vec_api_cost("Adds").per_call + vec_api_cost("Sqrt").per_call +
+                       vec_api_cost("Div").per_call;
+    }
   } else if (regbase(p)) {
     // The 950 generation's regbase kernel (op_kernel/arch35/rms_norm_regbase*.h) keeps the
     // row's sum and rstd in the vector registers: a reduction per row, no scalar wait.
