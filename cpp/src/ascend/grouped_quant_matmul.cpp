@@ -414,8 +414,11 @@ namespace {
 // The grouped kernel's knobs: one base block and L1 tiling for every group, and how the groups'
 // blocks reach the cores (dispatch 1: dealt round-robin on from the last group's last
 // core, as CANN's kernel does; 0: each group starts again at core 0, so its last partial wave idles cores).
-enum G { gDispatch, gBM, gBN, gBK, gStepKa, gStepKb, gDepthA1, gDepthB1, gNP };
-const char* const kGNames[gNP] = {"dispatch", "baseM", "baseN", "baseK", "stepKa", "stepKb", "depthA1", "depthB1"};
+// nBlocks: base blocks of N in one core's task (the kernel's singleN = baseN x nBlocks; 1 but in
+// C220's FullLoadK template).
+enum G { gDispatch, gBM, gBN, gBK, gStepKa, gStepKb, gDepthA1, gDepthB1, gNBlocks, gNP };
+const char* const kGNames[gNP] = {"dispatch", "baseM", "baseN", "baseK", "stepKa",
+                                  "stepKb", "depthA1", "depthB1", "nBlocks"};
 
 class GroupedMatmulModel : public OpModel {
  public:
@@ -424,9 +427,15 @@ class GroupedMatmulModel : public OpModel {
     std::shared_ptr<OpModel> cube;  // its MatMul
     std::vector<int> slot;          // the cube's knob i <- entry slot[i] of group_row()'s table
   };
+  // What CANN's C220 tiler selects its template by: x's K before alignment, the weight's layout and
+  // the experts (empty ones too).
+  struct Raw {
+    int64_t K, experts;
+    bool trans_w;
+  };
   GroupedMatmulModel(std::vector<Group> groups, const Platform& p, int64_t K, int64_t N, int ds, int kq, bool bias,
-                     double roofline)
-      : groups_(std::move(groups)), p_(p), N_(N) {
+                     double roofline, Raw raw)
+      : groups_(std::move(groups)), p_(p), N_(N), raw_(raw) {
     kind_ = "GroupedMatmul";
     roofline_us_ = roofline;
     build_spec(K, ds, kq, bias);
@@ -439,9 +448,11 @@ class GroupedMatmulModel : public OpModel {
   // CANN's C220 default base block and K steps (baseM, baseN, baseK, stepKa, stepKb), over the
   // approximate ones; each also a value of its knob.
   std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> c220_baseline(int64_t K, int ds, int kq, bool bt);
+  bool c220_full_load_k(int64_t bm, int64_t bk, int ds) const;
   std::vector<Group> groups_;
   Platform p_;
   int64_t N_;
+  Raw raw_;
 };
 
 // The MatMul knobs every group's cube model takes, by name, for a grouped tiling `t` and a
@@ -454,10 +465,11 @@ class GroupedMatmulModel : public OpModel {
 // (`row` holds the cube's knobs; a model has at most 32: CostObjective's bound.)
 void group_row(const GroupedMatmulModel::Group& g, const int64_t* t, int64_t N, int64_t cores, bool c220_diag,
                int64_t* row) {
-  const int64_t mB = cdiv(g.m, t[gBM]), nB = cdiv(N, t[gBN]);
+  const int64_t single_n = t[gBN] * t[gNBlocks];
+  const int64_t mB = cdiv(g.m, t[gBM]), nB = cdiv(N, single_n);
   const bool diag = c220_diag && mB > 5;
   const int64_t tm = diag ? 8 : mB, tn = diag ? 8 : nB;
-  const int64_t v[] = {1, 0, t[gBM], t[gBN], t[gBM], t[gBN], t[gBK], 1, 1, t[gStepKa], t[gStepKb], t[gDepthA1],
+  const int64_t v[] = {1, 0, t[gBM], single_n, t[gBM], t[gBN], t[gBK], 1, 1, t[gStepKa], t[gStepKb], t[gDepthA1],
                        t[gDepthB1], 2, 2, 1, 0, 1, 1, 0, cores, cdiv(mB, tm), cdiv(nB, tn), tm, tn, 0};
   for (size_t i = 0; i < g.slot.size(); ++i) row[i] = v[g.slot[i]];
 }
@@ -470,6 +482,12 @@ const std::vector<std::string>& row_names() {
   return n;
 }
 
+// A default value x made one of its knob's values v (kept sorted); returns x.
+int64_t take(std::vector<int64_t>& v, int64_t x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
+  return x;
+}
+
 void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   const Platform& p = p_;
   auto& s = spec_;
@@ -480,7 +498,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
               pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(max_m, 16)))),
               pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(N_, 16)))),
               pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds, align_up(K, kq)))),
-              {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}};
+              {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}};
   // The restrictions of the MatMul model (cube.cpp build_spec) that the groups' rows do not
   // meet by construction: L0A/L0B double-buffered, L0C single, L1, the K loops.
   const std::string Kq = std::to_string(align_up(K, kq)), D = std::to_string(ds);
@@ -500,6 +518,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
               Kq + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
   s.pruning.push_back("baseK * stepKa < 2 * " + Kq + " and baseK * stepKb < 2 * " + Kq);
   s.pruning.push_back("depthA1 <= 2 * stepKa and depthB1 <= 2 * stepKb");
+  s.pruning.push_back("nBlocks == 1 or baseN * nBlocks < 2 * " + std::to_string(N_));
   // Approximate CANN default: base (128, 256, 64) as MatMul's Ascend C default (cube.cpp),
   // shrunk to the largest group and N and to L0, K in 4 base steps per L1 copy,
   // L1 double-buffered, round-robin over the groups.
@@ -527,9 +546,23 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   while (bm > 16 && (bm * bk * ds * 2 > p.l0a || bm * bn * 4 > p.l0c)) bm /= 2;
   while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * align_up(K, kq)))
     step /= 2;
-  int64_t step_a = step, step_b = step;
-  if (c220(p)) std::tie(bm, bn, bk, step_a, step_b) = c220_baseline(K, ds, kq, bt);
-  s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b};
+  int64_t step_a = step, step_b = step, n_blocks = 1;
+  if (c220(p)) {
+    std::tie(bm, bn, bk, step_a, step_b) = c220_baseline(K, ds, kq, bt);
+    if (c220_full_load_k(bm, bk, ds)) {
+      // FullLoadK (grouped_matmul_tiling.cpp FullLoadK, constants in grouped_matmul_host_util.h):
+      // all of A's K in one L1 copy (stepKa = ceil(K / baseK)), B in halves, and each task
+      // singleN = FULL_K_SINGLE_N = 1280 columns wide (the kernel's SetMNConfig, GMM_FLOAT), so a
+      // core loops 5 base blocks of 256 over one copy of A.
+      constexpr int64_t kFullKSingleN = 1280;
+      step_a = take(s.values[gStepKa], cdiv(raw_.K, bk));
+      step_b = take(s.values[gStepKb], step_a / 2);
+      take(s.values[gDepthA1], 2 * step_a);
+      take(s.values[gDepthB1], 2 * step_b);
+      n_blocks = take(s.values[gNBlocks], kFullKSingleN / bn);
+    }
+  }
+  s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b, n_blocks};
   s.baseline_kind = "approximate CANN default";
 }
 
@@ -553,10 +586,6 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
   const int64_t tiler_bk = std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (kBaseN * ds) / 16 * 16);
   int64_t tiler_bm = std::min<int64_t>(int64_t(p.l0a) / 2 / (tiler_bk * ds), int64_t(p.l0c) / (kBaseN * 4));
   tiler_bm = std::min<int64_t>(256, tiler_bm > total_m ? align_up(total_m, 16) : tiler_bm / 16 * 16);
-  auto take = [](std::vector<int64_t>& v, int64_t x) {
-    if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
-    return x;
-  };
   const int64_t bm = take(s.values[gBM], tiler_bm);
   const int64_t bn = take(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
   const int64_t bk = take(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
@@ -570,6 +599,22 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
   return {bm, bn, bk, take(s.values[gStepKa], std::min(step_a, k_steps)), take(s.values[gStepKb], std::min(step_b, k_steps))};
 }
 
+// C220's FullLoadK template ([O] ops-transformer gmm/grouped_matmul/op_host/op_tiling/
+// grouped_matmul_tiling.cpp FullLoadK, thresholds "by experiment" in grouped_matmul_host_util.h):
+// fp16/bf16, ND weight not transposed (the model's x is never transposed and a list is one
+// tensor, split along M), N exactly FULL_K_N_THRESHOLD 2560, K in [320, 384], x's rows at least
+// 256 per expert and above 2048, and both operands' full-K copies double-buffered within L1.
+bool GroupedMatmulModel::c220_full_load_k(int64_t bm, int64_t bk, int ds) const {
+  int64_t total_m = 0;
+  for (const auto& g : groups_) total_m += g.m * g.count;
+  if (ds != 2 || raw_.trans_w || N_ != 2560 || raw_.K > 384 || raw_.K < 320 || total_m < 256 * raw_.experts ||
+      total_m <= 2048)
+    return false;
+  const int64_t step_a = cdiv(raw_.K, bk), step_b = step_a / 2;
+  constexpr int64_t kBaseN = 256;  // CalMMTiling's baseN (BEST_BASEN), as c220_baseline
+  return bm * bk * ds * 2 * step_a + kBaseN * bk * ds * 2 * step_b <= int64_t(p_.l1);
+}
+
 double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
   const int64_t cores = p_.cube_cores;
   double serial = 0, block_time = 0, blocks = 0, widest = 0, flops = 0;
@@ -581,7 +626,7 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
     Breakdown b;
     const double time = g.cube->evaluate(row, &b);
     const double work = time - cube_head_us(p_, b.cores_used);  // the launch is paid once
-    const double nb = double(cdiv(g.m, t[gBM]) * cdiv(N_, t[gBN]));
+    const double nb = double(cdiv(g.m, t[gBM]) * cdiv(N_, t[gBN] * t[gNBlocks]));
     serial += double(g.count) * work;
     // One block takes one wave's time on its core.
     const double per_block = work / std::max(1, b.waves);
@@ -672,7 +717,8 @@ std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platf
   const double peak = double(p.cube_cores) * 16 * 16 * (32 / ds) * 2 * p.freq_mhz;  // 16 x C0 x 16 MACs per cycle
   const double roofline = std::max(2.0 * M * N * K / peak, bytes / (p.hbm_gbps * 1e3));
   return std::make_shared<GroupedMatmulModel>(std::move(groups), p, align_up(K, ds == 4 ? 8 : 16), N, ds,
-                                              std::max(16, 32 / ds), bias, roofline);
+                                              std::max(16, 32 / ds), bias, roofline,
+                                              GroupedMatmulModel::Raw{K, E, tw});
 }
 
 }  // namespace aoe::ascend::detail
