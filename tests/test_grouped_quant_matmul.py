@@ -413,6 +413,27 @@ def test_grouped_full_load_k_template_on_910b(sizes, k, n, dtype, tw):
     assert (t["depthA1"], t["depthB1"]) == (2 * t["stepKa"], 2 * t["stepKb"])
 
 
+@pytest.mark.parametrize("ks", [[1024] * 8, [2048, 0, 2048, 0, 4096], [8192], [16] * 64, [0, 300, 5000, 7]])
+@pytest.mark.parametrize("m,n", [(1024, 1024), (40, 4096), (3000, 200)])
+def test_grouped_split_k_on_910b(ks, m, n):
+    # group_type 2: each expert owns a slice of x's K (x [K, M], transposed as CANN's kernel takes it,
+    # weight [K, N], y [E, M, N]); the tiler takes baseM from x's M (grouped_matmul_tiling.cpp
+    # SplitKSingleXSingleWeightSingleY: maxM_ = m) and each non-empty expert runs M x N in blocks
+    # (grouped_matmul.h SetMKN: k = the split value; an empty one is skipped by the cube cores).
+    cum = [sum(ks[:i + 1]) for i in range(len(ks))]
+    inputs, attrs = [[cum[-1], m], [cum[-1], n]], {"group_list": cum, "group_type": 2}
+    t = ops.baseline_tiling("GroupedMatmul", inputs, "float16", B2, attrs)
+    waves = ops.estimate("GroupedMatmul", inputs, "float16", B2, t, attrs).breakdown["waves"]
+    ref = _cann_910b_gmm_tiling([m], cum[-1], n, 2, False)
+    blocks = sum(1 for k in ks if k) * -(-m // ref["baseM"]) * -(-n // 256)
+    assert {key: t[key] for key in ref if key != "waves"} == {key: v for key, v in ref.items() if key != "waves"}
+    assert waves == -(-blocks // 24)
+    # The same GEMMs one by one cost more than the kernel that deals them together (launches, idle
+    # waves); one expert costs about its MatMul (plus the group list's read).
+    alone = [_time("MatMul", [[k, m], [k, n]], "float16", {"transpose_a": 1}) for k in ks if k]
+    assert _time("GroupedMatmul", inputs, "float16", attrs) < sum(alone) * (1.05 if len(alone) == 1 else 1)
+
+
 def test_one_large_expert_is_dealt_like_matmul_on_910b():
     # ops-transformer grouped_matmul.h MNBlockIdxCompute: a group of more than 5 rows of blocks
     # is walked diagonally over 8 x 8 blocks, as MatMulV3 staggers its L2 tiles, so a wave's cores

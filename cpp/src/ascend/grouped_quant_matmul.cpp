@@ -427,11 +427,13 @@ class GroupedMatmulModel : public OpModel {
     std::shared_ptr<OpModel> cube;  // its MatMul
     std::vector<int> slot;          // the cube's knob i <- entry slot[i] of group_row()'s table
   };
-  // What CANN's C220 tiler selects its template by: x's K before alignment, the weight's layout and
-  // the experts (empty ones too).
+  // What CANN's C220 tiler selects its template by: x's rows (maxM_: all of them, or each group's
+  // with split K) and K before alignment, the weight's layout, the experts (empty ones too), the
+  // group type; zero_bytes: the outputs of split K's empty groups, which the vector cores zero.
   struct Raw {
-    int64_t K, experts;
-    bool trans_w;
+    int64_t M, K, experts;
+    bool trans_w, split_k;
+    double zero_bytes;
   };
   GroupedMatmulModel(std::vector<Group> groups, const Platform& p, int64_t K, int64_t N, int ds, int kq, bool bias,
                      double roofline, Raw raw)
@@ -581,8 +583,7 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
   const Platform& p = p_;
   auto& s = spec_;
   constexpr int64_t kBaseN = 256, kPartA = 256 * 1024;
-  int64_t total_m = 0;
-  for (const auto& g : groups_) total_m += g.m * g.count;
+  const int64_t total_m = raw_.M;
   const int64_t tiler_bk = std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (kBaseN * ds) / 16 * 16);
   int64_t tiler_bm = std::min<int64_t>(int64_t(p.l0a) / 2 / (tiler_bk * ds), int64_t(p.l0c) / (kBaseN * 4));
   tiler_bm = std::min<int64_t>(256, tiler_bm > total_m ? align_up(total_m, 16) : tiler_bm / 16 * 16);
@@ -601,13 +602,12 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
 
 // C220's FullLoadK template ([O] ops-transformer gmm/grouped_matmul/op_host/op_tiling/
 // grouped_matmul_tiling.cpp FullLoadK, thresholds "by experiment" in grouped_matmul_host_util.h):
-// fp16/bf16, ND weight not transposed (the model's x is never transposed and a list is one
-// tensor, split along M), N exactly FULL_K_N_THRESHOLD 2560, K in [320, 384], x's rows at least
+// fp16/bf16, ND weight not transposed, x not transposed, split along M (the model's lists are
+// single tensors), N exactly FULL_K_N_THRESHOLD 2560, K in [320, 384], x's rows at least
 // 256 per expert and above 2048, and both operands' full-K copies double-buffered within L1.
 bool GroupedMatmulModel::c220_full_load_k(int64_t bm, int64_t bk, int ds) const {
-  int64_t total_m = 0;
-  for (const auto& g : groups_) total_m += g.m * g.count;
-  if (ds != 2 || raw_.trans_w || N_ != 2560 || raw_.K > 384 || raw_.K < 320 || total_m < 256 * raw_.experts ||
+  const int64_t total_m = raw_.M;
+  if (ds != 2 || raw_.trans_w || raw_.split_k || N_ != 2560 || raw_.K > 384 || raw_.K < 320 || total_m < 256 * raw_.experts ||
       total_m <= 2048)
     return false;
   const int64_t step_a = cdiv(raw_.K, bk), step_b = step_a / 2;
@@ -646,7 +646,12 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
   // misses and the list is in HBM, one GM load's latency before the first copy (as moe_routing.cpp
   // charges its index reads; the list's further 64-B lines are not charged apart).
   const double list_us = c220(p_) ? mte2_head(std::max(1, used), false) / p_.freq_mhz : 0;
-  const double time = body + cube_head_us(p_, std::max(1, used)) + list_us;
+  // Split K: the vector cores zero the outputs of empty groups while the cube cores run the others
+  // ([O] op_kernel/grouped_matmul.cpp GMM_FLOAT TRANS_A == 1: EmptyTensorCompute on the AIVs beside
+  // GMMProcess on the AICs; grouped_matmul_vector.h: InitOutput of an empty group's M x N, its rows
+  // split over the cores), a stream at HBM bandwidth.
+  const double zero_us = raw_.zero_bytes / (p_.hbm_gbps * 1e3);
+  const double time = std::max(body, zero_us) + cube_head_us(p_, std::max(1, used)) + list_us;
   if (out) {
     *out = big;
     out->time_us = time;
@@ -660,31 +665,20 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
 
 }  // namespace
 
-std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platform& p) {
-  const std::string K_ = op.kind;
-  if (op.inputs.size() < 2 || op.inputs.size() > 3)
-    fail(K_ + ": expected inputs x, weight and optionally bias, got " + std::to_string(op.inputs.size()));
-  need_rank(op, 0, 2, "x");
-  need_rank(op, 1, 3, "weight");
-  const auto& x = op.inputs[0];
-  const auto& w = op.inputs[1];
-  const bool tw = attr_flag(op, "transpose_weight");
-  const int64_t M = x[0], K = x[1], E = w[0], Kw = tw ? w[2] : w[1], N = tw ? w[1] : w[2];
-  if (K != Kw)
-    fail(K_ + ": x " + shape_str(x) + " has K=" + std::to_string(K) + ", weight " + shape_str(w) + " has K=" +
-         std::to_string(Kw) + " (transpose_weight=" + std::to_string(int(tw)) + ")");
-  const bool bias = present(op, 2);
-  if (bias && op.inputs[2] != std::vector<int64_t>{E, N})
-    fail(K_ + ": bias " + shape_str(op.inputs[2]) + " must be [" + std::to_string(E) + ", " + std::to_string(N) +
-         "] (one row per expert)");
+namespace {
+// Each expert's share of the split axis (x's rows, or K with split K) from group_list (cumulative
+// or counts): share -> experts with it, empty ones left out.
+std::map<int64_t, int64_t> group_sizes(const OpDesc& op, int64_t experts, int64_t total, const std::string& axis,
+                                       const std::string& x_desc) {
+  const std::string& K_ = op.kind;
   const auto gl = attr_ints(op, "group_list", {});
   const int64_t type = attr_int(op, "group_list_type", 0);
   if (type != 0 && type != 1)
     fail(K_ + ": group_list_type must be 0 (cumulative) or 1 (counts), got " + std::to_string(type));
-  if (int64_t(gl.size()) != E)
-    fail(K_ + ": group_list has " + std::to_string(gl.size()) + " entries, weight " + shape_str(w) + " has " +
-         std::to_string(E) + " experts (one entry per expert)");
-  std::map<int64_t, int64_t> sizes;  // rows -> experts
+  if (int64_t(gl.size()) != experts)
+    fail(K_ + ": group_list has " + std::to_string(gl.size()) + " entries, weight has " + std::to_string(experts) +
+         " experts (one entry per expert)");
+  std::map<int64_t, int64_t> sizes;
   int64_t sum = 0;
   for (size_t e = 0; e < gl.size(); ++e) {
     const int64_t m = type == 0 ? gl[e] - (e ? gl[e - 1] : 0) : gl[e];
@@ -693,15 +687,54 @@ std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platf
     sum += m;
     if (m > 0) sizes[m] += 1;
   }
-  if (sum != M)
-    fail(K_ + ": group_list " + shape_str(gl) + " covers " + std::to_string(sum) + " rows, x " + shape_str(x) +
-         " has M=" + std::to_string(M) + " (the groups must sum to the tokens)");
-  if (sizes.empty()) fail(K_ + ": every group is empty (M=0)");
+  if (sum != total)
+    fail(K_ + ": group_list " + shape_str(gl) + " covers " + std::to_string(sum) + ", x " + x_desc + " has " + axis + "=" +
+         std::to_string(total) + " (the groups must sum to it)");
+  if (sizes.empty()) fail(K_ + ": every group is empty (" + axis + "=0)");
+  return sizes;
+}
+}  // namespace
+
+// group_type 0 (split M, the default): x [M, K], weight [E, K, N] ([E, N, K] transposed), y [M, N].
+// group_type 2 (split K): x as CANN's kernel takes it, transposed: [K, M] (grouped_matmul_tiling.cpp
+// SplitKSingleXSingleWeightSingleY: K is x's first dimension with transpose_x), weight [K, N], each
+// expert a slice of K, y [E, M, N] (op_kernel/grouped_matmul.h SetMKN: groupType 2, k = the split value).
+std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platform& p) {
+  const std::string K_ = op.kind;
+  if (op.inputs.size() < 2 || op.inputs.size() > 3)
+    fail(K_ + ": expected inputs x, weight and optionally bias, got " + std::to_string(op.inputs.size()));
+  const int64_t gtype = attr_int(op, "group_type", 0);
+  if (gtype != 0 && gtype != 2)
+    fail(K_ + ": group_type must be 0 (split M: each expert owns rows of x) or 2 (split K: each owns a slice of K), "
+         "got " + std::to_string(gtype));
+  const bool split_k = gtype == 2;
+  need_rank(op, 0, 2, "x");
+  need_rank(op, 1, split_k ? 2 : 3, "weight");
+  const auto& x = op.inputs[0];
+  const auto& w = op.inputs[1];
+  const bool tw = attr_flag(op, "transpose_weight");
+  // CANN's split-K kernel takes the weight untransposed (grouped_matmul.cpp GMM_FLOAT: TRANS_A == 1
+  // runs GMMProcess with transB false).
+  if (split_k && tw) fail(K_ + ": group_type 2 (split K) takes the weight [K, N] untransposed, got transpose_weight=1");
+  const int64_t M = split_k ? x[1] : x[0], K = split_k ? x[0] : x[1];
+  const int64_t E = split_k ? int64_t(attr_ints(op, "group_list", {}).size()) : w[0];
+  const int64_t Kw = split_k ? w[0] : (tw ? w[2] : w[1]), N = split_k ? w[1] : (tw ? w[1] : w[2]);
+  if (K != Kw)
+    fail(K_ + ": x " + shape_str(x) + " has K=" + std::to_string(K) + ", weight " + shape_str(w) + " has K=" +
+         std::to_string(Kw) + " (transpose_weight=" + std::to_string(int(tw)) + ", group_type=" + std::to_string(gtype) + ")");
+  const bool bias = present(op, 2);
+  if (bias && op.inputs[2] != std::vector<int64_t>{E, N})
+    fail(K_ + ": bias " + shape_str(op.inputs[2]) + " must be [" + std::to_string(E) + ", " + std::to_string(N) +
+         "] (one row per expert)");
+  const auto sizes = group_sizes(op, E, split_k ? K : M, split_k ? "K" : "M", shape_str(x));
   std::vector<GroupedMatmulModel::Group> groups;
-  for (const auto& [m, count] : sizes) {
-    std::vector<std::vector<int64_t>> in{{m, K}, tw ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}};
+  int64_t busy = 0;
+  for (const auto& [share, count] : sizes) {
+    const int64_t m = split_k ? M : share, k = split_k ? share : K;
+    std::vector<std::vector<int64_t>> in{split_k ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k},
+                                         tw ? std::vector<int64_t>{N, k} : std::vector<int64_t>{k, N}};
     if (bias) in.push_back({N});
-    OpDesc mm = inner_matmul(op, in, op.dtype, false, tw);
+    OpDesc mm = inner_matmul(op, in, op.dtype, split_k, tw);
     GroupedMatmulModel::Group g{m, count, make_matmul_model(mm, p), {}};
     const auto& names = g.cube->spec().names;
     for (const auto& n : names) {
@@ -711,14 +744,17 @@ std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platf
       g.slot.push_back(int(it - rn.begin()));
     }
     groups.push_back(std::move(g));
+    busy += count;
   }
   const int ds = dtype_size(op.dtype);
-  const double bytes = (double(numel(x)) + double(numel(w)) + double(M) * N) * ds;
+  const double out_elems = double(split_k ? E : 1) * double(M) * double(N);
+  const double bytes = (double(numel(x)) + double(numel(w)) + out_elems) * ds;
   const double peak = double(p.cube_cores) * 16 * 16 * (32 / ds) * 2 * p.freq_mhz;  // 16 x C0 x 16 MACs per cycle
   const double roofline = std::max(2.0 * M * N * K / peak, bytes / (p.hbm_gbps * 1e3));
+  const double zero_bytes = split_k ? double(E - busy) * double(M) * double(N) * ds : 0;
   return std::make_shared<GroupedMatmulModel>(std::move(groups), p, align_up(K, ds == 4 ? 8 : 16), N, ds,
                                               std::max(16, 32 / ds), bias, roofline,
-                                              GroupedMatmulModel::Raw{K, E, tw});
+                                              GroupedMatmulModel::Raw{M, K, E, tw, split_k, zero_bytes});
 }
 
 }  // namespace aoe::ascend::detail
