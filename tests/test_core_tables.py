@@ -64,7 +64,8 @@ ALLOWED_ATTRS.update({
     "WeightQuantBatchMatmul": CUBE | {"input_dtypes", "weight_dtype", "antiquant_group_size", "transpose_x",
                                       "transpose_weight"},
     "QuantBatchMatmulV3": CUBE | {"input_dtypes", "output_dtype", "transpose_x1", "transpose_x2"},
-    "GroupedMatmul": {"group_list", "group_list_type", "transpose_weight", "split_item", "input_dtypes"},
+    "GroupedMatmul": {"group_list", "group_list_type", "group_type", "transpose_weight", "split_item",
+                      "input_dtypes"},
 })
 # LLM vector kernels (norm_quant.cpp).
 ALLOWED_ATTRS.update({

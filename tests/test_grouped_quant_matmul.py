@@ -434,6 +434,60 @@ def test_grouped_default_follows_canns_910b_tiling_on_a_grid(sizes, k, n, dtype,
     assert {**got, "waves": waves} == _cann_910b_gmm_tiling(sizes, k, n, 4 if dtype == "float32" else 2, bias)
 
 
+def _cann_910b_gmm_full_load_k(sizes, k, n, ds, bias, tw):
+    """_cann_910b_gmm_tiling with CANN's FullLoadK template on top (ops-transformer grouped_matmul_tiling.cpp
+    FullLoadK, thresholds in op_host/grouped_matmul_host_util.h): fp16/bf16, weight not transposed, N ==
+    2560, 320 <= K <= 384, x's rows >= 256 per expert and > 2048, full-K copies (A double-buffered whole,
+    B in halves) within L1 -> stepKa = ceil(K / baseK), stepKb = stepKa / 2, and tasks of singleN = 1280
+    columns (grouped_matmul.h SetMNConfig), which the cores are dealt."""
+    t = {**_cann_910b_gmm_tiling(sizes, k, n, ds, bias), "nBlocks": 1}
+    ka = -(-k // t["baseK"])
+    fits = (t["baseM"] * 2 * ka + 256 * 2 * (ka // 2)) * t["baseK"] * ds <= 524288
+    if ds == 2 and not tw and n == 2560 and 320 <= k <= 384 and sum(sizes) >= 256 * len(sizes) \
+            and sum(sizes) > 2048 and fits:
+        blocks = sum(-(-m // t["baseM"]) * -(-n // 1280) for m in sizes if m)
+        t.update(stepKa=ka, stepKb=ka // 2, nBlocks=1280 // 256, waves=-(-blocks // 24))
+    return t
+
+
+@pytest.mark.parametrize("sizes", [[512] * 8, [3000, 0, 1000, 100], [2000] * 8, [200] * 16, [256] * 8])
+@pytest.mark.parametrize("k,n", [(320, 2560), (333, 2560), (384, 2560), (400, 2560), (352, 2304)])
+@pytest.mark.parametrize("dtype,tw", [("float16", False), ("bfloat16", False), ("float16", True), ("float32", False)])
+def test_grouped_full_load_k_template_on_910b(sizes, k, n, dtype, tw):
+    # Where CANN takes the FullLoadK template (and where it does not: M = 4096 under 256 per expert,
+    # K 400, N 2304, a transposed weight, fp32), the default's K steps and task width follow it.
+    cum = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+    inputs = [[cum[-1], k], [len(sizes), n, k] if tw else [len(sizes), k, n]]
+    attrs = {"group_list": cum, "transpose_weight": int(tw)}
+    t = ops.baseline_tiling("GroupedMatmul", inputs, dtype, B2, attrs)
+    waves = ops.estimate("GroupedMatmul", inputs, dtype, B2, t, attrs).breakdown["waves"]
+    got = {key: t[key] for key in ("baseM", "baseN", "baseK", "stepKa", "stepKb")}
+    got.update(nBlocks=t.get("nBlocks", 1), waves=waves)
+    assert got == _cann_910b_gmm_full_load_k(sizes, k, n, 4 if dtype == "float32" else 2, False, tw)
+    assert (t["depthA1"], t["depthB1"]) == (2 * t["stepKa"], 2 * t["stepKb"])
+
+
+@pytest.mark.parametrize("ks", [[1024] * 8, [2048, 0, 2048, 0, 4096], [8192], [16] * 64, [0, 300, 5000, 7]])
+@pytest.mark.parametrize("m,n", [(1024, 1024), (40, 4096), (3000, 200)])
+def test_grouped_split_k_on_910b(ks, m, n):
+    # group_type 2: each expert owns a slice of x's K (x [K, M], transposed as CANN's kernel takes it,
+    # weight [K, N], y [E, M, N]); the tiler takes baseM from x's M (grouped_matmul_tiling.cpp
+    # SplitKSingleXSingleWeightSingleY: maxM_ = m) and each non-empty expert runs M x N in blocks
+    # (grouped_matmul.h SetMKN: k = the split value; an empty one is skipped by the cube cores).
+    cum = [sum(ks[:i + 1]) for i in range(len(ks))]
+    inputs, attrs = [[cum[-1], m], [cum[-1], n]], {"group_list": cum, "group_type": 2}
+    t = ops.baseline_tiling("GroupedMatmul", inputs, "float16", B2, attrs)
+    waves = ops.estimate("GroupedMatmul", inputs, "float16", B2, t, attrs).breakdown["waves"]
+    ref = _cann_910b_gmm_tiling([m], cum[-1], n, 2, False)
+    blocks = sum(1 for k in ks if k) * -(-m // ref["baseM"]) * -(-n // 256)
+    assert {key: t[key] for key in ref if key != "waves"} == {key: v for key, v in ref.items() if key != "waves"}
+    assert waves == -(-blocks // 24)
+    # The same GEMMs one by one cost more than the kernel that deals them together (launches, idle
+    # waves); one expert costs about its MatMul (plus the group list's read).
+    alone = [_time("MatMul", [[k, m], [k, n]], "float16", {"transpose_a": 1}) for k in ks if k]
+    assert _time("GroupedMatmul", inputs, "float16", attrs) < sum(alone) * (1.05 if len(alone) == 1 else 1)
+
+
 def test_one_large_expert_is_dealt_like_matmul_on_910b():
     # ops-transformer grouped_matmul.h MNBlockIdxCompute: a group of more than 5 rows of blocks
     # is walked diagonally over 8 x 8 blocks, as MatMulV3 staggers its L2 tiles, so a wave's cores

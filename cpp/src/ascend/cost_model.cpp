@@ -77,7 +77,7 @@ const std::vector<OpEntry>& op_table() {
       cube("QuantBatchMatmulV3", {"QuantBatchMatmul"}, F::MatMul,
            {"input_dtypes", "output_dtype", "transpose_x1", "transpose_x2"}),
       op("GroupedMatmul", {}, F::GroupedMatmul,
-         {"group_list", "group_list_type", "transpose_weight", "split_item", "input_dtypes"}),
+         {"group_list", "group_list_type", "group_type", "transpose_weight", "split_item", "input_dtypes"}),
       cube("Conv", {"Conv2D"}, F::Conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}),
       op("ReduceSum", {"ReduceSumD"}, F::Rows, kReduceAttrs),
       op("ReduceMean", {"ReduceMeanD"}, F::Rows, kReduceAttrs),

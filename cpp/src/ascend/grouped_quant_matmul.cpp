@@ -476,8 +476,11 @@ namespace {
 // The grouped kernel's knobs: one base block and L1 tiling for every group, and how the groups'
 // blocks reach the cores (dispatch 1: dealt round-robin on from the last group's last
 // core, as CANN's kernel does; 0: each group starts again at core 0, so its last partial wave idles cores).
-enum G { gDispatch, gBM, gBN, gBK, gStepKa, gStepKb, gDepthA1, gDepthB1, gNP };
-const char* const kGNames[gNP] = {"dispatch", "baseM", "baseN", "baseK", "stepKa", "stepKb", "depthA1", "depthB1"};
+// nBlocks: base blocks of N in one core's task (the kernel's singleN = baseN x nBlocks; 1 but in
+// C220's FullLoadK template).
+enum G { gDispatch, gBM, gBN, gBK, gStepKa, gStepKb, gDepthA1, gDepthB1, gNBlocks, gNP };
+const char* const kGNames[gNP] = {"dispatch", "baseM", "baseN", "baseK", "stepKa",
+                                  "stepKb", "depthA1", "depthB1", "nBlocks"};
 
 class GroupedMatmulModel : public OpModel {
  public:
@@ -486,9 +489,17 @@ class GroupedMatmulModel : public OpModel {
     std::shared_ptr<OpModel> cube;  // its MatMul
     std::vector<int> slot;          // the cube's knob i <- entry slot[i] of group_row()'s table
   };
+  // What CANN's C220 tiler selects its template by: x's rows (maxM_: all of them, or each group's
+  // with split K) and K before alignment, the weight's layout, the experts (empty ones too), the
+  // group type; zero_bytes: the outputs of split K's empty groups, which the vector cores zero.
+  struct Raw {
+    int64_t M, K, experts;
+    bool trans_w, split_k;
+    double zero_bytes;
+  };
   GroupedMatmulModel(std::vector<Group> groups, const Platform& p, int64_t K, int64_t N, int ds, int kq, bool bias,
-                     double roofline)
-      : groups_(std::move(groups)), p_(p), N_(N) {
+                     double roofline, Raw raw)
+      : groups_(std::move(groups)), p_(p), N_(N), raw_(raw) {
     kind_ = "GroupedMatmul";
     roofline_us_ = roofline;
     build_spec(K, ds, kq, bias);
@@ -501,9 +512,11 @@ class GroupedMatmulModel : public OpModel {
   // CANN's C220 default base block and K steps (baseM, baseN, baseK, stepKa, stepKb), over the
   // approximate ones; each also a value of its knob.
   std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> c220_baseline(int64_t K, int ds, int kq, bool bt);
+  bool c220_full_load_k(int64_t bm, int64_t bk, int ds) const;
   std::vector<Group> groups_;
   Platform p_;
   int64_t N_;
+  Raw raw_;
 };
 
 // The MatMul knobs every group's cube model takes, by name, for a grouped tiling `t` and a
@@ -516,10 +529,11 @@ class GroupedMatmulModel : public OpModel {
 // (`row` holds the cube's knobs; a model has at most 32: CostObjective's bound.)
 void group_row(const GroupedMatmulModel::Group& g, const int64_t* t, int64_t N, int64_t cores, bool c220_diag,
                int64_t* row) {
-  const int64_t mB = cdiv(g.m, t[gBM]), nB = cdiv(N, t[gBN]);
+  const int64_t single_n = t[gBN] * t[gNBlocks];
+  const int64_t mB = cdiv(g.m, t[gBM]), nB = cdiv(N, single_n);
   const bool diag = c220_diag && mB > 5;
   const int64_t tm = diag ? 8 : mB, tn = diag ? 8 : nB;
-  const int64_t v[] = {1, 0, t[gBM], t[gBN], t[gBM], t[gBN], t[gBK], 1, 1, t[gStepKa], t[gStepKb], t[gDepthA1],
+  const int64_t v[] = {1, 0, t[gBM], single_n, t[gBM], t[gBN], t[gBK], 1, 1, t[gStepKa], t[gStepKb], t[gDepthA1],
                        t[gDepthB1], 2, 2, 1, 0, 1, 1, 0, cores, cdiv(mB, tm), cdiv(nB, tn), tm, tn, 0};
   for (size_t i = 0; i < g.slot.size(); ++i) row[i] = v[g.slot[i]];
 }
@@ -532,6 +546,12 @@ const std::vector<std::string>& row_names() {
   return n;
 }
 
+// A default value x made one of its knob's values v (kept sorted); returns x.
+int64_t take(std::vector<int64_t>& v, int64_t x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
+  return x;
+}
+
 void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   const Platform& p = p_;
   auto& s = spec_;
@@ -542,7 +562,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
               pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(max_m, 16)))),
               pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(N_, 16)))),
               pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds, align_up(K, kq)))),
-              {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}};
+              {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}};
   // The restrictions of the MatMul model (cube.cpp build_spec) that the groups' rows do not
   // meet by construction: L0A/L0B double-buffered, L0C single, L1, the K loops.
   const std::string Kq = std::to_string(align_up(K, kq)), D = std::to_string(ds);
@@ -562,6 +582,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
               Kq + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
   s.pruning.push_back("baseK * stepKa < 2 * " + Kq + " and baseK * stepKb < 2 * " + Kq);
   s.pruning.push_back("depthA1 <= 2 * stepKa and depthB1 <= 2 * stepKb");
+  s.pruning.push_back("nBlocks == 1 or baseN * nBlocks < 2 * " + std::to_string(N_));
   // Approximate CANN default: base (128, 256, 64) as MatMul's Ascend C default (cube.cpp),
   // shrunk to the largest group and N and to L0, K in 4 base steps per L1 copy,
   // L1 double-buffered, round-robin over the groups.
@@ -589,9 +610,23 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   while (bm > 16 && (bm * bk * ds * 2 > p.l0a || bm * bn * 4 > p.l0c)) bm /= 2;
   while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * align_up(K, kq)))
     step /= 2;
-  int64_t step_a = step, step_b = step;
-  if (c220(p)) std::tie(bm, bn, bk, step_a, step_b) = c220_baseline(K, ds, kq, bt);
-  s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b};
+  int64_t step_a = step, step_b = step, n_blocks = 1;
+  if (c220(p)) {
+    std::tie(bm, bn, bk, step_a, step_b) = c220_baseline(K, ds, kq, bt);
+    if (c220_full_load_k(bm, bk, ds)) {
+      // FullLoadK (grouped_matmul_tiling.cpp FullLoadK, constants in grouped_matmul_host_util.h):
+      // all of A's K in one L1 copy (stepKa = ceil(K / baseK)), B in halves, and each task
+      // singleN = FULL_K_SINGLE_N = 1280 columns wide (the kernel's SetMNConfig, GMM_FLOAT), so a
+      // core loops 5 base blocks of 256 over one copy of A.
+      constexpr int64_t kFullKSingleN = 1280;
+      step_a = take(s.values[gStepKa], cdiv(raw_.K, bk));
+      step_b = take(s.values[gStepKb], step_a / 2);
+      take(s.values[gDepthA1], 2 * step_a);
+      take(s.values[gDepthB1], 2 * step_b);
+      n_blocks = take(s.values[gNBlocks], kFullKSingleN / bn);
+    }
+  }
+  s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b, n_blocks};
   s.baseline_kind = "approximate CANN default";
 }
 
@@ -610,15 +645,10 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
   const Platform& p = p_;
   auto& s = spec_;
   constexpr int64_t kBaseN = 256, kPartA = 256 * 1024;
-  int64_t total_m = 0;
-  for (const auto& g : groups_) total_m += g.m * g.count;
+  const int64_t total_m = raw_.M;
   const int64_t tiler_bk = std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (kBaseN * ds) / 16 * 16);
   int64_t tiler_bm = std::min<int64_t>(int64_t(p.l0a) / 2 / (tiler_bk * ds), int64_t(p.l0c) / (kBaseN * 4));
   tiler_bm = std::min<int64_t>(256, tiler_bm > total_m ? align_up(total_m, 16) : tiler_bm / 16 * 16);
-  auto take = [](std::vector<int64_t>& v, int64_t x) {
-    if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
-    return x;
-  };
   const int64_t bm = take(s.values[gBM], tiler_bm);
   const int64_t bn = take(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
   const int64_t bk = take(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
@@ -632,6 +662,21 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
   return {bm, bn, bk, take(s.values[gStepKa], std::min(step_a, k_steps)), take(s.values[gStepKb], std::min(step_b, k_steps))};
 }
 
+// C220's FullLoadK template ([O] ops-transformer gmm/grouped_matmul/op_host/op_tiling/
+// grouped_matmul_tiling.cpp FullLoadK, thresholds "by experiment" in grouped_matmul_host_util.h):
+// fp16/bf16, ND weight not transposed, x not transposed, split along M (the model's lists are
+// single tensors), N exactly FULL_K_N_THRESHOLD 2560, K in [320, 384], x's rows at least
+// 256 per expert and above 2048, and both operands' full-K copies double-buffered within L1.
+bool GroupedMatmulModel::c220_full_load_k(int64_t bm, int64_t bk, int ds) const {
+  const int64_t total_m = raw_.M;
+  if (ds != 2 || raw_.trans_w || raw_.split_k || N_ != 2560 || raw_.K > 384 || raw_.K < 320 || total_m < 256 * raw_.experts ||
+      total_m <= 2048)
+    return false;
+  const int64_t step_a = cdiv(raw_.K, bk), step_b = step_a / 2;
+  constexpr int64_t kBaseN = 256;  // CalMMTiling's baseN (BEST_BASEN), as c220_baseline
+  return bm * bk * ds * 2 * step_a + kBaseN * bk * ds * 2 * step_b <= int64_t(p_.l1);
+}
+
 double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
   const int64_t cores = p_.cube_cores;
   double serial = 0, block_time = 0, blocks = 0, widest = 0, flops = 0;
@@ -643,7 +688,7 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
     Breakdown b;
     const double time = g.cube->evaluate(row, &b);
     const double work = time - cube_head_us(p_, b.cores_used);  // the launch is paid once
-    const double nb = double(cdiv(g.m, t[gBM]) * cdiv(N_, t[gBN]));
+    const double nb = double(cdiv(g.m, t[gBM]) * cdiv(N_, t[gBN] * t[gNBlocks]));
     serial += double(g.count) * work;
     // One block takes one wave's time on its core.
     const double per_block = work / std::max(1, b.waves);
@@ -663,7 +708,12 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
   // misses and the list is in HBM, one GM load's latency before the first copy (as moe_routing.cpp
   // charges its index reads; the list's further 64-B lines are not charged apart).
   const double list_us = c220(p_) ? mte2_head(std::max(1, used), false) / p_.freq_mhz : 0;
-  const double time = body + cube_head_us(p_, std::max(1, used)) + list_us;
+  // Split K: the vector cores zero the outputs of empty groups while the cube cores run the others
+  // ([O] op_kernel/grouped_matmul.cpp GMM_FLOAT TRANS_A == 1: EmptyTensorCompute on the AIVs beside
+  // GMMProcess on the AICs; grouped_matmul_vector.h: InitOutput of an empty group's M x N, its rows
+  // split over the cores), a stream at HBM bandwidth.
+  const double zero_us = raw_.zero_bytes / (p_.hbm_gbps * 1e3);
+  const double time = std::max(body, zero_us) + cube_head_us(p_, std::max(1, used)) + list_us;
   if (out) {
     *out = big;
     out->time_us = time;
@@ -677,31 +727,20 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
 
 }  // namespace
 
-std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platform& p) {
-  const std::string K_ = op.kind;
-  if (op.inputs.size() < 2 || op.inputs.size() > 3)
-    fail(K_ + ": expected inputs x, weight and optionally bias, got " + std::to_string(op.inputs.size()));
-  need_rank(op, 0, 2, "x");
-  need_rank(op, 1, 3, "weight");
-  const auto& x = op.inputs[0];
-  const auto& w = op.inputs[1];
-  const bool tw = attr_flag(op, "transpose_weight");
-  const int64_t M = x[0], K = x[1], E = w[0], Kw = tw ? w[2] : w[1], N = tw ? w[1] : w[2];
-  if (K != Kw)
-    fail(K_ + ": x " + shape_str(x) + " has K=" + std::to_string(K) + ", weight " + shape_str(w) + " has K=" +
-         std::to_string(Kw) + " (transpose_weight=" + std::to_string(int(tw)) + ")");
-  const bool bias = present(op, 2);
-  if (bias && op.inputs[2] != std::vector<int64_t>{E, N})
-    fail(K_ + ": bias " + shape_str(op.inputs[2]) + " must be [" + std::to_string(E) + ", " + std::to_string(N) +
-         "] (one row per expert)");
+namespace {
+// Each expert's share of the split axis (x's rows, or K with split K) from group_list (cumulative
+// or counts): share -> experts with it, empty ones left out.
+std::map<int64_t, int64_t> group_sizes(const OpDesc& op, int64_t experts, int64_t total, const std::string& axis,
+                                       const std::string& x_desc) {
+  const std::string& K_ = op.kind;
   const auto gl = attr_ints(op, "group_list", {});
   const int64_t type = attr_int(op, "group_list_type", 0);
   if (type != 0 && type != 1)
     fail(K_ + ": group_list_type must be 0 (cumulative) or 1 (counts), got " + std::to_string(type));
-  if (int64_t(gl.size()) != E)
-    fail(K_ + ": group_list has " + std::to_string(gl.size()) + " entries, weight " + shape_str(w) + " has " +
-         std::to_string(E) + " experts (one entry per expert)");
-  std::map<int64_t, int64_t> sizes;  // rows -> experts
+  if (int64_t(gl.size()) != experts)
+    fail(K_ + ": group_list has " + std::to_string(gl.size()) + " entries, weight has " + std::to_string(experts) +
+         " experts (one entry per expert)");
+  std::map<int64_t, int64_t> sizes;
   int64_t sum = 0;
   for (size_t e = 0; e < gl.size(); ++e) {
     const int64_t m = type == 0 ? gl[e] - (e ? gl[e - 1] : 0) : gl[e];
@@ -710,15 +749,54 @@ std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platf
     sum += m;
     if (m > 0) sizes[m] += 1;
   }
-  if (sum != M)
-    fail(K_ + ": group_list " + shape_str(gl) + " covers " + std::to_string(sum) + " rows, x " + shape_str(x) +
-         " has M=" + std::to_string(M) + " (the groups must sum to the tokens)");
-  if (sizes.empty()) fail(K_ + ": every group is empty (M=0)");
+  if (sum != total)
+    fail(K_ + ": group_list " + shape_str(gl) + " covers " + std::to_string(sum) + ", x " + x_desc + " has " + axis + "=" +
+         std::to_string(total) + " (the groups must sum to it)");
+  if (sizes.empty()) fail(K_ + ": every group is empty (" + axis + "=0)");
+  return sizes;
+}
+}  // namespace
+
+// group_type 0 (split M, the default): x [M, K], weight [E, K, N] ([E, N, K] transposed), y [M, N].
+// group_type 2 (split K): x as CANN's kernel takes it, transposed: [K, M] (grouped_matmul_tiling.cpp
+// SplitKSingleXSingleWeightSingleY: K is x's first dimension with transpose_x), weight [K, N], each
+// expert a slice of K, y [E, M, N] (op_kernel/grouped_matmul.h SetMKN: groupType 2, k = the split value).
+std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platform& p) {
+  const std::string K_ = op.kind;
+  if (op.inputs.size() < 2 || op.inputs.size() > 3)
+    fail(K_ + ": expected inputs x, weight and optionally bias, got " + std::to_string(op.inputs.size()));
+  const int64_t gtype = attr_int(op, "group_type", 0);
+  if (gtype != 0 && gtype != 2)
+    fail(K_ + ": group_type must be 0 (split M: each expert owns rows of x) or 2 (split K: each owns a slice of K), "
+         "got " + std::to_string(gtype));
+  const bool split_k = gtype == 2;
+  need_rank(op, 0, 2, "x");
+  need_rank(op, 1, split_k ? 2 : 3, "weight");
+  const auto& x = op.inputs[0];
+  const auto& w = op.inputs[1];
+  const bool tw = attr_flag(op, "transpose_weight");
+  // CANN's split-K kernel takes the weight untransposed (grouped_matmul.cpp GMM_FLOAT: TRANS_A == 1
+  // runs GMMProcess with transB false).
+  if (split_k && tw) fail(K_ + ": group_type 2 (split K) takes the weight [K, N] untransposed, got transpose_weight=1");
+  const int64_t M = split_k ? x[1] : x[0], K = split_k ? x[0] : x[1];
+  const int64_t E = split_k ? int64_t(attr_ints(op, "group_list", {}).size()) : w[0];
+  const int64_t Kw = split_k ? w[0] : (tw ? w[2] : w[1]), N = split_k ? w[1] : (tw ? w[1] : w[2]);
+  if (K != Kw)
+    fail(K_ + ": x " + shape_str(x) + " has K=" + std::to_string(K) + ", weight " + shape_str(w) + " has K=" +
+         std::to_string(Kw) + " (transpose_weight=" + std::to_string(int(tw)) + ", group_type=" + std::to_string(gtype) + ")");
+  const bool bias = present(op, 2);
+  if (bias && op.inputs[2] != std::vector<int64_t>{E, N})
+    fail(K_ + ": bias " + shape_str(op.inputs[2]) + " must be [" + std::to_string(E) + ", " + std::to_string(N) +
+         "] (one row per expert)");
+  const auto sizes = group_sizes(op, E, split_k ? K : M, split_k ? "K" : "M", shape_str(x));
   std::vector<GroupedMatmulModel::Group> groups;
-  for (const auto& [m, count] : sizes) {
-    std::vector<std::vector<int64_t>> in{{m, K}, tw ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}};
+  int64_t busy = 0;
+  for (const auto& [share, count] : sizes) {
+    const int64_t m = split_k ? M : share, k = split_k ? share : K;
+    std::vector<std::vector<int64_t>> in{split_k ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k},
+                                         tw ? std::vector<int64_t>{N, k} : std::vector<int64_t>{k, N}};
     if (bias) in.push_back({N});
-    OpDesc mm = inner_matmul(op, in, op.dtype, false, tw);
+    OpDesc mm = inner_matmul(op, in, op.dtype, split_k, tw);
     GroupedMatmulModel::Group g{m, count, make_matmul_model(mm, p), {}};
     const auto& names = g.cube->spec().names;
     for (const auto& n : names) {
@@ -728,13 +806,17 @@ std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platf
       g.slot.push_back(int(it - rn.begin()));
     }
     groups.push_back(std::move(g));
+    busy += count;
   }
   const int ds = dtype_size(op.dtype);
-  const double bytes = (double(numel(x)) + double(numel(w)) + double(M) * N) * ds;
+  const double out_elems = double(split_k ? E : 1) * double(M) * double(N);
+  const double bytes = (double(numel(x)) + double(numel(w)) + out_elems) * ds;
   const double peak = double(p.cube_cores) * 16 * 16 * (32 / ds) * 2 * p.freq_mhz;  // 16 x C0 x 16 MACs per cycle
   const double roofline = std::max(2.0 * M * N * K / peak, bytes / (p.hbm_gbps * 1e3));
+  const double zero_bytes = split_k ? double(E - busy) * double(M) * double(N) * ds : 0;
   return std::make_shared<GroupedMatmulModel>(std::move(groups), p, align_up(K, ds == 4 ? 8 : 16), N, ds,
-                                              std::max(16, 32 / ds), bias, roofline);
+                                              std::max(16, 32 / ds), bias, roofline,
+                                              GroupedMatmulModel::Raw{M, K, E, tw, split_k, zero_bytes});
 }
 
 }  // namespace aoe::ascend::detail
