@@ -182,8 +182,12 @@ bool rms_performance(const OpDesc& op, const Platform& p) {
 // NORMAL and SINGLE_ROW the next pass cannot load early: the quantisation takes inRowsQue as its scratch
 // (normal_kernel.h doQuant1withFlag AllocTensor, single_row_kernel.h ComputeDynamicQuant DeQue), so a
 // pass's load waits for the pass before to finish computing; only its store (outRowsQue / yQue) runs
-// beside the next load.  (Double-buffered, as modelled before, the fit half's three 910B2 NORMAL records
-// were 0.97, 1.00, 1.13x the measured time; single-buffered 1.11, 1.16, 1.13x.)
+// beside the next load.  The model nevertheless keeps NORMAL and SINGLE_ROW double-buffered wherever UB
+// holds a row twice (then fewer rows a pass than CANN's on some shapes), single-buffered with the store
+// beside the load only where it does not: the fit half decides it, its three 910B2 NORMAL records at
+// 0.97, 1.00, 1.13x the measured time double-buffered against 1.11, 1.16, 1.13x single-buffered (the
+// per-row constants kRowScalar* were fitted with this choice; a faithful single buffer wants them
+// refitted with the per-row abs-max and sum-of-squares chains, which are not charged yet).
 // `slice_d_in`: SLICE_D's GM bytes read per element and sweep (0 for the whole-row templates).
 void quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_outs, double& slice_d_in) {
   const int64_t ha = align_up(h, 32), ub = int64_t(p.ub), hal = align_up(h, 32 / k.ds);
@@ -192,11 +196,13 @@ void quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_out
   k.baseline_block_dim = cdiv(k.units, cdiv(k.units, p.vector_cores));
   if (row_step >= 1 || single_row) {
     k.baseline_tile = std::min<int64_t>(16, std::max<int64_t>(1, row_step)) * hal;
-    k.baseline_buffer_num = 1;
-    k.store_beside_load = true;
     k.ub_buffers = 4;  // the 16-bit rows of the queues (and smoothBuf) above
     k.temp_fp32 = 2;
     if (single_row) k.bcast_reload_units = 1;
+    if (ub_fit(k, p).tile(2) < hal) {
+      k.baseline_buffer_num = 1;
+      k.store_beside_load = true;
+    }
     return;
   }
   // SLICE_D stays double-buffered here, its piece as far as UB holds two (8192, not 8864): in its slice
