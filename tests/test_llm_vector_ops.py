@@ -815,6 +815,51 @@ def test_group_norm_on_910b_follows_cann_tiling(x, groups, dtype):
     assert (t["blockDim"], t["tileLen"]) == _cann_group_norm_910b(x[0], c, groups, hw, ds)
 
 
+def _cann_add_rms_norm_dynamic_quant_910b(rows: int, h: int, cores: int, ub: int) -> tuple:
+    """CANN's 910B AddRmsNormDynamicQuant tiling, transcribed from hicann/ops-nn norm/add_rms_norm_dynamic_quant/
+    op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp (DoBlockTiling, CheckUbNormalTiling,
+    CheckUbSingleRowTiling, CheckUbSliceDTiling; 2 bytes an element whatever x is, rows padded to 32 elements):
+    (template, blockDim, rows a pass on a head core, bufferNum (op_kernel: BUFFER_NUM 1))."""
+    cdiv = lambda a, b: -(-a // b)
+    core = cdiv(rows, cdiv(rows, cores))
+    per_core, ha = cdiv(rows, core), cdiv(h, 32) * 32
+    row_step = (ub - 3 * ha * 2 - 768) // (16 * ha + 8)
+    if row_step >= 1:
+        return "normal", core, min(16, row_step, per_core), 1
+    if 16 * ha + 2 * 128 * 4 <= ub:
+        return "single_row", core, 1, 1
+    return "slice_d", core, 1, 1
+
+
+def test_add_rms_norm_dynamic_quant_910b_follows_cann_tiling_on_a_grid():
+    # Template, core count, whole rows a UB pass and bufferNum of the model's default tiling against CANN's
+    # rule over few/many rows, short/long, aligned/unaligned rows, both dtypes, 0/1/2 smooth scales.  UB
+    # holds CANN's rows with two smooth scales (8200: one row, not split).
+    # SLICE_D: the row split, one row a pass (its piece is the model's double-buffered 8192, not 8864).
+    p = an.platform("Ascend910B2")
+    misses = []
+    for rows in (1, 47, 48, 49, 97, 4096, 100000):
+        for h in (16, 100, 1000, 4093, 5120, 8200, 10000, 12288, 20000, 65536):
+            for dtype, q in (("float16", 0), ("bfloat16", 1), ("float16", 2)):
+                x = [rows, h]
+                t = an.baseline_tiling("AddRmsNormDynamicQuant", [x, x, [h]] + [[h]] * q, dtype, "Ascend910B2")
+                kind, core, per, buf = _cann_add_rms_norm_dynamic_quant_910b(rows, h, p["vector_cores"], p["ub"])
+                hal = -(-h // 16) * 16
+                got = (t["blockDim"], min(t["tileLen"] // hal, -(-rows // t["blockDim"])))
+                if kind == "slice_d":
+                    ok = got == (core, 0) and t["tileLen"] < h
+                else:
+                    # Double-buffered where UB holds it (see norm_quant.cpp quant_910b_tiling): then as
+                    # many of CANN's rows as two buffers hold, at least one; single-buffered CANN's own.
+                    ok = got[0] == core and (got[1] == per if t["bufferNum"] == 1 else 1 <= got[1] <= per)
+                if not ok:
+                    misses.append((x, dtype, q, kind, (core, per, buf), got + (t["bufferNum"],)))
+    assert not misses, misses
+    r = an.tune_op("AddRmsNormDynamicQuant", [[2048, 4096], [2048, 4096], [4096]], "bfloat16", "Ascend910B2",
+                   max_evals=64)
+    assert r.time_us <= r.baseline_us * (1 + 1e-9)
+
+
 def test_add_rms_norm_dynamic_quant_910b_core_count():
     # add_rms_norm_dynamic_quant_tiling.cpp (arch22) DoBlockTiling: ceil(rows / cores) rows a core on
     # ceil(rows / that) cores: 50 rows take 25 cores of 2 rows, 97 rows 33 of 3, not 48.

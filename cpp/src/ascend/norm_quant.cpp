@@ -163,6 +163,66 @@ bool rms_performance(const OpDesc& op, const Platform& p) {
          x.back() <= 5120;
 }
 
+// AddRmsNormDynamicQuant's 910B tiling and kernels ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/
+// op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp, op_kernel/add_rms_norm_dynamic_quant_*_kernel.h) on
+// the kernel `k` of make_rms_norm.  The tiling counts 2 bytes an element whatever x is (dtSize_ SIZEOF_B16)
+// and pads a row to 32 elements, not bytes (GetShapeInfo: numLastDimAligned_, alignSize BLOCK_SIZE 32 as an
+// element count); DoBlockTiling gives ceil(rows / cores) rows a core, ceil(rows / that) cores; DoUbTiling
+// takes the first template that fits:
+// - NORMAL (CheckUbNormalTiling): rowStep = (UB - 3 weight rows - 768) / (16 x aligned D + 8) rows a pass,
+//   at most 16 (MAX_ROW_STEP); UB (normal_kernel.h Init): inRowsQue and outRowsQue two 16-bit rows each a
+//   row of the pass, xBufFp32 and yBufFp32 one fp32 row each, gamma and the smooth scales kept whole.
+// - SINGLE_ROW (CheckUbSingleRowTiling): one row while 16 bytes an element and 1 KB fit UB; UB
+//   (single_row_kernel.h Init): inRowsQue two 16-bit rows, yQue and smoothBuf one each, two fp32 rows;
+//   gamma and smooth_scale2 come through inRowsQue again for every row (CopyInGamma, CopyInSmooth).
+// - SLICE_D (CheckUbSliceDTiling): pieces of 8864 elements (SLICE_COL_LEN), the last D % 8864; UB
+//   (cut_d_kernel.h Init): outRowQue one 16-bit piece, inRowsQue two, tmpOutQue and three fp32 buffers.
+// Every template's queues are single-buffered (BUFFER_NUM 1, add_rms_norm_dynamic_quant.cpp), and in
+// NORMAL and SINGLE_ROW the next pass cannot load early: the quantisation takes inRowsQue as its scratch
+// (normal_kernel.h doQuant1withFlag AllocTensor, single_row_kernel.h ComputeDynamicQuant DeQue), so a
+// pass's load waits for the pass before to finish computing; only its store (outRowsQue / yQue) runs
+// beside the next load.  The model nevertheless keeps NORMAL and SINGLE_ROW double-buffered wherever UB
+// holds a row twice (then fewer rows a pass than CANN's on some shapes), single-buffered with the store
+// beside the load only where it does not: the fit half decides it, its three 910B2 NORMAL records at
+// 0.97, 1.00, 1.13x the measured time double-buffered against 1.11, 1.16, 1.13x single-buffered (the
+// per-row constants kRowScalar* were fitted with this choice; a faithful single buffer wants them
+// refitted with the per-row abs-max and sum-of-squares chains, which are not charged yet).
+// `slice_d_in`: SLICE_D's GM bytes read per element and sweep (0 for the whole-row templates).
+void quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_outs, double& slice_d_in) {
+  const int64_t ha = align_up(h, 32), ub = int64_t(p.ub), hal = align_up(h, 32 / k.ds);
+  const int64_t row_step = (ub - 3 * ha * 2 - 768) / (16 * ha + 8);
+  const bool single_row = row_step < 1 && 16 * ha + 2 * 128 * 4 <= ub;
+  k.baseline_block_dim = cdiv(k.units, cdiv(k.units, p.vector_cores));
+  if (row_step >= 1 || single_row) {
+    k.baseline_tile = std::min<int64_t>(16, std::max<int64_t>(1, row_step)) * hal;
+    k.ub_buffers = 4;  // the 16-bit rows of the queues (and smoothBuf) above
+    k.temp_fp32 = 2;
+    if (single_row) k.bcast_reload_units = 1;
+    if (ub_fit(k, p).tile(2) < hal) {
+      k.baseline_buffer_num = 1;
+      k.store_beside_load = true;
+    }
+    return;
+  }
+  // SLICE_D stays double-buffered here, its piece as far as UB holds two (8192, not 8864): in its slice
+  // loops a piece's load is issued as soon as the casts before free inRowsQue (cut_d_kernel.h
+  // AddX1X2Slice, CopyInSmoothNorm), so loads overlap part of the vector work, which VecKernel's
+  // single-buffered pipeline (load, compute, in turn) does not express: single-buffered with CANN's
+  // 8864, the fit half's bf16 [4096, 14336] was 1.57x the measured time (0.90x as here).
+  k.baseline_tile = 8864;
+  // SLICE_D's three passes over a row (cut_d_kernel.h Process) go through a per-core fp32 workspace in
+  // GM: x1 + x2 out to it (CopyOutX), back in with gamma and the normalised (smoothed) rows out again
+  // (CopyInTmpX, CopyInGamma, CopyOutSmoothNorm), back in to quantise (CopyInSmoothNorm).  Beyond x1 and
+  // x2, 4 + ds + 4 q bytes an element come in and 4 + 4 q go out through the core's port, all in L2 (the
+  // workspace is one row a core): charged as the re-reads of the three sweeps, 2 ds + 8 + 8 q bytes an
+  // element in all beside gamma's.  (As three sweeps of x1 and x2, 2 ds each, the fit half's bf16
+  // [4096, 14336] was 0.75x the measured time.)  Gamma and the smooth scales come a slice at a time for
+  // every row (CopyInGamma, CopyInSmooth, through inRowsQue): none is kept whole in UB, each is read
+  // again per row (from L2).
+  slice_d_in = (2.0 * k.ds + 8 + 8 * std::max(1, quant_outs)) / 3;
+  k.bcast_reload_units = 1;
+}
+
 // RmsNorm (x, gamma), AddRmsNorm (x1, x2, gamma), AddRmsNormDynamicQuant (x1, x2, gamma,
 // smooth_scale1, smooth_scale2): y = x / sqrt(mean(x^2) + eps) * gamma, computed in fp32
 // (16-bit inputs cast up).  Assumed structure ([S] hicann/ops-nn norm/rms_norm/op_kernel,
@@ -200,6 +260,12 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     const auto od = attr_strs(op, "output_dtype");
     if (!od.empty() && od[0] != "int8")
       fail(op.kind + ": output_dtype '" + od[0] + "' is not modelled (int8)");
+    // [S] arch22/add_rms_norm_dynamic_quant_tiling.cpp ValidateInputOutputDtype, SetFlagsAndCheckConsistency.
+    if (!regbase(p) && !half(op.dtype))
+      fail(op.kind + ": x1 is " + op.dtype + "; CANN's 910B kernel takes float16 or bfloat16");
+    if (!regbase(p) && input(op, 3).empty() && !input(op, 4).empty())
+      fail(op.kind + ": smooth_scale2 " + shape_str(input(op, 4)) + " is given without smooth_scale1; CANN's 910B "
+           "kernel needs smooth_scale1 first");
   }
   VecKernel k = row_kernel(op, p, rows, h);
   const bool h16 = half(op.dtype);
@@ -406,47 +472,7 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.tile_cycles = kRowScalarNorm + kPipeDrain * double(cdiv(k.baseline_tile, 64) - 1);
   }
   double slice_d_in = 0;  // GM bytes read per element and sweep by SLICE_D (below), 0: as streamed
-  if (quant && !regbase(p)) {
-    // The 910B tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch22/
-    // add_rms_norm_dynamic_quant_tiling.cpp CheckUbNormalTiling, CheckUbSingleRowTiling,
-    // CheckUbSliceDTiling): NORMAL takes rowStep = (UB - 3 weight rows - 768) / ((4 ds + 8) x aligned
-    // D + 8) rows a pass, at most 16 (MAX_ROW_STEP); else SINGLE_ROW, one row while (4 ds + 8) bytes
-    // an element and 1 KB fit UB; else SLICE_D, pieces of 8864 elements (SLICE_COL_LEN).  Each row's
-    // rstd and abs-max go through the scalar unit (op_kernel/add_rms_norm_dynamic_quant_normal_kernel.h).
-    // The queues are single-buffered (BUFFER_NUM 1, op_kernel/add_rms_norm_dynamic_quant.cpp), but the
-    // inputs are cast into fp32 buffers at once, so the next pass's copy overlaps the compute:
-    // modelled double-buffered, as RmsNorm (single-buffered, the fit half's four 910B2 records were
-    // 1.33-1.48x measured, against 0.84-1.68x double-buffered) - unless the double-buffered tile
-    // could not hold the row CANN keeps whole: then single-buffered, as the kernel is, rather than
-    // a split row swept three times, with a pass's store beside the next pass's load (outRowsQue is
-    // apart from inRowsQue; the fit half's bf16 [2048, 8192]: 1.68x split, 1.33x single-buffered in
-    // turn, with the per-row constants of the time; 1.25x in turn and 1.09x store beside load now).
-    // The tiling pads a row to 32 elements, not bytes (GetShapeInfo: numLastDimAligned_, alignSize
-    // BLOCK_SIZE 32 as an element count), and gives ceil(rows / cores) rows a core, ceil(rows / that)
-    // cores (DoBlockTiling).
-    const int64_t ha = align_up(h, 32), ub = int64_t(p.ub);
-    const int64_t row_step = (ub - 3 * ha * k.ds - 768) / ((4 * k.ds + 8) * ha + 8);
-    const bool whole_row = row_step >= 1 || (4 * k.ds + 8) * ha + 1024 <= ub;
-    k.baseline_tile = row_step >= 1 ? std::min<int64_t>(16, row_step) * hal : whole_row ? hal : 8864;
-    k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
-    if (whole_row && ub_fit(k, p).tile(2) < hal) {
-      k.baseline_buffer_num = 1;
-      k.store_beside_load = true;
-    }
-    // SLICE_D's three passes over a row (op_kernel/add_rms_norm_dynamic_quant_cut_d_kernel.h Process)
-    // go through a per-core fp32 workspace in GM: x1 + x2 out to it (CopyOutX), back in with gamma and
-    // the normalised (smoothed) rows out again (CopyInTmpX, CopyInGamma, CopyOutSmoothNorm), back in
-    // to quantise (CopyInSmoothNorm).  Beyond x1 and x2, 4 + ds + 4 q bytes an element come in and 4
-    // + 4 q go out through the core's port, all in L2 (the workspace is one row a core): charged as
-    // the re-reads of the three sweeps, 2 ds + 8 + 8 q bytes an element in all beside gamma's.  (As three
-    // sweeps of x1 and x2, 2 ds each, the fit half's bf16 [4096, 14336] was 0.75x the measured time.)
-    // Gamma and the smooth scales come a slice at a time for every row (CopyInGamma, CopyInSmooth,
-    // through inRowsQue): none is kept whole in UB, each is read again per row (from L2).
-    if (!whole_row) {
-      slice_d_in = (2.0 * k.ds + 8 + 8 * std::max(1, quant_outs)) / 3;
-      k.bcast_reload_units = 1;
-    }
-  }
+  if (quant && !regbase(p)) quant_910b_tiling(k, p, h, quant_outs, slice_d_in);
   if (quant && regbase(p)) {
     // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
     // add_rms_norm_dynamic_quant_tiling_arch35.cpp): TryPerfTiling, H up to 2 x 64 x 64 x 2 = 16384,
