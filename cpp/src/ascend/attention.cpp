@@ -362,9 +362,8 @@ void FlashModel::build_spec() {
   spec_.pruning.push_back("kvSplit == 1 or kvSplit * s2Base <= " + std::to_string(align_up(kv, 128)));
   spec_.baseline = cann_default();
   spec_.baseline_kind = "approximate CANN default";
-  auto& ks = spec_.values[2];  // CANN's split (cores / tasks, lowered for 512 keys each) may fall between the values
-  if (std::find(ks.begin(), ks.end(), spec_.baseline[2]) == ks.end())
-    ks.insert(std::upper_bound(ks.begin(), ks.end(), spec_.baseline[2]), spec_.baseline[2]);
+  // CANN's split (cores / tasks, lowered for 512 keys each) may fall between the values.
+  add_value(spec_.values[2], spec_.baseline[2]);
 }
 
 // ops-transformer's defaults (hicann/ops-transformer @ c29bc10):

@@ -275,6 +275,9 @@ std::vector<std::string> attr_strs(const OpDesc& op, const std::string& name);
 // Candidate core counts: 1, 2, 4, ... and every multiple of `step` up to n, and n.
 std::vector<int64_t> core_counts(int64_t n, int64_t max_useful);
 std::vector<int64_t> pow2_range(int64_t lo, int64_t hi);
+// A knob's candidate values, kept sorted, with `v` among them (a default the ladder of values
+// lacks); returns v.
+int64_t add_value(std::vector<int64_t>& values, int64_t v);
 
 std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p);

@@ -546,12 +546,6 @@ const std::vector<std::string>& row_names() {
   return n;
 }
 
-// A default value x made one of its knob's values v (kept sorted); returns x.
-int64_t take(std::vector<int64_t>& v, int64_t x) {
-  if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
-  return x;
-}
-
 void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   const Platform& p = p_;
   auto& s = spec_;
@@ -619,11 +613,11 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
       // singleN = FULL_K_SINGLE_N = 1280 columns wide (the kernel's SetMNConfig, GMM_FLOAT), so a
       // core loops 5 base blocks of 256 over one copy of A.
       constexpr int64_t kFullKSingleN = 1280;
-      step_a = take(s.values[gStepKa], cdiv(raw_.K, bk));
-      step_b = take(s.values[gStepKb], step_a / 2);
-      take(s.values[gDepthA1], 2 * step_a);
-      take(s.values[gDepthB1], 2 * step_b);
-      n_blocks = take(s.values[gNBlocks], kFullKSingleN / bn);
+      step_a = add_value(s.values[gStepKa], cdiv(raw_.K, bk));
+      step_b = add_value(s.values[gStepKb], step_a / 2);
+      add_value(s.values[gDepthA1], 2 * step_a);
+      add_value(s.values[gDepthB1], 2 * step_b);
+      n_blocks = add_value(s.values[gNBlocks], kFullKSingleN / bn);
     }
   }
   s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b, n_blocks};
@@ -649,9 +643,9 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
   const int64_t tiler_bk = std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (kBaseN * ds) / 16 * 16);
   int64_t tiler_bm = std::min<int64_t>(int64_t(p.l0a) / 2 / (tiler_bk * ds), int64_t(p.l0c) / (kBaseN * 4));
   tiler_bm = std::min<int64_t>(256, tiler_bm > total_m ? align_up(total_m, 16) : tiler_bm / 16 * 16);
-  const int64_t bm = take(s.values[gBM], tiler_bm);
-  const int64_t bn = take(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
-  const int64_t bk = take(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
+  const int64_t bm = add_value(s.values[gBM], tiler_bm);
+  const int64_t bn = add_value(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
+  const int64_t bk = add_value(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
   const int64_t avail = int64_t(p.l1) - (bt ? kBaseN * 4 : 0);
   const int64_t l1a = bm > kBaseN ? kPartA : avail - kPartA, l1b = avail - l1a;
   int64_t step_a = std::max<int64_t>(1, l1a / 2 / (bm * tiler_bk * ds));
@@ -659,7 +653,7 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
   if (step_a > step_b) step_a = step_a / step_b * step_b;
   else step_b = step_b / step_a * step_a;
   const int64_t k_steps = cdiv(align_up(K, kq), bk);
-  return {bm, bn, bk, take(s.values[gStepKa], std::min(step_a, k_steps)), take(s.values[gStepKb], std::min(step_b, k_steps))};
+  return {bm, bn, bk, add_value(s.values[gStepKa], std::min(step_a, k_steps)), add_value(s.values[gStepKb], std::min(step_b, k_steps))};
 }
 
 // C220's FullLoadK template ([O] ops-transformer gmm/grouped_matmul/op_host/op_tiling/

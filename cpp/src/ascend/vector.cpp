@@ -25,13 +25,6 @@ enum P { kBlockDim, kTileLen, kBufferNum, kSplitR };
 // (64 GiB, ascend_model.md §1).
 constexpr double kC220StreamGBps = 436.2e6 / 369.827 / 1e3;
 
-// A knob's candidate values, sorted, with `v` among them (a default the ladder of values lacks).
-void add_value(std::vector<int64_t>& values, int64_t v) {
-  if (std::find(values.begin(), values.end(), v) != values.end()) return;
-  values.push_back(v);
-  std::sort(values.begin(), values.end());
-}
-
 // CANN's split of a tensor list over `cores` cores (hicann/ops-nn @ e5c3fa93,
 // foreach/foreach_utils/op_host: foreach_tiling_class.h GetNeedCoreNum / AssignDataToEachCore,
 // foreach_reduce_tiling_func.cpp the same with every tensor rounded up to whole 32-byte blocks):
