@@ -172,7 +172,10 @@ std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
   k.temp_fp32 = k.ds == 4 ? 0 : 3;  // the fp32 copies of the three inputs
   k.fixed_us = kAddcdivSetupCycles / p.freq_mhz;
   k.flops = 3.0 * double(n);
-  if (c220(p)) cann_c220_addcdiv_loop(k, p), foreach_c220_list(k, elems, false);
+  if (c220(p)) {
+    cann_c220_addcdiv_loop(k, p);
+    foreach_c220_list(k, elems, false);
+  }
   return make_vec_model(k, p);
 }
 
