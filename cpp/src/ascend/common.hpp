@@ -207,6 +207,9 @@ struct VecKernel {
   double part_cycles = 0;
 };
 
+// The cores CANN's foreach tilings split VecKernel::list_elems over, of `cores`: no more than the
+// list's 32-byte blocks (each tensor's rounded up with list_block_align; vector.cpp list_shares).
+int64_t list_cores(const VecKernel& k, int64_t cores);
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.
 VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
 // The Ascend C vector pattern's model (blockDim, tileLen, bufferNum[, splitR][, vcBlocks]) of `k`.

@@ -25,6 +25,15 @@ enum P { kBlockDim, kTileLen, kBufferNum, kSplitR };
 // (64 GiB, ascend_model.md §1).
 constexpr double kC220StreamGBps = 436.2e6 / 369.827 / 1e3;
 
+// The 32-byte blocks of a tensor list (VecKernel::list_elems), each tensor's rounded up with
+// list_block_align.
+int64_t list_blocks(const VecKernel& k) {
+  const int64_t epb = 32 / k.ds;
+  int64_t blocks = 0, total = 0;
+  for (int64_t n : k.list_elems) blocks += cdiv(n, epb), total += n;
+  return k.list_block_align ? blocks : cdiv(total, epb);
+}
+
 // CANN's split of a tensor list over `cores` cores (hicann/ops-nn @ e5c3fa93,
 // foreach/foreach_utils/op_host: foreach_tiling_class.h GetNeedCoreNum / AssignDataToEachCore,
 // foreach_reduce_tiling_func.cpp the same with every tensor rounded up to whole 32-byte blocks):
@@ -32,11 +41,8 @@ constexpr double kC220StreamGBps = 436.2e6 / 369.827 / 1e3;
 // of the list laid end to end, the last core the rest.  Returns each used core's part of every
 // tensor it touches (cores whose share is padding alone: none).
 std::vector<std::vector<int64_t>> list_shares(const VecKernel& k, int64_t cores) {
-  const int64_t epb = 32 / k.ds;
-  int64_t blocks = 0, total = 0;
-  for (int64_t n : k.list_elems) blocks += cdiv(n, epb), total += n;
-  if (!k.list_block_align) blocks = cdiv(total, epb);
-  cores = std::max<int64_t>(1, std::min(cores, blocks));
+  const int64_t epb = 32 / k.ds, blocks = list_blocks(k);
+  cores = list_cores(k, cores);
   const int64_t per = blocks / cores, rem = blocks % cores;
   std::vector<std::vector<int64_t>> parts(static_cast<size_t>(cores));
   int64_t c = 0, end = (per + (rem > 0)) * epb, off = 0;
@@ -52,6 +58,13 @@ std::vector<std::vector<int64_t>> list_shares(const VecKernel& k, int64_t cores)
   return parts;
 }
 
+}  // namespace
+
+int64_t list_cores(const VecKernel& k, int64_t cores) {
+  return std::max<int64_t>(1, std::min(cores, list_blocks(k)));
+}
+
+namespace {
 class VecModel : public OpModel {
  public:
   VecModel(const VecKernel& k, const Platform& p) : k_(k), p_(p) {
