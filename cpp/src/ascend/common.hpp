@@ -193,10 +193,12 @@ struct VecKernel {
   // Units dealt to the cores in whole UB tiles (opt-in: norm_quant.cpp's DynamicQuant special template
   // on 910B, SetSpecialTilingForDs: a head core takes ceil(passes / blockDim) full passes of tileLen /
   // row rows, the last core what is left): a core's rows are a multiple of a tile's, not ceil(rows /
-  // blockDim), and only the cores that get a pass run.  Off: rows spread evenly.
+  // blockDim), and only the cores that get a pass run.  Off: rows spread evenly.  (unit_group with
+  // the group a tile's rows, but dealt however few the groups, the cores past the last one idle.)
   bool whole_passes_per_core = false;
   // Tensor-list kernels (opt-in: optimizer.cpp's Foreach* on 910B; units = the list's elements,
-  // unit_elems 1): the elements of each tensor, in list order.  The cores take even shares of the
+  // unit_elems 1; the list's split, vector.cpp list_shares, then replaces unit_group's and
+  // whole_passes_per_core's dealing): the elements of each tensor, in list order.  The cores take even shares of the
   // list's 32-byte blocks, a share crossing tensor boundaries, and loop over their part of each
   // tensor on its own (a tile never holds two tensors), so a core's tiles are the sum over its
   // parts.  list_block_align: every tensor starts on a block of its own (the share counts its
