@@ -288,6 +288,8 @@ class FlashModel : public OpModel {
   int64_t kv_len(const SeqGroup& g) const { return q_.topk > 0 ? std::min(q_.topk, g.s2) : g.s2; }
   void build_spec();
   std::vector<int64_t> cann_default() const;
+  // The cores `n_tasks` tasks (gqaPack `pack`) keep busy and the waves of the busiest.
+  std::pair<int64_t, double> task_waves(double n_tasks, bool pack) const;
   struct Stage {
     double cube, vec, mte2;
   };
@@ -480,19 +482,7 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
       if (ks > 1) comb_bytes += double(g.count) * heads * m * (ks * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
     }
   }
-  int64_t cores = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores, int64_t(n_tasks)));
-  double waves = std::ceil(n_tasks / cores);
-  if (pack && ifa_on_aivs_910b(q_, p)) {
-    // IncreFlashAttention on 910B deals its (batch, KV head, KV split) tasks to the AIVs in contiguous
-    // ranges, the first tasks % aivNum AIVs one more (incre_flash_attention_tiling.cpp SplitBN_V0,
-    // SplitBNS), and launches one AIC per two AIVs (CalcBlockDim: aicNum = ceil(aivNum / 2)): AIC 0
-    // carries the tasks of AIVs 0 and 1.  With at most half the AIVs busy, no KV split and a cube
-    // template (not fp16 G = 1's all-vector one), AIC and AIV pair 1:1 (EnableC1V1): a task per AIC.
-    const int64_t nt = int64_t(n_tasks), aiv = p.vector_cores, base = nt / aiv, former = nt % aiv;
-    const bool c1v1 = (q_.G > 1 || q_.bf16) && 2 * nt <= aiv && !(q_.S1max == 1 && flash_decode(q_, q_.S2max, aiv, true));
-    cores = std::max<int64_t>(1, c1v1 ? nt : cdiv(std::min(nt, aiv), 2));
-    waves = c1v1 ? 1.0 : double(2 * base + (former > 0) + (former > 1));
-  }
+  const auto [cores, waves] = task_waves(n_tasks, pack);
   const double core_cycles = std::max(waves * total / std::max(1.0, n_tasks), max_task) + fill;
   const double f = p.freq_mhz;
   // Flash decoding: the partial outputs (fp32 O, max and sum) combined by the AIVs after a SyncAll.
@@ -525,6 +515,24 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
     else b.bound = "compute";
   }
   return time;
+}
+
+// The AI cores take a task each a wave.  IncreFlashAttention on 910B deals its (batch, KV head, KV
+// split) tasks to the AIVs in contiguous ranges, the first tasks % aivNum AIVs one more
+// (incre_flash_attention_tiling.cpp SplitBN_V0, SplitBNS), and launches one AIC per two AIVs
+// (CalcBlockDim: aicNum = ceil(aivNum / 2)): AIC 0 carries the tasks of AIVs 0 and 1.  With at most
+// half the AIVs busy, no KV split and a cube template (not fp16 G = 1's all-vector one), AIC and AIV
+// pair 1:1 (EnableC1V1): a task per AIC.
+std::pair<int64_t, double> FlashModel::task_waves(double n_tasks, bool pack) const {
+  const Platform& p = p_;
+  if (!(pack && ifa_on_aivs_910b(q_, p))) {
+    const int64_t cores = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores, int64_t(n_tasks)));
+    return {cores, std::ceil(n_tasks / cores)};
+  }
+  const int64_t nt = int64_t(n_tasks), aiv = p.vector_cores, base = nt / aiv, former = nt % aiv;
+  const bool c1v1 = (q_.G > 1 || q_.bf16) && 2 * nt <= aiv && !(q_.S1max == 1 && flash_decode(q_, q_.S2max, aiv, true));
+  return {std::max<int64_t>(1, c1v1 ? nt : cdiv(std::min(nt, aiv), 2)),
+          c1v1 ? 1.0 : double(2 * base + (former > 0) + (former > 1))};
 }
 
 // ---- MlaProlog ------------------------------------------------------------------------------
