@@ -479,6 +479,9 @@ namespace {
 // nBlocks: base blocks of N in one core's task (the kernel's singleN = baseN x nBlocks; 1 but in
 // C220's FullLoadK template).
 enum G { gDispatch, gBM, gBN, gBK, gStepKa, gStepKb, gDepthA1, gDepthB1, gNBlocks, gNP };
+// C220's grouped tiler's baseN ([O] ops-transformer gmm/grouped_matmul/op_host/op_tiling/
+// grouped_matmul_tiling.cpp CalMMTiling: BEST_BASEN).
+constexpr int64_t kC220GmmBaseN = 256;
 const char* const kGNames[gNP] = {"dispatch", "baseM", "baseN", "baseK", "stepKa",
                                   "stepKb", "depthA1", "depthB1", "nBlocks"};
 
@@ -638,7 +641,7 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
                                                                                          bool bt) {
   const Platform& p = p_;
   auto& s = spec_;
-  constexpr int64_t kBaseN = 256, kPartA = 256 * 1024;
+  constexpr int64_t kBaseN = kC220GmmBaseN, kPartA = 256 * 1024;
   const int64_t total_m = raw_.M;
   const int64_t tiler_bk = std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (kBaseN * ds) / 16 * 16);
   int64_t tiler_bm = std::min<int64_t>(int64_t(p.l0a) / 2 / (tiler_bk * ds), int64_t(p.l0c) / (kBaseN * 4));
@@ -667,8 +670,7 @@ bool GroupedMatmulModel::c220_full_load_k(int64_t bm, int64_t bk, int ds) const 
       total_m <= 2048)
     return false;
   const int64_t step_a = cdiv(raw_.K, bk), step_b = step_a / 2;
-  constexpr int64_t kBaseN = 256;  // CalMMTiling's baseN (BEST_BASEN), as c220_baseline
-  return bm * bk * ds * 2 * step_a + kBaseN * bk * ds * 2 * step_b <= int64_t(p_.l1);
+  return bm * bk * ds * 2 * step_a + kC220GmmBaseN * bk * ds * 2 * step_b <= int64_t(p_.l1);
 }
 
 double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
