@@ -235,10 +235,19 @@ AttnProblem read_attention(const OpDesc& op) {
   return q;
 }
 
+// Which 910B kernel runs a packed (IncreFlashAttention-routed) problem: FIA's MLA decode kernel
+// (FiaTilingNonQuantMla) for MLA, IncreFlashAttention's own, whose tasks go to the AIVs (SetCoreNum),
+// for the rest; SparseFlashAttention (topk) has a kernel of its own, neither of these.
+bool fia_mla_910b(const AttnProblem& q, const Platform& p) { return c220(p) && q.mla && q.topk == 0; }
+bool ifa_on_aivs_910b(const AttnProblem& q, const Platform& p) { return c220(p) && !q.mla && q.topk == 0; }
+
 // IncreFlashAttention's flash-decoding test (incre_flash_attention_tiling_check.cpp IsFlashDecode,
-// CheckCoreOkFlag): fewer (batch, KV head) tasks than `ratio` x `cores`, and with GQA `s2`, the
-// longest KV length, at least 2048.  The split itself may then still come out as 1 (SplitBNS's 512-key floor).
-bool flash_decode(const AttnProblem& q, int64_t s2, int64_t cores, double ratio) {
+// CheckCoreOkFlag): fewer (batch, KV head) tasks than ratio x `cores`, and with GQA `s2`, the
+// longest KV length, at least 2048.  The ratio is 0.4, 0.5 for 910B's all-vector template
+// (`on_aivs`: fp16 with G = 1, BMM_ALL_BY_VEC).  The split itself may then still come out as 1
+// (SplitBNS's 512-key floor).
+bool flash_decode(const AttnProblem& q, int64_t s2, int64_t cores, bool on_aivs) {
+  const double ratio = on_aivs && q.G == 1 && !q.bf16 ? 0.5 : 0.4;
   return double(q.B * q.Nkv) < ratio * cores && (q.G == 1 || s2 >= 2048);
 }
 
@@ -279,6 +288,8 @@ class FlashModel : public OpModel {
   int64_t kv_len(const SeqGroup& g) const { return q_.topk > 0 ? std::min(q_.topk, g.s2) : g.s2; }
   void build_spec();
   std::vector<int64_t> cann_default() const;
+  // The cores `n_tasks` tasks (gqaPack `pack`) keep busy and the waves of the busiest.
+  std::pair<int64_t, double> task_waves(double n_tasks, bool pack) const;
   struct Stage {
     double cube, vec, mte2;
   };
@@ -335,7 +346,7 @@ void FlashModel::build_spec() {
   // 576 dims (attention/common/op_host/arch32/fia_tiling_nonquant_mla.h), over half of L1: its K/V
   // come in smaller sub-tiles, so that block is allowed there (not for SparseFlashAttention).
   s1_limit_ = int64_t(p.l1 / 2) / (q_.Dk * q_.e);
-  s1_limit_pack_ = c220(p) && q_.mla && q_.topk == 0 ? std::max<int64_t>(s1_limit_, kMlaMBase) : s1_limit_;
+  s1_limit_pack_ = fia_mla_910b(q_, p) ? std::max<int64_t>(s1_limit_, kMlaMBase) : s1_limit_;
   spec_.restrictions.push_back("(gqaPack == 0 and s1Base <= " + std::to_string(s1_limit_) +
                                ") or (gqaPack == 1 and s1Base <= " + std::to_string(s1_limit_pack_) + ")");
   // The AIV's UB holds a strip of up to 8 rows of the fp32 score block.
@@ -353,9 +364,8 @@ void FlashModel::build_spec() {
   spec_.pruning.push_back("kvSplit == 1 or kvSplit * s2Base <= " + std::to_string(align_up(kv, 128)));
   spec_.baseline = cann_default();
   spec_.baseline_kind = "approximate CANN default";
-  auto& ks = spec_.values[2];  // CANN's split (cores / tasks, lowered for 512 keys each) may fall between the values
-  if (std::find(ks.begin(), ks.end(), spec_.baseline[2]) == ks.end())
-    ks.insert(std::upper_bound(ks.begin(), ks.end(), spec_.baseline[2]), spec_.baseline[2]);
+  // CANN's split (cores / tasks, lowered for 512 keys each) may fall between the values.
+  add_value(spec_.values[2], spec_.baseline[2]);
 }
 
 // ops-transformer's defaults (hicann/ops-transformer @ c29bc10):
@@ -384,15 +394,13 @@ std::vector<int64_t> FlashModel::cann_default() const {
   const bool ifa = q_.topk > 0 || ((c220p && q_.tnd) ? q_.mla : (S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla))));
   int64_t s1, s2, split = 1, pack = ifa ? 1 : 0;
   if (ifa) {
-    const bool fia_mla = c220p && q_.mla && q_.topk == 0;  // not SparseFlashAttention's own kernel
-    s1 = std::min<int64_t>(fia_mla ? kMlaMBase : 128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
+    s1 = std::min<int64_t>(fia_mla_910b(q_, p_) ? kMlaMBase : 128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
     const int64_t inner[3] = {8192, 4096, 2048};
     s2 = q_.mla ? 512 : inner[std::min<int64_t>(q_.G / 5, 2)];
     const int64_t bn = q_.B * q_.Nkv;
-    const bool aiv_split = c220p && !q_.mla && q_.topk == 0;
+    const bool aiv_split = ifa_on_aivs_910b(q_, p_);
     const int64_t cores = aiv_split ? p_.vector_cores : p_.cube_cores;
-    const double ratio = aiv_split && q_.G == 1 && !q_.bf16 ? 0.5 : 0.4;
-    if (S1 == 1 && flash_decode(q_, S2, cores, ratio) && (aiv_split || q_.groups.size() == 1)) {
+    if (S1 == 1 && flash_decode(q_, S2, cores, aiv_split) && (aiv_split || q_.groups.size() == 1)) {
       split = cores / bn;
       while (split > 1 && S2 / split < 512) --split;
     }
@@ -474,19 +482,7 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
       if (ks > 1) comb_bytes += double(g.count) * heads * m * (ks * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
     }
   }
-  int64_t cores = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores, int64_t(n_tasks)));
-  double waves = std::ceil(n_tasks / cores);
-  if (pack && c220(p) && !q_.mla && q_.topk == 0) {
-    // IncreFlashAttention on 910B deals its (batch, KV head, KV split) tasks to the AIVs in contiguous
-    // ranges, the first tasks % aivNum AIVs one more (incre_flash_attention_tiling.cpp SplitBN_V0,
-    // SplitBNS), and launches one AIC per two AIVs (CalcBlockDim: aicNum = ceil(aivNum / 2)): AIC 0
-    // carries the tasks of AIVs 0 and 1.  With at most half the AIVs busy, no KV split and a cube
-    // template (not fp16 G = 1's all-vector one), AIC and AIV pair 1:1 (EnableC1V1): a task per AIC.
-    const int64_t nt = int64_t(n_tasks), aiv = p.vector_cores, base = nt / aiv, former = nt % aiv;
-    const bool c1v1 = (q_.G > 1 || q_.bf16) && 2 * nt <= aiv && !(q_.S1max == 1 && flash_decode(q_, q_.S2max, aiv, 0.4));
-    cores = std::max<int64_t>(1, c1v1 ? nt : cdiv(std::min(nt, aiv), 2));
-    waves = c1v1 ? 1.0 : double(2 * base + (former > 0) + (former > 1));
-  }
+  const auto [cores, waves] = task_waves(n_tasks, pack);
   const double core_cycles = std::max(waves * total / std::max(1.0, n_tasks), max_task) + fill;
   const double f = p.freq_mhz;
   // Flash decoding: the partial outputs (fp32 O, max and sum) combined by the AIVs after a SyncAll.
@@ -519,6 +515,24 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
     else b.bound = "compute";
   }
   return time;
+}
+
+// The AI cores take a task each a wave.  IncreFlashAttention on 910B deals its (batch, KV head, KV
+// split) tasks to the AIVs in contiguous ranges, the first tasks % aivNum AIVs one more
+// (incre_flash_attention_tiling.cpp SplitBN_V0, SplitBNS), and launches one AIC per two AIVs
+// (CalcBlockDim: aicNum = ceil(aivNum / 2)): AIC 0 carries the tasks of AIVs 0 and 1.  With at most
+// half the AIVs busy, no KV split and a cube template (not fp16 G = 1's all-vector one), AIC and AIV
+// pair 1:1 (EnableC1V1): a task per AIC.
+std::pair<int64_t, double> FlashModel::task_waves(double n_tasks, bool pack) const {
+  const Platform& p = p_;
+  if (!(pack && ifa_on_aivs_910b(q_, p))) {
+    const int64_t cores = std::max<int64_t>(1, std::min<int64_t>(p.cube_cores, int64_t(n_tasks)));
+    return {cores, std::ceil(n_tasks / cores)};
+  }
+  const int64_t nt = int64_t(n_tasks), aiv = p.vector_cores, base = nt / aiv, former = nt % aiv;
+  const bool c1v1 = (q_.G > 1 || q_.bf16) && 2 * nt <= aiv && !(q_.S1max == 1 && flash_decode(q_, q_.S2max, aiv, true));
+  return {std::max<int64_t>(1, c1v1 ? nt : cdiv(std::min(nt, aiv), 2)),
+          c1v1 ? 1.0 : double(2 * base + (former > 0) + (former > 1))};
 }
 
 // ---- MlaProlog ------------------------------------------------------------------------------

@@ -278,6 +278,12 @@ std::vector<int64_t> pow2_range(int64_t lo, int64_t hi) {
   return v;
 }
 
+int64_t add_value(std::vector<int64_t>& values, int64_t v) {
+  if (std::find(values.begin(), values.end(), v) == values.end())
+    values.insert(std::upper_bound(values.begin(), values.end(), v), v);
+  return v;
+}
+
 std::vector<VecStep> fused_program(const OpDesc& op, const std::string& attr, const std::string& dtype,
                                    double& extra_per_elem, bool fixpipe, int out_size) {
   std::vector<VecStep> prog;

@@ -193,10 +193,12 @@ struct VecKernel {
   // Units dealt to the cores in whole UB tiles (opt-in: norm_quant.cpp's DynamicQuant special template
   // on 910B, SetSpecialTilingForDs: a head core takes ceil(passes / blockDim) full passes of tileLen /
   // row rows, the last core what is left): a core's rows are a multiple of a tile's, not ceil(rows /
-  // blockDim), and only the cores that get a pass run.  Off: rows spread evenly.
+  // blockDim), and only the cores that get a pass run.  Off: rows spread evenly.  (unit_group with
+  // the group a tile's rows, but dealt however few the groups, the cores past the last one idle.)
   bool whole_passes_per_core = false;
   // Tensor-list kernels (opt-in: optimizer.cpp's Foreach* on 910B; units = the list's elements,
-  // unit_elems 1): the elements of each tensor, in list order.  The cores take even shares of the
+  // unit_elems 1; the list's split, vector.cpp list_shares, then replaces unit_group's and
+  // whole_passes_per_core's dealing): the elements of each tensor, in list order.  The cores take even shares of the
   // list's 32-byte blocks, a share crossing tensor boundaries, and loop over their part of each
   // tensor on its own (a tile never holds two tensors), so a core's tiles are the sum over its
   // parts.  list_block_align: every tensor starts on a block of its own (the share counts its
@@ -207,6 +209,9 @@ struct VecKernel {
   double part_cycles = 0;
 };
 
+// The cores CANN's foreach tilings split VecKernel::list_elems over, of `cores`: no more than the
+// list's 32-byte blocks (each tensor's rounded up with list_block_align; vector.cpp list_shares).
+int64_t list_cores(const VecKernel& k, int64_t cores);
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.
 VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
 // The Ascend C vector pattern's model (blockDim, tileLen, bufferNum[, splitR][, vcBlocks]) of `k`.
@@ -275,6 +280,9 @@ std::vector<std::string> attr_strs(const OpDesc& op, const std::string& name);
 // Candidate core counts: 1, 2, 4, ... and every multiple of `step` up to n, and n.
 std::vector<int64_t> core_counts(int64_t n, int64_t max_useful);
 std::vector<int64_t> pow2_range(int64_t lo, int64_t hi);
+// A knob's candidate values, kept sorted, with `v` among them (a default the ladder of values
+// lacks); returns v.
+int64_t add_value(std::vector<int64_t>& values, int64_t v);
 
 std::shared_ptr<OpModel> make_matmul_model(const OpDesc& op, const Platform& p);
 std::shared_ptr<OpModel> make_conv_model(const OpDesc& op, const Platform& p);

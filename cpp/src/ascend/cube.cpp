@@ -519,8 +519,8 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // Per-group MSD (q.msd_group) writes each group's int32 partials out on their own ([O] ops-nn
   // .../weight_quant_batch_matmul_v2_msd_group.h Process: LaunchMatmul per groupIdx, SetTail(.., groupSize),
   // IterateAll into the ping-pong workspace; _msd_split_k.h ProcessCube per group pack).
-  const int64_t passes = q.msd_group > 0 ? cdiv(Kc, q.msd_group) : 1;
-  const int64_t kchunks = te == 2 ? cdiv(Kc, bK * t[kStepKa]) : 1, fix_passes = kchunks * passes;
+  const int64_t group_passes = q.msd_group > 0 ? cdiv(Kc, q.msd_group) : 1;
+  const int64_t kchunks = te == 2 ? cdiv(Kc, bK * t[kStepKa]) : 1, fix_passes = kchunks * group_passes;
   fix_bytes *= double(fix_passes);
   double fix = fix_bytes / fix_rate + kFixStart * mIter * nIter * fix_passes;
   // Epilogue on the vector units: on split SoCs the AIVs read the tile back
@@ -537,9 +537,9 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
       // every API called once a pass, CalBiasAdd's Add once a row.
       const int64_t rows = int64_t(std::ceil(double(bM) / vec_per_core_));
       const int64_t ub_rows = qbmm_ub_rows(q.qbmm_ub, bM, bN, q.M, int64_t(p.ub));
-      const int64_t passes = cdiv(rows, ub_rows), last = rows - (passes - 1) * ub_rows;
+      const int64_t ub_passes = cdiv(rows, ub_rows), last = rows - (ub_passes - 1) * ub_rows;
       vec = double(mIter * nIter) *
-            (double(passes - 1) * vec_cycles(q.epilogue, double(ub_rows) * bN) +
+            (double(ub_passes - 1) * vec_cycles(q.epilogue, double(ub_rows) * bN) +
              vec_cycles(q.epilogue, double(last) * bN) + double(rows) * vec_cycles(q.dequant_row_steps, double(bN)));
     }
     double bytes = out_elems * q.epi_extra_per_elem;
@@ -547,8 +547,8 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
     if (q.msd_group > 0) {
       // ... and its AIVs combine each group's partials of the core's real rows (ProcessMatmulResult on
       // mSize rows; ProcessC1C2PerGroup), reading them back from the workspace once per group.
-      vec = double(passes) * vec_cycles(q.epilogue, out_elems) / vec_per_core_;
-      bytes = double(passes + 1) * out_elems * dc + double(passes) * out_elems * q.epi_extra_per_elem;
+      vec = double(group_passes) * vec_cycles(q.epilogue, out_elems) / vec_per_core_;
+      bytes = double(group_passes + 1) * out_elems * dc + double(group_passes) * out_elems * q.epi_extra_per_elem;
     }
     vec_mem = bytes / (p.mte2_eff * p.l2_rate);
     if (!p.split) mte3 = out_elems * dc / p.ub_to_ddr;
@@ -643,7 +643,7 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   if (q.msd_k_blocks > 0) cv_sync = cv_short;  // the dequant waits for the core's whole GEMM
   // (per group: the AIVs combine group i while the AIC runs group i + 1, two workspace slots,
   // WaitForVectorPing / Pong: one group's shorter side exposed)
-  if (q.msd_group > 0) cv_sync = cv_short / double(passes);
+  if (q.msd_group > 0) cv_sync = cv_short / double(group_passes);
   if (q.cv_rounds) {
     // Handed over in R rounds (a core's baseN column steps over all its waves), the vector side one
     // round ahead: v/R + (R-1) max(c, v)/R + c/R, i.e. the shorter side exposed for one round of R.
@@ -663,7 +663,7 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   const double chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
   const double hbm_us = (hbm_read + chip_write + chip_extra + atomic_read) / hbm_Bpus_;
   // (per-group MSD's partials cycle through two workspace slots per core: written and read back in L2)
-  const double group_l2 = passes > 1 ? 2.0 * double(tasks) * out_elems * dc * double(passes) : 0;
+  const double group_l2 = group_passes > 1 ? 2.0 * double(tasks) * out_elems * dc * double(group_passes) : 0;
   const double l2_us = (chip_ch + chip_extra + (split > 1 || kchunks > 1 ? chip_write : 0) + group_l2) / l2_Bpus_;  // atomic adds run in L2
   // A last partial wave of `rem` tasks: uniform splits run it at full task
   // size; a non-uniform split cuts each of its tasks (along M, 16 rows at

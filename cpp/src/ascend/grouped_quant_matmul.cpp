@@ -479,6 +479,9 @@ namespace {
 // nBlocks: base blocks of N in one core's task (the kernel's singleN = baseN x nBlocks; 1 but in
 // C220's FullLoadK template).
 enum G { gDispatch, gBM, gBN, gBK, gStepKa, gStepKb, gDepthA1, gDepthB1, gNBlocks, gNP };
+// C220's grouped tiler's baseN ([O] ops-transformer gmm/grouped_matmul/op_host/op_tiling/
+// grouped_matmul_tiling.cpp CalMMTiling: BEST_BASEN).
+constexpr int64_t kC220GmmBaseN = 256;
 const char* const kGNames[gNP] = {"dispatch", "baseM", "baseN", "baseK", "stepKa",
                                   "stepKb", "depthA1", "depthB1", "nBlocks"};
 
@@ -544,12 +547,6 @@ const std::vector<std::string>& row_names() {
       "stepKa", "stepKb", "depthA1", "depthB1", "dbL0A", "dbL0B", "dbL0C", "iterateOrder", "splitK", "unitFlag",
       "kReorderLoad", "usedCoreNum", "l2MTileCnt", "l2NTileCnt", "l2MTileBlock", "l2NTileBlock", "l2IterateOrder"};
   return n;
-}
-
-// A default value x made one of its knob's values v (kept sorted); returns x.
-int64_t take(std::vector<int64_t>& v, int64_t x) {
-  if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
-  return x;
 }
 
 void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
@@ -619,11 +616,11 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
       // singleN = FULL_K_SINGLE_N = 1280 columns wide (the kernel's SetMNConfig, GMM_FLOAT), so a
       // core loops 5 base blocks of 256 over one copy of A.
       constexpr int64_t kFullKSingleN = 1280;
-      step_a = take(s.values[gStepKa], cdiv(raw_.K, bk));
-      step_b = take(s.values[gStepKb], step_a / 2);
-      take(s.values[gDepthA1], 2 * step_a);
-      take(s.values[gDepthB1], 2 * step_b);
-      n_blocks = take(s.values[gNBlocks], kFullKSingleN / bn);
+      step_a = add_value(s.values[gStepKa], cdiv(raw_.K, bk));
+      step_b = add_value(s.values[gStepKb], step_a / 2);
+      add_value(s.values[gDepthA1], 2 * step_a);
+      add_value(s.values[gDepthB1], 2 * step_b);
+      n_blocks = add_value(s.values[gNBlocks], kFullKSingleN / bn);
     }
   }
   s.baseline = {1, bm, bn, bk, step_a, step_b, 2 * step_a, 2 * step_b, n_blocks};
@@ -644,14 +641,14 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
                                                                                          bool bt) {
   const Platform& p = p_;
   auto& s = spec_;
-  constexpr int64_t kBaseN = 256, kPartA = 256 * 1024;
+  constexpr int64_t kBaseN = kC220GmmBaseN, kPartA = 256 * 1024;
   const int64_t total_m = raw_.M;
   const int64_t tiler_bk = std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (kBaseN * ds) / 16 * 16);
   int64_t tiler_bm = std::min<int64_t>(int64_t(p.l0a) / 2 / (tiler_bk * ds), int64_t(p.l0c) / (kBaseN * 4));
   tiler_bm = std::min<int64_t>(256, tiler_bm > total_m ? align_up(total_m, 16) : tiler_bm / 16 * 16);
-  const int64_t bm = take(s.values[gBM], tiler_bm);
-  const int64_t bn = take(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
-  const int64_t bk = take(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
+  const int64_t bm = add_value(s.values[gBM], tiler_bm);
+  const int64_t bn = add_value(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
+  const int64_t bk = add_value(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
   const int64_t avail = int64_t(p.l1) - (bt ? kBaseN * 4 : 0);
   const int64_t l1a = bm > kBaseN ? kPartA : avail - kPartA, l1b = avail - l1a;
   int64_t step_a = std::max<int64_t>(1, l1a / 2 / (bm * tiler_bk * ds));
@@ -659,7 +656,7 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
   if (step_a > step_b) step_a = step_a / step_b * step_b;
   else step_b = step_b / step_a * step_a;
   const int64_t k_steps = cdiv(align_up(K, kq), bk);
-  return {bm, bn, bk, take(s.values[gStepKa], std::min(step_a, k_steps)), take(s.values[gStepKb], std::min(step_b, k_steps))};
+  return {bm, bn, bk, add_value(s.values[gStepKa], std::min(step_a, k_steps)), add_value(s.values[gStepKb], std::min(step_b, k_steps))};
 }
 
 // C220's FullLoadK template ([O] ops-transformer gmm/grouped_matmul/op_host/op_tiling/
@@ -673,8 +670,7 @@ bool GroupedMatmulModel::c220_full_load_k(int64_t bm, int64_t bk, int ds) const 
       total_m <= 2048)
     return false;
   const int64_t step_a = cdiv(raw_.K, bk), step_b = step_a / 2;
-  constexpr int64_t kBaseN = 256;  // CalMMTiling's baseN (BEST_BASEN), as c220_baseline
-  return bm * bk * ds * 2 * step_a + kBaseN * bk * ds * 2 * step_b <= int64_t(p_.l1);
+  return bm * bk * ds * 2 * step_a + kC220GmmBaseN * bk * ds * 2 * step_b <= int64_t(p_.l1);
 }
 
 double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {

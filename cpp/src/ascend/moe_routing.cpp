@@ -404,6 +404,8 @@ struct FinalizeTiling {
   bool gm_index = false;  // reads expanded_row_idx from GM in scalar code (all but the *_all_bias kernels)
 };
 
+// What the 910B tiling picks its template by: tokens, hidden size, k, x's dtype, the scales' bytes
+// per element, and which optional inputs (skip1, skip2, bias) and drop_pad_mode are given.
 struct FinalizeShape {
   int64_t T = 1, H = 1, topk = 1;
   std::string dtype;
@@ -414,7 +416,7 @@ struct FinalizeShape {
 // OptimizedCutH (tiling_membase.cpp lines 549-597): H cut in halves of whole 512-byte blocks, each loop
 // of rows in its slices, the skips, scales and expert ids double-buffered; the row indices in UB
 // (PrepareData, as the *_all_bias kernels).  0 loops: UB holds no row.
-FinalizeTiling finalize_network_910b(const FinalizeShape& s, int64_t ub, FinalizeTiling t) {
+FinalizeTiling finalize_optimized_cuth_910b(const FinalizeShape& s, int64_t ub, FinalizeTiling t) {
   const int64_t ds = dtype_size(s.dtype), s2 = s.skip2 ? 1 : 0;
   const int64_t nh = cdiv(s.H * ds / 2, int64_t(512)) * 512 / ds;
   const int64_t fixed = 2 * nh * ds * 2 + nh * ds;  // bias present, as the template requires
@@ -435,7 +437,7 @@ FinalizeTiling finalize_tiling_910b(const FinalizeShape& s, const Platform& p) {
   t.cores = std::min<int64_t>(cdiv(T, t.tokens_core), p.vector_cores);
   t.rounds = cdiv(topk, 2);
   if (H == 5120 && s.dtype == "float32" && s.skip1 && s.bias && topk % 2 == 0 && !s.drop_pad) {
-    const FinalizeTiling n = finalize_network_910b(s, ub, t);
+    const FinalizeTiling n = finalize_optimized_cuth_910b(s, ub, t);
     if (n.loops > 0) return n;
   }
   const int64_t ds = dtype_size(s.dtype), s2 = s.skip2 ? 1 : 0, b = s.bias ? 1 : 0;

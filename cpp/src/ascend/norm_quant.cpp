@@ -765,6 +765,24 @@ void dynamic_quant_one_row_910b(VecKernel& k, const Platform& p, bool fp16, bool
   }
 }
 
+// 910B's multi-row and special templates (op_kernel/dynamic_quant_multi_row.h,
+// dynamic_quant_single_row.h) keep the row statistics in the vector unit: per row one Max over
+// its repeats into the first (ComputeReduceMax, a PipeBarrier after it), one WholeReduceMax for
+// the pass's rows, the 127 / max of each row broadcast over the pass (BroadCast; Brcb + Copy)
+// and multiplied in.  No per-row wait for the scalar unit (the row reduction's vec_row_cycles).
+// One UB buffer (TBuf; TQue depth 1): a pass's load, then its vector work; the store beside the
+// next load.
+void dynamic_quant_pass_stats_910b(VecKernel& k, bool smooth, bool special, int64_t rows) {
+  k.row_prog.clear();
+  k.row_loop_prog.push_back(api("Add"));  // Max: the Add class
+  k.elem_prog.push_back(api("Adds"));     // the broadcast copy of the rows' scales
+  // The smooth scales copied over the pass's rows before their Mul (single_row.h: Copy, every pass;
+  // multi_row.h CopyInAndApplySmooth: BroadCast when the pass holds more than one row).
+  if (smooth && (special || std::min(rows, k.baseline_tile / k.unit_elems) > 1)) k.elem_prog.push_back(api("Adds"));
+  k.baseline_buffer_num = 1;
+  k.store_beside_load = true;
+}
+
 // DynamicQuant (x [..., H], smooth_scales [H]): per-token int8/int4 and a float32 scale per row.
 std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p) {
   need_inputs(op, 1, 2, "x, smooth_scales");
@@ -842,23 +860,7 @@ std::shared_ptr<OpModel> make_dynamic_quant(const OpDesc& op, const Platform& p)
   // and DB templates) with CAST_RINT, -> half, -> int8 with CAST_TRUNC (dynamic_quant.h Compute,
   // dynamic_quant_db.h QuantizeRow, _multi_row.h ComputeQuantization, _single_row.h, _large_shape_opt.h).
   if (!regbase(p) && !int4) k.elem_prog.push_back(cast_step(false));
-  if (!regbase(p) && (multi_row || special)) {
-    // 910B's multi-row and special templates (op_kernel/dynamic_quant_multi_row.h,
-    // dynamic_quant_single_row.h) keep the row statistics in the vector unit: per row one Max over
-    // its repeats into the first (ComputeReduceMax, a PipeBarrier after it), one WholeReduceMax for
-    // the pass's rows, the 127 / max of each row broadcast over the pass (BroadCast; Brcb + Copy)
-    // and multiplied in.  No per-row wait for the scalar unit (the row reduction's vec_row_cycles).
-    // One UB buffer (TBuf; TQue depth 1): a pass's load, then its vector work; the store beside the
-    // next load.
-    k.row_prog.clear();
-    k.row_loop_prog.push_back(api("Add"));  // Max: the Add class
-    k.elem_prog.push_back(api("Adds"));     // the broadcast copy of the rows' scales
-    // The smooth scales copied over the pass's rows before their Mul (single_row.h: Copy, every pass;
-    // multi_row.h CopyInAndApplySmooth: BroadCast when the pass holds more than one row).
-    if (smooth && (special || std::min(rows, k.baseline_tile / k.unit_elems) > 1)) k.elem_prog.push_back(api("Adds"));
-    k.baseline_buffer_num = 1;
-    k.store_beside_load = true;
-  }
+  if (!regbase(p) && (multi_row || special)) dynamic_quant_pass_stats_910b(k, smooth, special, rows);
   k.sweeps_if_split = 2;
   // x's fp32 cast and the abs / int work buffer (tempCastUb, fp32_buf_); the special template one fp32
   // buffer of the pass (dynamic_quant_single_row.h Init: tmpBufNew_; its x queue twice x's size).

@@ -172,7 +172,10 @@ std::shared_ptr<OpModel> make_addcdiv(const OpDesc& op, const Platform& p) {
   k.temp_fp32 = k.ds == 4 ? 0 : 3;  // the fp32 copies of the three inputs
   k.fixed_us = kAddcdivSetupCycles / p.freq_mhz;
   k.flops = 3.0 * double(n);
-  if (c220(p)) cann_c220_addcdiv_loop(k, p), foreach_c220_list(k, elems, false);
+  if (c220(p)) {
+    cann_c220_addcdiv_loop(k, p);
+    foreach_c220_list(k, elems, false);
+  }
   return make_vec_model(k, p);
 }
 
@@ -204,12 +207,10 @@ void cann_c220_norm_loop(VecKernel& k, const Platform& p, const std::vector<int6
   k.baseline_tile = foreach_tile_elems(in_ub, k.ds);
   k.baseline_buffer_num = 1;
   k.temp_fp32 = 0;
-  int64_t blocks = 0;
-  for (int64_t e : elems) blocks += cdiv(e, 32 / k.ds);
-  const int64_t need = std::max<int64_t>(1, std::min<int64_t>(p.vector_cores, blocks));
+  foreach_c220_list(k, elems, true);
+  const int64_t need = list_cores(k, p.vector_cores);
   k.baseline_block_dim = need;
   k.fixed_us += double(cdiv(int64_t(elems.size()), need) - 1) * foreach_part_cycles() / p.freq_mhz;
-  foreach_c220_list(k, elems, true);
 }
 
 // The p-norm of each tensor of a list: every element is read once, |x| (|x|^2, |x|^p) of each

@@ -25,11 +25,13 @@ enum P { kBlockDim, kTileLen, kBufferNum, kSplitR };
 // (64 GiB, ascend_model.md §1).
 constexpr double kC220StreamGBps = 436.2e6 / 369.827 / 1e3;
 
-// A knob's candidate values, sorted, with `v` among them (a default the ladder of values lacks).
-void add_value(std::vector<int64_t>& values, int64_t v) {
-  if (std::find(values.begin(), values.end(), v) != values.end()) return;
-  values.push_back(v);
-  std::sort(values.begin(), values.end());
+// The 32-byte blocks of a tensor list (VecKernel::list_elems), each tensor's rounded up with
+// list_block_align.
+int64_t list_blocks(const VecKernel& k) {
+  const int64_t epb = 32 / k.ds;
+  int64_t blocks = 0, total = 0;
+  for (int64_t n : k.list_elems) blocks += cdiv(n, epb), total += n;
+  return k.list_block_align ? blocks : cdiv(total, epb);
 }
 
 // CANN's split of a tensor list over `cores` cores (hicann/ops-nn @ e5c3fa93,
@@ -39,11 +41,8 @@ void add_value(std::vector<int64_t>& values, int64_t v) {
 // of the list laid end to end, the last core the rest.  Returns each used core's part of every
 // tensor it touches (cores whose share is padding alone: none).
 std::vector<std::vector<int64_t>> list_shares(const VecKernel& k, int64_t cores) {
-  const int64_t epb = 32 / k.ds;
-  int64_t blocks = 0, total = 0;
-  for (int64_t n : k.list_elems) blocks += cdiv(n, epb), total += n;
-  if (!k.list_block_align) blocks = cdiv(total, epb);
-  cores = std::max<int64_t>(1, std::min(cores, blocks));
+  const int64_t epb = 32 / k.ds, blocks = list_blocks(k);
+  cores = list_cores(k, cores);
   const int64_t per = blocks / cores, rem = blocks % cores;
   std::vector<std::vector<int64_t>> parts(static_cast<size_t>(cores));
   int64_t c = 0, end = (per + (rem > 0)) * epb, off = 0;
@@ -59,6 +58,13 @@ std::vector<std::vector<int64_t>> list_shares(const VecKernel& k, int64_t cores)
   return parts;
 }
 
+}  // namespace
+
+int64_t list_cores(const VecKernel& k, int64_t cores) {
+  return std::max<int64_t>(1, std::min(cores, list_blocks(k)));
+}
+
+namespace {
 class VecModel : public OpModel {
  public:
   VecModel(const VecKernel& k, const Platform& p) : k_(k), p_(p) {
@@ -113,7 +119,7 @@ class VecModel : public OpModel {
       units_core = cdiv(cdiv(units_ai, k.unit_group), bd) * k.unit_group;
     if (!splitR && k.whole_passes_per_core && fits && units_ai > 0) {
       // A core's rows are whole tiles of tile / row rows; the cores past the last pass stay idle.
-      const int64_t per_pass = k.unit_per_tile ? 1 : tile / row;
+      const int64_t per_pass = rows_per_tile(fits, tile, row);
       units_core = std::min(units_ai, cdiv(cdiv(units_ai, per_pass), bd) * per_pass);
       cores = cdiv(units_ai, units_core);
     }
@@ -169,6 +175,11 @@ class VecModel : public OpModel {
     double reread_ch = 0;  // of read_ch: the 2nd and later sweeps over a row (L2 hits when the rows fit L2)
     double bcast = 0;      // GM bytes of the broadcast operands (bcast_reload_units: once per that many rows)
   };
+  // Whole rows one UB tile holds: 1 when a row spans tiles (!fits) or the kernel takes a row a tile
+  // (unit_per_tile).
+  int64_t rows_per_tile(bool fits, int64_t tile, int64_t row) const {
+    return fits && !k_.unit_per_tile ? tile / row : 1;
+  }
   // A tensor-list kernel (VecKernel::list_elems): the slowest of the cores CANN's split gives
   // work to; `cores` becomes the number of cores the split uses.
   CoreRun run_list(int64_t& cores, int64_t tile, int64_t db) const {
@@ -191,8 +202,8 @@ class VecModel : public OpModel {
     const Platform& p = p_;
     const VecKernel& k = k_;
     CoreRun c;
-    const int64_t rows_per_tile = fits ? (k.unit_per_tile ? 1 : tile / row) : 1;
-    int64_t tiles = fits ? cdiv(units_core, rows_per_tile) : units_core * cdiv(row, tile);
+    const int64_t rows_tile = rows_per_tile(fits, tile, row);
+    int64_t tiles = fits ? cdiv(units_core, rows_tile) : units_core * cdiv(row, tile);
     if (parts) {
       tiles = 0;
       for (int64_t e : *parts) tiles += cdiv(e, tile);
@@ -275,7 +286,7 @@ class VecModel : public OpModel {
         elem_cycles += double(e / tile) * vec_cycles(k.elem_prog, double(tile)) +
                        (e % tile ? vec_cycles(k.elem_prog, double(e % tile)) : 0.0);
     } else if (units_core > 0 && fits) {
-      const int64_t rows = std::min(rows_per_tile, units_core), full = units_core / rows, rest = units_core % rows;
+      const int64_t rows = std::min(rows_tile, units_core), full = units_core / rows, rest = units_core % rows;
       elem_cycles = double(full) * vec_cycles(k.elem_prog, double(rows) * row_elems) +
                     (rest ? vec_cycles(k.elem_prog, double(rest) * row_elems) : 0.0);
     } else if (units_core > 0) {
@@ -285,7 +296,7 @@ class VecModel : public OpModel {
     }
     c.vec = elem_cycles * cost_scale_;
     if (!k.row_prog.empty()) {
-      const double rows_in_tile = fits ? double(std::min(rows_per_tile, units_core)) : 1.0;
+      const double rows_in_tile = fits ? double(std::min(rows_tile, units_core)) : 1.0;
       const double elems_in_call = fits ? row_elems : double(tile);
       for (const auto& s : k.row_prog) {
         const double epr = s.fp32 ? 64.0 : 128.0;
