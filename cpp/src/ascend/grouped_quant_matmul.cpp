@@ -78,6 +78,14 @@ std::vector<VecStep> antiquant_program(const std::string& act, bool int4, bool o
 }
 
 // ---- WeightQuantBatchMatmul on C220 (910B/910C): the MSD kernel ----------------------------------
+// What C220's registry chooses WeightQuantBatchMatmul's template and tiles by, once
+// make_weight_quant_matmul_model has checked the inputs: x [M, K], weight [K, N] ([N, K] with trans_w),
+// the antiquant group size g (0: per channel or per tensor), an int4 weight, transpositions, an int8 output.
+struct WqbmmCase {
+  int64_t M, K, N, g;
+  bool int4, trans_x, trans_w, quant_out;
+};
+
 // Per-channel int8 weights at M <= 64 run the MSD ("multi-scale dequant") template first in CANN's
 // 910B registry ([O] ops-nn matmul/weight_quant_batch_matmul_v2/op_host/op_tiling/
 // weight_quant_batch_matmul_v2_tiling_registry.cpp: SplitK (bf16 white list only), MsdGroup (int4
@@ -88,8 +96,8 @@ std::vector<VecStep> antiquant_program(const std::string& act, bool int4, bool o
 // the offset (times the row sums) and the scale ([O] .../op_kernel/
 // weight_quant_batch_matmul_v2_msd_multicore.h Process; _msd_split_k.h for K in blocks).
 // Returns the K blocks of its split (1: none), or 0 when the template does not take the case.
-int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int4, int64_t group, bool trans_x,
-                     bool trans_w, bool quant_out) {
+int64_t msd_k_blocks(const OpDesc& op, const WqbmmCase& c) {
+  const auto& [M, K, N, group, int4, trans_x, trans_w, quant_out] = c;
   // IsCapable: per channel (scale [N]), no transposed x, no int8 output, M <= 64, K and N multiples
   // of 32; an int4 weight only transposed ([N, K]) and with N >= 2M, always split-K (splitKFlag_).
   const bool per_channel = group == 0 && numel(op.inputs[2]) == N && N > 1;
@@ -119,8 +127,8 @@ int64_t msd_k_blocks(const OpDesc& op, int64_t M, int64_t K, int64_t N, bool int
 // white list (JYXC shapes), int4 when A (4M rows padded to 32, the core's K) and B's two group buffers
 // of 2048 columns fit L1.  The cores: ceil(N / 2048) along N, the rest along K in blocks of whole
 // groups.  Returns the K blocks (cubeBlockDimK), or 0 when the template does not take the case.
-int64_t msd_group_k_blocks(int64_t M, int64_t K, int64_t N, bool int4, int64_t g, bool trans_x, bool trans_w,
-                           bool quant_out, const Platform& p) {
+int64_t msd_group_k_blocks(const WqbmmCase& c, const Platform& p) {
+  const auto& [M, K, N, g, int4, trans_x, trans_w, quant_out] = c;
   const bool group_ok = int4 ? (g == 64 || g == 128) : g == 64;
   if (!group_ok || trans_x || trans_w || quant_out) return 0;
   const int64_t aic = p.cube_cores;
@@ -147,8 +155,9 @@ int64_t msd_group_k_blocks(int64_t M, int64_t K, int64_t N, bool int4, int64_t g
 // Per group (g > 0) each group's partials are combined on their own: the MsdGroup template (`msd_group`:
 // 2048 columns per core, K over msd_k_blocks cores) or MSD's per-group split-K (taskNSize = 128 columns
 // per AIV, DoMSDGroupSplitKOpTiling; its all-core sync per group pack of 1024 along K is not charged).
-std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int64_t M, int64_t K, int64_t N,
-                                        bool trans_w, int64_t blocks, bool int4, int64_t g, bool msd_group) {
+std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, const WqbmmCase& c, int64_t blocks,
+                                        bool msd_group) {
+  const auto& [M, K, N, g, int4, trans_x, trans_w, quant_out] = c;
   const int64_t order = int4 ? 3 : 2, Kb = int4 ? K / 2 : K;
   const std::vector<int64_t> w = trans_w ? std::vector<int64_t>{N, Kb} : std::vector<int64_t>{Kb, N};
   OpDesc mm = inner_matmul(op, {{order * M, Kb}, w}, "int8", false, trans_w);
@@ -182,13 +191,12 @@ std::shared_ptr<OpModel> make_msd_model(const OpDesc& op, const Platform& p, int
 // the outer axis the largest whose buffers fit UB (ComputeAntiquantBuffer + ComputeWeightBuffer, which
 // size elements by sizeof of the dtype enum: 4 bytes), then aligned to the group (ReviseGroupDefaultBlock*,
 // the main cases).  Capped at the aligned K and N.
-std::pair<int64_t, int64_t> custom_vec_tile(int64_t K, int64_t N, bool int4, int64_t g, bool bf16, bool trans_w,
-                                            int64_t ub) {
+std::pair<int64_t, int64_t> custom_vec_tile(const WqbmmCase& c, bool bf16, int64_t ub) {
+  const auto& [M, K, N, g, int4, trans_x, trans_w, quant_out] = c;
   const int64_t k_align = trans_w ? align_up(K, int4 ? 64 : 32) : K, n_align = trans_w ? N : align_up(N, int4 ? 64 : 32);
   if (!int4 && g == 0) {
-    const std::pair<int64_t, int64_t> t = bf16 ? (trans_w ? std::make_pair<int64_t, int64_t>(512, 32) : std::make_pair<int64_t, int64_t>(32, 512))
-                                               : (trans_w ? std::make_pair<int64_t, int64_t>(512, 40) : std::make_pair<int64_t, int64_t>(48, 512));
-    return {std::min(t.first, k_align), std::min(t.second, n_align)};
+    const int64_t k = trans_w ? 512 : (bf16 ? 32 : 48), n = trans_w ? (bf16 ? 32 : 40) : 512;
+    return {std::min(k, k_align), std::min(n, n_align)};
   }
   constexpr int64_t kEnum = 4;  // sizeof(ge::DataType) as the tiler uses it for element sizes
   const int64_t w_axis = int4 ? 64 : 32 / kEnum;
@@ -300,10 +308,11 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
            shape_str(op.inputs[i]) + " must have " + std::to_string(N) + " elements (or 1)");
   const int64_t M = trans_x ? x[1] : x[0];
   // C220's registry order: SplitK (bf16 white list, not restated), MsdGroup, Msd, CustomNzSplitK (NZ weight), Custom.
-  const int64_t group_blocks = c220(p) ? msd_group_k_blocks(M, Kx, N, int4, g, trans_x, trans_w, quant_out, p) : 0;
-  if (group_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, group_blocks, int4, g, true);
-  const int64_t msd_blocks = c220(p) ? msd_k_blocks(op, M, Kx, N, int4, g, trans_x, trans_w, quant_out) : 0;
-  if (msd_blocks > 0) return make_msd_model(op, p, M, Kx, N, trans_w, msd_blocks, int4, g, false);
+  const WqbmmCase wc{M, Kx, N, g, int4, trans_x, trans_w, quant_out};
+  const int64_t group_blocks = c220(p) ? msd_group_k_blocks(wc, p) : 0;
+  if (group_blocks > 0) return make_msd_model(op, p, wc, group_blocks, true);
+  const int64_t msd_blocks = c220(p) ? msd_k_blocks(op, wc) : 0;
+  if (msd_blocks > 0) return make_msd_model(op, p, wc, msd_blocks, false);
   std::vector<std::vector<int64_t>> mm_in{x, w};
   if (present(op, 6)) mm_in.push_back({N});
   OpDesc mm = inner_matmul(op, mm_in, op.dtype, trans_x, trans_w);
@@ -325,8 +334,7 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
   // cubeSingleNLoop = each core's N over baseN).
   cq.rounds = cq.workspace;
   if (cq.rounds)
-    std::tie(cq.vec_tile_k, cq.vec_tile_n) = custom_vec_tile(Kx, N, int4, g, op.dtype == "bfloat16", trans_w,
-                                                             int64_t(p.ub));
+    std::tie(cq.vec_tile_k, cq.vec_tile_n) = custom_vec_tile(wc, op.dtype == "bfloat16", int64_t(p.ub));
   if (quant_out) cq.dequant = {{vec_api_cost("Mul"), true}, {vec_api_cost("CastDown"), false}};
   return make_quant_cube_model(mm, p, cq, K_);
 }
