@@ -736,27 +736,27 @@ namespace {
 // or counts): share -> experts with it, empty ones left out.
 std::map<int64_t, int64_t> group_sizes(const OpDesc& op, int64_t experts, int64_t total, const std::string& axis,
                                        const std::string& x_desc) {
-  const std::string& K_ = op.kind;
+  const std::string& kind = op.kind;
   const auto gl = attr_ints(op, "group_list", {});
   const int64_t type = attr_int(op, "group_list_type", 0);
   if (type != 0 && type != 1)
-    fail(K_ + ": group_list_type must be 0 (cumulative) or 1 (counts), got " + std::to_string(type));
+    fail(kind + ": group_list_type must be 0 (cumulative) or 1 (counts), got " + std::to_string(type));
   if (int64_t(gl.size()) != experts)
-    fail(K_ + ": group_list has " + std::to_string(gl.size()) + " entries, weight has " + std::to_string(experts) +
+    fail(kind + ": group_list has " + std::to_string(gl.size()) + " entries, weight has " + std::to_string(experts) +
          " experts (one entry per expert)");
   std::map<int64_t, int64_t> sizes;
   int64_t sum = 0;
   for (size_t e = 0; e < gl.size(); ++e) {
     const int64_t m = type == 0 ? gl[e] - (e ? gl[e - 1] : 0) : gl[e];
     if (m < 0)
-      fail(K_ + ": group_list " + shape_str(gl) + (type == 0 ? " must not decrease (cumulative)" : " has a negative count"));
+      fail(kind + ": group_list " + shape_str(gl) + (type == 0 ? " must not decrease (cumulative)" : " has a negative count"));
     sum += m;
     if (m > 0) sizes[m] += 1;
   }
   if (sum != total)
-    fail(K_ + ": group_list " + shape_str(gl) + " covers " + std::to_string(sum) + ", x " + x_desc + " has " + axis + "=" +
+    fail(kind + ": group_list " + shape_str(gl) + " covers " + std::to_string(sum) + ", x " + x_desc + " has " + axis + "=" +
          std::to_string(total) + " (the groups must sum to it)");
-  if (sizes.empty()) fail(K_ + ": every group is empty (" + axis + "=0)");
+  if (sizes.empty()) fail(kind + ": every group is empty (" + axis + "=0)");
   return sizes;
 }
 }  // namespace

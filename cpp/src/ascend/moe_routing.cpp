@@ -127,10 +127,10 @@ TopKTiling topk_tiling(int64_t T, int64_t E, int64_t topk, const std::string& dt
   int64_t held = ub;
   if ((E <= 1024 && E % 8 == 0 && topk <= 8) || E < 8) {
     t.kind = TopKTemplate::Perf;
-  } else if (E <= 98304 && topk_ek_ub_bytes(1, col_align, topk, dtype) <= ub) {
+  } else if (const int64_t one_row = topk_ek_ub_bytes(1, col_align, topk, dtype); E <= 98304 && one_row <= ub) {
     // getDoubleBufferFlag: double-buffered when one row fits half of UB, the rows then fill half.
     t.kind = TopKTemplate::EKFullLoad;
-    t.buffer_num = topk_ek_ub_bytes(1, col_align, topk, dtype) <= ub / 2 ? 2 : 1;
+    t.buffer_num = one_row <= ub / 2 ? 2 : 1;
     held = ub / t.buffer_num;
   } else {
     return t;  // k_full_load: its column pieces are not modelled here
@@ -413,6 +413,9 @@ struct FinalizeShape {
   bool skip1 = false, skip2 = false, bias = false, drop_pad = false;
 };
 
+// A template whose UB pass holds `rows` whole tokens: the busiest core's loops over its `tokens`.
+int64_t token_loops(int64_t tokens, int64_t rows) { return cdiv(tokens, std::min(rows, tokens)); }
+
 // OptimizedCutH (tiling_membase.cpp lines 549-597): H cut in halves of whole 512-byte blocks, each loop
 // of rows in its slices, the skips, scales and expert ids double-buffered; the row indices in UB
 // (PrepareData, as the *_all_bias kernels).  0 loops: UB holds no row.
@@ -426,7 +429,7 @@ FinalizeTiling finalize_optimized_cuth_910b(const FinalizeShape& s, int64_t ub, 
   t.loops = 0;
   if (rows <= 0) return t;
   t.slices = cdiv(s.H, nh);
-  t.loops = cdiv(t.tokens_core, std::min(rows, t.tokens_core)) * t.slices;
+  t.loops = token_loops(t.tokens_core, rows) * t.slices;
   return t;
 }
 
@@ -443,24 +446,25 @@ FinalizeTiling finalize_tiling_910b(const FinalizeShape& s, const Platform& p) {
   const int64_t ds = dtype_size(s.dtype), s2 = s.skip2 ? 1 : 0, b = s.bias ? 1 : 0;
   const int64_t big = s.dtype == "bfloat16" ? 3 : 1;
   const int64_t h = align_up(H, 32 / ds);
-  // A template whose UB pass holds `rows` whole tokens: the busiest core's loops over its tokens.
-  const auto with_rows = [&t](int64_t rows) {
-    t.loops = cdiv(t.tokens_core, std::min(rows, t.tokens_core));
-    return t;
-  };
   const int64_t kk = std::min<int64_t>(topk, 256);  // BOUND_K_V2: larger k is sliced
   const int64_t k_bytes = align_up(kk * 4, 32) + align_up(kk * s.scale_ds, 32);  // a token's expert ids and scales
   if (topk <= 256) {  // LoadBiasAndCalcTiling
     const int64_t fixed = big == 3 ? (b + 1) * h * ds * 2 * 3 : (b + 1) * h * ds * 2 + h * ds;
     const int64_t token = (big * h + big * h * s2 + h) * ds;
     const int64_t rows = (ub - fixed - align_up(t.tokens_core, 8) * topk * 4) / (token + k_bytes);
-    if (rows > 0) return with_rows(rows);
+    if (rows > 0) {
+      t.loops = token_loops(t.tokens_core, rows);
+      return t;
+    }
   }
   t.gm_index = true;
   const int64_t fixed = (b + 1) * h * ds * 2 * big;  // LoadHKAndCalcTiling
   const int64_t token = (big * h + big * h * s2 + h + (big == 3 ? 0 : h)) * ds;
   const int64_t rows = topk <= 256 ? (ub - fixed) / (k_bytes + token) : (ub - fixed - k_bytes) / token;
-  if (rows > 0) return with_rows(rows);
+  if (rows > 0) {
+    t.loops = token_loops(t.tokens_core, rows);
+    return t;
+  }
   const int64_t unroll = topk == 4 ? 4 : 2;  // CutH's rows in flight
   const int64_t parts = big == 3 ? 3 + 3 * s2 + 1 + (b + 1) * unroll * 3 : 3 + s2 + (b + 1) * unroll;
   const int64_t normal_h = std::max<int64_t>(1, (ub - k_bytes) / parts / 32 * 32 / ds);

@@ -187,8 +187,8 @@ bool rms_performance(const OpDesc& op, const Platform& p) {
 // 0.97, 1.00, 1.13x the measured time double-buffered against 1.11, 1.16, 1.13x single-buffered (the
 // per-row constants kRowScalar* were fitted with this choice; a faithful single buffer wants them
 // refitted with the per-row abs-max and sum-of-squares chains, which are not charged yet).
-// `slice_d_in`: SLICE_D's GM bytes read per element and sweep (0 for the whole-row templates).
-void quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_outs, double& slice_d_in) {
+// Returns SLICE_D's GM bytes read per element and sweep (0 for the whole-row templates).
+double quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_outs) {
   const int64_t ha = align_up(h, 32), ub = int64_t(p.ub), hal = align_up(h, 32 / k.ds);
   const int64_t row_step = (ub - 3 * ha * 2 - 768) / (16 * ha + 8);
   const bool single_row = row_step < 1 && 16 * ha + 2 * 128 * 4 <= ub;
@@ -202,7 +202,7 @@ void quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_out
       k.baseline_buffer_num = 1;
       k.store_beside_load = true;
     }
-    return;
+    return 0;
   }
   // SLICE_D stays double-buffered here, its piece as far as UB holds two (8192, not 8864): in its slice
   // loops a piece's load is issued as soon as the casts before free inRowsQue (cut_d_kernel.h
@@ -219,8 +219,8 @@ void quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_out
   // [4096, 14336] was 0.75x the measured time.)  Gamma and the smooth scales come a slice at a time for
   // every row (CopyInGamma, CopyInSmooth, through inRowsQue): none is kept whole in UB, each is read
   // again per row (from L2).
-  slice_d_in = (2.0 * k.ds + 8 + 8 * std::max(1, quant_outs)) / 3;
   k.bcast_reload_units = 1;
+  return (2.0 * k.ds + 8 + 8 * std::max(1, quant_outs)) / 3;
 }
 
 // RmsNorm (x, gamma), AddRmsNorm (x1, x2, gamma), AddRmsNormDynamicQuant (x1, x2, gamma,
@@ -331,7 +331,8 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
       // norm/rms_norm/op_kernel/reduce_common.h ReduceSumMultiN, ReduceSumForSmallReduceDimPreRepeat;
       // rms_norm_merge_n.h Compute): ReduceSumMultiN zeroes its accumulator (Duplicate, PipeBarrier),
       // then adds the pass's rows one 64-column block at a time, one Add (a repeat a row) and a
-      // PipeBarrier per block, a PipeBarrier after the tail block, one WholeReduceSum call; the rstd
+      // PipeBarrier per whole block, the tail's Add if any, then a PipeBarrier in either case (so
+      // 1 + full + 1 + 5 barriers in all), one WholeReduceSum call; the rstd
       // of the pass's rows then comes by Muls, Adds, Sqrt, Duplicate and Div, with five PipeBarriers.
       // (Passes of over 255 rows, only at H <= 32 with CANN's rowFactor, repeat the block loop: not
       // charged.)  Calls: the Adds past the program's one and the two Duplicates (Add class).
@@ -472,7 +473,7 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.tile_cycles = kRowScalarNorm + kPipeDrain * double(cdiv(k.baseline_tile, 64) - 1);
   }
   double slice_d_in = 0;  // GM bytes read per element and sweep by SLICE_D (below), 0: as streamed
-  if (quant && !regbase(p)) quant_910b_tiling(k, p, h, quant_outs, slice_d_in);
+  if (quant && !regbase(p)) slice_d_in = quant_910b_tiling(k, p, h, quant_outs);
   if (quant && regbase(p)) {
     // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
     // add_rms_norm_dynamic_quant_tiling_arch35.cpp): TryPerfTiling, H up to 2 x 64 x 64 x 2 = 16384,
