@@ -123,9 +123,10 @@ class VecModel : public OpModel {
       units_core = std::min(units_ai, cdiv(cdiv(units_ai, per_pass), bd) * per_pass);
       cores = cdiv(units_ai, units_core);
     }
-    const CoreRun ai = k.list_elems.empty() ? run_core(units_core, row, splitR, fits, sweeps, tile, db, rate_, cores)
-                                            : run_list(cores, tile, db);
-    const CoreRun vr = vcores > 0 ? run_core(cdiv(units_vc, vcores), row, false, fits, sweeps, tile, db, p.standalone_ddr_rate, vcores)
+    const RowTiling rt{row, splitR, fits, sweeps, tile, db};
+    const CoreRun ai = k.list_elems.empty() ? run_core(units_core, rt, rate_, cores) : run_list(cores, tile, db);
+    const CoreRun vr = vcores > 0 ? run_core(cdiv(units_vc, vcores), {row, false, fits, sweeps, tile, db},
+                                             p.standalone_ddr_rate, vcores)
                                   : CoreRun{};
     double core_cycles = ai.cycles;
     if (splitR) core_cycles += k.syncs * mte2_head(int(cores), false);  // SyncAll, then combine partials
@@ -175,6 +176,14 @@ class VecModel : public OpModel {
     double reread_ch = 0;  // of read_ch: the 2nd and later sweeps over a row (L2 hits when the rows fit L2)
     double bcast = 0;      // GM bytes of the broadcast operands (bcast_reload_units: once per that many rows)
   };
+  // How a core's rows meet the tiling: a row's elements (a share of it with splitR), whether it fits
+  // one UB tile, GM sweeps over it, tileLen and bufferNum.
+  struct RowTiling {
+    int64_t row;
+    bool splitR, fits;
+    int sweeps;
+    int64_t tile, db;
+  };
   // Whole rows one UB tile holds: 1 when a row spans tiles (!fits) or the kernel takes a row a tile
   // (unit_per_tile).
   int64_t rows_per_tile(bool fits, int64_t tile, int64_t row) const {
@@ -190,15 +199,16 @@ class VecModel : public OpModel {
       if (parts.empty()) continue;
       int64_t elems = 0;
       for (int64_t e : parts) elems += e;
-      const CoreRun c = run_core(elems, 1, false, true, 1, tile, db, rate_, cores, &parts);
+      const CoreRun c = run_core(elems, {1, false, true, 1, tile, db}, rate_, cores, &parts);
       if (c.cycles > worst.cycles) worst = c;
     }
     return worst;
   }
 
   // `parts` (tensor-list kernels): the core's part of each tensor it touches, tiled one by one.
-  CoreRun run_core(int64_t units_core, int64_t row, bool splitR, bool fits, int sweeps, int64_t tile, int64_t db,
-                   double rate, int64_t cores, const std::vector<int64_t>* parts = nullptr) const {
+  CoreRun run_core(int64_t units_core, const RowTiling& rt, double rate, int64_t cores,
+                   const std::vector<int64_t>* parts = nullptr) const {
+    const auto& [row, splitR, fits, sweeps, tile, db] = rt;
     const Platform& p = p_;
     const VecKernel& k = k_;
     CoreRun c;
