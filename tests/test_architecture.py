@@ -2,6 +2,7 @@
 cycles), nothing reaches back into the package façade from inside a function, and only
 the command-line module reads the environment."""
 import ast
+import re
 import os
 
 import aoe_native
@@ -163,3 +164,197 @@ def test_importing_the_package_does_not_load_the_onnx_front_end():
     code = "import sys, aoe_native; print(sorted(m for m in ('onnx', 'torch', 'ray', 'matplotlib', 'rich') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# ---- C++: the same hundred-line rule -----------------------------------------------------------
+
+CPP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cpp")
+CPP_MAX_BODY = 100
+
+# C++ functions whose body is over CPP_MAX_BODY lines today, with that length. The list may only
+# shrink: a listed function that grows fails, as does any other function over the limit. After
+# splitting one, update the list from `python tests/test_architecture.py` (prints the current counts).
+CPP_LONG_FUNCTIONS = {
+    "bindings/register_ascend.cpp:register_ascend": 157,
+    "bindings/register_space.cpp:register_space": 175,
+    "src/ascend/cube.cpp:CubeModel::build_spec": 249,
+    "src/ascend/cube.cpp:CubeModel::evaluate": 426,
+    "src/ascend/norm_quant.cpp:make_dequant_swiglu_quant": 113,
+    "src/ascend/norm_quant.cpp:make_rms_norm": 264,
+    "src/ascend/platform.cpp:platform_fields": 118,
+    "src/ascend/vector.cpp:VecModel::run_core": 142,
+    "src/ascend/vector.cpp:make_elementwise_model": 104,
+    "src/ascend/vector.cpp:make_movement_model": 119,
+    "src/ascend/vector.cpp:make_rows_model": 136,
+    "src/expr.cpp:Expr::eval": 117,
+}
+
+
+def _cpp_code(text):
+    """`text` with comments, string and char literals (raw strings too) and preprocessor lines
+    blanked to spaces, newlines kept, so braces in them do not count and line numbers still hold."""
+    out, i, n = list(text), 0, len(text)
+
+    def blank(a, b):
+        for j in range(a, b):
+            if out[j] != "\n":
+                out[j] = " "
+
+    line_start = True
+    while i < n:
+        c = text[i]
+        if line_start and c == "#":  # preprocessor line, with its backslash continuations
+            j = i
+            while j < n and not (text[j] == "\n" and text[j - 1] != "\\"):
+                j += 1
+            blank(i, j)
+            i = j
+            continue
+        if c == "\n":
+            line_start = True
+            i += 1
+            continue
+        if not c.isspace():
+            line_start = False
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif c == "R" and text.startswith('"', i + 1) and not (i and (text[i - 1].isalnum() or text[i - 1] == "_")):
+            open_paren = text.find("(", i + 2)
+            delim = ")" + text[i + 2:open_paren] + '"'
+            j = text.find(delim, open_paren)
+            j = n if j < 0 else j + len(delim)
+        elif c == '"' or (c == "'" and not _digit_separator(text, i)):
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            j += 1
+        else:
+            i += 1
+            continue
+        blank(i, j)
+        i = j
+    return "".join(out)
+
+
+def _digit_separator(text, i):
+    """Whether the ' at i is a C++14 digit separator (1'000'000), not a char literal."""
+    j = i
+    while j and (text[j - 1].isalnum() or text[j - 1] == "_"):
+        j -= 1
+    return j < i and text[j].isdigit() and i + 1 < len(text) and text[i + 1].isalnum()
+
+
+_SCOPE = re.compile(r"\b(namespace|class|struct|union|enum|extern)\b")
+
+
+def _cpp_functions(text):
+    """(name, body lines) of each function body in C++ source `text`: the lines from its opening
+    brace to its closing one. A brace block at namespace or class scope is a function body when the
+    text before it (since the last ';', '{', '}' or access label) has a '(' and ends like a
+    signature (')', a trailing qualifier or return type; not '='). Lambdas and local classes count
+    towards the function they sit in. Limits: it reads the text, not the grammar, so a macro that
+    opens or closes a brace, braces split over #if branches, or a namespace-scope variable whose
+    declarator has parentheses and a brace initialiser (decltype(x) y{...}) would be misread;
+    the project's sources have none of these."""
+    code = _cpp_code(text)
+    found, scopes = [], []  # scopes: class names (None for a namespace) enclosing position i
+
+    def scan(i, end):
+        header_start = i
+        while i < end:
+            c = code[i]
+            if c in ";}":
+                header_start = i + 1
+            elif c == ":" and re.search(r"\b(public|private|protected)\s*$", code[header_start:i]):
+                header_start = i + 1
+            elif c == "{":
+                close = _matching(code, i)
+                header = code[header_start:i]
+                scope = _SCOPE.search(header)
+                if "(" in header and not scope and not header.rstrip().endswith("="):
+                    after = code[close + 1:].lstrip()[:1]
+                    if after in (",", "{"):  # a brace initialiser in a constructor's member list
+                        i = close + 1
+                        continue
+                    name = re.findall(r"(~?[A-Za-z_][\w:]*(?:<[^()]*>)?(?:operator\W+)?)\s*\(", header)
+                    qual = "::".join(s for s in scopes if s)
+                    fn = (name[0] if name else "lambda").strip()
+                    found.append((f"{qual}::{fn}" if qual and "::" not in fn else fn,
+                                  code.count("\n", i, close) + 1))
+                else:
+                    kind = scope.group(1) if scope else ""
+                    cls = re.search(r"\b(?:class|struct|union)\s+(?:\w+\s+)*?(\w+)\s*(?:final\s*)?(?::[^{]*)?$",
+                                    header) if kind in ("class", "struct", "union") else None
+                    scopes.append(cls.group(1) if cls else None)
+                    scan(i + 1, close)
+                    scopes.pop()
+                i = close
+                header_start = i + 1
+            i += 1
+
+    scan(0, len(code))
+    return found
+
+
+def _matching(code, i):
+    depth = 0
+    for j in range(i, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[j], 0)
+        if depth == 0:
+            return j
+    raise ValueError(f"unbalanced brace at offset {i}")
+
+
+def _cpp_long_functions():
+    """{"file:function": body lines} of every C++ function in cpp/ over CPP_MAX_BODY lines."""
+    out = {}
+    for dirpath, _, files in os.walk(CPP):
+        for f in sorted(files):
+            if f.endswith((".cpp", ".hpp", ".h")):
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, CPP).replace(os.sep, "/")
+                for name, lines in _cpp_functions(open(path, encoding="utf-8").read()):
+                    if lines > CPP_MAX_BODY:
+                        key, k = f"{rel}:{name}", 2
+                        while key in out:  # overloads
+                            key, k = f"{rel}:{name}#{k}", k + 1
+                        out[key] = lines
+    return out
+
+
+def test_no_cpp_function_body_is_over_a_hundred_lines():
+    """Only the listed functions may be longer, and none of them longer than listed."""
+    current = _cpp_long_functions()
+    grown = {k: (CPP_LONG_FUNCTIONS.get(k), v) for k, v in current.items() if v > CPP_LONG_FUNCTIONS.get(k, CPP_MAX_BODY)}
+    assert grown == {}, f"(listed, now) body lines: {grown}; split the function into named steps"
+
+
+def test_cpp_function_scanner_skips_comments_strings_and_initialisers():
+    src = '''
+namespace a {
+struct S {
+  S(int x) : v_{x}, w_(x) { int y = '{'; }
+  int f() const { return /* } */ 1; }  // {
+  int v_{0}, w_;
+};
+const char* s = R"doc( } { )doc";
+int g(int n) {
+  auto h = [](int k) { return k; };
+  if (n) {
+    return 1'000 + h(n);
+  }
+  return 0;
+}
+int table[2] = {1, 2};
+}  // namespace a
+'''
+    assert _cpp_functions(src) == [("S::S", 1), ("S::f", 1), ("g", 7)]
+
+
+if __name__ == "__main__":
+    for key, lines in sorted(_cpp_long_functions().items()):
+        print(f'    "{key}": {lines},')
