@@ -112,6 +112,64 @@ struct CubeProblem {
   bool grouped = false;      // a GroupedMatmul group: its kernel deals blocks its own way
 };
 
+// ---- one estimate's steps (CubeModel::evaluate), and what each hands on ------------
+
+// The critical core's task under a tiling: its share of the GEMM, its base
+// blocks, and how many times it loads each operand into L1.
+struct CubeTask {
+  int64_t mB, nB;            // core tasks along M and N
+  int64_t split, Kc, tasks;  // K slices, the K of one, the op's tasks
+  int64_t ncores, cores, waves;
+  int64_t tm, tn, Mt, Nt;    // the task's M and N, fractal-padded in Mt, Nt
+  int64_t bM, bN, bK, mIter, nIter, kIter;
+  int64_t mL1, nL1, kA, kB, mOut, nOut;  // an L1 copy's rows and K; copies along M and N
+  int64_t a_loads, b_loads;  // full loads of the task's A (B)
+};
+
+// C220 MatMulV3's staggered dealing of the blocks of an L2 tile (CubeModel::stagger).
+struct CubeStagger {
+  bool on;
+  int64_t mc, nc;              // the L2 tile's blocks along M and N
+  int64_t share_a, share_b;    // cores of a wave sharing an A row block (a B column block)
+};
+
+// The task's GM -> L1 copies: bytes charged, where they are served, MTE2's cycles.
+struct CubeReads {
+  double a_one, b_one;  // bytes charged by one load of A (B)
+  double a_ch, b_ch;    // ... by all the task's loads
+  double a_copies_per_load, b_copies_per_load, a_copies, b_copies;
+  double chip_ch, hbm_read;  // the op's bytes charged, and those read from HBM
+  double h_a, h_b;           // share of the re-reads of A (B) that hit L2
+  double mte2_a, mte2_b;     // MTE2 cycles of the task's A (B)
+  double first_a = 0, first_b = 0;  // share of the tasks whose first copy of A (B) misses L2
+  double bw_share = 1;              // of MTE2's time, the share that is bandwidth, not latency
+};
+
+// The task's cycles on the other pipes.
+struct CubePipes {
+  double Kt;              // K of the task, fractal-padded
+  double mte1_a, mte1_b, cube, fix;
+  int64_t group_passes;   // per-group MSD's passes over K (1: none)
+  int64_t kchunks;        // single-core split-K's chunks of K (1: none)
+  double out_elems;       // of the task's C
+  double vec = 0, mte3 = 0, vec_mem = 0;  // epilogue
+  double vec_pre = 0, vec_pre_mem = 0;    // weight antiquant
+};
+
+// How the pipes overlap in the task (CubeModel::pipeline).
+struct CubeFlow {
+  double mid, exposed;            // MTE1, MMADs and write-out; MTE2 not double-buffered
+  double blocks;                  // base blocks of the task
+  double compute_path, mte2_path;
+  double tail, scalar;
+};
+
+// The op on the chip (CubeModel::chip): times in us, bytes of the whole op.
+struct CubeChip {
+  double head_us, hbm_us, l2_us, time;
+  double chip_write, chip_extra;
+};
+
 class CubeModel : public OpModel {
  public:
   CubeModel(const CubeProblem& q, const Platform& p) : q_(q), p_(p) {
@@ -167,6 +225,22 @@ class CubeModel : public OpModel {
   double sectors_touched(double rows, double row_bytes, double pitch) const;
   // Round-robin dispatch: the A and B bytes read from HBM, given the L2 tiles.
   double l2_tile_reads(const int64_t* t, double chip_reads) const;
+  // evaluate()'s steps, in its order (the structs above say what each hands on).
+  CubeTask task(const int64_t* t) const;
+  CubeStagger stagger(const int64_t* t, const CubeTask& k) const;
+  CubeReads reads(const int64_t* t, const CubeTask& k) const;
+  void add_miss_latency(const CubeTask& k, const CubeStagger& st, CubeReads& r) const;
+  void add_nd2nz_blocks(const CubeTask& k, CubeReads& r) const;
+  void add_same_address(const int64_t* t, const CubeTask& k, const CubeStagger& st, CubeReads& r) const;
+  CubePipes core_pipes(const int64_t* t, const CubeTask& k) const;
+  void add_epilogue(const CubeTask& k, CubePipes& c) const;
+  void add_antiquant(const CubeTask& k, const CubeReads& r, CubePipes& c) const;
+  void add_custom_antiquant(const CubeTask& k, CubePipes& c) const;
+  CubeFlow pipeline(const int64_t* t, const CubeTask& k, const CubeReads& r, const CubePipes& c) const;
+  double handover(const CubeTask& k, const CubePipes& c, double cube_side, double vec_side) const;
+  CubeChip chip(const CubeTask& k, const CubeReads& r, const CubePipes& c, double core_cycles, double fill) const;
+  void fill_breakdown(const CubeTask& k, const CubeReads& r, const CubePipes& c, const CubeFlow& w,
+                      const CubeChip& u, double fill, Breakdown& b) const;
 
   CubeProblem q_;
   Platform p_;
@@ -286,227 +360,282 @@ double CubeModel::l2_tile_reads(const int64_t* t, double chip_reads) const {
 }
 
 double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
-  const Platform& p = p_;
+  const CubeTask k = task(t);
+  const CubeStagger st = stagger(t, k);
+  CubeReads r = reads(t, k);
+  if (p_.mte2_miss_cycles > 0) add_miss_latency(k, st, r);
+  if (!q_.conv && !dav3510(p_)) add_nd2nz_blocks(k, r);
+  if (lim_.reorder) add_same_address(t, k, st, r);  // (a Matmul on a SoC with the factor)
+  // On 950 (DAV_3510) the weight the vector cores convert reaches the cube's L1 from their UB
+  // (MTE3; [O] ops-nn .../weight_quant_batch_matmul_v2/op_kernel/arch35/n_first/
+  // weight_quant_batch_matmul_v2_cube_compute.h: WeightL1 buffers in the cube's L1, filled by the
+  // vector side): the cube's MTE2 reads A only; the weight's GM read is the vector side's.
+  if (!q_.b_prologue.empty() && !q_.b_workspace && dav3510(p_)) r.mte2_b = 0;
+
+  CubePipes c = core_pipes(t, k);
+  if (!q_.epilogue.empty()) add_epilogue(k, c);
+  if (!q_.b_prologue.empty()) add_antiquant(k, r, c);
+  const CubeFlow w = pipeline(t, k, r, c);
+  const double cube_side = std::max(w.compute_path, w.mte2_path), vec_side = c.vec + c.vec_mem + c.vec_pre + c.vec_pre_mem;
+  const double cv_sync = handover(k, c, cube_side, vec_side);
+  const double busy_cycles = std::max({w.mid + w.exposed, r.mte2_a + r.mte2_b, vec_side, c.mte3, w.scalar});
+  const double core_cycles = std::max({cube_side, vec_side, c.mte3, w.scalar}) + cv_sync + w.tail;
+  const double fill = core_cycles - cv_sync - busy_cycles;  // what the fill adds to the busiest pipe
+  const CubeChip chip_us = chip(k, r, c, core_cycles, fill);
+  if (out) fill_breakdown(k, r, c, w, chip_us, fill, *out);
+  return chip_us.time;
+}
+
+CubeTask CubeModel::task(const int64_t* t) const {
   const CubeProblem& q = q_;
-  const int64_t sM = t[kSM], sN = t[kSN], bM = t[kBM], bN = t[kBN], bK = t[kBK];
-  const int64_t mB = cdiv(q.M, sM), nB = cdiv(q.N, sN);
+  CubeTask k;
+  k.bM = t[kBM], k.bN = t[kBN], k.bK = t[kBK];
+  const int64_t sM = t[kSM], sN = t[kSN];
+  k.mB = cdiv(q.M, sM), k.nB = cdiv(q.N, sN);
   // K split into splitK slices (§1 case 11: 16x16x1024 on 1 core -> 2 cores,
   // 19.60 -> 13.70 us): each task multiplies Kc of K and adds its partial C
   // into zeroed GM with FixPipe's atomic add; the critical core has the full Kc.
   // Slices beyond the idle cores run as waves (slice outer): K slabs whose
   // operands fit L2 when those of the whole K do not.
-  const int64_t split = t[kSplitK];
-  const int64_t Kc = split == 1 ? q.K : std::min(q.K, align_up(cdiv(q.K, split), lim_.kq));
-  const int64_t tasks = q.batch * mB * nB * split;
+  k.split = t[kSplitK];
+  k.Kc = k.split == 1 ? q.K : std::min(q.K, align_up(cdiv(q.K, k.split), lim_.kq));
+  k.tasks = q.batch * k.mB * k.nB * k.split;
   // Static split (dispatch 0): each task is one core's rectangle, so tasks
   // beyond the cores come only from a batch or a K split.  MatMulV3's
   // round-robin (dispatch 1) deals the output blocks over usedCoreNum cores in
   // waves ([V3-kernel] ops-nn matmul/mat_mul_v3/op_kernel/mat_mul_base_block.h).
-  const int64_t ncores = t[kDispatch] == 1 ? t[kUsed] : int64_t(p.cube_cores);
-  const int64_t cores = std::min<int64_t>(ncores, tasks);
-  const int64_t waves = cdiv(tasks, ncores);
+  k.ncores = t[kDispatch] == 1 ? t[kUsed] : int64_t(p_.cube_cores);
+  k.cores = std::min<int64_t>(k.ncores, k.tasks);
+  k.waves = cdiv(k.tasks, k.ncores);
   // The critical core runs full sM x sN blocks; tail blocks finish earlier.
-  const int64_t tm = std::min(sM, q.M), tn = std::min(sN, q.N);
-  const int64_t Mt = align_up(tm, 16), Nt = align_up(tn, 16);
-  const int64_t mIter = cdiv(tm, bM), nIter = cdiv(tn, bN), kIter = cdiv(Kc, bK);
-  const int64_t mL1 = bM * t[kStepM], nL1 = bN * t[kStepN];
-  const int64_t kA = bK * t[kStepKa], kB = bK * t[kStepKb];
-  const int64_t mOut = cdiv(tm, mL1), nOut = cdiv(tn, nL1);
-  const bool aFull = kA >= Kc, bFull = kB >= Kc;
-  int64_t a_loads, b_loads;
+  k.tm = std::min(sM, q.M), k.tn = std::min(sN, q.N);
+  k.Mt = align_up(k.tm, 16), k.Nt = align_up(k.tn, 16);
+  k.mIter = cdiv(k.tm, k.bM), k.nIter = cdiv(k.tn, k.bN), k.kIter = cdiv(k.Kc, k.bK);
+  k.mL1 = k.bM * t[kStepM], k.nL1 = k.bN * t[kStepN];
+  k.kA = k.bK * t[kStepKa], k.kB = k.bK * t[kStepKb];
+  k.mOut = cdiv(k.tm, k.mL1), k.nOut = cdiv(k.tn, k.nL1);
+  const bool aFull = k.kA >= k.Kc, bFull = k.kB >= k.Kc;
   if (t[kOrder] == 0) {  // M moves first: N outer, M inner
-    a_loads = (aFull && mOut == 1) ? 1 : nOut;
-    b_loads = bFull ? 1 : mOut;
+    k.a_loads = (aFull && k.mOut == 1) ? 1 : k.nOut;
+    k.b_loads = bFull ? 1 : k.mOut;
   } else {
-    b_loads = (bFull && nOut == 1) ? 1 : mOut;
-    a_loads = aFull ? 1 : nOut;
+    k.b_loads = (bFull && k.nOut == 1) ? 1 : k.mOut;
+    k.a_loads = aFull ? 1 : k.nOut;
   }
+  return k;
+}
+
+// C220 MatMulV3's base template with l2IterateOrder (calOrder) 0 deals staggered blocks
+// ([O] ops-nn matmul/mat_mul_v3/op_kernel/mat_mul_base_kernel.h Process: UpdateBasicIndex when
+// rowOrder == 0; mat_mul_base_block.h UpdateBasicIndex: the i-th block of an L2 tile is row
+// i % mCnt, column (i + i / lcm(mCnt, nCnt)) % nCnt).  The cores of a wave walk a diagonal:
+// an A row block is shared by cdiv(cores, mCnt) of them, a B column block by cdiv(cores, nCnt).
+// (GroupedMatmul's C220 kernel staggers a group of more than 5 rows of blocks the same way over
+// 8 x 8 tiles, grouped_quant_matmul.cpp group_row.)
+CubeStagger CubeModel::stagger(const int64_t* t, const CubeTask& k) const {
+  CubeStagger st;
+  st.on = t[kDispatch] == 1 && c220(p_) && q_.v3_kernel && (!q_.grouped || k.mB > 5) && q_.batch == 1 &&
+          t[kTE] == 0 && t[kL2Order] == 0;
+  st.mc = std::min(t[kL2MBlk], k.mB), st.nc = std::min(t[kL2NBlk], k.nB);
+  st.share_a = std::min<int64_t>(st.nc, cdiv(k.cores, st.mc));
+  st.share_b = std::min<int64_t>(st.mc, cdiv(k.cores, st.nc));
+  return st;
+}
+
+CubeReads CubeModel::reads(const int64_t* t, const CubeTask& k) const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  CubeReads r;
   const double ds = q.in_size;
-  const double a_one = a_read_charge(tm, mL1, kA, Kc), b_one = b_read_charge(tn, nL1, kB, Kc);  // one load
+  r.a_one = a_read_charge(k.tm, k.mL1, k.kA, k.Kc), r.b_one = b_read_charge(k.tn, k.nL1, k.kB, k.Kc);  // one load
   // Full-load templates keep one operand in L1 across a core's tasks: it is
   // loaded once per core, not once per wave (B for BL1, 20; A for AL1, 10).
   const int64_t te = t[kTE];
-  const double keep_a = te == 10 && waves > 1 ? 1.0 / double(waves) : 1.0;
-  const double keep_b = te == 20 && waves > 1 ? 1.0 / double(waves) : 1.0;
-  const double a_ch = keep_a * double(a_loads) * a_one, b_ch = keep_b * double(b_loads) * b_one;
-  const double a_copies_per_load = double(mOut) * cdiv(Kc, kA), b_copies_per_load = double(nOut) * cdiv(Kc, kB);
-  const double a_copies = keep_a * double(a_loads) * a_copies_per_load;
-  const double b_copies = keep_b * double(b_loads) * b_copies_per_load;
+  const double keep_a = te == 10 && k.waves > 1 ? 1.0 / double(k.waves) : 1.0;
+  const double keep_b = te == 20 && k.waves > 1 ? 1.0 / double(k.waves) : 1.0;
+  r.a_ch = keep_a * double(k.a_loads) * r.a_one, r.b_ch = keep_b * double(k.b_loads) * r.b_one;
+  r.a_copies_per_load = double(k.mOut) * cdiv(k.Kc, k.kA), r.b_copies_per_load = double(k.nOut) * cdiv(k.Kc, k.kB);
+  r.a_copies = keep_a * double(k.a_loads) * r.a_copies_per_load;
+  r.b_copies = keep_b * double(k.b_loads) * r.b_copies_per_load;
 
   // Where reads are served: first touch from HBM; a re-read hits L2 when
   // the data touched by all active cores between two reads of the same
   // block (its reuse footprint) fits L2 ([A] L2-Cache切分.md).
-  const double core_ch = a_ch + b_ch;
-  const double chip_ch = core_ch * tasks;
-  const double unique = t[kDispatch] == 1 ? l2_tile_reads(t, chip_ch) : q.a_bytes + q.b_bytes;
-  const double act_m = double(std::min<int64_t>(mB * q.batch, cores)), act_n = double(std::min<int64_t>(nB * q.batch, cores));
-  const double kb = double(Kc) * ds;
+  const double core_ch = r.a_ch + r.b_ch;
+  r.chip_ch = core_ch * k.tasks;
+  const double unique = t[kDispatch] == 1 ? l2_tile_reads(t, r.chip_ch) : q.a_bytes + q.b_bytes;
+  const double act_m = double(std::min<int64_t>(k.mB * q.batch, k.cores));
+  const double act_n = double(std::min<int64_t>(k.nB * q.batch, k.cores));
+  const double kb = double(k.Kc) * ds;
   double fp_a, fp_b;  // footprints between re-reads of A and of B
   if (t[kOrder] == 0) {
-    fp_a = act_m * tm * kb + act_n * nL1 * kb;
-    fp_b = double(cores) * (mL1 + nL1) * kb;
+    fp_a = act_m * k.tm * kb + act_n * k.nL1 * kb;
+    fp_b = double(k.cores) * (k.mL1 + k.nL1) * kb;
   } else {
-    fp_b = act_n * tn * kb + act_m * mL1 * kb;
-    fp_a = double(cores) * (mL1 + nL1) * kb;
+    fp_b = act_n * k.tn * kb + act_m * k.mL1 * kb;
+    fp_a = double(k.cores) * (k.mL1 + k.nL1) * kb;
   }
-  const double h_a = std::min(1.0, p.l2 / fp_a), h_b = std::min(1.0, p.l2 / fp_b);
-  const double rereads = (1 - h_a) * a_ch * (1 - 1.0 / a_loads) + (1 - h_b) * b_ch * (1 - 1.0 / b_loads);
-  const double hbm_read = std::min(chip_ch, unique + double(tasks) * rereads);
-  const double f_miss = chip_ch > 0 ? hbm_read / chip_ch : 0;
+  r.h_a = std::min(1.0, p.l2 / fp_a), r.h_b = std::min(1.0, p.l2 / fp_b);
+  const double rereads =
+      (1 - r.h_a) * r.a_ch * (1 - 1.0 / k.a_loads) + (1 - r.h_b) * r.b_ch * (1 - 1.0 / k.b_loads);
+  r.hbm_read = std::min(r.chip_ch, unique + double(k.tasks) * rereads);
+  const double f_miss = r.chip_ch > 0 ? r.hbm_read / r.chip_ch : 0;
   const double cyc_per_byte = f_miss / p.ddr_rate + (1 - f_miss) / (p.mte2_eff * p.l2_rate);
-  double mte2_a = a_ch * cyc_per_byte, mte2_b = b_ch * cyc_per_byte;
-  double first_a = 0, first_b = 0;  // share of the tasks whose first copy of A (B) misses L2
-  double bw_share = 1;              // of MTE2's time, the share that is bandwidth, not latency
-  // C220 MatMulV3's base template with l2IterateOrder (calOrder) 0 deals staggered blocks
-  // ([O] ops-nn matmul/mat_mul_v3/op_kernel/mat_mul_base_kernel.h Process: UpdateBasicIndex when
-  // rowOrder == 0; mat_mul_base_block.h UpdateBasicIndex: the i-th block of an L2 tile is row
-  // i % mCnt, column (i + i / lcm(mCnt, nCnt)) % nCnt).  The cores of a wave walk a diagonal:
-  // an A row block is shared by cdiv(cores, mCnt) of them, a B column block by cdiv(cores, nCnt).
-  // (GroupedMatmul's C220 kernel staggers a group of more than 5 rows of blocks the same way over
-  // 8 x 8 tiles, grouped_quant_matmul.cpp group_row.)
-  const bool staggered = t[kDispatch] == 1 && c220(p) && q.v3_kernel && (!q.grouped || mB > 5) && q.batch == 1 &&
-                         t[kTE] == 0 && t[kL2Order] == 0;
-  const int64_t st_mc = std::min(t[kL2MBlk], mB), st_nc = std::min(t[kL2NBlk], nB);
-  const int64_t st_share_a = std::min<int64_t>(st_nc, cdiv(cores, st_mc));
-  const int64_t st_share_b = std::min<int64_t>(st_mc, cdiv(cores, st_nc));
-  if (p.mte2_miss_cycles > 0) {
-    // A round of GM->L1 copies (one of A and one of B) that misses L2 waits
-    // for HBM: MTE2 takes at least rounds x latency (§1 case 6: 80 rounds of
-    // CFG_NORM in 75.64 us, 20 of CFG_MDL in 46.24 us at the bandwidth; case
-    // 11: 16 rounds of 2 KB in 13.72 us); hits are assumed pipelined.  A copy
-    // misses when it is the chip's first touch of its data or a re-read that
-    // L2 no longer holds.  Copies narrower than a GM sector share sectors, and
-    // the first brings the next one's part into L2 (§1 case 3: 12 copies of
-    // 128 B rows of A, 6 misses): a share data / bytes charged misses.  A
-    // convolution's K steps within one C1 plane read the same input rows
-    // (shifted windows): only the plane's first copy misses.  An operand block
-    // shared by several cores is fetched once, but the cores of one wave ask
-    // for it together and each waits for it: only the tasks of later waves
-    // find it in L2.  (Counting a shared fetch once per chip let two cores
-    // sharing B wait half as long as one core alone: MatMul 32x64x16 modelled
-    // faster than 16x64x16.)
-    const double a_data = q.conv ? a_one : double(tm) * double(Kc) * double(ds);
-    const double b_data = q.conv ? b_one : double(tn) * double(Kc) * double(ds);
-    // (Staggered dealing: only the wave's sharers of a block it touches first wait for it.)
-    first_a = std::min(1.0, q.a_bytes * double(staggered ? st_share_a : cores) / (double(tasks) * a_data));
-    first_b = std::min(1.0, q.b_bytes * double(staggered ? st_share_b : cores) / (double(tasks) * b_data));
-    const double plane_k = q.conv ? double(q.K / q.cin_pad) * q.k0 : 0;  // K of one C1 plane: kh x kw x C0
-    const double new_a = q.conv ? std::min(1.0, double(kA) / plane_k)
-                                : new_sector_share(q.trans_a, tm, mL1, Kc, kA, a_copies_per_load, q.trans_a ? q.M : q.K);
-    const double new_b =
-        q.conv ? 1.0 : new_sector_share(!q.trans_b, tn, nL1, Kc, kB, b_copies_per_load, q.trans_b ? q.K : q.N);
-    const double miss_a = a_copies_per_load * (first_a * new_a + double(a_loads - 1) * (1 - h_a));
-    const double miss_b = b_copies_per_load * (first_b * new_b + double(b_loads - 1) * (1 - h_b));
-    const double latency = std::max(miss_a, miss_b) * p.mte2_miss_cycles, bw = mte2_a + mte2_b;
-    if (latency > bw && bw > 0) {
-      mte2_a *= latency / bw;
-      mte2_b *= latency / bw;
-      bw_share = bw / latency;
+  r.mte2_a = r.a_ch * cyc_per_byte, r.mte2_b = r.b_ch * cyc_per_byte;
+  return r;
+}
+
+// A round of GM->L1 copies (one of A and one of B) that misses L2 waits
+// for HBM: MTE2 takes at least rounds x latency (§1 case 6: 80 rounds of
+// CFG_NORM in 75.64 us, 20 of CFG_MDL in 46.24 us at the bandwidth; case
+// 11: 16 rounds of 2 KB in 13.72 us); hits are assumed pipelined.  A copy
+// misses when it is the chip's first touch of its data or a re-read that
+// L2 no longer holds.  Copies narrower than a GM sector share sectors, and
+// the first brings the next one's part into L2 (§1 case 3: 12 copies of
+// 128 B rows of A, 6 misses): a share data / bytes charged misses.  A
+// convolution's K steps within one C1 plane read the same input rows
+// (shifted windows): only the plane's first copy misses.  An operand block
+// shared by several cores is fetched once, but the cores of one wave ask
+// for it together and each waits for it: only the tasks of later waves
+// find it in L2.  (Counting a shared fetch once per chip let two cores
+// sharing B wait half as long as one core alone: MatMul 32x64x16 modelled
+// faster than 16x64x16.)
+void CubeModel::add_miss_latency(const CubeTask& k, const CubeStagger& st, CubeReads& r) const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const double ds = q.in_size;
+  const double a_data = q.conv ? r.a_one : double(k.tm) * double(k.Kc) * double(ds);
+  const double b_data = q.conv ? r.b_one : double(k.tn) * double(k.Kc) * double(ds);
+  // (Staggered dealing: only the wave's sharers of a block it touches first wait for it.)
+  r.first_a = std::min(1.0, q.a_bytes * double(st.on ? st.share_a : k.cores) / (double(k.tasks) * a_data));
+  r.first_b = std::min(1.0, q.b_bytes * double(st.on ? st.share_b : k.cores) / (double(k.tasks) * b_data));
+  const double plane_k = q.conv ? double(q.K / q.cin_pad) * q.k0 : 0;  // K of one C1 plane: kh x kw x C0
+  const double new_a = q.conv ? std::min(1.0, double(k.kA) / plane_k)
+                              : new_sector_share(q.trans_a, k.tm, k.mL1, k.Kc, k.kA, r.a_copies_per_load,
+                                                 q.trans_a ? q.M : q.K);
+  const double new_b = q.conv ? 1.0
+                              : new_sector_share(!q.trans_b, k.tn, k.nL1, k.Kc, k.kB, r.b_copies_per_load,
+                                                 q.trans_b ? q.K : q.N);
+  const double miss_a = r.a_copies_per_load * (r.first_a * new_a + double(k.a_loads - 1) * (1 - r.h_a));
+  const double miss_b = r.b_copies_per_load * (r.first_b * new_b + double(k.b_loads - 1) * (1 - r.h_b));
+  const double latency = std::max(miss_a, miss_b) * p.mte2_miss_cycles, bw = r.mte2_a + r.mte2_b;
+  if (latency > bw && bw > 0) {
+    r.mte2_a *= latency / bw;
+    r.mte2_b *= latency / bw;
+    r.bw_share = bw / latency;
+  }
+}
+
+// Rows not 32 B aligned in GM: ND2NZ copies C0 block by block (§1 case 13,
+// N = 4095: AIC MTE2 130.77 us; kNd2nzBlockCycles is fitted on §5.8 instead).
+// 950 (DAV_3510) has no such cost: its MTE2 pads each unaligned row (burst) on the way in
+// ([A] asc-devkit docs/api/c_api/cube_datamove/asc_copy_gm2l1_align.md, 950PR/950DT only).
+void CubeModel::add_nd2nz_blocks(const CubeTask& k, CubeReads& r) const {
+  const CubeProblem& q = q_;
+  const double ds = q.in_size;
+  const int64_t pitch_a = (q.trans_a ? q.M : q.K) * q.in_size, rows_a = q.trans_a ? k.Kc : k.tm;
+  const int64_t pitch_b = (q.trans_b ? q.K : q.N) * q.in_size, rows_b = q.trans_b ? k.tn : k.Kc;
+  if (pitch_a % 32 && rows_a > 1)
+    r.mte2_a = std::max(r.mte2_a, double(k.a_loads) * double(k.tm) * k.Kc * ds / 32 * kNd2nzBlockCycles);
+  if (pitch_b % 32 && rows_b > 1)
+    r.mte2_b = std::max(r.mte2_b, double(k.b_loads) * double(k.tn) * k.Kc * ds / 32 * kNd2nzBlockCycles);
+}
+
+// Same-address conflicts: cores of one wave that share an operand block
+// start their K loops together, so they request the same GM lines at the
+// same moment (ascend_measured_cases.md §0; enableKdimReorderLoad staggers
+// each core's K start to avoid it, §1 case 12).  Charged on the first pass
+// over the block only, the one that misses L2: concurrent misses of a line
+// are serialised, hits are not.  §5.8 (all cores reading one matrix that
+// misses L2, GM->L1) gives the factor; §1 case 1, whose shared reads are
+// mostly L2 re-reads, shows no such penalty.  Staggering spreads the
+// sharers over the load's K steps; with fewer steps than sharers, the
+// sharers that start on the same step still collide (one K step: all of
+// them, as without the knob, which K = 16 was modelled to escape by
+// growing to K = 32).
+void CubeModel::add_same_address(const int64_t* t, const CubeTask& k, const CubeStagger& st, CubeReads& r) const {
+  const Platform& p = p_;
+  // On 950 (DAV_3510) the factor, measured with all 32 cores on the same tiles (§5.8: L1
+  // 369.99 against 187.35 us; UB copies show none, 342.29 against 335.64), grows with the cores
+  // that collide beyond the first: the fit-half QuantBatchMatmulV3 records of
+  // cann_bench_calibration.json, whose blocks 4 to 8 cores share, ran 1.17-1.80x faster than
+  // the full factor put them.  On C220 a few sharers pay it in full (§1 case 12: 6x4 cores,
+  // 98.72 -> 85.68 us staggered).
+  const double all_cores = dav3510(p) ? double(std::max<int64_t>(2, p.cube_cores)) - 1 : 0;
+  auto colliding = [&](int64_t sharers, int64_t steps) {
+    if (sharers <= 1) return 0.0;
+    const int64_t together = t[kReorder] == 0 ? sharers : cdiv(sharers, steps);
+    if (all_cores > 0) return std::min(1.0, double(together - 1) / all_cores);
+    return double(together - 1) / double(sharers - 1);
+  };
+  // Static split: all of a block's sharers run at once.  Round-robin (dispatch 1): one wave
+  // covers min(cores, mB) M blocks of cdiv(cores, mB) N columns (iterateOrder 0; 1 the mirror),
+  // so a B block's sharers are the wave's M blocks, each wave touching new columns; an A block is
+  // shared by the wave's columns and read first only by the first wave of columns, later waves
+  // finding it in L2 (h_a of it).
+  const int64_t mB = k.mB, nB = k.nB, cores = k.cores;
+  int64_t share_a = std::min<int64_t>(nB, cores), share_b = std::min<int64_t>(mB, cores);
+  double first_pass_a = 1.0 / double(k.a_loads), first_pass_b = 1.0 / double(k.b_loads);
+  if (t[kDispatch] == 1 && dav3510(p)) {
+    // 950's (DAV_3510) sliding-window scheduler deals a window of 4 rows of blocks (columns with
+    // iterateOrder 1) across the other axis, snaking, before the next window ([O] ops-nn
+    // matmul/mat_mul_v3/op_kernel/arch35/block_scheduler_aswt.h, quant_batch_matmul_v3/op_kernel/
+    // arch35/qbmm_asw_block.h: WINDOW_LEN = 4).  A wave's blocks then share both operands: each
+    // column block with the window's rows, each row block with the wave's columns; only the first
+    // window (the first wave of columns) reads them first, later ones find them in L2.
+    const bool m_win = t[kOrder] == 0;
+    const int64_t rows = m_win ? mB : nB, cols = m_win ? nB : mB;
+    const int64_t win = std::min<int64_t>(4, rows), across = std::min<int64_t>(cols, cdiv(cores, win));
+    const double w_win = double(win) / double(rows), w_across = std::min(1.0, double(across) / double(cols));
+    int64_t& share_row = m_win ? share_a : share_b;  // a row block (A's with iterateOrder 0)
+    int64_t& share_col = m_win ? share_b : share_a;
+    share_row = across;
+    share_col = win;
+    const double h_row = m_win ? r.h_a : r.h_b, h_col = m_win ? r.h_b : r.h_a;
+    (m_win ? first_pass_a : first_pass_b) *= w_across + (1 - w_across) * (1 - h_row);
+    (m_win ? first_pass_b : first_pass_a) *= w_win + (1 - w_win) * (1 - h_col);
+  } else if (st.on) {
+    // The staggered dealing (CubeModel::stagger): only the wave that first touches a block reads it from HBM.
+    share_a = st.share_a;
+    share_b = st.share_b;
+    const double wa = std::min(1.0, double(share_a) / double(st.nc)), wb = std::min(1.0, double(share_b) / double(st.mc));
+    first_pass_a *= wa + (1 - wa) * (1 - r.h_a);
+    first_pass_b *= wb + (1 - wb) * (1 - r.h_b);
+  } else if (t[kDispatch] == 1) {
+    if (t[kOrder] == 0) {
+      share_a = std::min<int64_t>(nB, cdiv(cores, mB));
+      const double w = std::min(1.0, double(share_a) / double(nB));
+      first_pass_a *= w + (1 - w) * (1 - r.h_a);
+    } else {
+      share_b = std::min<int64_t>(mB, cdiv(cores, nB));
+      const double w = std::min(1.0, double(share_b) / double(mB));
+      first_pass_b *= w + (1 - w) * (1 - r.h_b);
     }
   }
-  // Rows not 32 B aligned in GM: ND2NZ copies C0 block by block (§1 case 13,
-  // N = 4095: AIC MTE2 130.77 us; kNd2nzBlockCycles is fitted on §5.8 instead).
-  // 950 (DAV_3510) has no such cost: its MTE2 pads each unaligned row (burst) on the way in
-  // ([A] asc-devkit docs/api/c_api/cube_datamove/asc_copy_gm2l1_align.md, 950PR/950DT only).
-  if (!q.conv && !dav3510(p)) {
-    const int64_t pitch_a = (q.trans_a ? q.M : q.K) * q.in_size, rows_a = q.trans_a ? Kc : tm;
-    const int64_t pitch_b = (q.trans_b ? q.K : q.N) * q.in_size, rows_b = q.trans_b ? tn : Kc;
-    if (pitch_a % 32 && rows_a > 1)
-      mte2_a = std::max(mte2_a, double(a_loads) * double(tm) * Kc * ds / 32 * kNd2nzBlockCycles);
-    if (pitch_b % 32 && rows_b > 1)
-      mte2_b = std::max(mte2_b, double(b_loads) * double(tn) * Kc * ds / 32 * kNd2nzBlockCycles);
-  }
+  r.mte2_a *= 1 + (p.same_address - 1) * colliding(share_a, cdiv(k.Kc, k.kA)) * first_pass_a;
+  r.mte2_b *= 1 + (p.same_address - 1) * colliding(share_b, cdiv(k.Kc, k.kB)) * first_pass_b;
+}
 
-  // Same-address conflicts: cores of one wave that share an operand block
-  // start their K loops together, so they request the same GM lines at the
-  // same moment (ascend_measured_cases.md §0; enableKdimReorderLoad staggers
-  // each core's K start to avoid it, §1 case 12).  Charged on the first pass
-  // over the block only, the one that misses L2: concurrent misses of a line
-  // are serialised, hits are not.  §5.8 (all cores reading one matrix that
-  // misses L2, GM->L1) gives the factor; §1 case 1, whose shared reads are
-  // mostly L2 re-reads, shows no such penalty.  Staggering spreads the
-  // sharers over the load's K steps; with fewer steps than sharers, the
-  // sharers that start on the same step still collide (one K step: all of
-  // them, as without the knob, which K = 16 was modelled to escape by
-  // growing to K = 32).
-  if (lim_.reorder) {  // (a Matmul on a SoC with the factor)
-    // On 950 (DAV_3510) the factor, measured with all 32 cores on the same tiles (§5.8: L1
-    // 369.99 against 187.35 us; UB copies show none, 342.29 against 335.64), grows with the cores
-    // that collide beyond the first: the fit-half QuantBatchMatmulV3 records of
-    // cann_bench_calibration.json, whose blocks 4 to 8 cores share, ran 1.17-1.80x faster than
-    // the full factor put them.  On C220 a few sharers pay it in full (§1 case 12: 6x4 cores,
-    // 98.72 -> 85.68 us staggered).
-    const double all_cores = dav3510(p) ? double(std::max<int64_t>(2, p.cube_cores)) - 1 : 0;
-    auto colliding = [&](int64_t sharers, int64_t steps) {
-      if (sharers <= 1) return 0.0;
-      const int64_t together = t[kReorder] == 0 ? sharers : cdiv(sharers, steps);
-      if (all_cores > 0) return std::min(1.0, double(together - 1) / all_cores);
-      return double(together - 1) / double(sharers - 1);
-    };
-    // Static split: all of a block's sharers run at once.  Round-robin (dispatch 1): one wave
-    // covers min(cores, mB) M blocks of cdiv(cores, mB) N columns (iterateOrder 0; 1 the mirror),
-    // so a B block's sharers are the wave's M blocks, each wave touching new columns; an A block is
-    // shared by the wave's columns and read first only by the first wave of columns, later waves
-    // finding it in L2 (h_a of it).
-    int64_t share_a = std::min<int64_t>(nB, cores), share_b = std::min<int64_t>(mB, cores);
-    double first_pass_a = 1.0 / double(a_loads), first_pass_b = 1.0 / double(b_loads);
-    if (t[kDispatch] == 1 && dav3510(p)) {
-      // 950's (DAV_3510) sliding-window scheduler deals a window of 4 rows of blocks (columns with
-      // iterateOrder 1) across the other axis, snaking, before the next window ([O] ops-nn
-      // matmul/mat_mul_v3/op_kernel/arch35/block_scheduler_aswt.h, quant_batch_matmul_v3/op_kernel/
-      // arch35/qbmm_asw_block.h: WINDOW_LEN = 4).  A wave's blocks then share both operands: each
-      // column block with the window's rows, each row block with the wave's columns; only the first
-      // window (the first wave of columns) reads them first, later ones find them in L2.
-      const bool m_win = t[kOrder] == 0;
-      const int64_t rows = m_win ? mB : nB, cols = m_win ? nB : mB;
-      const int64_t win = std::min<int64_t>(4, rows), across = std::min<int64_t>(cols, cdiv(cores, win));
-      const double w_win = double(win) / double(rows), w_across = std::min(1.0, double(across) / double(cols));
-      int64_t& share_row = m_win ? share_a : share_b;  // a row block (A's with iterateOrder 0)
-      int64_t& share_col = m_win ? share_b : share_a;
-      share_row = across;
-      share_col = win;
-      const double h_row = m_win ? h_a : h_b, h_col = m_win ? h_b : h_a;
-      (m_win ? first_pass_a : first_pass_b) *= w_across + (1 - w_across) * (1 - h_row);
-      (m_win ? first_pass_b : first_pass_a) *= w_win + (1 - w_win) * (1 - h_col);
-    } else if (staggered) {
-      // The staggered dealing (above): only the wave that first touches a block reads it from HBM.
-      share_a = st_share_a;
-      share_b = st_share_b;
-      const double wa = std::min(1.0, double(share_a) / double(st_nc)), wb = std::min(1.0, double(share_b) / double(st_mc));
-      first_pass_a *= wa + (1 - wa) * (1 - h_a);
-      first_pass_b *= wb + (1 - wb) * (1 - h_b);
-    } else if (t[kDispatch] == 1) {
-      if (t[kOrder] == 0) {
-        share_a = std::min<int64_t>(nB, cdiv(cores, mB));
-        const double w = std::min(1.0, double(share_a) / double(nB));
-        first_pass_a *= w + (1 - w) * (1 - h_a);
-      } else {
-        share_b = std::min<int64_t>(mB, cdiv(cores, nB));
-        const double w = std::min(1.0, double(share_b) / double(mB));
-        first_pass_b *= w + (1 - w) * (1 - h_b);
-      }
-    }
-    mte2_a *= 1 + (p.same_address - 1) * colliding(share_a, cdiv(Kc, kA)) * first_pass_a;
-    mte2_b *= 1 + (p.same_address - 1) * colliding(share_b, cdiv(Kc, kB)) * first_pass_b;
-  }
-  // On 950 (DAV_3510) the weight the vector cores convert reaches the cube's L1 from their UB
-  // (MTE3; [O] ops-nn .../weight_quant_batch_matmul_v2/op_kernel/arch35/n_first/
-  // weight_quant_batch_matmul_v2_cube_compute.h: WeightL1 buffers in the cube's L1, filled by the
-  // vector side): the cube's MTE2 reads A only; the weight's GM read is the vector side's.
-  if (!q.b_prologue.empty() && !q.b_workspace && dav3510(p)) mte2_b = 0;
-
+// MTE1, the MMADs and FixPipe's write-out of the task.
+CubePipes CubeModel::core_pipes(const int64_t* t, const CubeTask& k) const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const double ds = q.in_size;
+  CubePipes c;
   // MTE1: every base block of A and B is loaded L1 -> L0 for each MMAD.
-  const double Kt = double(split == 1 ? Kp_ : align_up(Kc, q.k0));
-  const double mte1_a = nIter * (Mt * Kt * ds / p.l1_to_l0a) + kMte1Start * mIter * nIter * kIter;
-  const double mte1_b = mIter * (Kt * Nt * ds / p.l1_to_l0b) + kMte1Start * mIter * nIter * kIter;
+  c.Kt = double(k.split == 1 ? Kp_ : align_up(k.Kc, q.k0));
+  const double Mt = k.Mt, Nt = k.Nt, Kt = c.Kt;
+  const int64_t mIter = k.mIter, nIter = k.nIter;
+  c.mte1_a = nIter * (Mt * Kt * ds / p.l1_to_l0a) + kMte1Start * mIter * nIter * k.kIter;
+  c.mte1_b = mIter * (Kt * Nt * ds / p.l1_to_l0b) + kMte1Start * mIter * nIter * k.kIter;
   // Cube: 16 x k0 x 16 MACs per cycle on fractal-padded blocks (DtypeMKN).
-  const double cube = double(Mt / 16) * double(Nt / 16) * (Kt / q.k0);
+  c.cube = double(k.Mt / 16) * double(k.Nt / 16) * (Kt / q.k0);
   // FixPipe: L0C -> GM, bursts of one block row.
-  const int64_t dc = q.out_size;
+  const int64_t dc = q.out_size, bM = k.bM, bN = k.bN, tm = k.tm, tn = k.tn;
   double fix_bytes;
   if (q.conv) {  // NC1HWC0 output: runs of bM pixels x C0
-    fix_bytes = double(Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, int64_t(kGranule));
-    if (tm % bM) fix_bytes += double(Nt / 16) * write_charge((tm % bM) * 16 * dc, int64_t(kGranule));
+    fix_bytes = double(k.Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, int64_t(kGranule));
+    if (tm % bM) fix_bytes += double(k.Nt / 16) * write_charge((tm % bM) * 16 * dc, int64_t(kGranule));
   } else {
     const int64_t fc = q.fix_size > 0 ? q.fix_size : dc;  // (a vector dequant's int32 tile: wider than C)
     const int64_t pitch = q.fix_size > 0 ? bN * fc : q.N * fc;  // (the workspace holds baseM x baseN tiles)
@@ -519,54 +648,116 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // Per-group MSD (q.msd_group) writes each group's int32 partials out on their own ([O] ops-nn
   // .../weight_quant_batch_matmul_v2_msd_group.h Process: LaunchMatmul per groupIdx, SetTail(.., groupSize),
   // IterateAll into the ping-pong workspace; _msd_split_k.h ProcessCube per group pack).
-  const int64_t group_passes = q.msd_group > 0 ? cdiv(Kc, q.msd_group) : 1;
-  const int64_t kchunks = te == 2 ? cdiv(Kc, bK * t[kStepKa]) : 1, fix_passes = kchunks * group_passes;
+  c.group_passes = q.msd_group > 0 ? cdiv(k.Kc, q.msd_group) : 1;
+  c.kchunks = t[kTE] == 2 ? cdiv(k.Kc, k.bK * t[kStepKa]) : 1;
+  const int64_t fix_passes = c.kchunks * c.group_passes;
   fix_bytes *= double(fix_passes);
-  double fix = fix_bytes / fix_rate + kFixStart * mIter * nIter * fix_passes;
-  // Epilogue on the vector units: on split SoCs the AIVs read the tile back
-  // from GM (L2) with any extra operand and write the result; on coupled SoCs
-  // the tile goes L0C -> UB -> GM (MTE3).
-  double vec = 0, mte3 = 0, vec_mem = 0;
-  const double out_elems = double(tm) * tn;
-  if (!q.epilogue.empty()) {
-    vec = double(mIter * nIter) * vec_cycles(q.epilogue, double(bM) * bN) / vec_per_core_;
-    if (q.qbmm_basic == 2) {
-      // C220 QuantBatchMatmulV3's vector dequant (EpilogueDequant::Process, [O] ops-nn
-      // .../op_kernel/quant_batch_matmul_v3_basic_epilogue.h; bf16_basic.h BasicDequantCompute): each AIV
-      // takes its share of the block's rows (GetTaskRation) in UB passes of ubCalcM rows (qbmm_ub_rows),
-      // every API called once a pass, CalBiasAdd's Add once a row.
-      const int64_t rows = int64_t(std::ceil(double(bM) / vec_per_core_));
-      const int64_t ub_rows = qbmm_ub_rows(q.qbmm_ub, bM, bN, q.M, int64_t(p.ub));
-      const int64_t ub_passes = cdiv(rows, ub_rows), last = rows - (ub_passes - 1) * ub_rows;
-      vec = double(mIter * nIter) *
+  c.fix = fix_bytes / fix_rate + kFixStart * mIter * nIter * fix_passes;
+  c.out_elems = double(tm) * tn;
+  return c;
+}
+
+// Epilogue on the vector units: on split SoCs the AIVs read the tile back
+// from GM (L2) with any extra operand and write the result; on coupled SoCs
+// the tile goes L0C -> UB -> GM (MTE3).
+void CubeModel::add_epilogue(const CubeTask& k, CubePipes& c) const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t dc = q.out_size, bM = k.bM, bN = k.bN;
+  const double out_elems = c.out_elems;
+  c.vec = double(k.mIter * k.nIter) * vec_cycles(q.epilogue, double(bM) * bN) / vec_per_core_;
+  if (q.qbmm_basic == 2) {
+    // C220 QuantBatchMatmulV3's vector dequant (EpilogueDequant::Process, [O] ops-nn
+    // .../op_kernel/quant_batch_matmul_v3_basic_epilogue.h; bf16_basic.h BasicDequantCompute): each AIV
+    // takes its share of the block's rows (GetTaskRation) in UB passes of ubCalcM rows (qbmm_ub_rows),
+    // every API called once a pass, CalBiasAdd's Add once a row.
+    const int64_t rows = int64_t(std::ceil(double(bM) / vec_per_core_));
+    const int64_t ub_rows = qbmm_ub_rows(q.qbmm_ub, bM, bN, q.M, int64_t(p.ub));
+    const int64_t ub_passes = cdiv(rows, ub_rows), last = rows - (ub_passes - 1) * ub_rows;
+    c.vec = double(k.mIter * k.nIter) *
             (double(ub_passes - 1) * vec_cycles(q.epilogue, double(ub_rows) * bN) +
              vec_cycles(q.epilogue, double(last) * bN) + double(rows) * vec_cycles(q.dequant_row_steps, double(bN)));
-    }
-    double bytes = out_elems * q.epi_extra_per_elem;
-    if (p.split) bytes += out_elems * 2 * dc;
-    if (q.msd_group > 0) {
-      // ... and its AIVs combine each group's partials of the core's real rows (ProcessMatmulResult on
-      // mSize rows; ProcessC1C2PerGroup), reading them back from the workspace once per group.
-      vec = double(group_passes) * vec_cycles(q.epilogue, out_elems) / vec_per_core_;
-      bytes = double(group_passes + 1) * out_elems * dc + double(group_passes) * out_elems * q.epi_extra_per_elem;
-    }
-    vec_mem = bytes / (p.mte2_eff * p.l2_rate);
-    if (!p.split) mte3 = out_elems * dc / p.ub_to_ddr;
   }
-  // Pipeline: double-buffered stages overlap, single-buffered ones wait.
+  double bytes = out_elems * q.epi_extra_per_elem;
+  if (p.split) bytes += out_elems * 2 * dc;
+  if (q.msd_group > 0) {
+    // ... and its AIVs combine each group's partials of the core's real rows (ProcessMatmulResult on
+    // mSize rows; ProcessC1C2PerGroup), reading them back from the workspace once per group.
+    c.vec = double(c.group_passes) * vec_cycles(q.epilogue, out_elems) / vec_per_core_;
+    bytes = double(c.group_passes + 1) * out_elems * dc + double(c.group_passes) * out_elems * q.epi_extra_per_elem;
+  }
+  c.vec_mem = bytes / (p.mte2_eff * p.l2_rate);
+  if (!p.split) c.mte3 = out_elems * dc / p.ub_to_ddr;
+}
+
+// Weight antiquant (WeightQuantBatchMatmul): the vector cores of this cube core convert
+// each B copy before the cube loads it, reading the narrow weight (and its scales) and,
+// through a GM workspace, writing the converted copy that the cube's MTE2 then reads from L2.
+void CubeModel::add_antiquant(const CubeTask& k, const CubeReads& r, CubePipes& c) const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  if (q.vec_tile_k > 0) return add_custom_antiquant(k, c);
+  const double per_copy = double(std::min(k.nL1, k.tn)) * double(std::min(k.kB, k.Kc));
+  c.vec_pre = r.b_copies * vec_cycles(q.b_prologue, per_copy) / vec_per_core_;
+  const double elems = r.b_copies * per_copy;
+  const double bytes = r.b_ch * q.b_gm_scale + elems * q.b_prologue_extra + (q.b_workspace ? r.b_ch : 0);
+  c.vec_pre_mem = bytes / (p.mte2_eff * p.l2_rate * vec_per_core_);
+}
+
+// C220's custom kernel antiquantises each round's slab of baseN x cubeBlockDimN columns (all K)
+// ONCE, split over all the AIVs in vec_tile_k x vec_tile_n tiles; every AIC, whatever its M
+// share, then reads the slab from the workspace ([O] ops-nn matmul/weight_quant_batch_matmul_v2/
+// op_kernel/weight_quant_batch_matmul_v2_custom.h ProcessVector / AntiquantWeight: loopLimit =
+// vecSingleNLoop x vecSingleKLoop, each AIV ceil(loopLimit / vecBlockDimN) tiles;
+// op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp DoOpTiling: vecBlockDimN =
+// ceil(taskNum / ceil(taskNum / aivNum))).  An AIV's tiles of all rounds, spread over the waves.
+void CubeModel::add_custom_antiquant(const CubeTask& k, CubePipes& c) const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t aiv = std::max<int64_t>(1, p.split ? p.vector_cores : p.cube_cores);
+  const int64_t slab = std::min(q.N, k.bN * std::min<int64_t>(k.nB, k.ncores));
+  const int64_t k_loops = cdiv(q.K, q.vec_tile_k), tasks_full = cdiv(slab, q.vec_tile_n) * k_loops;
+  const int64_t vec_dim = cdiv(tasks_full, cdiv(tasks_full, aiv));
+  const int64_t rounds = cdiv(q.N, slab), tail = q.N - (rounds - 1) * slab;
+  const double tiles = double(rounds - 1) * double(cdiv(tasks_full, vec_dim)) +
+                       double(cdiv(cdiv(tail, q.vec_tile_n) * k_loops, vec_dim));
+  const double tile = double(q.vec_tile_k) * double(q.vec_tile_n);
+  const double rate = p.mte2_eff * p.l2_rate;
+  const double in_bytes = tile * (q.b_gm_scale * q.in_size + q.b_prologue_extra);
+  // The weight's UB buffer is single-buffered (weight_quant_batch_matmul_v2_common.h originWeightQueue_,
+  // SINGLE_BUFFER_NUM; the output queue double): a tile's copy-in, which waits out the GM latency,
+  // starts only when the previous tile's cast has freed it (WeightCopyInAndCast), so per tile at least
+  // latency + copy-in + cast, the rest of the antiquant and the copy-out overlapping the next copy.
+  static const double kCastRepeat = vec_api_cost("CastUp").per_repeat;
+  double cast = 0;  // the program's leading casts (int4 -> int8 -> fp16 [-> fp32])
+  for (const auto& st : q.b_prologue) {
+    if (st.cost.per_repeat != kCastRepeat || st.fp32) break;
+    cast += vec_cycles({st}, tile);
+  }
+  const double work = vec_cycles(q.b_prologue, tile);
+  const double all = work + (in_bytes + tile * q.in_size) / rate;
+  const double chain = p.mte2_miss_cycles + in_bytes / rate + cast;
+  c.vec_pre = tiles * work / double(k.waves);
+  c.vec_pre_mem = tiles * (std::max(all, chain) - work) / double(k.waves);
+}
+
+// Pipeline: double-buffered stages overlap, single-buffered ones wait.
+CubeFlow CubeModel::pipeline(const int64_t* t, const CubeTask& k, const CubeReads& r, const CubePipes& c) const {
+  const Platform& p = p_;
+  CubeFlow w;
   const int64_t dbA1 = t[kDepthA1] / (t[kStepM] * t[kStepKa]);
   const int64_t dbB1 = t[kDepthB1] / (t[kStepN] * t[kStepKb]);
-  const double inner = std::max(cube + (t[kDbA] == 1 ? mte1_a : 0) + (t[kDbB] == 1 ? mte1_b : 0), mte1_a + mte1_b);
+  const double inner = std::max(c.cube + (t[kDbA] == 1 ? c.mte1_a : 0) + (t[kDbB] == 1 ? c.mte1_b : 0), c.mte1_a + c.mte1_b);
   // UnitFlag: FixPipe drains L0C in 512 B units as the last MMAD of a block
   // writes them (ascend_measured_cases.md §0), so with one L0C buffer the
   // write-out overlaps the next block's MMADs but for one unit, and the
   // pipeline fill waits for one unit rather than the block (§1 case 9, 7.3%).
-  const double unit = t[kUnitFlag] == 1 ? std::min(1.0, 512.0 / (double(bM) * bN * 4)) : 1.0;
-  const double mid = t[kDbC] == 2 ? std::max(inner, fix)
-                     : t[kUnitFlag] == 1 ? std::max(inner, fix) + unit * std::min(inner, fix)
-                                        : inner + fix;
-  const double exposed = (dbA1 == 1 ? mte2_a + a_copies * p.mte2_copy_cycles : 0) +
-                         (dbB1 == 1 ? mte2_b + b_copies * p.mte2_copy_cycles : 0);
+  const double unit = t[kUnitFlag] == 1 ? std::min(1.0, 512.0 / (double(k.bM) * k.bN * 4)) : 1.0;
+  w.mid = t[kDbC] == 2 ? std::max(inner, c.fix)
+          : t[kUnitFlag] == 1 ? std::max(inner, c.fix) + unit * std::min(inner, c.fix)
+                             : inner + c.fix;
+  w.exposed = (dbA1 == 1 ? r.mte2_a + r.a_copies * p.mte2_copy_cycles : 0) +
+              (dbB1 == 1 ? r.mte2_b + r.b_copies * p.mte2_copy_cycles : 0);
   // Pipeline fill.  The compute side (MTE1, MMADs, write-out: `mid`, plus
   // any single-buffered copies) waits for the first copy of each
   // double-buffered operand and for its first block's MTE1; MTE2, when it is
@@ -577,101 +768,67 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // block of compute on top of the busiest pipe made a small operand loaded
   // in one copy pay its MTE2 twice (a MatMul grown from 16x16x16 to 16x128x16
   // modelled faster), and a large copy's compute tail too little.
-  const double blocks = double(mIter) * nIter * kIter;
+  w.blocks = double(k.mIter) * k.nIter * k.kIter;
   // (A first copy that misses waits the whole latency; MTE2's time beyond
   // its bandwidth is the latency of all its misses, not spread over copies.)
-  const double first_copy = (dbA1 == 1 ? 0 : bw_share * mte2_a / std::max(1.0, a_copies)) +
-                            (dbB1 == 1 ? 0 : bw_share * mte2_b / std::max(1.0, b_copies)) +
-                            p.mte2_miss_cycles * std::max(dbA1 == 1 ? 0 : first_a, dbB1 == 1 ? 0 : first_b);
-  const double last_copy = inner / std::max({1.0, a_copies, b_copies});
-  const double compute_path = mid + exposed + first_copy + (mte1_a + mte1_b) / blocks;
-  const double mte2_path = mte2_a + mte2_b + last_copy;
-  const double tail = p.mte2_copy_cycles + unit * fix / double(mIter * nIter);
+  const double first_copy = (dbA1 == 1 ? 0 : r.bw_share * r.mte2_a / std::max(1.0, r.a_copies)) +
+                            (dbB1 == 1 ? 0 : r.bw_share * r.mte2_b / std::max(1.0, r.b_copies)) +
+                            p.mte2_miss_cycles * std::max(dbA1 == 1 ? 0 : r.first_a, dbB1 == 1 ? 0 : r.first_b);
+  const double last_copy = inner / std::max({1.0, r.a_copies, r.b_copies});
+  w.compute_path = w.mid + w.exposed + first_copy + (c.mte1_a + c.mte1_b) / w.blocks;
+  w.mte2_path = r.mte2_a + r.mte2_b + last_copy;
+  w.tail = p.mte2_copy_cycles + unit * c.fix / double(k.mIter * k.nIter);
   // Scalar: issue and loop control of each base-block iteration runs beside
   // the pipes; the kernel's set-up runs before its first MTE2 (§1 cases 2, 5, 10).
-  const double scalar = p.scalar_block_cycles * blocks;
-  // Weight antiquant (WeightQuantBatchMatmul): the vector cores of this cube core convert
-  // each B copy before the cube loads it, reading the narrow weight (and its scales) and,
-  // through a GM workspace, writing the converted copy that the cube's MTE2 then reads from L2.
-  double vec_pre = 0, vec_pre_mem = 0;
-  if (!q.b_prologue.empty()) {
-    const double per_copy = double(std::min(nL1, tn)) * double(std::min(kB, Kc));
-    vec_pre = b_copies * vec_cycles(q.b_prologue, per_copy) / vec_per_core_;
-    const double elems = b_copies * per_copy;
-    const double bytes = b_ch * q.b_gm_scale + elems * q.b_prologue_extra + (q.b_workspace ? b_ch : 0);
-    vec_pre_mem = bytes / (p.mte2_eff * p.l2_rate * vec_per_core_);
-  }
-  if (!q.b_prologue.empty() && q.vec_tile_k > 0) {
-    // C220's custom kernel antiquantises each round's slab of baseN x cubeBlockDimN columns (all K)
-    // ONCE, split over all the AIVs in vec_tile_k x vec_tile_n tiles; every AIC, whatever its M
-    // share, then reads the slab from the workspace ([O] ops-nn matmul/weight_quant_batch_matmul_v2/
-    // op_kernel/weight_quant_batch_matmul_v2_custom.h ProcessVector / AntiquantWeight: loopLimit =
-    // vecSingleNLoop x vecSingleKLoop, each AIV ceil(loopLimit / vecBlockDimN) tiles;
-    // op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp DoOpTiling: vecBlockDimN =
-    // ceil(taskNum / ceil(taskNum / aivNum))).  An AIV's tiles of all rounds, spread over the waves.
-    const int64_t aiv = std::max<int64_t>(1, p.split ? p.vector_cores : p.cube_cores);
-    const int64_t slab = std::min(q.N, bN * std::min<int64_t>(nB, ncores));
-    const int64_t k_loops = cdiv(q.K, q.vec_tile_k), tasks_full = cdiv(slab, q.vec_tile_n) * k_loops;
-    const int64_t vec_dim = cdiv(tasks_full, cdiv(tasks_full, aiv));
-    const int64_t rounds = cdiv(q.N, slab), tail = q.N - (rounds - 1) * slab;
-    const double tiles = double(rounds - 1) * double(cdiv(tasks_full, vec_dim)) +
-                         double(cdiv(cdiv(tail, q.vec_tile_n) * k_loops, vec_dim));
-    const double tile = double(q.vec_tile_k) * double(q.vec_tile_n);
-    const double rate = p.mte2_eff * p.l2_rate;
-    const double in_bytes = tile * (q.b_gm_scale * q.in_size + q.b_prologue_extra);
-    // The weight's UB buffer is single-buffered (weight_quant_batch_matmul_v2_common.h originWeightQueue_,
-    // SINGLE_BUFFER_NUM; the output queue double): a tile's copy-in, which waits out the GM latency,
-    // starts only when the previous tile's cast has freed it (WeightCopyInAndCast), so per tile at least
-    // latency + copy-in + cast, the rest of the antiquant and the copy-out overlapping the next copy.
-    static const double kCastRepeat = vec_api_cost("CastUp").per_repeat;
-    double cast = 0;  // the program's leading casts (int4 -> int8 -> fp16 [-> fp32])
-    for (const auto& st : q.b_prologue) {
-      if (st.cost.per_repeat != kCastRepeat || st.fp32) break;
-      cast += vec_cycles({st}, tile);
-    }
-    const double work = vec_cycles(q.b_prologue, tile);
-    const double all = work + (in_bytes + tile * q.in_size) / rate;
-    const double chain = p.mte2_miss_cycles + in_bytes / rate + cast;
-    vec_pre = tiles * work / double(waves);
-    vec_pre_mem = tiles * (std::max(all, chain) - work) / double(waves);
-  }
-  const double cube_side = std::max(compute_path, mte2_path), vec_side = vec + vec_mem + vec_pre + vec_pre_mem;
-  // Cube/vector hand-over through GM: partly exposed (kCvExposure).
+  w.scalar = p.scalar_block_cycles * w.blocks;
+  return w;
+}
+
+// The cube/vector hand-over's exposed cycles.
+double CubeModel::handover(const CubeTask& k, const CubePipes& c, double cube_side, double vec_side) const {
+  const CubeProblem& q = q_;
+  // Through GM: partly exposed (kCvExposure).
   const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
   const double exposure = !q.epilogue.empty() ? kCvExposure : kCvPrologueExposure;
-  double cv_sync = (p.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
+  double cv_sync = (p_.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
   if (q.msd_k_blocks > 0) cv_sync = cv_short;  // the dequant waits for the core's whole GEMM
   // (per group: the AIVs combine group i while the AIC runs group i + 1, two workspace slots,
   // WaitForVectorPing / Pong: one group's shorter side exposed)
-  if (q.msd_group > 0) cv_sync = cv_short / double(group_passes);
+  if (q.msd_group > 0) cv_sync = cv_short / double(c.group_passes);
   if (q.cv_rounds) {
     // Handed over in R rounds (a core's baseN column steps over all its waves), the vector side one
     // round ahead: v/R + (R-1) max(c, v)/R + c/R, i.e. the shorter side exposed for one round of R.
     // One round (N within one baseN step per core) runs the two sides back to back.
-    cv_sync = cv_short / std::max(1.0, double(waves) * double(nIter));
+    cv_sync = cv_short / std::max(1.0, double(k.waves) * double(k.nIter));
   }
-  const double busy_cycles = std::max({mid + exposed, mte2_a + mte2_b, vec_side, mte3, scalar});
-  const double core_cycles = std::max({cube_side, vec_side, mte3, scalar}) + cv_sync + tail;
-  const double fill = core_cycles - cv_sync - busy_cycles;  // what the fill adds to the busiest pipe
+  return cv_sync;
+}
 
-  const double f = p.freq_mhz;
-  const double head_us = cube_head_us(p, int(cores));
+// The op's time: the cores' waves, against HBM's and L2's bandwidth for all the op's bytes.
+CubeChip CubeModel::chip(const CubeTask& k, const CubeReads& r, const CubePipes& c, double core_cycles,
+                         double fill) const {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t dc = q.out_size, split = k.split, tasks = k.tasks, waves = k.waves, ncores = k.ncores;
+  const double out_elems = c.out_elems;
+  CubeChip u;
+  u.head_us = cube_head_us(p, int(k.cores));
   // A K split also zeroes C first (one more write of it); each later partial
   // sum's atomic add reads C back, from HBM for the part L2 cannot hold.
-  const double chip_write = double(tasks) * (out_elems * dc) * double(kchunks) + (split > 1 || kchunks > 1 ? q.c_bytes : 0);
+  u.chip_write = double(tasks) * (out_elems * dc) * double(c.kchunks) + (split > 1 || c.kchunks > 1 ? q.c_bytes : 0);
   const double atomic_read = split > 1 ? double(split - 1) * q.c_bytes * std::max(0.0, 1 - p.l2 / q.c_bytes) : 0;
-  const double chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
-  const double hbm_us = (hbm_read + chip_write + chip_extra + atomic_read) / hbm_Bpus_;
+  u.chip_extra = double(tasks) * out_elems * q.epi_extra_per_elem;
+  u.hbm_us = (r.hbm_read + u.chip_write + u.chip_extra + atomic_read) / hbm_Bpus_;
   // (per-group MSD's partials cycle through two workspace slots per core: written and read back in L2)
-  const double group_l2 = group_passes > 1 ? 2.0 * double(tasks) * out_elems * dc * double(group_passes) : 0;
-  const double l2_us = (chip_ch + chip_extra + (split > 1 || kchunks > 1 ? chip_write : 0) + group_l2) / l2_Bpus_;  // atomic adds run in L2
+  const double group_l2 = c.group_passes > 1 ? 2.0 * double(tasks) * out_elems * dc * double(c.group_passes) : 0;
+  u.l2_us = (r.chip_ch + u.chip_extra + (split > 1 || c.kchunks > 1 ? u.chip_write : 0) + group_l2) / l2_Bpus_;  // atomic adds run in L2
   // A last partial wave of `rem` tasks: uniform splits run it at full task
   // size; a non-uniform split cuts each of its tasks (along M, 16 rows at
   // least) over the idle cores, at the cost of one more pipeline fill.
   double wave_count = double(waves);
   const int64_t rem = tasks % ncores;
   if (q.nonuniform && rem && waves >= 1) {
-    const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(ncores / rem, Mt / 16));
+    const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(ncores / rem, k.Mt / 16));
     // never worse than the uniform split, which the kernel can always fall back to
     wave_count = std::min(double(waves), double(waves - 1) + 1.0 / double(pieces) + (pieces > 1 ? fill / core_cycles : 0.0));
   }
@@ -681,35 +838,39 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // 11.7% against 12.7% without (case 7 and case 11's "after" come within
   // 20%), and the fitted set-up puts case 5's first MTE2 at 3.37 us (3.536
   // published) where a constant per kernel would put it at 2.66 us.
-  const double core_us = (wave_count * core_cycles + p.mte2_miss_cycles) / f;
-  const double time = std::max({core_us, hbm_us, l2_us}) + head_us;
-  if (out) {
-    Breakdown& b = *out;
-    b.time_us = time;
-    b.mte2_us = std::max({waves * (mte2_a + mte2_b) / f, hbm_us, l2_us});
-    b.mte1_us = waves * (mte1_a + mte1_b) / f;
-    b.cube_us = waves * cube / f;
-    b.fixpipe_us = waves * fix / f;
-    b.vector_us = waves * (vec + vec_pre) / f;
-    b.mte3_us = waves * mte3 / f;
-    b.head_us = head_us + waves * fill / f;
-    b.gm_read_bytes = chip_ch + chip_extra;
-    b.hbm_read_bytes = hbm_read + chip_extra;
-    b.gm_write_bytes = chip_write;
-    b.l0_bytes = double(tasks) * (nIter * Mt * Kt + mIter * Kt * Nt) * ds;
-    b.ub_bytes = q.epilogue.empty() ? 0 : double(tasks) * out_elems * (dc * 2 + q.epi_extra_per_elem);
-    b.flops = q.flops;
-    b.gm_copies = waves * (a_copies + b_copies);
-    b.base_blocks = waves * blocks;
-    b.cores_used = int(cores);
-    b.waves = int(waves);
-    b.roofline_us = roofline_us_;
-    const double busiest = std::max({b.cube_us, b.mte2_us, b.mte1_us, b.fixpipe_us, b.vector_us});
-    if (b.head_us > 0.5 * time) b.bound = "latency";
-    else if (b.cube_us >= busiest) b.bound = "compute";
-    else b.bound = "memory";
-  }
-  return time;
+  const double core_us = (wave_count * core_cycles + p.mte2_miss_cycles) / p.freq_mhz;
+  u.time = std::max({core_us, u.hbm_us, u.l2_us}) + u.head_us;
+  return u;
+}
+
+void CubeModel::fill_breakdown(const CubeTask& k, const CubeReads& r, const CubePipes& c, const CubeFlow& w,
+                               const CubeChip& u, double fill, Breakdown& b) const {
+  const CubeProblem& q = q_;
+  const double f = p_.freq_mhz, ds = q.in_size, Kt = c.Kt;
+  const int64_t waves = k.waves, dc = q.out_size;
+  b.time_us = u.time;
+  b.mte2_us = std::max({waves * (r.mte2_a + r.mte2_b) / f, u.hbm_us, u.l2_us});
+  b.mte1_us = waves * (c.mte1_a + c.mte1_b) / f;
+  b.cube_us = waves * c.cube / f;
+  b.fixpipe_us = waves * c.fix / f;
+  b.vector_us = waves * (c.vec + c.vec_pre) / f;
+  b.mte3_us = waves * c.mte3 / f;
+  b.head_us = u.head_us + waves * fill / f;
+  b.gm_read_bytes = r.chip_ch + u.chip_extra;
+  b.hbm_read_bytes = r.hbm_read + u.chip_extra;
+  b.gm_write_bytes = u.chip_write;
+  b.l0_bytes = double(k.tasks) * (k.nIter * k.Mt * Kt + k.mIter * Kt * k.Nt) * ds;
+  b.ub_bytes = q.epilogue.empty() ? 0 : double(k.tasks) * c.out_elems * (dc * 2 + q.epi_extra_per_elem);
+  b.flops = q.flops;
+  b.gm_copies = waves * (r.a_copies + r.b_copies);
+  b.base_blocks = waves * w.blocks;
+  b.cores_used = int(k.cores);
+  b.waves = int(waves);
+  b.roofline_us = roofline_us_;
+  const double busiest = std::max({b.cube_us, b.mte2_us, b.mte1_us, b.fixpipe_us, b.vector_us});
+  if (b.head_us > 0.5 * u.time) b.bound = "latency";
+  else if (b.cube_us >= busiest) b.bound = "compute";
+  else b.bound = "memory";
 }
 
 // ---- native restriction check ------------------------------------------------------
