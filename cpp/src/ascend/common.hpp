@@ -296,8 +296,11 @@ struct CubeQuant {
   bool workspace = false;          // the antiquantised B goes AIV -> GM workspace -> AIC (no UB -> L1 path)
   bool rounds = false;             // ... in rounds of baseN columns with barriers (not block by block)
   // ... each round's slab antiquantised once by all the AIVs in tiles of vec_tile_k x vec_tile_n
-  // (C220 WeightQuantBatchMatmul's custom kernel; 0: each core converts the B copies it reads).
+  // (0: each core converts the B copies it reads).
   int64_t vec_tile_k = 0, vec_tile_n = 0;
+  // The kernel is C220 WeightQuantBatchMatmul's custom kernel, which hands over in rounds with
+  // vec_tile tiles (above) and runs all of K on each core: its default tiling never splits K.
+  bool wqbmm_custom = false;
   // C220 WeightQuantBatchMatmul's MSD kernel: an int8 GEMM of the activations' two int8 slices
   // ([2M, K]) by the int8 weight; `dequant` then runs after the core's GEMM, not block by block.
   // msd_k_blocks: the K blocks it splits K into (1: none); msd_task_n: the N of one task (0: N).

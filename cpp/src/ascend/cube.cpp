@@ -38,7 +38,7 @@ constexpr double kCvExposure = 1.5006;
 // cann_bench_calibration.json (910B2, 950PR), least squares of log(predicted / measured) over
 // 0..kCvExposure: 0, i.e. the weight stream hides the hand-over (910B2's 4 alone: 0.27).  Since
 // issue 48 round 3 the 910B2 records run CANN's C220 kernels instead (the MSD template, and the
-// custom kernel's rounds: CubeProblem::cv_rounds), so it prices 950's hand-over only.
+// custom kernel's rounds: CubeQuant::rounds), so it prices 950's hand-over only.
 constexpr double kCvPrologueExposure = 0.0;
 // ND2NZ inside MTE2 from ND rows whose GM pitch is not a multiple of 32 B
 // moves one 32 B C0 block per request: cycles per block, from
@@ -90,24 +90,11 @@ struct CubeProblem {
   bool nonuniform = false;
   // Ops fused after the GEMM (ReLU on FixPipe included): a K split would apply them to partial sums.
   bool fused_after = false;
-  // Weight-quantised matmuls (CubeQuant): B sits in GM narrower than the cube reads it
-  // (b_gm_scale of in_size) and the vector cores convert each B copy first (b_prologue per
-  // element, reading b_prologue_extra bytes of scales per element beside it).
-  double b_gm_scale = 1;
-  std::vector<VecStep> b_prologue;
-  double b_prologue_extra = 0;
-  bool b_workspace = false;  // the converted copy goes through a GM workspace (AIV -> GM -> AIC's L1)
-  // The vector and cube sides hand over in rounds of baseN columns of B, with all-core barriers
-  // between them, not block by block (WeightQuantBatchMatmul's C220 custom kernel; CubeQuant::rounds).
-  bool cv_rounds = false;
-  int64_t vec_tile_k = 0, vec_tile_n = 0;  // CubeQuant::vec_tile_k, vec_tile_n (0: per core's B copies)
-  // WeightQuantBatchMatmul's C220 MSD kernel (CubeQuant::msd_k_blocks, msd_task_n): 0 if not it.
-  int64_t msd_k_blocks = 0, msd_task_n = 0;
-  int64_t msd_group = 0, msd_single_n = 0;  // CubeQuant::msd_group, msd_single_n (0: none)
-  int qbmm_basic = 0;        // C220 QuantBatchMatmulV3's basic template (CubeQuant::qbmm_basic)
-  CubeQuant::QbmmUb qbmm_ub;  // ... its vector dequant's UB tile and per-row steps (qbmm_basic 2)
-  std::vector<VecStep> dequant_row_steps;
-  int fix_size = 0;         // bytes per element FixPipe writes (CubeQuant::fix_out_size; 0: out_size)
+  // A quantised matmul's additions (make_quant_cube_model; none for a MatMul or Conv).  Its weight_bytes,
+  // dequant, dequant_extra and extra_bytes are folded into b_gm_scale, epilogue, epi_extra_per_elem
+  // and extra_bytes, which fused epilogues share; the rest is read from here.
+  CubeQuant quant;
+  double b_gm_scale = 1;  // B's GM bytes per element over in_size (quant.weight_bytes / in_size; 1: as read)
   bool v3_kernel = true;     // CANN runs it as MatMulV3 (its default tiling is then MatMulV3's)
   bool grouped = false;      // a GroupedMatmul group: its kernel deals blocks its own way
 };
@@ -370,11 +357,11 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   // (MTE3; [O] ops-nn .../weight_quant_batch_matmul_v2/op_kernel/arch35/n_first/
   // weight_quant_batch_matmul_v2_cube_compute.h: WeightL1 buffers in the cube's L1, filled by the
   // vector side): the cube's MTE2 reads A only; the weight's GM read is the vector side's.
-  if (!q_.b_prologue.empty() && !q_.b_workspace && dav3510(p_)) r.mte2_b = 0;
+  if (!q_.quant.antiquant.empty() && !q_.quant.workspace && dav3510(p_)) r.mte2_b = 0;
 
   CubePipes c = core_pipes(t, k);
   if (!q_.epilogue.empty()) add_epilogue(k, c);
-  if (!q_.b_prologue.empty()) add_antiquant(k, r, c);
+  if (!q_.quant.antiquant.empty()) add_antiquant(k, r, c);
   const CubeFlow w = pipeline(t, k, r, c);
   const double cube_side = std::max(w.compute_path, w.mte2_path), vec_side = c.vec + c.vec_mem + c.vec_pre + c.vec_pre_mem;
   const double cv_sync = handover(k, c, cube_side, vec_side);
@@ -637,18 +624,18 @@ CubePipes CubeModel::core_pipes(const int64_t* t, const CubeTask& k) const {
     fix_bytes = double(k.Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, int64_t(kGranule));
     if (tm % bM) fix_bytes += double(k.Nt / 16) * write_charge((tm % bM) * 16 * dc, int64_t(kGranule));
   } else {
-    const int64_t fc = q.fix_size > 0 ? q.fix_size : dc;  // (a vector dequant's int32 tile: wider than C)
-    const int64_t pitch = q.fix_size > 0 ? bN * fc : q.N * fc;  // (the workspace holds baseM x baseN tiles)
+    const int64_t fc = q.quant.fix_out_size > 0 ? q.quant.fix_out_size : dc;  // (a vector dequant's int32 tile: wider than C)
+    const int64_t pitch = q.quant.fix_out_size > 0 ? bN * fc : q.N * fc;  // (the workspace holds baseM x baseN tiles)
     const int64_t full = tn / bN, tail = tn % bN;
     fix_bytes = double(tm) * (full * write_charge(bN * fc, pitch) + (tail ? write_charge(tail * fc, pitch) : 0));
   }
   const double fix_rate = (p.split || p.fixpipe) ? p.l2_write_rate : p.l0c_to_ub;
   // Single-core split-K (template 2) loops K in chunks of stepKa x baseK and
   // adds each chunk's partial block into C in GM (atomic add in L2).
-  // Per-group MSD (q.msd_group) writes each group's int32 partials out on their own ([O] ops-nn
+  // Per-group MSD (q.quant.msd_group) writes each group's int32 partials out on their own ([O] ops-nn
   // .../weight_quant_batch_matmul_v2_msd_group.h Process: LaunchMatmul per groupIdx, SetTail(.., groupSize),
   // IterateAll into the ping-pong workspace; _msd_split_k.h ProcessCube per group pack).
-  c.group_passes = q.msd_group > 0 ? cdiv(k.Kc, q.msd_group) : 1;
+  c.group_passes = q.quant.msd_group > 0 ? cdiv(k.Kc, q.quant.msd_group) : 1;
   c.kchunks = t[kTE] == 2 ? cdiv(k.Kc, k.bK * t[kStepKa]) : 1;
   const int64_t fix_passes = c.kchunks * c.group_passes;
   fix_bytes *= double(fix_passes);
@@ -666,21 +653,21 @@ void CubeModel::add_epilogue(const CubeTask& k, CubePipes& c) const {
   const int64_t dc = q.out_size, bM = k.bM, bN = k.bN;
   const double out_elems = c.out_elems;
   c.vec = double(k.mIter * k.nIter) * vec_cycles(q.epilogue, double(bM) * bN) / vec_per_core_;
-  if (q.qbmm_basic == 2) {
+  if (q.quant.qbmm_basic == 2) {
     // C220 QuantBatchMatmulV3's vector dequant (EpilogueDequant::Process, [O] ops-nn
     // .../op_kernel/quant_batch_matmul_v3_basic_epilogue.h; bf16_basic.h BasicDequantCompute): each AIV
     // takes its share of the block's rows (GetTaskRation) in UB passes of ubCalcM rows (qbmm_ub_rows),
     // every API called once a pass, CalBiasAdd's Add once a row.
     const int64_t rows = int64_t(std::ceil(double(bM) / vec_per_core_));
-    const int64_t ub_rows = qbmm_ub_rows(q.qbmm_ub, bM, bN, q.M, int64_t(p.ub));
+    const int64_t ub_rows = qbmm_ub_rows(q.quant.qbmm_ub, bM, bN, q.M, int64_t(p.ub));
     const int64_t ub_passes = cdiv(rows, ub_rows), last = rows - (ub_passes - 1) * ub_rows;
     c.vec = double(k.mIter * k.nIter) *
             (double(ub_passes - 1) * vec_cycles(q.epilogue, double(ub_rows) * bN) +
-             vec_cycles(q.epilogue, double(last) * bN) + double(rows) * vec_cycles(q.dequant_row_steps, double(bN)));
+             vec_cycles(q.epilogue, double(last) * bN) + double(rows) * vec_cycles(q.quant.dequant_row_steps, double(bN)));
   }
   double bytes = out_elems * q.epi_extra_per_elem;
   if (p.split) bytes += out_elems * 2 * dc;
-  if (q.msd_group > 0) {
+  if (q.quant.msd_group > 0) {
     // ... and its AIVs combine each group's partials of the core's real rows (ProcessMatmulResult on
     // mSize rows; ProcessC1C2PerGroup), reading them back from the workspace once per group.
     c.vec = double(c.group_passes) * vec_cycles(q.epilogue, out_elems) / vec_per_core_;
@@ -696,11 +683,11 @@ void CubeModel::add_epilogue(const CubeTask& k, CubePipes& c) const {
 void CubeModel::add_antiquant(const CubeTask& k, const CubeReads& r, CubePipes& c) const {
   const Platform& p = p_;
   const CubeProblem& q = q_;
-  if (q.vec_tile_k > 0) return add_custom_antiquant(k, c);
+  if (q.quant.vec_tile_k > 0) return add_custom_antiquant(k, c);
   const double per_copy = double(std::min(k.nL1, k.tn)) * double(std::min(k.kB, k.Kc));
-  c.vec_pre = r.b_copies * vec_cycles(q.b_prologue, per_copy) / vec_per_core_;
+  c.vec_pre = r.b_copies * vec_cycles(q.quant.antiquant, per_copy) / vec_per_core_;
   const double elems = r.b_copies * per_copy;
-  const double bytes = r.b_ch * q.b_gm_scale + elems * q.b_prologue_extra + (q.b_workspace ? r.b_ch : 0);
+  const double bytes = r.b_ch * q.b_gm_scale + elems * q.quant.antiquant_extra + (q.quant.workspace ? r.b_ch : 0);
   c.vec_pre_mem = bytes / (p.mte2_eff * p.l2_rate * vec_per_core_);
 }
 
@@ -716,25 +703,25 @@ void CubeModel::add_custom_antiquant(const CubeTask& k, CubePipes& c) const {
   const CubeProblem& q = q_;
   const int64_t aiv = std::max<int64_t>(1, p.split ? p.vector_cores : p.cube_cores);
   const int64_t slab = std::min(q.N, k.bN * std::min<int64_t>(k.nB, k.ncores));
-  const int64_t k_loops = cdiv(q.K, q.vec_tile_k), tasks_full = cdiv(slab, q.vec_tile_n) * k_loops;
+  const int64_t k_loops = cdiv(q.K, q.quant.vec_tile_k), tasks_full = cdiv(slab, q.quant.vec_tile_n) * k_loops;
   const int64_t vec_dim = cdiv(tasks_full, cdiv(tasks_full, aiv));
   const int64_t rounds = cdiv(q.N, slab), tail = q.N - (rounds - 1) * slab;
   const double tiles = double(rounds - 1) * double(cdiv(tasks_full, vec_dim)) +
-                       double(cdiv(cdiv(tail, q.vec_tile_n) * k_loops, vec_dim));
-  const double tile = double(q.vec_tile_k) * double(q.vec_tile_n);
+                       double(cdiv(cdiv(tail, q.quant.vec_tile_n) * k_loops, vec_dim));
+  const double tile = double(q.quant.vec_tile_k) * double(q.quant.vec_tile_n);
   const double rate = p.mte2_eff * p.l2_rate;
-  const double in_bytes = tile * (q.b_gm_scale * q.in_size + q.b_prologue_extra);
+  const double in_bytes = tile * (q.b_gm_scale * q.in_size + q.quant.antiquant_extra);
   // The weight's UB buffer is single-buffered (weight_quant_batch_matmul_v2_common.h originWeightQueue_,
   // SINGLE_BUFFER_NUM; the output queue double): a tile's copy-in, which waits out the GM latency,
   // starts only when the previous tile's cast has freed it (WeightCopyInAndCast), so per tile at least
   // latency + copy-in + cast, the rest of the antiquant and the copy-out overlapping the next copy.
   static const double kCastRepeat = vec_api_cost("CastUp").per_repeat;
   double cast = 0;  // the program's leading casts (int4 -> int8 -> fp16 [-> fp32])
-  for (const auto& st : q.b_prologue) {
+  for (const auto& st : q.quant.antiquant) {
     if (st.cost.per_repeat != kCastRepeat || st.fp32) break;
     cast += vec_cycles({st}, tile);
   }
-  const double work = vec_cycles(q.b_prologue, tile);
+  const double work = vec_cycles(q.quant.antiquant, tile);
   const double all = work + (in_bytes + tile * q.in_size) / rate;
   const double chain = p.mte2_miss_cycles + in_bytes / rate + cast;
   c.vec_pre = tiles * work / double(k.waves);
@@ -790,12 +777,12 @@ double CubeModel::handover(const CubeTask& k, const CubePipes& c, double cube_si
   // Through GM: partly exposed (kCvExposure).
   const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
   const double exposure = !q.epilogue.empty() ? kCvExposure : kCvPrologueExposure;
-  double cv_sync = (p_.split && (!q.epilogue.empty() || !q.b_prologue.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
-  if (q.msd_k_blocks > 0) cv_sync = cv_short;  // the dequant waits for the core's whole GEMM
+  double cv_sync = (p_.split && (!q.epilogue.empty() || !q.quant.antiquant.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
+  if (q.quant.msd_k_blocks > 0) cv_sync = cv_short;  // the dequant waits for the core's whole GEMM
   // (per group: the AIVs combine group i while the AIC runs group i + 1, two workspace slots,
   // WaitForVectorPing / Pong: one group's shorter side exposed)
-  if (q.msd_group > 0) cv_sync = cv_short / double(c.group_passes);
-  if (q.cv_rounds) {
+  if (q.quant.msd_group > 0) cv_sync = cv_short / double(c.group_passes);
+  if (q.quant.rounds) {
     // Handed over in R rounds (a core's baseN column steps over all its waves), the vector side one
     // round ahead: v/R + (R-1) max(c, v)/R + c/R, i.e. the shorter side exposed for one round of R.
     // One round (N within one baseN step per core) runs the two sides back to back.
@@ -1011,7 +998,7 @@ void CubeModel::build_spec() {
   // only where it can pay: where the 128 x 128 blocks of M x N leave cores idle
   // (§1 case 11), or as slabs of at least 256 of K where A and B overflow L2.
   // (MSD's dequant sums its K blocks' partial products itself)
-  const bool k_split = !q.conv && (q.epilogue.empty() || q.msd_k_blocks > 0) && !q.fused_after;
+  const bool k_split = !q.conv && (q.epilogue.empty() || q.quant.msd_k_blocks > 0) && !q.fused_after;
   const int64_t Kq = align_up(Kp_, kq);
   s.values[kSplitK] = {1};
   const int64_t pieces = q.batch * cdiv(q.M, 128) * cdiv(q.N, 128);
@@ -1212,7 +1199,7 @@ void CubeModel::build_spec() {
   // ([O] ops-nn .../weight_quant_batch_matmul_v2_tiling_custom.cpp GetMatMulTiling: SetSingleRange
   // singleCoreK = K, mDim x nDim == usedCoreNum): where MatMulV3's default would split K, the API-style
   // default (K whole) stands in.
-  if (v3 && q.cv_rounds && ((*v3)[kSplitK] > 1 || (*v3)[kTE] == 2)) v3.reset();
+  if (v3 && q.quant.wqbmm_custom && ((*v3)[kSplitK] > 1 || (*v3)[kTE] == 2)) v3.reset();
   const bool use_v3 = v3 && holds_all(v3->data());  // (never fails on the built-in SoCs)
   s.baseline = use_v3 ? *v3 : ascendc_baseline_;
   s.baseline_kind = use_v3 && q.v3_kernel ? kind : "approximate CANN default";
@@ -1230,11 +1217,11 @@ std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) co
   // ([V3] GetMoreArgs' L0C switch); fp16/bf16/fp32 ([V3] GetDtype).
   const bool a2 = c220(p) && p.fixpipe;
   // (WeightQuantBatchMatmul runs its own arch35 kernel and tiler: the API-style default stands in.)
-  if (q.msd_single_n > 0) return msd_group_baseline();
-  if (q.msd_k_blocks > 0) return msd_baseline();
-  if (q.qbmm_basic > 0) return qbmm_basic_baseline();
-  if (!q.conv && q.b_prologue.empty() && dav3510(p)) return asw_baseline();
-  if (!q.conv && !q.b_prologue.empty() && dav3510(p)) return wqbmm_as_baseline();
+  if (q.quant.msd_single_n > 0) return msd_group_baseline();
+  if (q.quant.msd_k_blocks > 0) return msd_baseline();
+  if (q.quant.qbmm_basic > 0) return qbmm_basic_baseline();
+  if (!q.conv && q.quant.antiquant.empty() && dav3510(p)) return asw_baseline();
+  if (!q.conv && !q.quant.antiquant.empty() && dav3510(p)) return wqbmm_as_baseline();
   if (q.conv || !a2 || (q.dtype != "float16" && q.dtype != "bfloat16" && q.dtype != "float32")) return std::nullopt;
   MatMulV3Case c{q.M, q.K, q.N, q.trans_a, q.trans_b, q.bias, q.dtype, false};
   MatMulV3Hw hw{p.cube_cores, int64_t(p.l1), int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c), int64_t(p.ub),
@@ -1332,10 +1319,10 @@ std::vector<int64_t> CubeModel::wqbmm_as_baseline() const {
 std::vector<int64_t> CubeModel::msd_baseline() const {
   const Platform& p = p_;
   const CubeProblem& q = q_;
-  const int64_t task_n = q.msd_task_n > 0 ? std::min(q.N, q.msd_task_n) : q.N;
+  const int64_t task_n = q.quant.msd_task_n > 0 ? std::min(q.N, q.quant.msd_task_n) : q.N;
   const int64_t n_align = q.trans_b ? 32 : 256;
   const int64_t sn = std::max(n_align, align_up(task_n / p.cube_cores, n_align));
-  const int64_t sm = align_up(q.M, 16), kc = align_up(cdiv(q.K, q.msd_k_blocks), q.k0);
+  const int64_t sm = align_up(q.M, 16), kc = align_up(cdiv(q.K, q.quant.msd_k_blocks), q.k0);
   int64_t bn = std::min<int64_t>(256, sn), bm = sm, bk = std::min<int64_t>(128, kc), depth_b = q.trans_b ? 4 : 1;
   bool a_full = false;
   if (q.trans_b && q.M * q.K <= 384 * 1024) {
@@ -1352,7 +1339,7 @@ std::vector<int64_t> CubeModel::msd_baseline() const {
   const int64_t step_b = std::min<int64_t>(depth_b, k_steps);
   // (A whole: its K steps a multiple of B's, as CANN's ceil(K / 128) over the whole K is for K in 512s)
   const int64_t step_a = a_full ? align_up(k_steps, step_b) : step_b;
-  const int64_t split = q.msd_k_blocks;
+  const int64_t split = q.quant.msd_k_blocks;
   // (K blocks: its (slab, K block) tasks dealt over the cores, the model's split-K template 3; N beyond
   // one task of taskNSize columns: the tasks one after another, each over the cores, i.e. dealt in waves)
   const bool dealt = split > 1 || cdiv(q.N, sn) > p.cube_cores;
@@ -1375,9 +1362,9 @@ std::vector<int64_t> CubeModel::msd_baseline() const {
 std::vector<int64_t> CubeModel::msd_group_baseline() const {
   const Platform& p = p_;
   const CubeProblem& q = q_;
-  const int64_t sm = align_up(q.M, 16), sn = std::min(q.N, q.msd_single_n), split = q.msd_k_blocks;
+  const int64_t sm = align_up(q.M, 16), sn = std::min(q.N, q.quant.msd_single_n), split = q.quant.msd_k_blocks;
   const int64_t bn = std::min<int64_t>(512, align_up(sn, 16));
-  const int64_t bk = q.msd_group;
+  const int64_t bk = q.quant.msd_group;
   const int64_t kc = align_up(cdiv(q.K, split), q.k0), k_steps = cdiv(kc, bk);
   // (A whole: its K steps a multiple of B's, the model's K-step rule)
   int64_t step_b = std::min<int64_t>(2048 / bn, k_steps);
@@ -1577,13 +1564,13 @@ std::vector<int64_t> CubeModel::qbmm_basic_baseline() const {
   const Platform& p = p_;
   const CubeProblem& q = q_;
   const std::pair<int64_t, int64_t> base =
-      qbmm_basic_base(q.M, q.K, q.N, q.trans_a, q.trans_b, q.qbmm_basic == 2, q.bias, p.cube_cores);
+      qbmm_basic_base(q.M, q.K, q.N, q.trans_a, q.trans_b, q.quant.qbmm_basic == 2, q.bias, p.cube_cores);
   const int64_t bm = base.first, bn = base.second;
   const int64_t half_l0 = int64_t(p.l0a) / 2;
   int64_t bk = 32;
   for (int64_t k : {1024, 512, 256, 128, 64, 32})
     if (k <= std::min(half_l0 / bm, half_l0 / bn)) { bk = k; break; }
-  const bool ub = q.qbmm_basic == 2, bias = q.bias;
+  const bool ub = q.quant.qbmm_basic == 2, bias = q.bias;
   auto fits_db = [&](int64_t n) { return !(bias && n > 128) && (ub || n <= 128); };  // bias table, FixPipe scale
   const int64_t dbc = bm * bn * 4 * 2 <= int64_t(p.l0c) && fits_db(bn) ? 2 : 1;
   const int64_t l1 = int64_t(p.l1), reserve = (bias ? bn * dbc * 4 : 0) + (ub ? 0 : bn * dbc * 8);
@@ -1864,24 +1851,11 @@ std::shared_ptr<OpModel> make_quant_cube_model(const OpDesc& op, const Platform&
   CubeProblem q = matmul_problem(op, p);
   q.kind = kind;
   q.v3_kernel = false;  // its own kernel: MatMulV3's tiling only approximates its default
+  q.quant = quant;
   if (quant.weight_bytes > 0) {
     q.b_gm_scale = quant.weight_bytes / q.in_size;
     q.b_bytes *= q.b_gm_scale;
   }
-  q.b_prologue = quant.antiquant;
-  q.b_prologue_extra = quant.antiquant_extra;
-  q.b_workspace = quant.workspace;
-  q.cv_rounds = quant.rounds;
-  q.vec_tile_k = quant.vec_tile_k;
-  q.vec_tile_n = quant.vec_tile_n;
-  q.msd_k_blocks = quant.msd_k_blocks;
-  q.msd_task_n = quant.msd_task_n;
-  q.msd_group = quant.msd_group;
-  q.msd_single_n = quant.msd_single_n;
-  q.qbmm_basic = quant.qbmm_basic;
-  q.qbmm_ub = quant.qbmm_ub;
-  q.dequant_row_steps = quant.dequant_row_steps;
-  q.fix_size = quant.fix_out_size;
   q.extra_bytes += quant.extra_bytes;
   q.epilogue.insert(q.epilogue.end(), quant.dequant.begin(), quant.dequant.end());
   q.epi_extra_per_elem += quant.dequant_extra;

@@ -324,16 +324,17 @@ std::shared_ptr<OpModel> make_weight_quant_matmul_model(const OpDesc& op, const 
   const double scales = double(numel(op.inputs[2])) * (present(op, 3) ? 2 : 1) * ds;
   if (g > 0) cq.antiquant_extra = double(ds) * (present(op, 3) ? 2 : 1) / double(g);
   cq.extra_bytes = scales;
-  // C220: split cores, FixPipe, 128 KiB L0C (the test cube.cpp's MatMulV3 baseline uses for 910B).
-  cq.workspace = c220(p);
-  // There the kernel hands over whole rounds: each round the AIVs antiquantise a slab of baseN x
-  // cubeBlockDimN columns over all K into the workspace, all AIVs sync, then the AICs multiply it
-  // (IterateAll), the AIVs one round ahead, three slabs in the workspace ([O] ops-nn
-  // .../weight_quant_batch_matmul_v2/op_kernel/weight_quant_batch_matmul_v2_custom.h ProcessVector /
-  // ProcessCube; op_host/op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp DoLibApiTiling:
-  // cubeSingleNLoop = each core's N over baseN).
-  cq.rounds = cq.workspace;
-  if (cq.rounds)
+  // C220 (split cores, FixPipe, 128 KiB L0C: the test cube.cpp's MatMulV3 baseline uses for 910B)
+  // runs the custom kernel, through a GM workspace.  It hands over whole rounds: each round the AIVs
+  // antiquantise a slab of baseN x cubeBlockDimN columns over all K into the workspace, all AIVs sync,
+  // then the AICs multiply it (IterateAll), the AIVs one round ahead, three slabs in the workspace
+  // ([O] ops-nn .../weight_quant_batch_matmul_v2/op_kernel/weight_quant_batch_matmul_v2_custom.h
+  // ProcessVector / ProcessCube; op_host/op_tiling/weight_quant_batch_matmul_v2_tiling_custom.cpp
+  // DoLibApiTiling: cubeSingleNLoop = each core's N over baseN).
+  cq.wqbmm_custom = c220(p);
+  cq.workspace = cq.wqbmm_custom;
+  cq.rounds = cq.wqbmm_custom;
+  if (cq.wqbmm_custom)
     std::tie(cq.vec_tile_k, cq.vec_tile_n) = custom_vec_tile(wc, op.dtype == "bfloat16", int64_t(p.ub));
   if (quant_out) cq.dequant = {{vec_api_cost("Mul"), true}, {vec_api_cost("CastDown"), false}};
   return make_quant_cube_model(mm, p, cq, K_);
