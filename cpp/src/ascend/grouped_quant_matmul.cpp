@@ -501,34 +501,36 @@ class GroupedMatmulModel : public OpModel {
     std::shared_ptr<OpModel> cube;  // its MatMul
     std::vector<int> slot;          // the cube's knob i <- entry slot[i] of group_row()'s table
   };
-  // What CANN's C220 tiler selects its template by: x's rows (maxM_: all of them, or each group's
-  // with split K) and K before alignment, the weight's layout, the experts (empty ones too), the
-  // group type; zero_bytes: the outputs of split K's empty groups, which the vector cores zero.
-  struct Raw {
-    int64_t M, K, experts;
-    bool trans_w, split_k;
-    double zero_bytes;
+  // The operator beside its groups.  M and K as x gives them, which CANN's C220 tiler selects its
+  // template by: M all of x's rows (maxM_; each group's with split K), K before alignment.
+  struct Problem {
+    int64_t M, K, N;
+    int64_t experts;  // the weight's, empty ones too
+    int ds;           // bytes per input element
+    bool bias, trans_w, split_k;
+    double roofline_us;
+    double zero_bytes;  // the outputs of split K's empty groups, which the vector cores zero
   };
-  GroupedMatmulModel(std::vector<Group> groups, const Platform& p, int64_t K, int64_t N, int ds, int kq, bool bias,
-                     double roofline, Raw raw)
-      : groups_(std::move(groups)), p_(p), N_(N), raw_(raw) {
+  GroupedMatmulModel(std::vector<Group> groups, const Platform& p, const Problem& pb)
+      : groups_(std::move(groups)), p_(p), pb_(pb), kq_(std::max(16, 32 / pb.ds)), Kq_(align_up(pb.K, kq_)) {
     kind_ = "GroupedMatmul";
-    roofline_us_ = roofline;
-    build_spec(K, ds, kq, bias);
+    roofline_us_ = pb.roofline_us;
+    build_spec();
     finish_spec();
   }
   double evaluate(const int64_t* t, Breakdown* out) const override;
 
  private:
-  void build_spec(int64_t K, int ds, int kq, bool bias);
+  void build_spec();
   // CANN's C220 default base block and K steps (baseM, baseN, baseK, stepKa, stepKb), over the
   // approximate ones; each also a value of its knob.
-  std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> c220_baseline(int64_t K, int ds, int kq, bool bt);
-  bool c220_full_load_k(int64_t bm, int64_t bk, int ds) const;
+  std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> c220_baseline(bool bt);
+  bool c220_full_load_k(int64_t bm, int64_t bk) const;
   std::vector<Group> groups_;
   Platform p_;
-  int64_t N_;
-  Raw raw_;
+  Problem pb_;
+  int kq_;      // baseK's granule: K elements of a 32 B fractal row, at least 16
+  int64_t Kq_;  // K aligned to it
 };
 
 // The MatMul knobs every group's cube model takes, by name, for a grouped tiling `t` and a
@@ -558,27 +560,29 @@ const std::vector<std::string>& row_names() {
   return n;
 }
 
-void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
+void GroupedMatmulModel::build_spec() {
   const Platform& p = p_;
+  const int ds = pb_.ds, kq = kq_;
+  const int64_t N = pb_.N;
   auto& s = spec_;
   s.names.assign(kGNames, kGNames + gNP);
   int64_t max_m = 16;
   for (const auto& g : groups_) max_m = std::max(max_m, g.m);
   s.values = {{0, 1},
               pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(max_m, 16)))),
-              pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(N_, 16)))),
-              pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds, align_up(K, kq)))),
+              pow2_range(16, std::max<int64_t>(16, std::min<int64_t>(256, align_up(N, 16)))),
+              pow2_range(kq, std::max<int64_t>(kq, std::min<int64_t>(512 / ds, Kq_))),
               {1, 2, 4, 8}, {1, 2, 4, 8}, {1, 2, 4, 8, 16}, {1, 2, 4, 8, 16}, {1, 2, 4}};
   // The restrictions of the MatMul model (cube.cpp build_spec) that the groups' rows do not
   // meet by construction: L0A/L0B double-buffered, L0C single, L1, the K loops.
-  const std::string Kq = std::to_string(align_up(K, kq)), D = std::to_string(ds);
+  const std::string Kq = std::to_string(Kq_), D = std::to_string(ds);
   auto& r = s.restrictions;
   r.push_back("dispatch <= 1");
   r.push_back("baseM % 16 == 0 and baseN % 16 == 0 and baseK % " + std::to_string(kq) + " == 0");
   r.push_back("baseM * baseK * " + D + " * 2 <= " + std::to_string(int64_t(p.l0a)));
   r.push_back("baseN * baseK * " + D + " * 2 <= " + std::to_string(int64_t(p.l0b)));
   r.push_back("baseM * baseN * 4 <= " + std::to_string(int64_t(p.l0c)));
-  const bool bt = bias && p.bt > 0;
+  const bool bt = pb_.bias && p.bt > 0;
   if (bt) r.push_back("baseN * 4 <= " + std::to_string(int64_t(p.bt)));
   r.push_back("depthA1 % stepKa == 0 and depthB1 % stepKb == 0");
   r.push_back("(baseM * baseK * depthA1 + baseN * baseK * depthB1) * " + D + (bt ? " + baseN * 4" : "") +
@@ -588,7 +592,7 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
               Kq + " + baseK * stepKa - 1) / (baseK * stepKa)) == 0");
   s.pruning.push_back("baseK * stepKa < 2 * " + Kq + " and baseK * stepKb < 2 * " + Kq);
   s.pruning.push_back("depthA1 <= 2 * stepKa and depthB1 <= 2 * stepKb");
-  s.pruning.push_back("nBlocks == 1 or baseN * nBlocks < 2 * " + std::to_string(N_));
+  s.pruning.push_back("nBlocks == 1 or baseN * nBlocks < 2 * " + std::to_string(N));
   // Approximate CANN default: base (128, 256, 64) as MatMul's Ascend C default (cube.cpp),
   // shrunk to the largest group and N and to L0, K in 4 base steps per L1 copy,
   // L1 double-buffered, round-robin over the groups.
@@ -614,18 +618,18 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
   }
   while (bn > 16 && bn * bk * ds * 2 > p.l0b) bn /= 2;
   while (bm > 16 && (bm * bk * ds * 2 > p.l0a || bm * bn * 4 > p.l0c)) bm /= 2;
-  while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * align_up(K, kq)))
+  while (step > 1 && ((bm + bn) * bk * 2 * step * ds + (bt ? bn * 4 : 0) > p.l1 || bk * step >= 2 * Kq_))
     step /= 2;
   int64_t step_a = step, step_b = step, n_blocks = 1;
   if (c220(p)) {
-    std::tie(bm, bn, bk, step_a, step_b) = c220_baseline(K, ds, kq, bt);
-    if (c220_full_load_k(bm, bk, ds)) {
+    std::tie(bm, bn, bk, step_a, step_b) = c220_baseline(bt);
+    if (c220_full_load_k(bm, bk)) {
       // FullLoadK (grouped_matmul_tiling.cpp FullLoadK, constants in grouped_matmul_host_util.h):
       // all of A's K in one L1 copy (stepKa = ceil(K / baseK)), B in halves, and each task
       // singleN = FULL_K_SINGLE_N = 1280 columns wide (the kernel's SetMNConfig, GMM_FLOAT), so a
       // core loops 5 base blocks of 256 over one copy of A.
       constexpr int64_t kFullKSingleN = 1280;
-      step_a = add_value(s.values[gStepKa], cdiv(raw_.K, bk));
+      step_a = add_value(s.values[gStepKa], cdiv(pb_.K, bk));
       step_b = add_value(s.values[gStepKb], step_a / 2);
       add_value(s.values[gDepthA1], 2 * step_a);
       add_value(s.values[gDepthB1], 2 * step_b);
@@ -646,25 +650,25 @@ void GroupedMatmulModel::build_spec(int64_t K, int ds, int kq, bool bias) {
 // rest), so a base block wider than N (deeper than K) runs as one block of N (K) aligned to 16: the
 // model's knob takes that width (depth), not a smaller power of two that would split N (K) in two.
 // (A copy deeper than K stops at K, as the MatMul's loads do.)
-std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220_baseline(int64_t K, int ds, int kq,
-                                                                                         bool bt) {
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220_baseline(bool bt) {
   const Platform& p = p_;
+  const int ds = pb_.ds, kq = kq_;
   auto& s = spec_;
   constexpr int64_t kBaseN = kC220GmmBaseN, kPartA = 256 * 1024;
-  const int64_t total_m = raw_.M;
+  const int64_t total_m = pb_.M;
   const int64_t tiler_bk = std::max<int64_t>(kq, int64_t(p.l0b) / 2 / (kBaseN * ds) / 16 * 16);
   int64_t tiler_bm = std::min<int64_t>(int64_t(p.l0a) / 2 / (tiler_bk * ds), int64_t(p.l0c) / (kBaseN * 4));
   tiler_bm = std::min<int64_t>(256, tiler_bm > total_m ? align_up(total_m, 16) : tiler_bm / 16 * 16);
   const int64_t bm = add_value(s.values[gBM], tiler_bm);
-  const int64_t bn = add_value(s.values[gBN], std::min<int64_t>(kBaseN, align_up(N_, 16)));
-  const int64_t bk = add_value(s.values[gBK], std::min<int64_t>(tiler_bk, align_up(K, kq)));
+  const int64_t bn = add_value(s.values[gBN], std::min<int64_t>(kBaseN, align_up(pb_.N, 16)));
+  const int64_t bk = add_value(s.values[gBK], std::min<int64_t>(tiler_bk, Kq_));
   const int64_t avail = int64_t(p.l1) - (bt ? kBaseN * 4 : 0);
   const int64_t l1a = bm > kBaseN ? kPartA : avail - kPartA, l1b = avail - l1a;
   int64_t step_a = std::max<int64_t>(1, l1a / 2 / (bm * tiler_bk * ds));
   int64_t step_b = std::max<int64_t>(1, l1b / 2 / (kBaseN * tiler_bk * ds));
   if (step_a > step_b) step_a = step_a / step_b * step_b;
   else step_b = step_b / step_a * step_a;
-  const int64_t k_steps = cdiv(align_up(K, kq), bk);
+  const int64_t k_steps = cdiv(Kq_, bk);
   return {bm, bn, bk, add_value(s.values[gStepKa], std::min(step_a, k_steps)), add_value(s.values[gStepKb], std::min(step_b, k_steps))};
 }
 
@@ -673,12 +677,12 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> GroupedMatmulModel::c220
 // fp16/bf16, ND weight not transposed, x not transposed, split along M (the model's lists are
 // single tensors), N exactly FULL_K_N_THRESHOLD 2560, K in [320, 384], x's rows at least
 // 256 per expert and above 2048, and both operands' full-K copies double-buffered within L1.
-bool GroupedMatmulModel::c220_full_load_k(int64_t bm, int64_t bk, int ds) const {
-  const int64_t total_m = raw_.M;
-  if (ds != 2 || raw_.trans_w || raw_.split_k || N_ != 2560 || raw_.K > 384 || raw_.K < 320 || total_m < 256 * raw_.experts ||
-      total_m <= 2048)
+bool GroupedMatmulModel::c220_full_load_k(int64_t bm, int64_t bk) const {
+  const int64_t total_m = pb_.M, ds = pb_.ds;
+  if (ds != 2 || pb_.trans_w || pb_.split_k || pb_.N != 2560 || pb_.K > 384 || pb_.K < 320 ||
+      total_m < 256 * pb_.experts || total_m <= 2048)
     return false;
-  const int64_t step_a = cdiv(raw_.K, bk), step_b = step_a / 2;
+  const int64_t step_a = cdiv(pb_.K, bk), step_b = step_a / 2;
   return bm * bk * ds * 2 * step_a + kC220GmmBaseN * bk * ds * 2 * step_b <= int64_t(p_.l1);
 }
 
@@ -689,11 +693,11 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
   int64_t big_m = -1;
   for (const auto& g : groups_) {
     int64_t row[32];
-    group_row(g, t, N_, cores, c220(p_), row);
+    group_row(g, t, pb_.N, cores, c220(p_), row);
     Breakdown b;
     const double time = g.cube->evaluate(row, &b);
     const double work = time - cube_head_us(p_, b.cores_used);  // the launch is paid once
-    const double nb = double(cdiv(g.m, t[gBM]) * cdiv(N_, t[gBN] * t[gNBlocks]));
+    const double nb = double(cdiv(g.m, t[gBM]) * cdiv(pb_.N, t[gBN] * t[gNBlocks]));
     serial += double(g.count) * work;
     // One block takes one wave's time on its core.
     const double per_block = work / std::max(1, b.waves);
@@ -717,7 +721,7 @@ double GroupedMatmulModel::evaluate(const int64_t* t, Breakdown* out) const {
   // ([O] op_kernel/grouped_matmul.cpp GMM_FLOAT TRANS_A == 1: EmptyTensorCompute on the AIVs beside
   // GMMProcess on the AICs; grouped_matmul_vector.h: InitOutput of an empty group's M x N, its rows
   // split over the cores), a stream at HBM bandwidth.
-  const double zero_us = raw_.zero_bytes / (p_.hbm_gbps * 1e3);
+  const double zero_us = pb_.zero_bytes / (p_.hbm_gbps * 1e3);
   const double time = std::max(body, zero_us) + cube_head_us(p_, std::max(1, used)) + list_us;
   if (out) {
     *out = big;
@@ -819,9 +823,8 @@ std::shared_ptr<OpModel> make_grouped_matmul_model(const OpDesc& op, const Platf
   const double peak = double(p.cube_cores) * 16 * 16 * (32 / ds) * 2 * p.freq_mhz;  // 16 x C0 x 16 MACs per cycle
   const double roofline = std::max(2.0 * M * N * K / peak, bytes / (p.hbm_gbps * 1e3));
   const double zero_bytes = split_k ? double(E - busy) * double(M) * double(N) * ds : 0;
-  return std::make_shared<GroupedMatmulModel>(std::move(groups), p, align_up(K, ds == 4 ? 8 : 16), N, ds,
-                                              std::max(16, 32 / ds), bias, roofline,
-                                              GroupedMatmulModel::Raw{M, K, E, tw, split_k, zero_bytes});
+  const GroupedMatmulModel::Problem pb{M, K, N, E, ds, bias, tw, split_k, roofline, zero_bytes};
+  return std::make_shared<GroupedMatmulModel>(std::move(groups), p, pb);
 }
 
 }  // namespace aoe::ascend::detail
