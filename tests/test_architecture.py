@@ -177,7 +177,6 @@ CPP_MAX_BODY = 100
 CPP_LONG_FUNCTIONS = {
     "bindings/register_ascend.cpp:register_ascend": 157,
     "bindings/register_space.cpp:register_space": 175,
-    "src/ascend/cube.cpp:CubeModel::build_spec": 249,
     "src/ascend/norm_quant.cpp:make_dequant_swiglu_quant": 113,
     "src/ascend/norm_quant.cpp:make_rms_norm": 264,
     "src/ascend/platform.cpp:platform_fields": 118,

@@ -181,6 +181,12 @@ class CubeModel : public OpModel {
 
  private:
   void build_spec();
+  // build_spec's steps, in its order.
+  void build_values();        // the knobs' values, their defaults for older tilings, and lim_
+  void build_restrictions();  // the restrictions, from lim_ (holds_all checks the same natively)
+  void build_pruning();
+  std::string maximal_splits() const;  // build_pruning's rule on the multi-core splits
+  void build_ascendc_baseline();       // ascendc_baseline_
   // MatMulV3's default tiling as this model's knobs, when CANN runs MatMulV3
   // (A2/A3-class SoCs); sets `kind` to the baseline's label.
   std::optional<std::vector<int64_t>> v3_baseline(std::string& kind) const;
@@ -960,7 +966,42 @@ std::string num(double v) {
   return s.str();
 }
 
+// The restriction text: K (`K`, a number) loaded in one step of A and one of B.
+std::string k_loaded_whole(const std::string& K) {
+  return "baseK * stepKa >= " + K + " and baseK * stepKb >= " + K;
+}
+
 void CubeModel::build_spec() {
+  const CubeProblem& q = q_;
+  auto& s = spec_;
+  build_values();
+  build_restrictions();
+  build_pruning();
+  build_ascendc_baseline();
+  // MatMulV3's heuristic where CANN runs it; otherwise (Conv: closed TBE
+  // Conv2D on 910B; other SoCs) the Ascend C API-style default (build_ascendc_baseline) stands in.
+  // Where MatMulV3 runs, its round-robin kernel is what AOE tunes: the searched
+  // space is its neighbourhood (the static split stays valid for estimates of
+  // custom Ascend C kernels and of tilings stored before issue 47).
+  std::string kind = "approximate CANN default";
+  auto v3 = v3_baseline(kind);
+  // C220 WeightQuantBatchMatmul's custom kernel splits M and N only, each core running all of K
+  // ([O] ops-nn .../weight_quant_batch_matmul_v2_tiling_custom.cpp GetMatMulTiling: SetSingleRange
+  // singleCoreK = K, mDim x nDim == usedCoreNum): where MatMulV3's default would split K, the API-style
+  // default (K whole) stands in.
+  if (v3 && q.quant.wqbmm_custom && ((*v3)[kSplitK] > 1 || (*v3)[kTE] == 2)) v3.reset();
+  const bool use_v3 = v3 && holds_all(v3->data());  // (never fails on the built-in SoCs)
+  s.baseline = use_v3 ? *v3 : ascendc_baseline_;
+  s.baseline_kind = use_v3 && q.v3_kernel ? kind : "approximate CANN default";
+  if (use_v3) s.api_baseline = ascendc_baseline_;
+  if (use_v3) {
+    add_round_robin_values(s.baseline);
+    add_round_robin_rules(s.baseline);
+  }
+}
+
+// The knobs' values, their defaults for tilings stored before a knob existed, and lim_.
+void CubeModel::build_values() {
   const Platform& p = p_;
   const CubeProblem& q = q_;
   const int64_t cores = p.cube_cores;
@@ -1025,6 +1066,14 @@ void CubeModel::build_spec() {
 
   lim_ = {q.M, q.N, Kq, cores, ds, kq, int64_t(p.l0a), int64_t(p.l0b), int64_t(p.l0c),
           int64_t(p.l1), int64_t(p.bt), q.bias && p.bt > 0, k_split, reorder};
+}
+
+// The restrictions, from lim_.
+void CubeModel::build_restrictions() {
+  const CubeProblem& q = q_;
+  const int64_t cores = p_.cube_cores;
+  const int64_t ds = q.in_size, kq = lim_.kq;
+  auto& s = spec_;
   const Limits& l = lim_;  // holds_all() checks the same restrictions natively: keep the two in step
   const std::string M = num(q.M), N = num(q.N), K = num(l.K);
   const std::string mB = "((" + M + " + singleCoreM - 1) / singleCoreM)";
@@ -1037,7 +1086,7 @@ void CubeModel::build_spec() {
   // Switches (double buffers, iteration order, UnitFlag) take their listed values only.
   r.push_back("unitFlag <= 1 and dbL0A <= 2 and dbL0B <= 2 and dbL0C <= 2 and iterateOrder <= 1");
   // Staggered K loading needs K loaded in several steps ([A] MatmulConfig enableKdimReorderLoad).
-  const std::string k_full = "baseK * stepKa >= " + K + " and baseK * stepKb >= " + K;
+  const std::string k_full = k_loaded_whole(K);
   r.push_back(l.reorder ? "kReorderLoad == 0 or (kReorderLoad == 1 and not (" + k_full + "))"
                         : std::string("kReorderLoad == 0"));
   r.push_back("singleCoreM % 16 == 0 and singleCoreN % 16 == 0");
@@ -1083,59 +1132,19 @@ void CubeModel::build_spec() {
   // holds_all() checks exactly these restrictions natively: one added or removed here must be there too.
   if (r.size() != 24 + size_t(l.bias_table))
     throw std::logic_error("internal: CubeModel::holds_all does not cover the restrictions of build_spec");
+}
+
+void CubeModel::build_pruning() {
+  const Limits& l = lim_;
+  const std::string K = num(l.K);
+  auto& pr = spec_.pruning;
   // Pruning: no block or L1 extent beyond twice what it covers; use at least
   // half of the cores the shape can occupy.
-  auto& pr = s.pruning;
   pr.push_back("baseM < 2 * singleCoreM and baseN < 2 * singleCoreN");
   pr.push_back("baseM * stepM < 2 * singleCoreM and baseN * stepN < 2 * singleCoreN");
   pr.push_back("dispatch == 1 or (baseK * stepKa < 2 * " + K + " and baseK * stepKb < 2 * " + K + ")");
-  // Maximal multi-core splits only: no other split uses at least as many
-  // pieces along both M and N (and more along one) within the cores.
-  // With a K split, maximal within the cores left to each K slice (one wave)
-  // or within all of them (the slices run as waves).
-  {
-    auto maximal_within = [&](int64_t cap) {
-      std::vector<std::pair<int64_t, int64_t>> pieces;  // (mB, nB) of each value pair
-      std::vector<std::pair<int64_t, int64_t>> vals;
-      for (int64_t sm : s.values[kSM])
-        for (int64_t sn : s.values[kSN]) {
-          const int64_t a = cdiv(q.M, sm), b = cdiv(q.N, sn);
-          if (a * b <= cap) pieces.push_back({a, b}), vals.push_back({sm, sn});
-        }
-      std::string any;
-      for (size_t i = 0; i < pieces.size(); ++i) {
-        bool maximal = true;
-        for (const auto& o : pieces)
-          if (o.first >= pieces[i].first && o.second >= pieces[i].second && o != pieces[i]) maximal = false;
-        if (maximal)
-          any += (any.empty() ? "" : " or ") + std::string("(singleCoreM == ") + num(vals[i].first) +
-                 " and singleCoreN == " + num(vals[i].second) + ")";
-      }
-      return any;
-    };
-    // A batch's matrices run as tasks too: the splits maximal within one
-    // wave of the batch join those maximal within the cores (BatchMatMul
-    // 12 x 128x128x64 on 20 cores had only 16 pieces per matrix, 10 waves of
-    // 16x64 tasks, each paying its pipeline fill: 17.8 us against 6.3 us for
-    // one 128x128 task per matrix).
-    auto either = [](const std::string& a, const std::string& b) {
-      return a.empty() || a == b ? b : b.empty() ? a : a + " or " + b;
-    };
-    const std::string within_all =
-        either(maximal_within(std::max<int64_t>(1, cores / q.batch)), maximal_within(cores));
-    std::string by_split;
-    for (int64_t ks : s.values[kSplitK]) {
-      std::string any = within_all;
-      if (ks > 1 && ks <= cores) {
-        const std::string one_wave = maximal_within(std::max<int64_t>(1, cores / (ks * q.batch)));
-        if (!one_wave.empty()) any = any.empty() ? one_wave : one_wave + " or " + any;
-      }
-      if (s.values[kSplitK].size() == 1) by_split = any;
-      else if (!any.empty())
-        by_split += (by_split.empty() ? "" : " or ") + std::string("(splitK == ") + num(ks) + " and (" + any + "))";
-    }
-    if (!by_split.empty()) pr.push_back("dispatch == 1 or (" + by_split + ")");
-  }
+  const std::string maximal = maximal_splits();
+  if (!maximal.empty()) pr.push_back("dispatch == 1 or (" + maximal + ")");
   // L0A/L0B and the two L1 operands are double-buffered alike (Ascend C's
   // recommended setting has both on; the model treats the sides alike).
   pr.push_back("dbL0A == dbL0B");
@@ -1144,9 +1153,69 @@ void CubeModel::build_spec() {
   // UnitFlag only overlaps (never slower in the model): the search keeps it on.
   pr.push_back("unitFlag == 1");
   // So does staggered K loading, where it is allowed.
-  if (l.reorder) pr.push_back("kReorderLoad == 1 or (" + k_full + ")");
+  if (l.reorder) pr.push_back("kReorderLoad == 1 or (" + k_loaded_whole(K) + ")");
   pr.push_back("dispatch == 1 or depthA1 * stepN * stepKb == depthB1 * stepM * stepKa");
+}
 
+// Maximal multi-core splits only: no other split uses at least as many
+// pieces along both M and N (and more along one) within the cores.
+// With a K split, maximal within the cores left to each K slice (one wave)
+// or within all of them (the slices run as waves).
+// The pruning rule's alternatives ("" when none).
+std::string CubeModel::maximal_splits() const {
+  const CubeProblem& q = q_;
+  const int64_t cores = p_.cube_cores;
+  const auto& s = spec_;
+  auto maximal_within = [&](int64_t cap) {
+    std::vector<std::pair<int64_t, int64_t>> pieces;  // (mB, nB) of each value pair
+    std::vector<std::pair<int64_t, int64_t>> vals;
+    for (int64_t sm : s.values[kSM])
+      for (int64_t sn : s.values[kSN]) {
+        const int64_t a = cdiv(q.M, sm), b = cdiv(q.N, sn);
+        if (a * b <= cap) pieces.push_back({a, b}), vals.push_back({sm, sn});
+      }
+    std::string any;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      bool maximal = true;
+      for (const auto& o : pieces)
+        if (o.first >= pieces[i].first && o.second >= pieces[i].second && o != pieces[i]) maximal = false;
+      if (maximal)
+        any += (any.empty() ? "" : " or ") + std::string("(singleCoreM == ") + num(vals[i].first) +
+               " and singleCoreN == " + num(vals[i].second) + ")";
+    }
+    return any;
+  };
+  // A batch's matrices run as tasks too: the splits maximal within one
+  // wave of the batch join those maximal within the cores (BatchMatMul
+  // 12 x 128x128x64 on 20 cores had only 16 pieces per matrix, 10 waves of
+  // 16x64 tasks, each paying its pipeline fill: 17.8 us against 6.3 us for
+  // one 128x128 task per matrix).
+  auto either = [](const std::string& a, const std::string& b) {
+    return a.empty() || a == b ? b : b.empty() ? a : a + " or " + b;
+  };
+  const std::string within_all =
+      either(maximal_within(std::max<int64_t>(1, cores / q.batch)), maximal_within(cores));
+  std::string by_split;
+  for (int64_t ks : s.values[kSplitK]) {
+    std::string any = within_all;
+    if (ks > 1 && ks <= cores) {
+      const std::string one_wave = maximal_within(std::max<int64_t>(1, cores / (ks * q.batch)));
+      if (!one_wave.empty()) any = any.empty() ? one_wave : one_wave + " or " + any;
+    }
+    if (s.values[kSplitK].size() == 1) by_split = any;
+    else if (!any.empty())
+      by_split += (by_split.empty() ? "" : " or ") + std::string("(splitK == ") + num(ks) + " and (" + any + "))";
+  }
+  return by_split;
+}
+
+void CubeModel::build_ascendc_baseline() {
+  const Platform& p = p_;
+  const CubeProblem& q = q_;
+  const int64_t cores = p.cube_cores;
+  const int64_t ds = q.in_size;
+  const int64_t kq = lim_.kq;
+  const auto& s = spec_;
   // Baseline ([A] TCubeTiling recommended values; [M] heuristics): all cores
   // (one wave of the batch's tasks) with the most even split, base (128, 256,
   // 64) shrunk to the per-core block, L0A/L0B double-buffered, L1
@@ -1188,26 +1257,6 @@ void CubeModel::build_spec() {
   if ((bm * bk * depth + bn * bk * depth) * ds + (q.bias && p.bt > 0 ? bn * 4 : 0) > p.l1) depth = 1;
   ascendc_baseline_ = tiling_row({best_sm, best_sn, bm, bn, bk, 1, 1, 1, 1, depth, depth, dba, dbb, dbc, 0, 1, 0, 0},
                                  {0, 0, cores, 1, 1, 1, 1, 0});
-  // MatMulV3's heuristic where CANN runs it; otherwise (Conv: closed TBE
-  // Conv2D on 910B; other SoCs) the Ascend C API-style default above stands in.
-  // Where MatMulV3 runs, its round-robin kernel is what AOE tunes: the searched
-  // space is its neighbourhood (the static split stays valid for estimates of
-  // custom Ascend C kernels and of tilings stored before issue 47).
-  std::string kind = "approximate CANN default";
-  auto v3 = v3_baseline(kind);
-  // C220 WeightQuantBatchMatmul's custom kernel splits M and N only, each core running all of K
-  // ([O] ops-nn .../weight_quant_batch_matmul_v2_tiling_custom.cpp GetMatMulTiling: SetSingleRange
-  // singleCoreK = K, mDim x nDim == usedCoreNum): where MatMulV3's default would split K, the API-style
-  // default (K whole) stands in.
-  if (v3 && q.quant.wqbmm_custom && ((*v3)[kSplitK] > 1 || (*v3)[kTE] == 2)) v3.reset();
-  const bool use_v3 = v3 && holds_all(v3->data());  // (never fails on the built-in SoCs)
-  s.baseline = use_v3 ? *v3 : ascendc_baseline_;
-  s.baseline_kind = use_v3 && q.v3_kernel ? kind : "approximate CANN default";
-  if (use_v3) s.api_baseline = ascendc_baseline_;
-  if (use_v3) {
-    add_round_robin_values(s.baseline);
-    add_round_robin_rules(s.baseline);
-  }
 }
 
 std::optional<std::vector<int64_t>> CubeModel::v3_baseline(std::string& kind) const {
