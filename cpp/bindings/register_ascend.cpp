@@ -103,9 +103,8 @@ const char* const kHowDoc =
     "(the restrictions' bytecode) or 'reference' (their tree interpreter): the same answers, for tests and "
     "benchmarks.";
 
-}  // namespace
-
-void register_ascend(py::module_& m) {
+// Platform, its fields and the built-in SoCs.
+void bind_platform(py::module_& m) {
   py::class_<Platform> platform(m, "Platform", R"doc(
 Per-SoC numbers used by the cost model: one socs.json entry.
 
@@ -141,7 +140,10 @@ listed, with kind, default and unit, by ``platform_fields()``.
         "The SoCs compiled into the core library (socs.json's, in its order).");
   m.def("builtin_platform", &aoe::ascend::builtin_platform, py::arg("name"),
         "The Platform of a built-in SoC as the core library has it (what C++ embedders get).");
+}
 
+// OpModel (one operator's cost model and tiling space) and its native objective.
+void bind_op_model(py::module_& m) {
   py::class_<CostObjective, aoe::Objective, std::shared_ptr<CostObjective>>(
       m, "CostObjective", "Native objective: cost-model time (us) of a tiling of an operator.");
 
@@ -215,7 +217,13 @@ listed, with kind, default and unit, by ``platform_fields()``.
            }, py::arg("check_tilings") = true,
            "The native objective (time in us); check_tilings=False skips the restriction check of each "
            "tiling (for the model's own space(), whose tilings all meet them).");
+}
 
+}  // namespace
+
+void register_ascend(py::module_& m) {
+  bind_platform(m);
+  bind_op_model(m);
   m.def(
       "op_model",
       [](const Platform& p, const std::string& kind, const std::vector<std::vector<int64_t>>& inputs,
