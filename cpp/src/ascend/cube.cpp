@@ -369,7 +369,8 @@ double CubeModel::evaluate(const int64_t* t, Breakdown* out) const {
   if (!q_.epilogue.empty()) add_epilogue(k, c);
   if (!q_.quant.antiquant.empty()) add_antiquant(k, r, c);
   const CubeFlow w = pipeline(t, k, r, c);
-  const double cube_side = std::max(w.compute_path, w.mte2_path), vec_side = c.vec + c.vec_mem + c.vec_pre + c.vec_pre_mem;
+  const double cube_side = std::max(w.compute_path, w.mte2_path);
+  const double vec_side = c.vec + c.vec_mem + c.vec_pre + c.vec_pre_mem;
   const double cv_sync = handover(k, c, cube_side, vec_side);
   const double busy_cycles = std::max({w.mid + w.exposed, r.mte2_a + r.mte2_b, vec_side, c.mte3, w.scalar});
   const double core_cycles = std::max({cube_side, vec_side, c.mte3, w.scalar}) + cv_sync + w.tail;
@@ -591,7 +592,8 @@ void CubeModel::add_same_address(const int64_t* t, const CubeTask& k, const Cube
     // The staggered dealing (CubeModel::stagger): only the wave that first touches a block reads it from HBM.
     share_a = st.share_a;
     share_b = st.share_b;
-    const double wa = std::min(1.0, double(share_a) / double(st.nc)), wb = std::min(1.0, double(share_b) / double(st.mc));
+    const double wa = std::min(1.0, double(share_a) / double(st.nc));
+    const double wb = std::min(1.0, double(share_b) / double(st.mc));
     first_pass_a *= wa + (1 - wa) * (1 - r.h_a);
     first_pass_b *= wb + (1 - wb) * (1 - r.h_b);
   } else if (t[kDispatch] == 1) {
@@ -630,7 +632,8 @@ CubePipes CubeModel::core_pipes(const int64_t* t, const CubeTask& k) const {
     fix_bytes = double(k.Nt / 16) * double(tm / bM) * write_charge(bM * 16 * dc, int64_t(kGranule));
     if (tm % bM) fix_bytes += double(k.Nt / 16) * write_charge((tm % bM) * 16 * dc, int64_t(kGranule));
   } else {
-    const int64_t fc = q.quant.fix_out_size > 0 ? q.quant.fix_out_size : dc;  // (a vector dequant's int32 tile: wider than C)
+    // (a vector dequant's int32 tile: wider than C)
+    const int64_t fc = q.quant.fix_out_size > 0 ? q.quant.fix_out_size : dc;
     const int64_t pitch = q.quant.fix_out_size > 0 ? bN * fc : q.N * fc;  // (the workspace holds baseM x baseN tiles)
     const int64_t full = tn / bN, tail = tn % bN;
     fix_bytes = double(tm) * (full * write_charge(bN * fc, pitch) + (tail ? write_charge(tail * fc, pitch) : 0));
@@ -669,7 +672,8 @@ void CubeModel::add_epilogue(const CubeTask& k, CubePipes& c) const {
     const int64_t ub_passes = cdiv(rows, ub_rows), last = rows - (ub_passes - 1) * ub_rows;
     c.vec = double(k.mIter * k.nIter) *
             (double(ub_passes - 1) * vec_cycles(q.epilogue, double(ub_rows) * bN) +
-             vec_cycles(q.epilogue, double(last) * bN) + double(rows) * vec_cycles(q.quant.dequant_row_steps, double(bN)));
+             vec_cycles(q.epilogue, double(last) * bN) +
+             double(rows) * vec_cycles(q.quant.dequant_row_steps, double(bN)));
   }
   double bytes = out_elems * q.epi_extra_per_elem;
   if (p.split) bytes += out_elems * 2 * dc;
@@ -740,7 +744,8 @@ CubeFlow CubeModel::pipeline(const int64_t* t, const CubeTask& k, const CubeRead
   CubeFlow w;
   const int64_t dbA1 = t[kDepthA1] / (t[kStepM] * t[kStepKa]);
   const int64_t dbB1 = t[kDepthB1] / (t[kStepN] * t[kStepKb]);
-  const double inner = std::max(c.cube + (t[kDbA] == 1 ? c.mte1_a : 0) + (t[kDbB] == 1 ? c.mte1_b : 0), c.mte1_a + c.mte1_b);
+  const double inner =
+      std::max(c.cube + (t[kDbA] == 1 ? c.mte1_a : 0) + (t[kDbB] == 1 ? c.mte1_b : 0), c.mte1_a + c.mte1_b);
   // UnitFlag: FixPipe drains L0C in 512 B units as the last MMAD of a block
   // writes them (ascend_measured_cases.md §0), so with one L0C buffer the
   // write-out overlaps the next block's MMADs but for one unit, and the
@@ -783,7 +788,8 @@ double CubeModel::handover(const CubeTask& k, const CubePipes& c, double cube_si
   // Through GM: partly exposed (kCvExposure).
   const double cv_short = std::min(cube_side, vec_side), cv_long = std::max({cube_side, vec_side, 1e-9});
   const double exposure = !q.epilogue.empty() ? kCvExposure : kCvPrologueExposure;
-  double cv_sync = (p_.split && (!q.epilogue.empty() || !q.quant.antiquant.empty())) ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
+  const bool fused = !q.epilogue.empty() || !q.quant.antiquant.empty();
+  double cv_sync = p_.split && fused ? exposure / q.slots * cv_short * cv_short / cv_long : 0;
   if (q.quant.msd_k_blocks > 0) cv_sync = cv_short;  // the dequant waits for the core's whole GEMM
   // (per group: the AIVs combine group i while the AIC runs group i + 1, two workspace slots,
   // WaitForVectorPing / Pong: one group's shorter side exposed)
@@ -814,7 +820,8 @@ CubeChip CubeModel::chip(const CubeTask& k, const CubeReads& r, const CubePipes&
   u.hbm_us = (r.hbm_read + u.chip_write + u.chip_extra + atomic_read) / hbm_Bpus_;
   // (per-group MSD's partials cycle through two workspace slots per core: written and read back in L2)
   const double group_l2 = c.group_passes > 1 ? 2.0 * double(tasks) * out_elems * dc * double(c.group_passes) : 0;
-  u.l2_us = (r.chip_ch + u.chip_extra + (split > 1 || c.kchunks > 1 ? u.chip_write : 0) + group_l2) / l2_Bpus_;  // atomic adds run in L2
+  // (atomic adds run in L2)
+  u.l2_us = (r.chip_ch + u.chip_extra + (split > 1 || c.kchunks > 1 ? u.chip_write : 0) + group_l2) / l2_Bpus_;
   // A last partial wave of `rem` tasks: uniform splits run it at full task
   // size; a non-uniform split cuts each of its tasks (along M, 16 rows at
   // least) over the idle cores, at the cost of one more pipeline fill.
