@@ -319,7 +319,18 @@ FlashModel::Stage FlashModel::block(int64_t m, int64_t c, bool masked, double hb
   // MTE2 of the AIC: the K and V rows (HBM on first touch, else L2), and P back from the workspace.
   const double kv_bytes = double(c) * (q_.Dk + q_.Dv) * q_.e;
   const double l2r = p.l2_rate * p.mte2_eff;
-  double mte2 = kv_bytes * (hbm_share / p.ddr_rate + (1 - hbm_share) / l2r) + double(m) * c * q_.e / l2r;
+  // On 910B a block's K/V requests are in flight together: its HBM misses take the core's share of
+  // HBM (ddr_rate) while its L2 hits stream through the same MTE2 port at the L2 rate, so the block
+  // costs the slower of the two, not their sum.  PromptFlashAttention re-reads K/V once per query
+  // head (prompt_flash_attention_s1s2_bns1_x910.h ComputeEachCore :2331, one task per query head
+  // batchNOffset, its K/V at batchNOffset / headNumRatio :414, :723; no GQA folding into the rows),
+  // and SplitNSNew orders the tasks head-major in contiguous ranges, so the G query heads of one KV
+  // head run on neighbouring AIVs at about the same time and their re-reads hit L2.  Fit half: GQA
+  // M0213 (G = 4, 2 query rows, 4x the K/V reads of MHA M0200 over the same unique bytes and task
+  // count) takes 443 us against M0200's 439 us: the re-reads hide under the misses.
+  const double kv_mte2 = c220(p) ? std::max(kv_bytes * hbm_share / p.ddr_rate, kv_bytes / l2r)
+                                 : kv_bytes * (hbm_share / p.ddr_rate + (1 - hbm_share) / l2r);
+  double mte2 = kv_mte2 + double(m) * c * q_.e / l2r;
   if (q_.topk > 0) mte2 += 2.0 * c * kGatherRowCycles;  // one copy per gathered K row and V row
   // AIVs: each takes m / vpc rows; softmax on m x c, rescale on m x Dv, S in and P out through L2.
   const double rows = std::ceil(double(m) / vpc_);
@@ -369,13 +380,11 @@ void FlashModel::build_spec() {
 }
 
 // ops-transformer's defaults (hicann/ops-transformer @ c29bc10):
-// - Routing (fused_infer_attention_score_tiling.cpp IsUsingIFA): IncreFlashAttention for a query
-//   length of 1, and for MLA (head dim 512 + rope) up to 16; layout TND only with head dim 512
-//   (else PromptFlashAttention; 910B here, the model's 950 keeps the query-length rule).  A GQA
-//   query of 2..16 goes to IFA only with a paged (5-dim) KV cache, so CANN runs it as PFA, one
-//   task per query head; the model still packs it as IFA: its PFA re-reads K/V per query head at
-//   the cores' L2 rate, which costs the fit half's MTP case (GQA M0213) 1.64x its measured time
-//   against 0.97x packed.  That re-read cost, not the routing, is what is left to fix.
+// - Routing (fused_infer_attention_score_tiling.cpp IsUsingIFA, :687-732): IncreFlashAttention for
+//   a query length of 1, and for MLA (head dim 512 + rope) up to 16; layout TND only with head dim
+//   512.  A GQA query of 2..16 goes to IFA only with a paged (5-dim) KV cache (isGQAMtp), which the
+//   model does not take, so on 910B it runs as PFA, one task per query head (the model's 950 keeps
+//   the query-length rule and packs it).
 // - IncreFlashAttention (query length 1; MLA up to 16): the query heads of a KV head stacked as
 //   rows (G x S1, split at gMax 128; 256 for MLA on 910B, kMlaMBase); sInnerSize 8192/4096/2048 by G / 5
 //   (incre_flash_attention_tiling.cpp CalcInnerSize), 512 for MLA (ropeFlag); flash decoding
@@ -391,7 +400,8 @@ void FlashModel::build_spec() {
 std::vector<int64_t> FlashModel::cann_default() const {
   const int64_t S1 = q_.S1max, S2 = q_.topk > 0 ? std::min(q_.topk, q_.S2max) : q_.S2max;
   const bool c220p = c220(p_);
-  const bool ifa = q_.topk > 0 || ((c220p && q_.tnd) ? q_.mla : (S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla))));
+  const bool ifa = q_.topk > 0 || (c220p ? (q_.tnd ? q_.mla : (S1 == 1 || (S1 <= 16 && q_.mla)))
+                                          : (S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla))));
   int64_t s1, s2, split = 1, pack = ifa ? 1 : 0;
   if (ifa) {
     s1 = std::min<int64_t>(fia_mla_910b(q_, p_) ? kMlaMBase : 128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
