@@ -290,6 +290,20 @@ class FlashModel : public OpModel {
   std::vector<int64_t> cann_default() const;
   // The cores `n_tasks` tasks (gqaPack `pack`) keep busy and the waves of the busiest.
   std::pair<int64_t, double> task_waves(double n_tasks, bool pack) const;
+  // 910B PromptFlashAttention: whether the cube-split template (two AIVs' rows per AIC task, K/V
+  // loaded once for both) runs for an AIC query block of `s1b` rows.
+  bool pfa_l1_reuse(int64_t s1b) const;
+  // One batch's query blocks of a group as 910B PromptFlashAttention balances them: the model's
+  // cycles of each and CANN's weight (key blocks; the block index + 1 when causal with S1 = S2).
+  struct PfaBlock {
+    double cycles;
+    int64_t weight;
+  };
+  struct CoreLoad {
+    int64_t cores;
+    double waves, cycles;  // tasks and cycles of the busiest AIC
+  };
+  CoreLoad pfa_core_load(const std::vector<std::vector<PfaBlock>>& blocks, int64_t heads, int64_t ks, bool aiv) const;
   struct Stage {
     double cube, vec, mte2;
   };
@@ -433,7 +447,6 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   const int64_t s1b = t[0], s2b = t[1], ks = t[2];
   const bool pack = t[3] != 0;
   const int64_t rpp = pack ? q_.G : 1, heads = pack ? q_.Nkv : q_.N;  // rows per query position, tasks per batch
-  const double sync = kBlockSyncCycles * p.vec_cost_scale, task_cycles = kTaskCycles * p.vec_cost_scale;
   // PromptFlashAttention on 910B (prompt_flash_attention_s1s2_bns1_x910.h @ c29bc10): each core
   // queues the (task, key block) items of its whole range of (head, batch, query block) tasks
   // (pfaParamsQueue, PFA_PARAMS_QUEUE_CAPBABILITY 4 in ..._x910_base.h:182; items join in
@@ -442,6 +455,16 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   // The AIV's block sync and task set-up are then part of its stage and hide behind an MTE2- or
   // cube-bound stream (stream()); elsewhere they are charged in series.
   const bool queue = !pack && c220(p) && q_.topk == 0;
+  // Its tasks are the AIVs' (sOuter = s1Base / 2 rows each, SplitNSNew over coreNum = aivNum), each
+  // AIV's matmuls loading their own K/V on the shared AIC, unless the cube-split template runs
+  // (pfa_l1_reuse): then a task is the AIC's s1Base rows, its K/V shared by both AIVs.
+  const bool aiv_tasks = queue && !pfa_l1_reuse(s1b);
+  const int64_t tb = aiv_tasks ? std::max<int64_t>(16, s1b / 2) : s1b;  // query rows per task
+  // The AIC's two AIVs then run their own tasks side by side: per AIC, a task's AIV-side work (its
+  // rows' softmax, as block() already halves, its block syncs, set-up and output copy) costs half.
+  const double aiv_share = aiv_tasks ? 1.0 / vpc_ : 1.0;
+  const double sync = kBlockSyncCycles * p.vec_cost_scale * aiv_share;
+  const double task_cycles = kTaskCycles * p.vec_cost_scale * aiv_share;
   // Keys row block r of group g needs (causal: up to its last position, bottom-right aligned).
   auto needed = [&](const SeqGroup& g, int64_t r0, int64_t m, int64_t* span) {
     const int64_t first = r0 / rpp, last = (r0 + m - 1) / rpp;
@@ -453,17 +476,19 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   double kv_reads = 0;
   for (const auto& g : q_.groups) {
     const int64_t rows = g.s1 * rpp;
-    for (int64_t r0 = 0, span = 0; r0 < rows; r0 += s1b)
-      kv_reads += double(g.count) * heads * needed(g, r0, std::min(s1b, rows - r0), &span);
+    for (int64_t r0 = 0, span = 0; r0 < rows; r0 += tb)
+      kv_reads += double(g.count) * heads * needed(g, r0, std::min(tb, rows - r0), &span);
   }
   kv_reads *= double(q_.Dk + q_.Dv) * q_.e;
   const double hbm_share = kv_reads > 0 ? std::min(1.0, unique_kv_ / kv_reads) : 1.0;
   double total = 0, max_task = 0, n_tasks = 0, fill = 0, ws_bytes = 0, comb_bytes = 0;
   double sum_cube = 0, sum_vec = 0, sum_mte2 = 0;
-  for (const auto& g : q_.groups) {
+  std::vector<std::vector<PfaBlock>> pfa_blocks(queue ? q_.groups.size() : 0);
+  for (size_t gi = 0; gi < q_.groups.size(); ++gi) {
+    const SeqGroup& g = q_.groups[gi];
     const int64_t rows = g.s1 * rpp;
-    for (int64_t r0 = 0; r0 < rows; r0 += s1b) {
-      const int64_t m = std::min(s1b, rows - r0);
+    for (int64_t r0 = 0; r0 < rows; r0 += tb) {
+      const int64_t m = std::min(tb, rows - r0);
       int64_t span = 0;
       const int64_t L = needed(g, r0, m, &span), Ls = cdiv(L, ks);
       const int64_t nb = Ls > 0 ? cdiv(Ls, s2b) : 0, tail = Ls - (nb - 1) * s2b;
@@ -473,7 +498,8 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
         const Stage a = block(m, c, false, hbm_share), b = block(m, c, true, hbm_share);
         return Stage{a.cube, (1 - mfrac) * a.vec + mfrac * b.vec, a.mte2};
       };
-      double w = (queue ? 0.0 : task_cycles) + double(m) * q_.Dk * q_.e / p.ddr_rate + double(m) * q_.Dv * q_.e / vec_l2_rate_;
+      double w = (queue ? 0.0 : task_cycles) + double(m) * q_.Dk * q_.e / p.ddr_rate +
+                 aiv_share * double(m) * q_.Dv * q_.e / vec_l2_rate_;
       if (nb > 0) {
         const Stage f = stage(s2b), tl = stage(tail);
         w += stream(f, tl, nb, queue, sync, task_cycles);
@@ -489,11 +515,19 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
       total += w * cnt;
       n_tasks += cnt;
       max_task = std::max(max_task, w);
+      if (queue)
+        pfa_blocks[gi].push_back({w, q_.causal && g.s1 == g.s2 ? r0 / tb + 1 : cdiv(kv_len(g), s2b)});
       if (ks > 1) comb_bytes += double(g.count) * heads * m * (ks * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
     }
   }
-  const auto [cores, waves] = task_waves(n_tasks, pack);
-  const double core_cycles = std::max(waves * total / std::max(1.0, n_tasks), max_task) + fill;
+  auto [cores, waves] = task_waves(n_tasks, pack);
+  double core_cycles = std::max(waves * total / std::max(1.0, n_tasks), max_task) + fill;
+  if (queue) {  // 910B PromptFlashAttention: CANN's own split, the busiest AIC's tasks
+    const CoreLoad load = pfa_core_load(pfa_blocks, heads, ks, aiv_tasks);
+    cores = load.cores;
+    waves = load.waves;
+    core_cycles = load.cycles + fill;
+  }
   const double f = p.freq_mhz;
   // Flash decoding: the partial outputs (fp32 O, max and sum) combined by the AIVs after a SyncAll.
   const double comb_us = ks > 1 ? (comb_bytes / (p.vector_cores * vec_l2_rate_) + mte2_head(int(cores), false)) / f : 0;
@@ -543,6 +577,70 @@ std::pair<int64_t, double> FlashModel::task_waves(double n_tasks, bool pack) con
   const bool c1v1 = (q_.G > 1 || q_.bf16) && 2 * nt <= aiv && !(q_.S1max == 1 && flash_decode(q_, q_.S2max, aiv, true));
   return {std::max<int64_t>(1, c1v1 ? nt : cdiv(std::min(nt, aiv), 2)),
           c1v1 ? 1.0 : double(2 * base + (former > 0) + (former > 1))};
+}
+
+// 910B PromptFlashAttention's cube-split templates (prompt_flash_attention_tiling.cpp SetSplitCoreMode,
+// :1003-1045): head dim 128, fp16/bf16, no actual lengths (not TND), S1 = S2, and either S1 >= 16K
+// with B x N >= 12 (SPLIT_ONEN_CUBE) or S1 >= 3K with B x N x ceil(S1 / (2 sOuter)) >= coreNum (the
+// AIVs) and GQA, several batches or (8K and no mask) (SPLIT_NBS_CUBE).  Only these enable the
+// matmul's L1 sharing of K/V between the AIC's two AIVs (MM_IBSHARE_NORM, tiling key +2000000 in
+// TilingGetTilingKeyAttentionAscendC :653); the others run one matmul per AIV.
+bool FlashModel::pfa_l1_reuse(int64_t s1b) const {
+  if (q_.tnd || q_.Dk != 128 || q_.Dv != 128 || q_.groups.size() != 1 || q_.S1max != q_.S2max) return false;
+  const int64_t s = q_.S1max, bn = q_.B * q_.N;
+  const bool masked = q_.mask || q_.causal;
+  const bool one_n = s >= 16384 && bn >= 12;
+  const bool nbs = s >= 3072 && bn * cdiv(s, s1b) >= p_.vector_cores && (q_.G != 1 || q_.B != 1 || (s >= 8192 && !masked));
+  return one_n || nbs;
+}
+
+// PromptFlashAttentionSplitNSNew (prompt_flash_attention_tiling.cpp :841-984): the tasks in (head,
+// batch, query block) order are cut into contiguous ranges, one per core, a new range starting where
+// the next task would overshoot the running target (total weight / cores x ranges so far) by more
+// than it falls short; the first range can stay empty.  Over the AIVs (`aiv`), AIV 2k and 2k + 1
+// share AIC k, except that with at most half the AIVs + 1 ranges the kernel's skip-core remap
+// (prompt_flash_attention_s1s2_bns1_x910_base.h Init :1698-1706) puts range k on AIC k (k < AICs).
+// The cube-split template cuts over the AICs (SPLIT_NBS_CUBE: curCoreNum / CV_RATIO); SPLIT_ONEN_CUBE
+// balances each head's blocks over all AICs instead, which the same cut approximates.
+FlashModel::CoreLoad FlashModel::pfa_core_load(const std::vector<std::vector<PfaBlock>>& blocks, int64_t heads,
+                                               int64_t ks, bool aiv) const {
+  const int64_t units = aiv ? p_.vector_cores : p_.cube_cores, aic = p_.cube_cores;
+  int64_t total = 0;
+  for (size_t gi = 0; gi < blocks.size(); ++gi)
+    for (const auto& b : blocks[gi]) total += b.weight * q_.groups[gi].count;
+  const float target = float(total * heads * ks) / float(units);  // float as CANN's coreWightTarget
+  std::vector<double> range_cycles(1, 0.0);
+  std::vector<int64_t> range_tasks(1, 0);
+  int64_t cur = 0, core = 0;
+  for (int64_t h = 0; h < heads; ++h)
+    for (size_t gi = 0; gi < blocks.size(); ++gi)
+      for (int64_t c = 0; c < q_.groups[gi].count * ks; ++c)
+        for (const auto& b : blocks[gi]) {
+          const int64_t dif = int64_t(target * float(core + 1)) - cur;
+          if (b.weight - dif > dif && core + 1 < units) {  // (CANN has no cap; the target keeps it below)
+            ++core;
+            range_cycles.push_back(0);
+            range_tasks.push_back(0);
+          }
+          range_cycles[core] += b.cycles;
+          range_tasks[core] += 1;
+          cur += b.weight;
+        }
+  const int64_t used = core + 1;
+  std::vector<double> cyc(aic, 0.0), tasks(aic, 0.0);
+  for (int64_t r = 0; r < used; ++r) {
+    const int64_t a = !aiv ? r : (used <= units / 2 + 1 ? r % aic : r / 2);
+    cyc[a] += range_cycles[r];
+    tasks[a] += range_tasks[r];
+  }
+  CoreLoad load{0, 0, 0};
+  for (int64_t a = 0; a < aic; ++a) {
+    load.cores += tasks[a] > 0;
+    load.waves = std::max(load.waves, tasks[a]);
+    load.cycles = std::max(load.cycles, cyc[a]);
+  }
+  load.cores = std::max<int64_t>(1, load.cores);
+  return load;
 }
 
 // ---- MlaProlog ------------------------------------------------------------------------------
