@@ -165,6 +165,16 @@ def test_prompt_attention_routing_and_core_split_follow_cann_910b():
         want = cann_910b_pfa_load(b, n, s1, s2, s_outer, cann_910b_prefill_s2_block(s1, s2, False, causal), causal)
         bd = est(inputs, {"causal": causal}, tiling=t).breakdown
         assert (bd["cores_used"], bd["waves"]) == want, (b, n, nkv, s1, s2, causal)
+    # MLA decode (FIA's FiaTilingNonQuantMla, split_core.h SplitCore): (batch, query block, 512-key block)
+    # blocks balanced over the AICs by cost, the core count of least busiest-core cost winning, rows cut
+    # between cores (flash decoding) where that balances.  (AICs used, blocks on the busiest), from a
+    # line-by-line Python transcription of SplitCore / GetBlockNumOnCore (CalcMBaseSize's block included).
+    for (b, s1, g, s2), want in {(16, 1, 128, 2048): (22, 3), (1, 1, 16, 1024): (2, 1), (60, 1, 64, 2048): (24, 10),
+                                 (2, 1, 128, 8192): (16, 2), (4, 2, 128, 2048): (16, 1), (60, 1, 128, 128): (20, 3)}.items():
+        inputs = bsnd(b, s1, s2, g, 1, 576, 512)
+        t = an.baseline_tiling(FIA, inputs, "float16", SOC)
+        bd = est(inputs, tiling=t).breakdown
+        assert (t["gqaPack"], t["kvSplit"], bd["cores_used"], bd["waves"]) == (1, 1, *want), (b, s1, g, s2)
 
 
 def test_prompt_attention_queue_hides_task_setup_behind_the_kv_stream():

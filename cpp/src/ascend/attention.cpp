@@ -21,6 +21,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "common.hpp"
 
@@ -288,6 +289,11 @@ class FlashModel : public OpModel {
   int64_t kv_len(const SeqGroup& g) const { return q_.topk > 0 ? std::min(q_.topk, g.s2) : g.s2; }
   void build_spec();
   std::vector<int64_t> cann_default() const;
+  // FIA's MLA query block on 910B (fia_tiling_nonquant_mla.cpp CalcMBaseSize): 256 rows, lowered to
+  // G x S1 / k when B x Nkv does not divide the AICs, where k = lcm(B x Nkv, AICs) / (B x Nkv) cuts
+  // G x S1 evenly into blocks of 128..256 rows (then every AIC gets whole blocks without flash
+  // decoding); the model keeps it when it is a power of two (its s1Base knob).
+  int64_t mla_m_base() const;
   // The cores `n_tasks` tasks (gqaPack `pack`) keep busy and the waves of the busiest.
   std::pair<int64_t, double> task_waves(double n_tasks, bool pack) const;
   // 910B PromptFlashAttention: whether the cube-split template (two AIVs' rows per AIC task, K/V
@@ -309,6 +315,17 @@ class FlashModel : public OpModel {
   };
   // One key/value block of `c` columns for `m` query rows.
   Stage block(int64_t m, int64_t c, bool masked, double hbm_share) const;
+  // One query block (row of G x S1 rows) of FIA's MLA decode kernel: the model's cost of its set-up
+  // (`fixed`), of its full and last key blocks, and its shape (rows, key blocks, the last one's keys).
+  struct MlaRow {
+    double fixed;
+    Stage full, last;
+    int64_t m, nb, tail;
+  };
+  // 910B FIA MLA's SplitCore over the AICs for `batches` x `rows`; adds the flash-decode combine's
+  // bytes of the rows it cuts to *comb_bytes.
+  CoreLoad mla_core_load(const std::vector<MlaRow>& rows, int64_t batches, int64_t s2b, double sync,
+                         double task, double* comb_bytes) const;
   // A task's `nb` pipelined blocks (`nb - 1` full ones `f`, the tail `tl`), each costing its slowest stage.
   static double stream(const Stage& f, const Stage& tl, int64_t nb, bool queue, double sync, double task) {
     if (queue)  // the AIV's sync and task set-up are part of its stage (see `queue` in evaluate)
@@ -411,6 +428,15 @@ void FlashModel::build_spec() {
 //   for bf16 with D >= 200, 16 for S1 <= 16; S2 base 1024, 512 when the KV length is <= 1024 or
 //   bf16; 2048 for S1 <= 16 without a mask when the KV length exceeds 2048 (on 910B; elsewhere the
 //   model takes 2048 for any KV length).  A causal FIA call carries a mask (sparse mode 2/3).
+int64_t FlashModel::mla_m_base() const {
+  const int64_t bn = q_.B * q_.Nkv, aic = p_.cube_cores, s1g = q_.S1max * q_.G;
+  if (bn <= 0 || bn % aic == 0 || q_.groups.size() != 1) return kMlaMBase;
+  const int64_t split = std::lcm(bn, aic) / bn;
+  if (s1g % split != 0) return kMlaMBase;
+  const int64_t m = s1g / split;
+  return m >= 128 && m <= kMlaMBase && (m & (m - 1)) == 0 ? m : kMlaMBase;
+}
+
 std::vector<int64_t> FlashModel::cann_default() const {
   const int64_t S1 = q_.S1max, S2 = q_.topk > 0 ? std::min(q_.topk, q_.S2max) : q_.S2max;
   const bool c220p = c220(p_);
@@ -418,13 +444,14 @@ std::vector<int64_t> FlashModel::cann_default() const {
                                           : (S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla))));
   int64_t s1, s2, split = 1, pack = ifa ? 1 : 0;
   if (ifa) {
-    s1 = std::min<int64_t>(fia_mla_910b(q_, p_) ? kMlaMBase : 128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
+    s1 = std::min<int64_t>(fia_mla_910b(q_, p_) ? mla_m_base() : 128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
     const int64_t inner[3] = {8192, 4096, 2048};
     s2 = q_.mla ? 512 : inner[std::min<int64_t>(q_.G / 5, 2)];
     const int64_t bn = q_.B * q_.Nkv;
     const bool aiv_split = ifa_on_aivs_910b(q_, p_);
     const int64_t cores = aiv_split ? p_.vector_cores : p_.cube_cores;
-    if (S1 == 1 && flash_decode(q_, S2, cores, aiv_split) && (aiv_split || q_.groups.size() == 1)) {
+    // FIA's MLA kernel on 910B balances its blocks itself (mla_core_load): kvSplit 1.
+    if (S1 == 1 && !fia_mla_910b(q_, p_) && flash_decode(q_, S2, cores, aiv_split) && (aiv_split || q_.groups.size() == 1)) {
       split = cores / bn;
       while (split > 1 && S2 / split < 512) --split;
     }
@@ -484,6 +511,10 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   double total = 0, max_task = 0, n_tasks = 0, fill = 0, ws_bytes = 0, comb_bytes = 0;
   double sum_cube = 0, sum_vec = 0, sum_mte2 = 0;
   std::vector<std::vector<PfaBlock>> pfa_blocks(queue ? q_.groups.size() : 0);
+  // FIA's MLA decode on 910B balances (batch, query block, key block) blocks over the AICs itself
+  // (mla_core_load); the model's uniform kvSplit stays as the alternative a tuner may pick.
+  const bool mla_split = pack && fia_mla_910b(q_, p) && ks == 1 && q_.groups.size() == 1;
+  std::vector<MlaRow> mla_rows;
   for (size_t gi = 0; gi < q_.groups.size(); ++gi) {
     const SeqGroup& g = q_.groups[gi];
     const int64_t rows = g.s1 * rpp;
@@ -502,6 +533,7 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
                  aiv_share * double(m) * q_.Dv * q_.e / vec_l2_rate_;
       if (nb > 0) {
         const Stage f = stage(s2b), tl = stage(tail);
+        if (mla_split) mla_rows.push_back({w, f, tl, m, nb, tail});
         w += stream(f, tl, nb, queue, sync, task_cycles);
         fill = std::max(fill, tl.cube + tl.vec + tl.mte2 - std::max({tl.cube, tl.vec, tl.mte2}));
         const double cnt = double(g.count) * heads * ks;
@@ -528,9 +560,15 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
     waves = load.waves;
     core_cycles = load.cycles + fill;
   }
+  if (mla_split && !mla_rows.empty()) {
+    const CoreLoad load = mla_core_load(mla_rows, q_.B * q_.Nkv, s2b, sync, task_cycles, &comb_bytes);
+    cores = load.cores;
+    waves = load.waves;
+    core_cycles = load.cycles + fill;
+  }
   const double f = p.freq_mhz;
   // Flash decoding: the partial outputs (fp32 O, max and sum) combined by the AIVs after a SyncAll.
-  const double comb_us = ks > 1 ? (comb_bytes / (p.vector_cores * vec_l2_rate_) + mte2_head(int(cores), false)) / f : 0;
+  const double comb_us = comb_bytes > 0 ? (comb_bytes / (p.vector_cores * vec_l2_rate_) + mte2_head(int(cores), false)) / f : 0;
   const double head_us = (kOpHead + mte2_head(int(cores), true) + kMte3Head + kVecHead + p.scalar_start_cycles +
                           p.vec_launch_cycles) / f;
   // The S/P workspace round trip is charged per core (block()), not against the chip's L2 rate: it
@@ -639,6 +677,92 @@ FlashModel::CoreLoad FlashModel::pfa_core_load(const std::vector<std::vector<Pfa
     load.waves = std::max(load.waves, tasks[a]);
     load.cycles = std::max(load.cycles, cyc[a]);
   }
+  load.cores = std::max<int64_t>(1, load.cores);
+  return load;
+}
+
+// FIA's MLA decode split on 910B (attention/common/op_host/split_core.h SplitCore, called by
+// arch32/fia_tiling_nonquant_mla.cpp Split): the (batch, query block, key block) blocks in that order,
+// each costing 6 per 16 rows + 10 per 64 keys (CalBasicCost; all 10 when there are no more blocks than
+// cores), are dealt out in contiguous ranges for every core count from round(sqrt(blocks)) to
+// min(AICs, blocks), and the count whose busiest core costs least wins (the first on a tie).  Each
+// core, with a limit of the unassigned cost over the cores left, takes whole batches, then whole
+// query blocks (not a batch's last), then single key blocks, each while it overshoots the limit by
+// at most half its last block (GetBlockNumOnCore: AssignByBatch, AssignByRow, AssignByBlock), and
+// at least one block.  A query block cut between cores is combined afterwards (flash decoding,
+// SplitFD).  Returns the busiest AIC's blocks and its model cycles (per segment of a query block:
+// set-up plus its pipelined key blocks).
+FlashModel::CoreLoad FlashModel::mla_core_load(const std::vector<MlaRow>& rows, int64_t batches, int64_t s2b,
+                                               double sync, double task, double* comb_bytes) const {
+  struct Blk {
+    int64_t unit, row, col, cost;  // unit: batch (x KV head), row: index into rows
+  };
+  std::vector<Blk> blk;
+  for (int64_t b = 0; b < batches; ++b)
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (int64_t c = 0; c < rows[r].nb; ++c) blk.push_back({b, int64_t(r), c, 10});
+  const int64_t n = int64_t(blk.size()), aic = p_.cube_cores;
+  if (n > aic)
+    for (auto& x : blk) {
+      const int64_t keys = x.col + 1 == rows[x.row].nb ? rows[x.row].tail : s2b;
+      x.cost = 6 * cdiv(rows[x.row].m, 16) + 10 * cdiv(keys, 64);
+    }
+  auto run_end = [&](int64_t i, bool same_row) {  // end of the batch (or query block) block i is in
+    int64_t j = i;
+    while (j < n && blk[j].unit == blk[i].unit && (!same_row || blk[j].row == blk[i].row)) ++j;
+    return j;
+  };
+  auto assign = [&](int64_t cores, std::vector<int64_t>* first) {  // returns the busiest core's cost
+    int64_t total = 0, i = 0, worst = 0;
+    for (const auto& x : blk) total += x.cost;
+    first->clear();
+    for (int64_t core = 0; total > 0 && core < cores; ++core) {
+      const int64_t limit = total / (cores - core);
+      int64_t cur = 0, cnt = 0;
+      first->push_back(i);
+      for (bool by_row : {false, true})
+        while (i < n && (!by_row || blk[i].row + 1 < int64_t(rows.size()))) {
+          const int64_t j = run_end(i, by_row);
+          int64_t left = 0;
+          for (int64_t k = i; k < j; ++k) left += blk[k].cost;
+          if (limit + blk[j - 1].cost / 2 < cur + left) break;
+          cur += left, cnt += j - i, i = j;
+        }
+      while (i < n && (limit + blk[i].cost / 2 >= cur + blk[i].cost || cnt == 0)) {
+        cur += blk[i].cost, ++cnt, ++i;
+        if (i < n && (blk[i].unit != blk[i - 1].unit || blk[i].row != blk[i - 1].row)) break;
+      }
+      worst = std::max(worst, cur);
+      total = std::max<int64_t>(0, total - cur);
+    }
+    first->push_back(i);
+    return worst;
+  };
+  const int64_t max_cores = std::min(aic, n);
+  const int64_t min_cores = std::min(max_cores, int64_t(std::sqrt(float(n) + 0.25f) + 0.5f));
+  std::vector<int64_t> best, trial;
+  int64_t best_cost = -1;
+  for (int64_t c = min_cores; c <= max_cores; ++c) {
+    const int64_t cost = assign(c, &trial);
+    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = trial;
+  }
+  CoreLoad load{0, 0, 0};
+  std::map<std::pair<int64_t, int64_t>, int64_t> parts;  // cores on each (batch, query block)
+  for (size_t c = 0; c + 1 < best.size(); ++c) {
+    double cyc = 0;
+    for (int64_t i = best[c]; i < best[c + 1];) {
+      const int64_t j = std::min(best[c + 1], run_end(i, true));
+      const MlaRow& r = rows[blk[i].row];
+      cyc += r.fixed + stream(r.full, blk[j - 1].col + 1 == r.nb ? r.last : r.full, j - i, false, sync, task);
+      parts[{blk[i].unit, blk[i].row}] += 1;
+      i = j;
+    }
+    load.cores += best[c + 1] > best[c];
+    load.waves = std::max(load.waves, double(best[c + 1] - best[c]));
+    load.cycles = std::max(load.cycles, cyc);
+  }
+  for (const auto& [key, k] : parts)
+    if (k > 1) *comb_bytes += double(rows[key.second].m) * (k * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
   load.cores = std::max<int64_t>(1, load.cores);
   return load;
 }
