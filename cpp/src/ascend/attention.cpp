@@ -15,8 +15,9 @@
 //
 // Where this is assumed rather than read from CANN: the workspace round trip of S and P
 // through L2, the per-block and per-task scalar costs (fitted, below), the balancing of
-// unequal causal tasks (total work shared evenly, no task split), and the combine step of
-// flash decoding.  docs/llm_operators.md "Attention" lists them.
+// unequal causal tasks outside 910B (total work shared evenly, no task split; on 910B
+// PromptFlashAttention's SplitNSNew and FIA MLA's SplitCore are transcribed), and the combine
+// step of flash decoding.  docs/llm_operators.md "Attention" lists them.
 #include <algorithm>
 #include <array>
 #include <cmath>
