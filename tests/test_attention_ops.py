@@ -129,6 +129,54 @@ def test_default_tiling_follows_cann_910b_on_a_grid():
         assert (t["gqaPack"], t["s1Base"], t["s2Base"]) == (1, rows, 512), s1
 
 
+def cann_910b_pfa_load(b, n, s1, s2, s_outer, s_inner, causal, aiv=AIV_910B2, aic=AIV_910B2 // 2):
+    """PromptFlashAttention's split (prompt_flash_attention_tiling.cpp PromptFlashAttentionSplitNSNew): the
+    (head, batch, query block) tasks cut into contiguous weighted ranges over the AIVs, AIV 2k and 2k + 1 on
+    AIC k unless at most aiv / 2 + 1 ranges (x910_base.h Init's skip-core remap: range k on AIC k).
+    Returns (AICs with tasks, tasks on the busiest AIC)."""
+    blocks, loops = -(-s1 // s_outer), -(-s2 // s_inner)
+    weights = [k + 1 if causal and s1 == s2 else loops for k in range(blocks)] * (b * n)
+    target = sum(weights) / aiv
+    tasks, cur = [0], 0
+    for w in weights:
+        dif = int(target * len(tasks)) - cur
+        if w - dif > dif:
+            tasks.append(0)
+        tasks[-1] += 1
+        cur += w
+    per_aic = [0] * aic
+    for r, t in enumerate(tasks):
+        per_aic[r % aic if len(tasks) <= aiv // 2 + 1 else r // 2] += t
+    return sum(t > 0 for t in per_aic), max(per_aic)
+
+
+def test_prompt_attention_routing_and_core_split_follow_cann_910b():
+    # FIA's IsUsingIFA: a GQA query of 2..16 tokens goes to IncreFlashAttention only with a paged KV cache,
+    # so it runs as PromptFlashAttention, whose tasks are the AIVs' query blocks (16 rows up to 16 tokens,
+    # else 128), split as cann_910b_pfa_load.
+    for b, (n, nkv), s1, s2, causal in itertools.product((1, 2, 16), ((8, 8), (32, 8), (40, 8)), (2, 8, 16, 64, 1024),
+                                                          (512, 1024, 4096), (0, 1)):
+        if s1 > s2 or (s1 == 1024 and (b > 1 or s2 != 1024)):
+            continue
+        inputs = bsnd(b, s1, s2, n, nkv, 128)
+        t = an.baseline_tiling(FIA, inputs, "float16", SOC, {"causal": causal})
+        assert t["gqaPack"] == 0, (b, n, nkv, s1, s2, causal)
+        s_outer = 16 if s1 <= 16 else 128
+        want = cann_910b_pfa_load(b, n, s1, s2, s_outer, cann_910b_prefill_s2_block(s1, s2, False, causal), causal)
+        bd = est(inputs, {"causal": causal}, tiling=t).breakdown
+        assert (bd["cores_used"], bd["waves"]) == want, (b, n, nkv, s1, s2, causal)
+    # MLA decode (FIA's FiaTilingNonQuantMla, split_core.h SplitCore): (batch, query block, 512-key block)
+    # blocks balanced over the AICs by cost, the core count of least busiest-core cost winning, rows cut
+    # between cores (flash decoding) where that balances.  (AICs used, blocks on the busiest), from a
+    # line-by-line Python transcription of SplitCore / GetBlockNumOnCore (CalcMBaseSize's block included).
+    for (b, s1, g, s2), want in {(16, 1, 128, 2048): (22, 3), (1, 1, 16, 1024): (2, 1), (60, 1, 64, 2048): (24, 10),
+                                 (2, 1, 128, 8192): (16, 2), (4, 2, 128, 2048): (16, 1), (60, 1, 128, 128): (20, 3)}.items():
+        inputs = bsnd(b, s1, s2, g, 1, 576, 512)
+        t = an.baseline_tiling(FIA, inputs, "float16", SOC)
+        bd = est(inputs, tiling=t).breakdown
+        assert (t["gqaPack"], t["kvSplit"], bd["cores_used"], bd["waves"]) == (1, 1, *want), (b, s1, g, s2)
+
+
 def test_prompt_attention_queue_hides_task_setup_behind_the_kv_stream():
     # 910B PromptFlashAttention (prompt_flash_attention_s1s2_bns1_x910.h) queues the key blocks of all of a
     # core's tasks and issues the next one's Q K^T before the current softmax, across task boundaries: a

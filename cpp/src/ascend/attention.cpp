@@ -15,12 +15,14 @@
 //
 // Where this is assumed rather than read from CANN: the workspace round trip of S and P
 // through L2, the per-block and per-task scalar costs (fitted, below), the balancing of
-// unequal causal tasks (total work shared evenly, no task split), and the combine step of
-// flash decoding.  docs/llm_operators.md "Attention" lists them.
+// unequal causal tasks outside 910B (total work shared evenly, no task split; on 910B
+// PromptFlashAttention's SplitNSNew and FIA MLA's SplitCore are transcribed), and the combine
+// step of flash decoding.  docs/llm_operators.md "Attention" lists them.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "common.hpp"
 
@@ -288,13 +290,43 @@ class FlashModel : public OpModel {
   int64_t kv_len(const SeqGroup& g) const { return q_.topk > 0 ? std::min(q_.topk, g.s2) : g.s2; }
   void build_spec();
   std::vector<int64_t> cann_default() const;
+  // FIA's MLA query block on 910B (fia_tiling_nonquant_mla.cpp CalcMBaseSize): 256 rows, lowered to
+  // G x S1 / k when B x Nkv does not divide the AICs, where k = lcm(B x Nkv, AICs) / (B x Nkv) cuts
+  // G x S1 evenly into blocks of 128..256 rows (then every AIC gets whole blocks without flash
+  // decoding); the model keeps it when it is a power of two (its s1Base knob).
+  int64_t mla_m_base() const;
   // The cores `n_tasks` tasks (gqaPack `pack`) keep busy and the waves of the busiest.
   std::pair<int64_t, double> task_waves(double n_tasks, bool pack) const;
+  // 910B PromptFlashAttention: whether the cube-split template (two AIVs' rows per AIC task, K/V
+  // loaded once for both) runs for an AIC query block of `s1b` rows.
+  bool pfa_l1_reuse(int64_t s1b) const;
+  // One batch's query blocks of a group as 910B PromptFlashAttention balances them: the model's
+  // cycles of each and CANN's weight (key blocks; the block index + 1 when causal with S1 = S2).
+  struct PfaBlock {
+    double cycles;
+    int64_t weight;
+  };
+  struct CoreLoad {
+    int64_t cores;
+    double waves, cycles;  // tasks and cycles of the busiest AIC
+  };
+  CoreLoad pfa_core_load(const std::vector<std::vector<PfaBlock>>& blocks, int64_t heads, int64_t ks, bool aiv) const;
   struct Stage {
     double cube, vec, mte2;
   };
   // One key/value block of `c` columns for `m` query rows.
   Stage block(int64_t m, int64_t c, bool masked, double hbm_share) const;
+  // One query block (row of G x S1 rows) of FIA's MLA decode kernel: the model's cost of its set-up
+  // (`fixed`), of its full and last key blocks, and its shape (rows, key blocks, the last one's keys).
+  struct MlaRow {
+    double fixed;
+    Stage full, last;
+    int64_t m, nb, tail;
+  };
+  // 910B FIA MLA's SplitCore over the AICs for `batches` x `rows`; adds the flash-decode combine's
+  // bytes of the rows it cuts to *comb_bytes.
+  CoreLoad mla_core_load(const std::vector<MlaRow>& rows, int64_t batches, int64_t s2b, double sync,
+                         double task, double* comb_bytes) const;
   // A task's `nb` pipelined blocks (`nb - 1` full ones `f`, the tail `tl`), each costing its slowest stage.
   static double stream(const Stage& f, const Stage& tl, int64_t nb, bool queue, double sync, double task) {
     if (queue)  // the AIV's sync and task set-up are part of its stage (see `queue` in evaluate)
@@ -319,7 +351,18 @@ FlashModel::Stage FlashModel::block(int64_t m, int64_t c, bool masked, double hb
   // MTE2 of the AIC: the K and V rows (HBM on first touch, else L2), and P back from the workspace.
   const double kv_bytes = double(c) * (q_.Dk + q_.Dv) * q_.e;
   const double l2r = p.l2_rate * p.mte2_eff;
-  double mte2 = kv_bytes * (hbm_share / p.ddr_rate + (1 - hbm_share) / l2r) + double(m) * c * q_.e / l2r;
+  // On 910B a block's K/V requests are in flight together: its HBM misses take the core's share of
+  // HBM (ddr_rate) while its L2 hits stream through the same MTE2 port at the L2 rate, so the block
+  // costs the slower of the two, not their sum.  PromptFlashAttention re-reads K/V once per query
+  // head (prompt_flash_attention_s1s2_bns1_x910.h ComputeEachCore :2331, one task per query head
+  // batchNOffset, its K/V at batchNOffset / headNumRatio :414, :723; no GQA folding into the rows),
+  // and SplitNSNew orders the tasks head-major in contiguous ranges, so the G query heads of one KV
+  // head run on neighbouring AIVs at about the same time and their re-reads hit L2.  Fit half: GQA
+  // M0213 (G = 4, 2 query rows, 4x the K/V reads of MHA M0200 over the same unique bytes and task
+  // count) takes 443 us against M0200's 439 us: the re-reads hide under the misses.
+  const double kv_mte2 = c220(p) ? std::max(kv_bytes * hbm_share / p.ddr_rate, kv_bytes / l2r)
+                                 : kv_bytes * (hbm_share / p.ddr_rate + (1 - hbm_share) / l2r);
+  double mte2 = kv_mte2 + double(m) * c * q_.e / l2r;
   if (q_.topk > 0) mte2 += 2.0 * c * kGatherRowCycles;  // one copy per gathered K row and V row
   // AIVs: each takes m / vpc rows; softmax on m x c, rescale on m x Dv, S in and P out through L2.
   const double rows = std::ceil(double(m) / vpc_);
@@ -369,13 +412,11 @@ void FlashModel::build_spec() {
 }
 
 // ops-transformer's defaults (hicann/ops-transformer @ c29bc10):
-// - Routing (fused_infer_attention_score_tiling.cpp IsUsingIFA): IncreFlashAttention for a query
-//   length of 1, and for MLA (head dim 512 + rope) up to 16; layout TND only with head dim 512
-//   (else PromptFlashAttention; 910B here, the model's 950 keeps the query-length rule).  A GQA
-//   query of 2..16 goes to IFA only with a paged (5-dim) KV cache, so CANN runs it as PFA, one
-//   task per query head; the model still packs it as IFA: its PFA re-reads K/V per query head at
-//   the cores' L2 rate, which costs the fit half's MTP case (GQA M0213) 1.64x its measured time
-//   against 0.97x packed.  That re-read cost, not the routing, is what is left to fix.
+// - Routing (fused_infer_attention_score_tiling.cpp IsUsingIFA, :687-732): IncreFlashAttention for
+//   a query length of 1, and for MLA (head dim 512 + rope) up to 16; layout TND only with head dim
+//   512.  A GQA query of 2..16 goes to IFA only with a paged (5-dim) KV cache (isGQAMtp), which the
+//   model does not take, so on 910B it runs as PFA, one task per query head (the model's 950 keeps
+//   the query-length rule and packs it).
 // - IncreFlashAttention (query length 1; MLA up to 16): the query heads of a KV head stacked as
 //   rows (G x S1, split at gMax 128; 256 for MLA on 910B, kMlaMBase); sInnerSize 8192/4096/2048 by G / 5
 //   (incre_flash_attention_tiling.cpp CalcInnerSize), 512 for MLA (ropeFlag); flash decoding
@@ -388,19 +429,30 @@ void FlashModel::build_spec() {
 //   for bf16 with D >= 200, 16 for S1 <= 16; S2 base 1024, 512 when the KV length is <= 1024 or
 //   bf16; 2048 for S1 <= 16 without a mask when the KV length exceeds 2048 (on 910B; elsewhere the
 //   model takes 2048 for any KV length).  A causal FIA call carries a mask (sparse mode 2/3).
+int64_t FlashModel::mla_m_base() const {
+  const int64_t bn = q_.B * q_.Nkv, aic = p_.cube_cores, s1g = q_.S1max * q_.G;
+  if (bn <= 0 || bn % aic == 0 || q_.groups.size() != 1) return kMlaMBase;
+  const int64_t split = std::lcm(bn, aic) / bn;
+  if (s1g % split != 0) return kMlaMBase;
+  const int64_t m = s1g / split;
+  return m >= 128 && m <= kMlaMBase && (m & (m - 1)) == 0 ? m : kMlaMBase;
+}
+
 std::vector<int64_t> FlashModel::cann_default() const {
   const int64_t S1 = q_.S1max, S2 = q_.topk > 0 ? std::min(q_.topk, q_.S2max) : q_.S2max;
   const bool c220p = c220(p_);
-  const bool ifa = q_.topk > 0 || ((c220p && q_.tnd) ? q_.mla : (S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla))));
+  const bool ifa = q_.topk > 0 || (c220p ? (q_.tnd ? q_.mla : (S1 == 1 || (S1 <= 16 && q_.mla)))
+                                          : (S1 == 1 || (S1 <= 16 && (q_.G > 1 || q_.mla))));
   int64_t s1, s2, split = 1, pack = ifa ? 1 : 0;
   if (ifa) {
-    s1 = std::min<int64_t>(fia_mla_910b(q_, p_) ? kMlaMBase : 128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
+    s1 = std::min<int64_t>(fia_mla_910b(q_, p_) ? mla_m_base() : 128, std::max<int64_t>(16, align_up(q_.G * S1, 16)));
     const int64_t inner[3] = {8192, 4096, 2048};
     s2 = q_.mla ? 512 : inner[std::min<int64_t>(q_.G / 5, 2)];
     const int64_t bn = q_.B * q_.Nkv;
     const bool aiv_split = ifa_on_aivs_910b(q_, p_);
     const int64_t cores = aiv_split ? p_.vector_cores : p_.cube_cores;
-    if (S1 == 1 && flash_decode(q_, S2, cores, aiv_split) && (aiv_split || q_.groups.size() == 1)) {
+    // FIA's MLA kernel on 910B balances its blocks itself (mla_core_load): kvSplit 1.
+    if (S1 == 1 && !fia_mla_910b(q_, p_) && flash_decode(q_, S2, cores, aiv_split) && (aiv_split || q_.groups.size() == 1)) {
       split = cores / bn;
       while (split > 1 && S2 / split < 512) --split;
     }
@@ -423,7 +475,6 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   const int64_t s1b = t[0], s2b = t[1], ks = t[2];
   const bool pack = t[3] != 0;
   const int64_t rpp = pack ? q_.G : 1, heads = pack ? q_.Nkv : q_.N;  // rows per query position, tasks per batch
-  const double sync = kBlockSyncCycles * p.vec_cost_scale, task_cycles = kTaskCycles * p.vec_cost_scale;
   // PromptFlashAttention on 910B (prompt_flash_attention_s1s2_bns1_x910.h @ c29bc10): each core
   // queues the (task, key block) items of its whole range of (head, batch, query block) tasks
   // (pfaParamsQueue, PFA_PARAMS_QUEUE_CAPBABILITY 4 in ..._x910_base.h:182; items join in
@@ -432,6 +483,16 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   // The AIV's block sync and task set-up are then part of its stage and hide behind an MTE2- or
   // cube-bound stream (stream()); elsewhere they are charged in series.
   const bool queue = !pack && c220(p) && q_.topk == 0;
+  // Its tasks are the AIVs' (sOuter = s1Base / 2 rows each, SplitNSNew over coreNum = aivNum), each
+  // AIV's matmuls loading their own K/V on the shared AIC, unless the cube-split template runs
+  // (pfa_l1_reuse): then a task is the AIC's s1Base rows, its K/V shared by both AIVs.
+  const bool aiv_tasks = queue && !pfa_l1_reuse(s1b);
+  const int64_t tb = aiv_tasks ? std::max<int64_t>(16, s1b / 2) : s1b;  // query rows per task
+  // The AIC's two AIVs then run their own tasks side by side: per AIC, a task's AIV-side work (its
+  // rows' softmax, as block() already halves, its block syncs, set-up and output copy) costs half.
+  const double aiv_share = aiv_tasks ? 1.0 / vpc_ : 1.0;
+  const double sync = kBlockSyncCycles * p.vec_cost_scale * aiv_share;
+  const double task_cycles = kTaskCycles * p.vec_cost_scale * aiv_share;
   // Keys row block r of group g needs (causal: up to its last position, bottom-right aligned).
   auto needed = [&](const SeqGroup& g, int64_t r0, int64_t m, int64_t* span) {
     const int64_t first = r0 / rpp, last = (r0 + m - 1) / rpp;
@@ -443,17 +504,23 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   double kv_reads = 0;
   for (const auto& g : q_.groups) {
     const int64_t rows = g.s1 * rpp;
-    for (int64_t r0 = 0, span = 0; r0 < rows; r0 += s1b)
-      kv_reads += double(g.count) * heads * needed(g, r0, std::min(s1b, rows - r0), &span);
+    for (int64_t r0 = 0, span = 0; r0 < rows; r0 += tb)
+      kv_reads += double(g.count) * heads * needed(g, r0, std::min(tb, rows - r0), &span);
   }
   kv_reads *= double(q_.Dk + q_.Dv) * q_.e;
   const double hbm_share = kv_reads > 0 ? std::min(1.0, unique_kv_ / kv_reads) : 1.0;
   double total = 0, max_task = 0, n_tasks = 0, fill = 0, ws_bytes = 0, comb_bytes = 0;
   double sum_cube = 0, sum_vec = 0, sum_mte2 = 0;
-  for (const auto& g : q_.groups) {
+  std::vector<std::vector<PfaBlock>> pfa_blocks(queue ? q_.groups.size() : 0);
+  // FIA's MLA decode on 910B balances (batch, query block, key block) blocks over the AICs itself
+  // (mla_core_load); the model's uniform kvSplit stays as the alternative a tuner may pick.
+  const bool mla_split = pack && fia_mla_910b(q_, p) && ks == 1 && q_.groups.size() == 1;
+  std::vector<MlaRow> mla_rows;
+  for (size_t gi = 0; gi < q_.groups.size(); ++gi) {
+    const SeqGroup& g = q_.groups[gi];
     const int64_t rows = g.s1 * rpp;
-    for (int64_t r0 = 0; r0 < rows; r0 += s1b) {
-      const int64_t m = std::min(s1b, rows - r0);
+    for (int64_t r0 = 0; r0 < rows; r0 += tb) {
+      const int64_t m = std::min(tb, rows - r0);
       int64_t span = 0;
       const int64_t L = needed(g, r0, m, &span), Ls = cdiv(L, ks);
       const int64_t nb = Ls > 0 ? cdiv(Ls, s2b) : 0, tail = Ls - (nb - 1) * s2b;
@@ -463,9 +530,11 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
         const Stage a = block(m, c, false, hbm_share), b = block(m, c, true, hbm_share);
         return Stage{a.cube, (1 - mfrac) * a.vec + mfrac * b.vec, a.mte2};
       };
-      double w = (queue ? 0.0 : task_cycles) + double(m) * q_.Dk * q_.e / p.ddr_rate + double(m) * q_.Dv * q_.e / vec_l2_rate_;
+      double w = (queue ? 0.0 : task_cycles) + double(m) * q_.Dk * q_.e / p.ddr_rate +
+                 aiv_share * double(m) * q_.Dv * q_.e / vec_l2_rate_;
       if (nb > 0) {
         const Stage f = stage(s2b), tl = stage(tail);
+        if (mla_split) mla_rows.push_back({w, f, tl, m, nb, tail});
         w += stream(f, tl, nb, queue, sync, task_cycles);
         fill = std::max(fill, tl.cube + tl.vec + tl.mte2 - std::max({tl.cube, tl.vec, tl.mte2}));
         const double cnt = double(g.count) * heads * ks;
@@ -479,14 +548,28 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
       total += w * cnt;
       n_tasks += cnt;
       max_task = std::max(max_task, w);
+      if (queue)
+        pfa_blocks[gi].push_back({w, q_.causal && g.s1 == g.s2 ? r0 / tb + 1 : cdiv(kv_len(g), s2b)});
       if (ks > 1) comb_bytes += double(g.count) * heads * m * (ks * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
     }
   }
-  const auto [cores, waves] = task_waves(n_tasks, pack);
-  const double core_cycles = std::max(waves * total / std::max(1.0, n_tasks), max_task) + fill;
+  auto [cores, waves] = task_waves(n_tasks, pack);
+  double core_cycles = std::max(waves * total / std::max(1.0, n_tasks), max_task) + fill;
+  if (queue) {  // 910B PromptFlashAttention: CANN's own split, the busiest AIC's tasks
+    const CoreLoad load = pfa_core_load(pfa_blocks, heads, ks, aiv_tasks);
+    cores = load.cores;
+    waves = load.waves;
+    core_cycles = load.cycles + fill;
+  }
+  if (mla_split && !mla_rows.empty()) {
+    const CoreLoad load = mla_core_load(mla_rows, q_.B * q_.Nkv, s2b, sync, task_cycles, &comb_bytes);
+    cores = load.cores;
+    waves = load.waves;
+    core_cycles = load.cycles + fill;
+  }
   const double f = p.freq_mhz;
   // Flash decoding: the partial outputs (fp32 O, max and sum) combined by the AIVs after a SyncAll.
-  const double comb_us = ks > 1 ? (comb_bytes / (p.vector_cores * vec_l2_rate_) + mte2_head(int(cores), false)) / f : 0;
+  const double comb_us = comb_bytes > 0 ? (comb_bytes / (p.vector_cores * vec_l2_rate_) + mte2_head(int(cores), false)) / f : 0;
   const double head_us = (kOpHead + mte2_head(int(cores), true) + kMte3Head + kVecHead + p.scalar_start_cycles +
                           p.vec_launch_cycles) / f;
   // The S/P workspace round trip is charged per core (block()), not against the chip's L2 rate: it
@@ -533,6 +616,156 @@ std::pair<int64_t, double> FlashModel::task_waves(double n_tasks, bool pack) con
   const bool c1v1 = (q_.G > 1 || q_.bf16) && 2 * nt <= aiv && !(q_.S1max == 1 && flash_decode(q_, q_.S2max, aiv, true));
   return {std::max<int64_t>(1, c1v1 ? nt : cdiv(std::min(nt, aiv), 2)),
           c1v1 ? 1.0 : double(2 * base + (former > 0) + (former > 1))};
+}
+
+// 910B PromptFlashAttention's cube-split templates (prompt_flash_attention_tiling.cpp SetSplitCoreMode,
+// :1003-1045): head dim 128, fp16/bf16, no actual lengths (not TND), S1 = S2, and either S1 >= 16K
+// with B x N >= 12 (SPLIT_ONEN_CUBE) or S1 >= 3K with B x N x ceil(S1 / (2 sOuter)) >= coreNum (the
+// AIVs) and GQA, several batches or (8K and no mask) (SPLIT_NBS_CUBE).  Only these enable the
+// matmul's L1 sharing of K/V between the AIC's two AIVs (MM_IBSHARE_NORM, tiling key +2000000 in
+// TilingGetTilingKeyAttentionAscendC :653); the others run one matmul per AIV.
+bool FlashModel::pfa_l1_reuse(int64_t s1b) const {
+  if (q_.tnd || q_.Dk != 128 || q_.Dv != 128 || q_.groups.size() != 1 || q_.S1max != q_.S2max) return false;
+  const int64_t s = q_.S1max, bn = q_.B * q_.N;
+  const bool masked = q_.mask || q_.causal;
+  const bool one_n = s >= 16384 && bn >= 12;
+  const bool nbs = s >= 3072 && bn * cdiv(s, s1b) >= p_.vector_cores && (q_.G != 1 || q_.B != 1 || (s >= 8192 && !masked));
+  return one_n || nbs;
+}
+
+// PromptFlashAttentionSplitNSNew (prompt_flash_attention_tiling.cpp :841-984): the tasks in (head,
+// batch, query block) order are cut into contiguous ranges, one per core, a new range starting where
+// the next task would overshoot the running target (total weight / cores x ranges so far) by more
+// than it falls short; the first range can stay empty.  Over the AIVs (`aiv`), AIV 2k and 2k + 1
+// share AIC k, except that with at most half the AIVs + 1 ranges the kernel's skip-core remap
+// (prompt_flash_attention_s1s2_bns1_x910_base.h Init :1698-1706) puts range k on AIC k (k < AICs).
+// The cube-split template cuts over the AICs (SPLIT_NBS_CUBE: curCoreNum / CV_RATIO); SPLIT_ONEN_CUBE
+// balances each head's blocks over all AICs instead, which the same cut approximates.
+FlashModel::CoreLoad FlashModel::pfa_core_load(const std::vector<std::vector<PfaBlock>>& blocks, int64_t heads,
+                                               int64_t ks, bool aiv) const {
+  const int64_t units = aiv ? p_.vector_cores : p_.cube_cores, aic = p_.cube_cores;
+  int64_t total = 0;
+  for (size_t gi = 0; gi < blocks.size(); ++gi)
+    for (const auto& b : blocks[gi]) total += b.weight * q_.groups[gi].count;
+  const float target = float(total * heads * ks) / float(units);  // float as CANN's coreWightTarget
+  std::vector<double> range_cycles(1, 0.0);
+  std::vector<int64_t> range_tasks(1, 0);
+  int64_t cur = 0, core = 0;
+  for (int64_t h = 0; h < heads; ++h)
+    for (size_t gi = 0; gi < blocks.size(); ++gi)
+      for (int64_t c = 0; c < q_.groups[gi].count * ks; ++c)
+        for (const auto& b : blocks[gi]) {
+          const int64_t dif = int64_t(target * float(core + 1)) - cur;
+          if (b.weight - dif > dif && core + 1 < units) {  // (CANN has no cap; the target keeps it below)
+            ++core;
+            range_cycles.push_back(0);
+            range_tasks.push_back(0);
+          }
+          range_cycles[core] += b.cycles;
+          range_tasks[core] += 1;
+          cur += b.weight;
+        }
+  const int64_t used = core + 1;
+  std::vector<double> cyc(aic, 0.0), tasks(aic, 0.0);
+  for (int64_t r = 0; r < used; ++r) {
+    const int64_t a = !aiv ? r : (used <= units / 2 + 1 ? r % aic : r / 2);
+    cyc[a] += range_cycles[r];
+    tasks[a] += range_tasks[r];
+  }
+  CoreLoad load{0, 0, 0};
+  for (int64_t a = 0; a < aic; ++a) {
+    load.cores += tasks[a] > 0;
+    load.waves = std::max(load.waves, tasks[a]);
+    load.cycles = std::max(load.cycles, cyc[a]);
+  }
+  load.cores = std::max<int64_t>(1, load.cores);
+  return load;
+}
+
+// FIA's MLA decode split on 910B (attention/common/op_host/split_core.h SplitCore, called by
+// arch32/fia_tiling_nonquant_mla.cpp Split): the (batch, query block, key block) blocks in that order,
+// each costing 6 per 16 rows + 10 per 64 keys (CalBasicCost; all 10 when there are no more blocks than
+// cores), are dealt out in contiguous ranges for every core count from round(sqrt(blocks)) to
+// min(AICs, blocks), and the count whose busiest core costs least wins (the first on a tie).  Each
+// core, with a limit of the unassigned cost over the cores left, takes whole batches, then whole
+// query blocks (not a batch's last), then single key blocks, each while it overshoots the limit by
+// at most half its last block (GetBlockNumOnCore: AssignByBatch, AssignByRow, AssignByBlock), and
+// at least one block.  A query block cut between cores is combined afterwards (flash decoding,
+// SplitFD).  Returns the busiest AIC's blocks and its model cycles (per segment of a query block:
+// set-up plus its pipelined key blocks).
+FlashModel::CoreLoad FlashModel::mla_core_load(const std::vector<MlaRow>& rows, int64_t batches, int64_t s2b,
+                                               double sync, double task, double* comb_bytes) const {
+  struct Blk {
+    int64_t unit, row, col, cost;  // unit: batch (x KV head), row: index into rows
+  };
+  std::vector<Blk> blk;
+  for (int64_t b = 0; b < batches; ++b)
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (int64_t c = 0; c < rows[r].nb; ++c) blk.push_back({b, int64_t(r), c, 10});
+  const int64_t n = int64_t(blk.size()), aic = p_.cube_cores;
+  if (n > aic)
+    for (auto& x : blk) {
+      const int64_t keys = x.col + 1 == rows[x.row].nb ? rows[x.row].tail : s2b;
+      x.cost = 6 * cdiv(rows[x.row].m, 16) + 10 * cdiv(keys, 64);
+    }
+  auto run_end = [&](int64_t i, bool same_row) {  // end of the batch (or query block) block i is in
+    int64_t j = i;
+    while (j < n && blk[j].unit == blk[i].unit && (!same_row || blk[j].row == blk[i].row)) ++j;
+    return j;
+  };
+  auto assign = [&](int64_t cores, std::vector<int64_t>* first) {  // returns the busiest core's cost
+    int64_t total = 0, i = 0, worst = 0;
+    for (const auto& x : blk) total += x.cost;
+    first->clear();
+    for (int64_t core = 0; total > 0 && core < cores; ++core) {
+      const int64_t limit = total / (cores - core);
+      int64_t cur = 0, cnt = 0;
+      first->push_back(i);
+      for (bool by_row : {false, true})
+        while (i < n && (!by_row || blk[i].row + 1 < int64_t(rows.size()))) {
+          const int64_t j = run_end(i, by_row);
+          int64_t left = 0;
+          for (int64_t k = i; k < j; ++k) left += blk[k].cost;
+          if (limit + blk[j - 1].cost / 2 < cur + left) break;
+          cur += left, cnt += j - i, i = j;
+        }
+      while (i < n && (limit + blk[i].cost / 2 >= cur + blk[i].cost || cnt == 0)) {
+        cur += blk[i].cost, ++cnt, ++i;
+        if (i < n && (blk[i].unit != blk[i - 1].unit || blk[i].row != blk[i - 1].row)) break;
+      }
+      worst = std::max(worst, cur);
+      total = std::max<int64_t>(0, total - cur);
+    }
+    first->push_back(i);
+    return worst;
+  };
+  const int64_t max_cores = std::min(aic, n);
+  const int64_t min_cores = std::min(max_cores, int64_t(std::sqrt(float(n) + 0.25f) + 0.5f));
+  std::vector<int64_t> best, trial;
+  int64_t best_cost = -1;
+  for (int64_t c = min_cores; c <= max_cores; ++c) {
+    const int64_t cost = assign(c, &trial);
+    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = trial;
+  }
+  CoreLoad load{0, 0, 0};
+  std::map<std::pair<int64_t, int64_t>, int64_t> parts;  // cores on each (batch, query block)
+  for (size_t c = 0; c + 1 < best.size(); ++c) {
+    double cyc = 0;
+    for (int64_t i = best[c]; i < best[c + 1];) {
+      const int64_t j = std::min(best[c + 1], run_end(i, true));
+      const MlaRow& r = rows[blk[i].row];
+      cyc += r.fixed + stream(r.full, blk[j - 1].col + 1 == r.nb ? r.last : r.full, j - i, false, sync, task);
+      parts[{blk[i].unit, blk[i].row}] += 1;
+      i = j;
+    }
+    load.cores += best[c + 1] > best[c];
+    load.waves = std::max(load.waves, double(best[c + 1] - best[c]));
+    load.cycles = std::max(load.cycles, cyc);
+  }
+  for (const auto& [key, k] : parts)
+    if (k > 1) *comb_bytes += double(rows[key.second].m) * (k * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
+  load.cores = std::max<int64_t>(1, load.cores);
+  return load;
 }
 
 // ---- MlaProlog ------------------------------------------------------------------------------
