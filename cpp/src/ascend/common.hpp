@@ -157,6 +157,9 @@ struct VecKernel {
   // Each row's row_prog reductions end in a scalar wait (Platform::vec_row_cycles); false for
   // kernels that reduce a tile of rows per API call (moe_routing.cpp's MoeGatingTopKSoftmax).
   bool row_waits = true;
+  // Rows one reduce call (and its wait) covers, opt-in (910B's TBE Softmax, vector.cpp): a call's
+  // repeats step from row to row in a UB tile.  1: a call and a wait per row.
+  int64_t rows_per_reduce_call = 1;
   // Copy-only kernels (moe_routing.cpp's MoeReRouting on 910B), opt-in: a core's stores leave by
   // MTE3's own UB -> GM path beside its loads ([R] the platform ini rates ub_to_ddr apart from
   // ddr_rate) instead of sharing one GM port with them, and with no vector stage between a tile's

@@ -317,7 +317,14 @@ class VecModel : public OpModel {
       // Each row's reductions end in a wait before the row's next step can use the result
       // (vec_row_cycles, fitted per SoC: 910B2's last-axis Softmax of 2048 and 4097-element rows,
       // 43 rows a core, differ by 20 us where their element work differs by 2x; 950PR's fit: ~0).
-      if (k.row_waits) c.vec += double(units_core) * double(k.row_prog.size()) * p.vec_row_cycles;
+      // With rows_per_reduce_call > 1, a tile's rows share the calls, so the waits are per call.
+      double calls = double(units_core);
+      if (k.rows_per_reduce_call > 1 && fits && units_core > 0) {
+        const int64_t rt = std::min(rows_tile, units_core), per = k.rows_per_reduce_call;
+        const int64_t rest = units_core % rt;
+        calls = double(units_core / rt * cdiv(rt, per) + (rest ? cdiv(rest, per) : 0));
+      }
+      if (k.row_waits) c.vec += calls * double(k.row_prog.size()) * p.vec_row_cycles;
     }
     if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
       // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
@@ -644,6 +651,46 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   return std::make_shared<VecModel>(k, p);
 }
 
+namespace {
+// 910B runs SoftmaxV2 over the last axis as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp,
+// tbe/impl/dynamic/softmax_v2.py softmax_v2_compute: reduce_max, sub, exp, reduce_sum, div in fp32;
+// bf16 cast to fp32 first, fp16 after the sub).  Its default tiling, as the NORM schedule's "normal"
+// case (every row in UB; longer rows take the workspace case, not transcribed: left as before):
+// - the fp32 elements a UB pass holds per live tensor (tbe/dsl/unify_schedule/vector/norm/
+//   norm_tilingcase.py, NormInfo._calc_coexisting_quantities_and_temp_buffer_size, COMMON_MODE):
+//   (UB - reduce temps - broadcast temp) / coexisting tensors, 32-byte aligned; 3 tensors (4 for fp16:
+//   its fp16 row max is broadcast by vnchwconv, one node more); temps: reduce_sum 8 blocks, reduce_max
+//   10 blocks in fp32 / 8 in fp16 (_correct_ub_size_by_reduce), the fp32 sum's last-axis broadcast by
+//   vnchwconv 256 + 1 blocks (__handle_unified_broadcast): 15648 fp32, 11736 fp16 elements of 192 KB;
+// - the rows over the cores (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo, JudgeCurDimSplitBlock):
+//   ceil(rows / cores) a core, at least a 32-byte block of output, one row a core when rows are fewer
+//   than cores and longer than a block;
+// - a core's rows over UB passes (norm.cc JudgeNormalCurDimSplitUb): as many as a pass holds, then
+//   evened out over the passes (ub_loop = ceil(rows / held), rows a pass = ceil(rows / ub_loop));
+// - its reductions ("entire_reduce", norm_schedule.py _calc_emit_insn) are called on a pass's rows at
+//   once: one call, and one wait, steps over up to 255 rows (the 8-bit repeat count) when a row is at
+//   most 255 blocks apart (the 8-bit repeat stride), else a call a row.
+// The pass is capped by the model's double-buffered UB (ub_fit, in build_spec); bufferNum stays 2
+// (the fit half's 910B2 Softmax of 4097-element rows overlaps its copies with the vector work).
+void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::string& dtype, const Platform& p) {
+  const int64_t blk = 32;
+  const bool half = dtype == "float16";
+  const int64_t temps = 8 * blk + (half ? 8 : 10) * blk + (256 + 1) * blk;
+  const int64_t pass_elems = (int64_t(p.ub) - temps) / (half ? 4 : 3) / blk * blk / 4;
+  const int64_t row_al = k.unit_elems;  // the row in 32-byte blocks of the input dtype
+  if (row_al > pass_elems || rows < 1) return;
+  const int64_t cores = p.vector_cores;
+  int64_t per_core = 1;
+  if (rows * row < blk / k.ds) per_core = rows;
+  else if (row <= blk / k.ds && rows < cores) per_core = std::min(rows, cdiv(blk / k.ds, row));
+  else if (row <= blk / k.ds || rows >= cores) per_core = std::max(cdiv(rows, cores), cdiv(blk / k.ds, row));
+  k.baseline_block_dim = cdiv(rows, per_core);
+  const int64_t passes = cdiv(per_core, pass_elems / row_al);
+  k.baseline_tile = cdiv(per_core, passes) * row_al;
+  k.rows_per_reduce_call = row_al * 4 <= 255 * blk ? 255 : 1;
+}
+}  // namespace
+
 std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   VecKernel k = start_kernel(op, p, op.kind);
   const std::string dtype = op.dtype;
@@ -697,6 +744,7 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
       k.sweeps_if_split = 3;
       k.split_rows = true;
       k.syncs = 2;
+      if (c220(p)) softmax_910b_tiling(k, outer, R, dtype, p);
     } else if (ln) {
       k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // mean, variance
       for (auto* a : {"Add", "Mul", "Muls", "Mul", "Add"}) k.elem_prog.push_back(api(a));
