@@ -670,13 +670,17 @@ namespace {
 // - its reductions ("entire_reduce", norm_schedule.py _calc_emit_insn) are called on a pass's rows at
 //   once: one call, and one wait, steps over up to 255 rows (the 8-bit repeat count) when a row is at
 //   most 255 blocks apart (the 8-bit repeat stride), else a call a row.
-// The pass is capped by the model's double-buffered UB (ub_fit, in build_spec); bufferNum stays 2
+// UB is counted as those tensors take it (4 bytes an element each, one buffer): at the model's
+// bufferNum 2, one tile-sized queue buffer and the rest as fp32 temporaries (ub_fit).  bufferNum stays 2
 // (the fit half's 910B2 Softmax of 4097-element rows overlaps its copies with the vector work).
 void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::string& dtype, const Platform& p) {
   const int64_t blk = 32;
   const bool half = dtype == "float16";
+  const int64_t tensors = half ? 4 : 3;
+  k.ub_buffers = 1;
+  k.temp_fp32 = int(tensors) - k.ds / 2;  // 2 x ub_buffers x ds + 4 x temp_fp32 = 4 x tensors bytes
   const int64_t temps = 8 * blk + (half ? 8 : 10) * blk + (256 + 1) * blk;
-  const int64_t pass_elems = (int64_t(p.ub) - temps) / (half ? 4 : 3) / blk * blk / 4;
+  const int64_t pass_elems = (int64_t(p.ub) - temps) / tensors / blk * blk / 4;
   const int64_t row_al = k.unit_elems;  // the row in 32-byte blocks of the input dtype
   if (row_al > pass_elems || rows < 1) return;
   const int64_t cores = p.vector_cores;
@@ -744,7 +748,6 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
       k.sweeps_if_split = 3;
       k.split_rows = true;
       k.syncs = 2;
-      if (c220(p)) softmax_910b_tiling(k, outer, R, dtype, p);
     } else if (ln) {
       k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // mean, variance
       for (auto* a : {"Add", "Mul", "Muls", "Mul", "Add"}) k.elem_prog.push_back(api(a));
@@ -821,6 +824,7 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   k.in_bytes = k.ds;
   k.ub_buffers = 2;
   k.temp_fp32 = f32 && k.ds != 4 ? 2 : 1;
+  if (sm && inner == 1 && c220(p)) softmax_910b_tiling(k, outer, R, dtype, p);
   const double n = double(numel(x));
   k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes;
   fuse_elementwise(k, op, cd, 1.0, n, k.out_bytes > 0 ? n : double(outer) * inner, k.out_bytes > 0,
