@@ -614,6 +614,7 @@ def test_softmax_910b_follows_the_tbe_norm_tiling_and_reduces_a_pass_of_rows_per
             cores, per_pass = _tbe_softmax_910b(rows, row)
             model_pass = min(t["tileLen"] // (-(-row // 16) * 16), -(-rows // est.breakdown["cores_used"]))
             assert (est.breakdown["cores_used"], model_pass) == (cores, per_pass), shape
+            assert t["bufferNum"] == 1, shape  # a dynamic-shape NORM build does not double-buffer
     # A pass's short rows share their reduce calls and waits (up to 255 rows a call): the same 4M fp32
     # elements in rows of 64 cost about what they cost in rows of 1024 (a wait a row: 6.4x before).
     short, long_ = ([[65536, 64]], [[4096, 1024]])

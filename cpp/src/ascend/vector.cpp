@@ -670,15 +670,21 @@ namespace {
 // - its reductions ("entire_reduce", norm_schedule.py _calc_emit_insn) are called on a pass's rows at
 //   once: one call, and one wait, steps over up to 255 rows (the 8-bit repeat count) when a row is at
 //   most 255 blocks apart (the 8-bit repeat stride), else a call a row.
-// UB is counted as those tensors take it (4 bytes an element each, one buffer): at the model's
-// bufferNum 2, one tile-sized queue buffer and the rest as fp32 temporaries (ub_fit).  bufferNum stays 2
-// (the fit half's 910B2 Softmax of 4097-element rows overlaps its copies with the vector work).
+// UB is counted as those tensors take it (4 bytes an element each, single-buffered): the input and
+// output queue buffers and the rest as fp32 temporaries (ub_fit at bufferNum 1).
+// - single-buffered: the binary kernels aclnn launches are built for dynamic shapes (opp tbe/kernel/
+//   config/ascend910b/softmax_v2.json: "opMode": "dynamic", shape [-2]), and the NORM tiling cases of a
+//   dynamic build never enable double buffering (norm_tilingcase.py: is_enable_db is set only by
+//   _gen_const_tiling_case); a pass's vector work waits for its load, its store goes beside the next
+//   load (store_beside_load).  (Refit on the fit half, bench_measured.py --fit: the per-row wait
+//   vec_row_cycles drops from 123 to 0 cycles, the fit error stays 6.9%: the wait stood for the copies
+//   a single-buffered pass does not overlap.)
 void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::string& dtype, const Platform& p) {
   const int64_t blk = 32;
   const bool half = dtype == "float16";
   const int64_t tensors = half ? 4 : 3;
-  k.ub_buffers = 1;
-  k.temp_fp32 = int(tensors) - k.ds / 2;  // 2 x ub_buffers x ds + 4 x temp_fp32 = 4 x tensors bytes
+  k.ub_buffers = 2;
+  k.temp_fp32 = int(tensors) - k.ds / 2;  // ub_buffers x ds + 4 x temp_fp32 = 4 x tensors bytes
   const int64_t temps = 8 * blk + (half ? 8 : 10) * blk + (256 + 1) * blk;
   const int64_t pass_elems = (int64_t(p.ub) - temps) / tensors / blk * blk / 4;
   const int64_t row_al = k.unit_elems;  // the row in 32-byte blocks of the input dtype
@@ -692,6 +698,8 @@ void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::str
   const int64_t passes = cdiv(per_core, pass_elems / row_al);
   k.baseline_tile = cdiv(per_core, passes) * row_al;
   k.rows_per_reduce_call = row_al * 4 <= 255 * blk ? 255 : 1;
+  k.baseline_buffer_num = 1;
+  k.store_beside_load = true;
 }
 }  // namespace
 
