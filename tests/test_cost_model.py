@@ -624,6 +624,13 @@ def test_softmax_910b_follows_the_tbe_norm_tiling_and_reduces_a_pass_of_rows_per
     assert times[0] < 1.25 * times[1]
     tuned = an.tune_op("Softmax", short, "float32", "Ascend910B2", attrs={"axis": -1})
     assert tuned.time_us <= times[0]
+    # Rows past a UB pass (NORM's workspace case): even chunks of a pass, and exp kept in an fp32 GM
+    # workspace: x read twice, the workspace written once and read twice (for the sum and the div).
+    rows, row = 8, 65536
+    t = an.baseline_tiling("Softmax", [[rows, row]], "float16", "Ascend910B2", attrs={"axis": -1})
+    b = an.estimate("Softmax", [[rows, row]], "float16", "Ascend910B2", t, attrs={"axis": -1}).breakdown
+    assert t["tileLen"] == 13120  # ceil(65536 / 5 chunks of at most 16328) in 16-element blocks
+    assert (b["gm_read_bytes"], b["gm_write_bytes"]) == (rows * row * (2 * 2 + 2 * 4), rows * row * (2 + 4))
 
 
 def test_softmax_over_a_leading_axis_spreads_its_inner_axis_over_every_vector_core():

@@ -128,6 +128,10 @@ struct VecKernel {
   std::vector<VecStep> elem_prog;   // per element
   std::vector<VecStep> row_prog;    // per unit (reduce APIs: repeats per row)
   int sweeps_if_split = 1;          // GM passes when a unit does not fit one tile
+  // Units that do not fit a tile (opt-in, 910B's TBE Softmax, vector.cpp): split_ws_reads of those
+  // passes read a GM workspace of split_ws_bytes an element, written once, instead of the input.
+  double split_ws_bytes = 0;
+  int split_ws_reads = 0;
   double run_in = 0, run_out = 0;   // contiguous run in GM (0: the whole tile)
   double pitch_in = 0;              // GM bytes from one input run's row to the next (0: runs back to back)
   int transpose_side = 0;           // >0: runs limited by the square tile side

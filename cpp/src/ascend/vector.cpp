@@ -223,9 +223,10 @@ class VecModel : public OpModel {
     const double tile_elems = std::min(double(tile), k.unit_per_tile ? row_elems : elems_core);
     // GM bytes per core, charged by burst.
     c.read = elems_core * k.in_bytes * sweeps;
+    if (sweeps > 1) c.read += elems_core * k.split_ws_reads * (k.split_ws_bytes - k.in_bytes);
     // Split rows also write their partial results (and read them back).
     c.write = elems_core * k.out_bytes + units_core * k.out_bytes_per_unit * (splitR ? 2 : 1) +
-              (splitR ? double(units_core) * 8 * k.syncs : 0);
+              (splitR ? double(units_core) * 8 * k.syncs : 0) + (sweeps > 1 ? elems_core * k.split_ws_bytes : 0);
     double rin = k.run_in, rout = k.run_out;
     if (k.transpose_side) {
       double side = 16;
@@ -655,7 +656,7 @@ namespace {
 // 910B runs SoftmaxV2 over the last axis as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp,
 // tbe/impl/dynamic/softmax_v2.py softmax_v2_compute: reduce_max, sub, exp, reduce_sum, div in fp32;
 // bf16 cast to fp32 first, fp16 after the sub).  Its default tiling, as the NORM schedule's "normal"
-// case (every row in UB; longer rows take the workspace case, not transcribed: left as before):
+// case (every row in UB; longer rows: the workspace case, below):
 // - the fp32 elements a UB pass holds per live tensor (tbe/dsl/unify_schedule/vector/norm/
 //   norm_tilingcase.py, NormInfo._calc_coexisting_quantities_and_temp_buffer_size, COMMON_MODE):
 //   (UB - reduce temps - broadcast temp) / coexisting tensors, 32-byte aligned; 3 tensors (4 for fp16:
@@ -688,18 +689,37 @@ void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::str
   const int64_t temps = 8 * blk + (half ? 8 : 10) * blk + (256 + 1) * blk;
   const int64_t pass_elems = (int64_t(p.ub) - temps) / tensors / blk * blk / 4;
   const int64_t row_al = k.unit_elems;  // the row in 32-byte blocks of the input dtype
-  if (row_al > pass_elems || rows < 1) return;
+  if (rows < 1) return;
+  k.baseline_buffer_num = 1;
+  k.store_beside_load = true;
   const int64_t cores = p.vector_cores;
   int64_t per_core = 1;
   if (rows * row < blk / k.ds) per_core = rows;
   else if (row <= blk / k.ds && rows < cores) per_core = std::min(rows, cdiv(blk / k.ds, row));
   else if (row <= blk / k.ds || rows >= cores) per_core = std::max(cdiv(rows, cores), cdiv(blk / k.ds, row));
   k.baseline_block_dim = cdiv(rows, per_core);
+  if (row_al > pass_elems) {
+    // The workspace case (norm.cc IsNeedWorkspace: the aligned row over the pass), the same core split
+    // (GetWorkspaceBlockTilingInfo).  The row goes through UB in even chunks of what a pass holds
+    // (JudgeWorkspaceCurDimSplitUb; WORKSPACE_MODE's UB: 3 tensors, no broadcast temp, a block per
+    // reduce).  exp(x - max), read by reduce_sum and by the div, has a reduce among its producers and is
+    // kept in a GM workspace in fp32 (norm_tilingcase.py find_workspace_tensor,
+    // _judge_workspace_or_cache_clone); the schedule's sub-graphs end at the reductions and the
+    // workspace, so a row takes 4 GM passes: x for the max, x for exp (written), the workspace for the
+    // sum, the workspace for the div.  A chunk as long as the row is taken as two: the model sweeps a
+    // row only when it spans tiles.
+    const int64_t ws_elems = (int64_t(p.ub) - (8 + (half ? 8 : 10)) * blk - 2 * blk) / 3 / blk * blk / 4;
+    const int64_t chunks = std::max<int64_t>(2, cdiv(row, ws_elems));
+    k.temp_fp32 = 3 - k.ds / 2;  // 3 tensors (the fp16 max is not broadcast by vnchwconv here)
+    k.baseline_tile = align_up(cdiv(row, chunks), blk / k.ds);
+    k.sweeps_if_split = 4;
+    k.split_ws_bytes = 4;
+    k.split_ws_reads = 2;
+    return;
+  }
   const int64_t passes = cdiv(per_core, pass_elems / row_al);
   k.baseline_tile = cdiv(per_core, passes) * row_al;
   k.rows_per_reduce_call = row_al * 4 <= 255 * blk ? 255 : 1;
-  k.baseline_buffer_num = 1;
-  k.store_beside_load = true;
 }
 }  // namespace
 
