@@ -588,6 +588,51 @@ def test_growing_random_matmuls_never_makes_their_optimum_much_faster():
     assert worst > 0.97  # what is left: how UnitFlag and the L0C buffers overlap the write-out (<= 2.1% in 300 pairs)
 
 
+def _tbe_softmax_910b(rows, row):
+    """CANN 8.1.RC1's TBE NORM tiling of an fp16 last-axis SoftmaxV2 on 910B: (cores, rows a UB pass).
+    canndev op_tiling/norm.cc GetBlockTilingInfo / JudgeNormalCurDimSplitUb; 11736 elements a pass from
+    norm_tilingcase.py's coexisting tensors (4 fp32 tensors in 192 KB less the reduce/broadcast temps)."""
+    block, cores = 16, 48
+    row_al = -(-row // block) * block
+    if rows >= cores or row <= block:
+        per_core = max(-(-rows // cores), -(-block // row))
+    else:
+        per_core = 1
+    per_core = min(per_core, rows)
+    passes = -(-per_core // (11736 // row_al))
+    return -(-rows // per_core), -(-per_core // passes)
+
+
+def test_softmax_910b_follows_the_tbe_norm_tiling_and_reduces_a_pass_of_rows_per_call():
+    # Cores and rows a UB pass as CANN's NORM schedule takes them (vector.cpp softmax_910b_tiling): the
+    # model before held one row a tile for rows of 64..4096 (62 of 144 grid cases off).
+    for rows in (7, 300, 4096, 65536):
+        for row in (8, 17, 64, 1000, 2048, 4001):
+            shape = [[rows, row]]
+            t = an.baseline_tiling("Softmax", shape, "float16", "Ascend910B2", attrs={"axis": -1})
+            est = an.estimate("Softmax", shape, "float16", "Ascend910B2", t, attrs={"axis": -1})
+            cores, per_pass = _tbe_softmax_910b(rows, row)
+            model_pass = min(t["tileLen"] // (-(-row // 16) * 16), -(-rows // est.breakdown["cores_used"]))
+            assert (est.breakdown["cores_used"], model_pass) == (cores, per_pass), shape
+            assert t["bufferNum"] == 1, shape  # a dynamic-shape NORM build does not double-buffer
+    # A pass's short rows share their reduce calls and waits (up to 255 rows a call): the same 4M fp32
+    # elements in rows of 64 cost about what they cost in rows of 1024 (a wait a row: 6.4x before).
+    short, long_ = ([[65536, 64]], [[4096, 1024]])
+    times = [an.estimate("Softmax", s, "float32", "Ascend910B2",
+                         an.baseline_tiling("Softmax", s, "float32", "Ascend910B2", attrs={"axis": -1}),
+                         attrs={"axis": -1}).time_us for s in (short, long_)]
+    assert times[0] < 1.25 * times[1]
+    tuned = an.tune_op("Softmax", short, "float32", "Ascend910B2", attrs={"axis": -1})
+    assert tuned.time_us <= times[0]
+    # Rows past a UB pass (NORM's workspace case): even chunks of a pass, and exp kept in an fp32 GM
+    # workspace: x read twice, the workspace written once and read twice (for the sum and the div).
+    rows, row = 8, 65536
+    t = an.baseline_tiling("Softmax", [[rows, row]], "float16", "Ascend910B2", attrs={"axis": -1})
+    b = an.estimate("Softmax", [[rows, row]], "float16", "Ascend910B2", t, attrs={"axis": -1}).breakdown
+    assert t["tileLen"] == 13120  # ceil(65536 / 5 chunks of at most 16328) in 16-element blocks
+    assert (b["gm_read_bytes"], b["gm_write_bytes"]) == (rows * row * (2 * 2 + 2 * 4), rows * row * (2 + 4))
+
+
 def test_softmax_over_a_leading_axis_spreads_its_inner_axis_over_every_vector_core():
     # CANN's SoftmaxV2 ARA tiling (ops-nn softmax_v2_ara_recompute_tiling.cpp): the inner axis in
     # 32-byte blocks, ceil(129 blocks / 64 cores) = 3 per unit: 43 units of 48 fp16 columns.  The

@@ -128,6 +128,10 @@ struct VecKernel {
   std::vector<VecStep> elem_prog;   // per element
   std::vector<VecStep> row_prog;    // per unit (reduce APIs: repeats per row)
   int sweeps_if_split = 1;          // GM passes when a unit does not fit one tile
+  // Units that do not fit a tile (opt-in, 910B's TBE Softmax, vector.cpp): split_ws_reads of those
+  // passes read a GM workspace of split_ws_bytes an element, written once, instead of the input.
+  double split_ws_bytes = 0;
+  int split_ws_reads = 0;
   double run_in = 0, run_out = 0;   // contiguous run in GM (0: the whole tile)
   double pitch_in = 0;              // GM bytes from one input run's row to the next (0: runs back to back)
   int transpose_side = 0;           // >0: runs limited by the square tile side
@@ -157,6 +161,9 @@ struct VecKernel {
   // Each row's row_prog reductions end in a scalar wait (Platform::vec_row_cycles); false for
   // kernels that reduce a tile of rows per API call (moe_routing.cpp's MoeGatingTopKSoftmax).
   bool row_waits = true;
+  // Rows one reduce call (and its wait) covers, opt-in (910B's TBE Softmax, vector.cpp): a call's
+  // repeats step from row to row in a UB tile.  1: a call and a wait per row.
+  int64_t rows_per_reduce_call = 1;
   // Copy-only kernels (moe_routing.cpp's MoeReRouting on 910B), opt-in: a core's stores leave by
   // MTE3's own UB -> GM path beside its loads ([R] the platform ini rates ub_to_ddr apart from
   // ddr_rate) instead of sharing one GM port with them, and with no vector stage between a tile's

@@ -223,9 +223,10 @@ class VecModel : public OpModel {
     const double tile_elems = std::min(double(tile), k.unit_per_tile ? row_elems : elems_core);
     // GM bytes per core, charged by burst.
     c.read = elems_core * k.in_bytes * sweeps;
+    if (sweeps > 1) c.read += elems_core * k.split_ws_reads * (k.split_ws_bytes - k.in_bytes);
     // Split rows also write their partial results (and read them back).
     c.write = elems_core * k.out_bytes + units_core * k.out_bytes_per_unit * (splitR ? 2 : 1) +
-              (splitR ? double(units_core) * 8 * k.syncs : 0);
+              (splitR ? double(units_core) * 8 * k.syncs : 0) + (sweeps > 1 ? elems_core * k.split_ws_bytes : 0);
     double rin = k.run_in, rout = k.run_out;
     if (k.transpose_side) {
       double side = 16;
@@ -317,7 +318,14 @@ class VecModel : public OpModel {
       // Each row's reductions end in a wait before the row's next step can use the result
       // (vec_row_cycles, fitted per SoC: 910B2's last-axis Softmax of 2048 and 4097-element rows,
       // 43 rows a core, differ by 20 us where their element work differs by 2x; 950PR's fit: ~0).
-      if (k.row_waits) c.vec += double(units_core) * double(k.row_prog.size()) * p.vec_row_cycles;
+      // With rows_per_reduce_call > 1, a tile's rows share the calls, so the waits are per call.
+      double calls = double(units_core);
+      if (k.rows_per_reduce_call > 1 && fits && units_core > 0) {
+        const int64_t rt = std::min(rows_tile, units_core), per = k.rows_per_reduce_call;
+        const int64_t rest = units_core % rt;
+        calls = double(units_core / rt * cdiv(rt, per) + (rest ? cdiv(rest, per) : 0));
+      }
+      if (k.row_waits) c.vec += calls * double(k.row_prog.size()) * p.vec_row_cycles;
     }
     if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
       // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
@@ -644,6 +652,77 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   return std::make_shared<VecModel>(k, p);
 }
 
+namespace {
+// 910B runs SoftmaxV2 over the last axis as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp,
+// tbe/impl/dynamic/softmax_v2.py softmax_v2_compute: reduce_max, sub, exp, reduce_sum, div in fp32;
+// bf16 cast to fp32 first, fp16 after the sub).  Its default tiling, as the NORM schedule's "normal"
+// case (every row in UB; longer rows: the workspace case, below):
+// - the fp32 elements a UB pass holds per live tensor (tbe/dsl/unify_schedule/vector/norm/
+//   norm_tilingcase.py, NormInfo._calc_coexisting_quantities_and_temp_buffer_size, COMMON_MODE):
+//   (UB - reduce temps - broadcast temp) / coexisting tensors, 32-byte aligned; 3 tensors (4 for fp16:
+//   its fp16 row max is broadcast by vnchwconv, one node more); temps: reduce_sum 8 blocks, reduce_max
+//   10 blocks in fp32 / 8 in fp16 (_correct_ub_size_by_reduce), the fp32 sum's last-axis broadcast by
+//   vnchwconv 256 + 1 blocks (__handle_unified_broadcast): 15648 fp32, 11736 fp16 elements of 192 KB;
+// - the rows over the cores (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo, JudgeCurDimSplitBlock):
+//   ceil(rows / cores) a core, at least a 32-byte block of output, one row a core when rows are fewer
+//   than cores and longer than a block;
+// - a core's rows over UB passes (norm.cc JudgeNormalCurDimSplitUb): as many as a pass holds, then
+//   evened out over the passes (ub_loop = ceil(rows / held), rows a pass = ceil(rows / ub_loop));
+// - its reductions ("entire_reduce", norm_schedule.py _calc_emit_insn) are called on a pass's rows at
+//   once: one call, and one wait, steps over up to 255 rows (the 8-bit repeat count) when a row is at
+//   most 255 blocks apart (the 8-bit repeat stride), else a call a row.
+// UB is counted as those tensors take it (4 bytes an element each, single-buffered): the input and
+// output queue buffers and the rest as fp32 temporaries (ub_fit at bufferNum 1).
+// - single-buffered: the binary kernels aclnn launches are built for dynamic shapes (opp tbe/kernel/
+//   config/ascend910b/softmax_v2.json: "opMode": "dynamic", shape [-2]), and the NORM tiling cases of a
+//   dynamic build never enable double buffering (norm_tilingcase.py: is_enable_db is set only by
+//   _gen_const_tiling_case); a pass's vector work waits for its load, its store goes beside the next
+//   load (store_beside_load).  (Refit on the fit half, bench_measured.py --fit: the per-row wait
+//   vec_row_cycles drops from 123 to 0 cycles, the fit error stays 6.9%: the wait stood for the copies
+//   a single-buffered pass does not overlap.)
+void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::string& dtype, const Platform& p) {
+  const int64_t blk = 32;
+  const bool half = dtype == "float16";
+  const int64_t tensors = half ? 4 : 3;
+  k.ub_buffers = 2;
+  k.temp_fp32 = int(tensors) - k.ds / 2;  // ub_buffers x ds + 4 x temp_fp32 = 4 x tensors bytes
+  const int64_t temps = 8 * blk + (half ? 8 : 10) * blk + (256 + 1) * blk;
+  const int64_t pass_elems = (int64_t(p.ub) - temps) / tensors / blk * blk / 4;
+  const int64_t row_al = k.unit_elems;  // the row in 32-byte blocks of the input dtype
+  if (rows < 1) return;
+  k.baseline_buffer_num = 1;
+  k.store_beside_load = true;
+  const int64_t cores = p.vector_cores;
+  int64_t per_core = 1;
+  if (rows * row < blk / k.ds) per_core = rows;
+  else if (row <= blk / k.ds && rows < cores) per_core = std::min(rows, cdiv(blk / k.ds, row));
+  else if (row <= blk / k.ds || rows >= cores) per_core = std::max(cdiv(rows, cores), cdiv(blk / k.ds, row));
+  k.baseline_block_dim = cdiv(rows, per_core);
+  if (row_al > pass_elems) {
+    // The workspace case (norm.cc IsNeedWorkspace: the aligned row over the pass), the same core split
+    // (GetWorkspaceBlockTilingInfo).  The row goes through UB in even chunks of what a pass holds
+    // (JudgeWorkspaceCurDimSplitUb; WORKSPACE_MODE's UB: 3 tensors, no broadcast temp, a block per
+    // reduce).  exp(x - max), read by reduce_sum and by the div, has a reduce among its producers and is
+    // kept in a GM workspace in fp32 (norm_tilingcase.py find_workspace_tensor,
+    // _judge_workspace_or_cache_clone); the schedule's sub-graphs end at the reductions and the
+    // workspace, so a row takes 4 GM passes: x for the max, x for exp (written), the workspace for the
+    // sum, the workspace for the div.  A chunk as long as the row is taken as two: the model sweeps a
+    // row only when it spans tiles.
+    const int64_t ws_elems = (int64_t(p.ub) - (8 + (half ? 8 : 10)) * blk - 2 * blk) / 3 / blk * blk / 4;
+    const int64_t chunks = std::max<int64_t>(2, cdiv(row, ws_elems));
+    k.temp_fp32 = 3 - k.ds / 2;  // 3 tensors (the fp16 max is not broadcast by vnchwconv here)
+    k.baseline_tile = align_up(cdiv(row, chunks), blk / k.ds);
+    k.sweeps_if_split = 4;
+    k.split_ws_bytes = 4;
+    k.split_ws_reads = 2;
+    return;
+  }
+  const int64_t passes = cdiv(per_core, pass_elems / row_al);
+  k.baseline_tile = cdiv(per_core, passes) * row_al;
+  k.rows_per_reduce_call = row_al * 4 <= 255 * blk ? 255 : 1;
+}
+}  // namespace
+
 std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   VecKernel k = start_kernel(op, p, op.kind);
   const std::string dtype = op.dtype;
@@ -773,6 +852,7 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   k.in_bytes = k.ds;
   k.ub_buffers = 2;
   k.temp_fp32 = f32 && k.ds != 4 ? 2 : 1;
+  if (sm && inner == 1 && c220(p)) softmax_910b_tiling(k, outer, R, dtype, p);
   const double n = double(numel(x));
   k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes;
   fuse_elementwise(k, op, cd, 1.0, n, k.out_bytes > 0 ? n : double(outer) * inner, k.out_bytes > 0,
