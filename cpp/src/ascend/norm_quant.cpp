@@ -34,6 +34,16 @@ namespace {
 // left 910B2 over-predicted as rows per core grew).  Inner split: chosen on case id % 8 == 0, the
 // % 8 == 4 records score 0.168 (0.190 before); chosen on % 8 == 4, the % 8 == 0 ones 0.186 (0.193).
 // (910B's one-row DynamicQuant has no scalar round trip: kPipeDrain below replaces it there.)
+// Round 9: 910B's AddRmsNormDynamicQuant NORMAL / SINGLE_ROW charge their per-row chains from the kernel
+// (arndq_row_quant: ReduceSumHalfInterval, ReduceMaxInplace's dependent repeats and barriers) and each of
+// their two scalar round trips (the rstd's, the abs-max's) at kRowScalarNorm, not kRowScalarQuant:
+// re-checked on 910B2's fit half with that, kRowScalarNorm over {160 .. 320} scores its seven 910B2
+// records (AddRmsNormDynamicQuant x 3, RmsNorm x 3, GroupNorm) a mean |log| of 0.081 (160), 0.077
+// (200-240, flat), 0.085 (280), 0.095 (320): kept.  kRowScalarQuant then binds no 910B2 fit-half record
+// (set to 0, none moves): its 910B users are the templates not transcribed yet, AddRmsNormDynamicQuant's
+// SLICE_D, whose one fit-half record is bound by its GM reads, and DynamicQuant's TILING_KEY 0/1 and 6,
+// which no fit-half record takes; it stays as fitted for them and for the 950 generation's
+// AddRmsNormDynamicQuant, whose five fit-half 950PR records it moves.
 constexpr double kRowScalarQuant = 450.0;
 constexpr double kRowScalarNorm = 240.0;
 constexpr double kRowChainRegbase = 100.0;
@@ -60,12 +70,13 @@ constexpr double kPipeDrain = 14.0;
 // of the whole pipe and its issue sync (kPipeDrain).  [F] chosen on the fit half (case id % 4 == 0) of
 // shared/reference/measured_ops/cann_bench_calibration.json only, with the kernel single-buffered as CANN's
 // and its per-row chains charged (arndq_row_quant): 910B2's three NORMAL records ([2048, 8192] bf16,
-// [4093, 4093] bf16, [2048, 4096] fp16) at 0.999, 0.993, 1.031x the measured time at 6 cycles (mean |log|
-// 0.013; 0.053 before, double-buffered; at 14, kPipeDrain: 1.16, 1.13, 1.17x; over 4..8: 0.959..1.067x).  Inner split:
-// chosen on case id % 8 == 0 ([2048, 8192], 6), the % 8 == 4 records score 0.019 (0.019 before); chosen on
-// % 8 == 4 (5-6), the % 8 == 0 one 0.001-0.021 (0.120 before).  (DynamicQuant's one-row template charges
-// the same Max chain at kPipeDrain a repeat on top of its repeats priced as WholeReduceSum's, as fitted
-// there; its fit half wants 14 or more with that pricing: not unified here.)
+// [4093, 4093] bf16, [2048, 4096] fp16) at 0.999, 0.993, 1.031x the measured time at 6 cycles (mean
+// |log| 0.013; 0.053 double-buffered before; at 14, kPipeDrain: 1.16, 1.13, 1.17x; over 4 .. 8: 0.96 ..
+// 1.07x).  Inner split: chosen on case id % 8 == 0 ([2048, 8192], 6), the % 8 == 4 records score 0.019
+// (0.019 before); chosen on % 8 == 4 (5-6), the % 8 == 0 one 0.001-0.021 (0.120 before).
+// (DynamicQuant's one-row template charges the same Max chain at kPipeDrain a repeat, on top of its
+// repeats priced as WholeReduceSum's, as fitted there: its fit half wants 14 or more with that pricing,
+// 0.88, 0.89, 0.98, 1.08x at 14 against 0.79, 0.76, 0.92, 0.91x at 6.  Not unified here.)
 constexpr double kDependentRepeat = 6.0;
 
 // RmsNorm with 16-bit x and a float32 gamma (input_dtypes), CANN's mixed-dtype tiling on 910B
@@ -176,6 +187,15 @@ bool rms_performance(const OpDesc& op, const Platform& p) {
          x.back() <= 5120;
 }
 
+// The rows a NORMAL pass of AddRmsNormDynamicQuant's 910B tiling (below) for rows of h: rowStep, at most 16;
+// 0: SINGLE_ROW's one row; -1: neither, SLICE_D.
+int64_t quant_910b_row_step(const Platform& p, int64_t h) {
+  const int64_t ha = align_up(h, 32), ub = int64_t(p.ub);
+  const int64_t row_step = (ub - 3 * ha * 2 - 768) / (16 * ha + 8);
+  if (row_step >= 1) return std::min<int64_t>(16, row_step);
+  return 16 * ha + 2 * 128 * 4 <= ub ? 0 : -1;
+}
+
 // AddRmsNormDynamicQuant's 910B tiling and kernels ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/
 // op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp, op_kernel/add_rms_norm_dynamic_quant_*_kernel.h) on
 // the kernel `k` of make_rms_norm.  The tiling counts 2 bytes an element whatever x is (dtSize_ SIZEOF_B16)
@@ -194,16 +214,9 @@ bool rms_performance(const OpDesc& op, const Platform& p) {
 // NORMAL and SINGLE_ROW the next pass cannot load early: the quantisation takes inRowsQue as its scratch
 // (normal_kernel.h doQuant1withFlag AllocTensor, single_row_kernel.h ComputeDynamicQuant DeQue), so a
 // pass's load waits for the pass before to finish computing; only its store (outRowsQue / yQue) runs
-// beside the next load.  So here (the per-row chains of arndq_row_chains charged).
+// beside the next load: single-buffered here too, a pass loading, then computing, its store beside the next
+// load (the per-row chains charged by make_rms_norm and arndq_row_quant).
 // Returns SLICE_D's GM bytes read per element and sweep (0 for the whole-row templates).
-// Whether the 910B tiling above takes a whole-row template (NORMAL or SINGLE_ROW) for rows of h; the
-// rows a NORMAL pass (0: SINGLE_ROW's one, -1: neither, SLICE_D).
-int64_t quant_910b_row_step(const Platform& p, int64_t h) {
-  const int64_t ha = align_up(h, 32), ub = int64_t(p.ub);
-  const int64_t row_step = (ub - 3 * ha * 2 - 768) / (16 * ha + 8);
-  if (row_step >= 1) return std::min<int64_t>(16, row_step);
-  return 16 * ha + 2 * 128 * 4 <= ub ? 0 : -1;
-}
 double quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_outs) {
   const int64_t hal = align_up(h, 32 / k.ds), row_step = quant_910b_row_step(p, h);
   k.baseline_block_dim = cdiv(k.units, cdiv(k.units, p.vector_cores));
@@ -345,7 +358,7 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   const bool add_split_d = op.kind == "AddRmsNorm" && !regbase(p) && h > (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16);
   const VecCost add_cost = vec_api_cost("Add"), wrs_cost = vec_api_cost("WholeReduceSum");
   // AddRmsNormDynamicQuant's whole-row templates on 910B (quant_910b_tiling), their per-row chains charged
-  // from the kernel's instruction sequence (arndq rows below).
+  // from the kernel's instruction sequence (below and arndq_row_quant).
   const bool arndq_rows = quant && !regbase(p) && quant_910b_row_step(p, h) >= 0;
   // ReduceSumHalfInterval over n fp32 elements ([S] hicann/ops-nn norm/rms_norm/op_kernel/reduce_common.h):
   // halving Adds (about one Add over n: the elementwise Add of the programs below), log2(n / 64)
@@ -383,8 +396,9 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
       // rms_norm_merge_n.h Compute): ReduceSumMultiN zeroes its accumulator (Duplicate, PipeBarrier),
       // then adds the pass's rows one 64-column block at a time, one Add (a repeat a row) and a
       // PipeBarrier per whole block, the tail's Add if any, then a PipeBarrier in either case (so
-      // 1 + full + 1 + 5 barriers in all), one WholeReduceSum call; the rstd
-      // of the pass's rows then comes by Muls, Adds, Sqrt, Duplicate and Div, with five PipeBarriers.
+      // 1 + full + 1 + 5 = full + 7 barriers in all, H a multiple of 64 or not: [S] rms_norm/op_kernel/
+      // reduce_common.h lines 35-44, the barrier after the tail outside its if), one WholeReduceSum
+      // call; the rstd of the pass's rows then comes by Muls, Adds, Sqrt, Duplicate and Div, with five PipeBarriers.
       // (Passes of over 255 rows, only at H <= 32 with CANN's rowFactor, repeat the block loop: not
       // charged.)  Calls: the Adds past the program's one and the two Duplicates (Add class).
       const double blocks = double(cdiv(h, 64)), full = double(h / 64);
