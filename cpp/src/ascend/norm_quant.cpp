@@ -34,6 +34,16 @@ namespace {
 // left 910B2 over-predicted as rows per core grew).  Inner split: chosen on case id % 8 == 0, the
 // % 8 == 4 records score 0.168 (0.190 before); chosen on % 8 == 4, the % 8 == 0 ones 0.186 (0.193).
 // (910B's one-row DynamicQuant has no scalar round trip: kPipeDrain below replaces it there.)
+// Round 9: 910B's AddRmsNormDynamicQuant NORMAL / SINGLE_ROW charge their per-row chains from the kernel
+// (arndq_row_quant: ReduceSumHalfInterval, ReduceMaxInplace's dependent repeats and barriers) and each of
+// their two scalar round trips (the rstd's, the abs-max's) at kRowScalarNorm, not kRowScalarQuant:
+// re-checked on 910B2's fit half with that, kRowScalarNorm over {160 .. 320} scores its seven 910B2
+// records (AddRmsNormDynamicQuant x 3, RmsNorm x 3, GroupNorm) a mean |log| of 0.081 (160), 0.077
+// (200-240, flat), 0.085 (280), 0.095 (320): kept.  kRowScalarQuant then binds no 910B2 fit-half record
+// (set to 0, none moves): its 910B users are the templates not transcribed yet, AddRmsNormDynamicQuant's
+// SLICE_D, whose one fit-half record is bound by its GM reads, and DynamicQuant's TILING_KEY 0/1 and 6,
+// which no fit-half record takes; it stays as fitted for them and for the 950 generation's
+// AddRmsNormDynamicQuant, whose five fit-half 950PR records it moves.
 constexpr double kRowScalarQuant = 450.0;
 constexpr double kRowScalarNorm = 240.0;
 constexpr double kRowChainRegbase = 100.0;
@@ -54,6 +64,20 @@ constexpr double kRowChainRegbase = 100.0;
 // |log| is 0.100 at 14 (0.094 with the old count), flat from 14 to 18 (0.086); chosen on % 8 == 0 (16-18),
 // the % 8 == 4 records score 0.107 (0.104 at 14); chosen on % 8 == 4 (13-14), % 8 == 0 0.116-0.094: kept.
 constexpr double kPipeDrain = 14.0;
+// AddRmsNormDynamicQuant's in-place abs-max on 910B (add_rms_norm_dynamic_quant_helper.h ReduceMaxInplace: one
+// Max over a row's repeats with the destination's and second source's repeat strides 0) makes each repeat
+// wait for the one before it: a result's latency through the vector pipe, without a PipeBarrier's drain
+// of the whole pipe and its issue sync (kPipeDrain).  [F] chosen on the fit half (case id % 4 == 0) of
+// shared/reference/measured_ops/cann_bench_calibration.json only, with the kernel single-buffered as CANN's
+// and its per-row chains charged (arndq_row_quant): 910B2's three NORMAL records ([2048, 8192] bf16,
+// [4093, 4093] bf16, [2048, 4096] fp16) at 0.999, 0.993, 1.031x the measured time at 6 cycles (mean
+// |log| 0.013; 0.053 double-buffered before; at 14, kPipeDrain: 1.16, 1.13, 1.17x; over 4 .. 8: 0.96 ..
+// 1.07x).  Inner split: chosen on case id % 8 == 0 ([2048, 8192], 6), the % 8 == 4 records score 0.019
+// (0.019 before); chosen on % 8 == 4 (5-6), the % 8 == 0 one 0.001-0.021 (0.120 before).
+// (DynamicQuant's one-row template charges the same Max chain at kPipeDrain a repeat, on top of its
+// repeats priced as WholeReduceSum's, as fitted there: its fit half wants 14 or more with that pricing,
+// 0.88, 0.89, 0.98, 1.08x at 14 against 0.79, 0.76, 0.92, 0.91x at 6.  Not unified here.)
+constexpr double kDependentRepeat = 6.0;
 
 // RmsNorm with 16-bit x and a float32 gamma (input_dtypes), CANN's mixed-dtype tiling on 910B
 // ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp isMixDtype, CalMixDtypeTiling).
@@ -163,6 +187,15 @@ bool rms_performance(const OpDesc& op, const Platform& p) {
          x.back() <= 5120;
 }
 
+// The rows a NORMAL pass of AddRmsNormDynamicQuant's 910B tiling (below) for rows of h: rowStep, at most 16;
+// 0: SINGLE_ROW's one row; -1: neither, SLICE_D.
+int64_t quant_910b_row_step(const Platform& p, int64_t h) {
+  const int64_t ha = align_up(h, 32), ub = int64_t(p.ub);
+  const int64_t row_step = (ub - 3 * ha * 2 - 768) / (16 * ha + 8);
+  if (row_step >= 1) return std::min<int64_t>(16, row_step);
+  return 16 * ha + 2 * 128 * 4 <= ub ? 0 : -1;
+}
+
 // AddRmsNormDynamicQuant's 910B tiling and kernels ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/
 // op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp, op_kernel/add_rms_norm_dynamic_quant_*_kernel.h) on
 // the kernel `k` of make_rms_norm.  The tiling counts 2 bytes an element whatever x is (dtSize_ SIZEOF_B16)
@@ -181,27 +214,19 @@ bool rms_performance(const OpDesc& op, const Platform& p) {
 // NORMAL and SINGLE_ROW the next pass cannot load early: the quantisation takes inRowsQue as its scratch
 // (normal_kernel.h doQuant1withFlag AllocTensor, single_row_kernel.h ComputeDynamicQuant DeQue), so a
 // pass's load waits for the pass before to finish computing; only its store (outRowsQue / yQue) runs
-// beside the next load.  The model nevertheless keeps NORMAL and SINGLE_ROW double-buffered wherever UB
-// holds a row twice (then fewer rows a pass than CANN's on some shapes), single-buffered with the store
-// beside the load only where it does not: the fit half decides it, its three 910B2 NORMAL records at
-// 0.97, 1.00, 1.13x the measured time double-buffered against 1.11, 1.16, 1.13x single-buffered (the
-// per-row constants kRowScalar* were fitted with this choice; a faithful single buffer wants them
-// refitted with the per-row abs-max and sum-of-squares chains, which are not charged yet).
+// beside the next load: single-buffered here too, a pass loading, then computing, its store beside the next
+// load (the per-row chains charged by make_rms_norm and arndq_row_quant).
 // Returns SLICE_D's GM bytes read per element and sweep (0 for the whole-row templates).
 double quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_outs) {
-  const int64_t ha = align_up(h, 32), ub = int64_t(p.ub), hal = align_up(h, 32 / k.ds);
-  const int64_t row_step = (ub - 3 * ha * 2 - 768) / (16 * ha + 8);
-  const bool single_row = row_step < 1 && 16 * ha + 2 * 128 * 4 <= ub;
+  const int64_t hal = align_up(h, 32 / k.ds), row_step = quant_910b_row_step(p, h);
   k.baseline_block_dim = cdiv(k.units, cdiv(k.units, p.vector_cores));
-  if (row_step >= 1 || single_row) {
-    k.baseline_tile = std::min<int64_t>(16, std::max<int64_t>(1, row_step)) * hal;
+  if (row_step >= 0) {
+    k.baseline_tile = std::max<int64_t>(1, row_step) * hal;
     k.ub_buffers = 4;  // the 16-bit rows of the queues (and smoothBuf) above
     k.temp_fp32 = 2;
-    if (single_row) k.bcast_reload_units = 1;
-    if (ub_fit(k, p).tile(2) < hal) {
-      k.baseline_buffer_num = 1;
-      k.store_beside_load = true;
-    }
+    if (row_step == 0) k.bcast_reload_units = 1;
+    k.baseline_buffer_num = 1;
+    k.store_beside_load = true;
     return 0;
   }
   // SLICE_D stays double-buffered here, its piece as far as UB holds two (8192, not 8864): in its slice
@@ -221,6 +246,42 @@ double quant_910b_tiling(VecKernel& k, const Platform& p, int64_t h, int quant_o
   // again per row (from L2).
   k.bcast_reload_units = 1;
   return (2.0 * k.ds + 8 + 8 * std::max(1, quant_outs)) / 3;
+}
+
+// AddRmsNormDynamicQuant's dynamic quantisation in its 910B whole-row templates, on the kernel `k` of
+// make_rms_norm after the rms norm, for each int8 output (one per smooth scale, one without; [S] hicann/
+// ops-nn norm/add_rms_norm_dynamic_quant/op_kernel/add_rms_norm_dynamic_quant_normal_kernel.h
+// doQuant1withFlag / doQuant2withFlag, lines 218-297, ScaleTensor lines 318-341; _single_row_kernel.h
+// ComputeDynamicQuant, ScaleTensor, lines 158-224):
+// - per row: y * smooth (Mul) or y * 1 (Muls), the in-place abs-max (add_rms_norm_dynamic_quant_helper.h
+//   ReduceMaxInplace, lines 108-127: one Max over the row's repeats after the first with the destination's
+//   and second source's repeat strides 0, so each repeat waits for the one before, a PipeBarrier; the
+//   remainder's Max and a PipeBarrier; one WholeReduceMax repeat and a PipeBarrier), then a V_S wait,
+//   GetValue, 127 / max and its inverse in the scalar unit, SetValue, an S_V wait (the round trip:
+//   kRowScalarNorm, as the rstd's), and Muls by the row's scale;
+// - per pass: Abs, the casts fp32 -> int32 -> half -> int8 (CAST_RINT, SetDeqScale, CAST_TRUNC), each
+//   behind a PipeBarrier, the smooth scale's cast.
+void arndq_row_quant(VecKernel& k, int64_t h, int quant_outs) {
+  const int64_t reps = h / 64;
+  const double max_chain = kDependentRepeat * double(std::max<int64_t>(0, reps - 1)) +
+                           kPipeDrain * double((reps > 1 ? 1 : 0) + (h % 64 ? 1 : 0) + 1);
+  const VecCost wrm = vec_api_cost("WholeReduceSum");  // WholeReduceMax: the same class
+  for (int q = 0; q < std::max(1, quant_outs); ++q) {
+    k.row_loop_prog.push_back(api(q < quant_outs ? "Mul" : "Muls"));  // * smooth, or * 1
+    k.row_loop_prog.push_back(api("Add"));                            // Max: the Add class
+    k.row_loop_prog.push_back(api("Muls"));                           // * 127 / max
+    k.elem_prog.push_back(api("Adds"));                               // Abs: the scalar-operand class
+    for (int i = 0; i < 3; ++i) k.elem_prog.push_back(cast_step(false));
+    k.row_scalar_cycles += kRowScalarNorm + max_chain + wrm.per_repeat + wrm.per_call;
+    stream_out(k, 1);
+  }
+  // Barriers a pass: after the casts up, the Add, the cast of x down, x^2, the rows' Muls and gamma's cast
+  // (normal_kernel.h AddX1X2, CopyOutX, ComputeRmsNorm); per output after the smooth scale's cast (if
+  // any) and the rows' Mul(s), Abs, ScaleTensor, the three casts and SetDeqScale; the casts' calls.
+  const int outs = std::max(1, quant_outs);
+  k.tile_cycles = kPipeDrain * double(6 + 7 * outs + quant_outs) +
+                  double(1 + quant_outs) * vec_api_cost("CastUp").per_call;
+  k.sweeps_if_split = 3;  // (a row split by a tuned tile: swept as the SLICE_D template's three passes)
 }
 
 // RmsNorm (x, gamma), AddRmsNorm (x1, x2, gamma), AddRmsNormDynamicQuant (x1, x2, gamma,
@@ -296,6 +357,9 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
   // DetermineModeParameters: numCol > ubFactor, not the aligned numCol).
   const bool add_split_d = op.kind == "AddRmsNorm" && !regbase(p) && h > (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16);
   const VecCost add_cost = vec_api_cost("Add"), wrs_cost = vec_api_cost("WholeReduceSum");
+  // AddRmsNormDynamicQuant's whole-row templates on 910B (quant_910b_tiling), their per-row chains charged
+  // from the kernel's instruction sequence (below and arndq_row_quant).
+  const bool arndq_rows = quant && !regbase(p) && quant_910b_row_step(p, h) >= 0;
   // ReduceSumHalfInterval over n fp32 elements ([S] hicann/ops-nn norm/rms_norm/op_kernel/reduce_common.h):
   // halving Adds (about one Add over n: the elementwise Add of the programs below), log2(n / 64)
   // calls each behind a PipeBarrier, then one repeat of WholeReduceSum.
@@ -332,8 +396,9 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
       // rms_norm_merge_n.h Compute): ReduceSumMultiN zeroes its accumulator (Duplicate, PipeBarrier),
       // then adds the pass's rows one 64-column block at a time, one Add (a repeat a row) and a
       // PipeBarrier per whole block, the tail's Add if any, then a PipeBarrier in either case (so
-      // 1 + full + 1 + 5 barriers in all), one WholeReduceSum call; the rstd
-      // of the pass's rows then comes by Muls, Adds, Sqrt, Duplicate and Div, with five PipeBarriers.
+      // 1 + full + 1 + 5 = full + 7 barriers in all, H a multiple of 64 or not: [S] rms_norm/op_kernel/
+      // reduce_common.h lines 35-44, the barrier after the tail outside its if), one WholeReduceSum
+      // call; the rstd of the pass's rows then comes by Muls, Adds, Sqrt, Duplicate and Div, with five PipeBarriers.
       // (Passes of over 255 rows, only at H <= 32 with CANN's rowFactor, repeat the block loop: not
       // charged.)  Calls: the Adds past the program's one and the two Duplicates (Add class).
       const double blocks = double(cdiv(h, 64)), full = double(h / 64);
@@ -392,16 +457,31 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.bcast_reload_units = 64;
     // (UB: gamma's slice beside x1, x2 and one output queue for x and y, outQueueY: the four
     // buffers stream_in / stream_out counted.)
+  } else if (arndq_rows) {
+    // AddRmsNormDynamicQuant's NORMAL and SINGLE_ROW rms norm on 910B ([S] hicann/ops-nn norm/
+    // add_rms_norm_dynamic_quant/op_kernel/add_rms_norm_dynamic_quant_normal_kernel.h ComputeRmsNorm,
+    // lines 164-205; _single_row_kernel.h ComputeRmsNorm, lines 125-156): x^2 over the pass, then per row
+    // ReduceSumHalfInterval (reduce_common.h lines 138-168: halving Adds, about one Add over the row, each
+    // behind a PipeBarrier, one WholeReduceSum repeat, a V_S wait and GetValue), the rstd in the scalar
+    // unit (1 / sqrt), an S_V wait (the round trip: kRowScalarNorm), Muls by it, and * gamma one Mul a
+    // row with a PipeBarrier after each.
+    k.elem_prog.push_back(api("Add"));
+    k.row_loop_prog.push_back(api("Muls"));  // * rstd
+    k.row_loop_prog.push_back(api("Mul"));   // * gamma
+    k.row_scalar_cycles = kRowScalarNorm + half_interval_cycles(h) + kPipeDrain;
   } else {
     k.row_prog.push_back(api("WholeReduceSum"));
     k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
     k.row_scalar_cycles = kRowScalarNorm;
   }
-  k.elem_prog.push_back(api("Mul"));       // * gamma
+  if (!arndq_rows) k.elem_prog.push_back(api("Mul"));  // * gamma
   k.bcast_bytes += double(h) * (mixed ? 4 : k.ds) * (1 + quant_outs);
   double unit_out = 4;  // rstd (float32) per row
   k.sweeps_if_split = 2;
-  if (quant) {
+  if (arndq_rows) {
+    arndq_row_quant(k, h, quant_outs);
+    unit_out = 4.0 * std::max(1, quant_outs);  // float32 scale per row and output (no rstd)
+  } else if (quant) {
     // One int8 output per smooth scale (one without): smooth Mul, |y|, row max, scale.
     for (int q = 0; q < std::max(1, quant_outs); ++q) {
       if (q < quant_outs) k.elem_prog.push_back(api("Mul"));
