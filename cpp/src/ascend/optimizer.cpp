@@ -239,6 +239,8 @@ std::shared_ptr<OpModel> make_foreach_norm(const OpDesc& op, const Platform& p) 
   return make_vec_model(k, p);
 }
 
+}  // namespace
+
 // 910B runs ApplyAdamW as a TBE elementwise kernel: hicann/ops-nn @ e5c3fa93 builds its Ascend C
 // optim/apply_adam_w for ascend950 only (op_host/apply_adam_w_def.cpp), and experimental/optim/
 // apply_adam_w (ascend910b) only with build.sh --experimental, so CANN's built-in package keeps the
@@ -251,6 +253,8 @@ int64_t tbe_elewise_cores(int64_t n, int ds, int64_t cores) {
   if (n < 32 / ds * cores * 2) return 1;
   return cdiv(n, cdiv(cdiv(n, cores), 128) * 128);
 }
+
+namespace {
 
 // AdamW on var, m, v with grad (torch_npu.npu_apply_adam_w order; max_grad_norm, the fifth
 // input, only with amsgrad): var, m and v are written back.  Per element, in fp32:
