@@ -558,6 +558,25 @@ int tbe_elewise_nodes(const std::string& kind) {
   return it == nodes.end() ? 0 : it->second;
 }
 
+// 910B's TBE Mish compute instruction by instruction (CANN 8.1.RC1 opp tbe/impl/dynamic/mish.py
+// mish_compute, the fp32 path: float16 is cast up whenever vmul takes float32, bfloat16 too):
+// tanh(softplus x) as two masked halves, x > 0 from e^-x and e^-2x, x <= 0 from e^x and e^2x,
+// each a vcmp, vmuls, vexp, vadds / vadd, vdiv and vsel, then their vadd and the vmul by x; each
+// instruction costed as its class in vec_program's recipes (compares and selects as Add).  The
+// model's recipe (Exp, Adds, Exp, Tanh, Mul) calls 7 instructions a tile where the kernel calls 23.
+// (Sigmoid's compute, sigmoid.py: -x, vexp, + 1, vdiv of a vector_dup'd 1, in float32 in the
+// default high_precision mode, scored worse on an inner split of the fit half than the model's
+// Sigmoid API in the input's lanes, and is not taken.)  Returns false for the other ops.
+bool tbe_elewise_program(const std::string& o, const std::string& cd, std::vector<VecStep>& prog) {
+  if (o != "Mish") return false;
+  if (cd != "float32") prog.push_back({vec_api_cost("CastUp"), false});
+  for (const char* a : {"Add", "Muls", "Muls", "Exp", "Exp", "Muls", "Muls", "Adds", "Add", "Adds", "Div", "Add",
+                        "Add", "Muls", "Exp", "Muls", "Exp", "Add", "Adds", "Div", "Add", "Add", "Mul"})
+    prog.push_back({vec_api_cost(a), true});
+  if (cd != "float32") prog.push_back({vec_api_cost("CastDown"), false});
+  return true;
+}
+
 // The tiling of a TBE element-wise kernel over n elements whose `nodes` UB nodes take node_bytes
 // each: its cores (tbe_elewise_cores), each core's block of ceil(n / cores) rounded up to 128
 // elements (unit_group), UB as the schedule shares it (_do_storage_bound: UB / nodes, halved when
@@ -591,6 +610,19 @@ void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, cons
     if (tile > limit) tile = even / 128 * 128;
   }
   k.baseline_tile = tile;
+}
+
+// 910B's TBE kernels (tbe_elewise_nodes) over their n output elements: their UB nodes, cores, UB
+// factor and double buffering.  Maximum's broadcast shapes take the broadcast schedule, and integer
+// dtypes other casts, not transcribed: `k` as the model had it.
+void tbe_elewise_tiling(VecKernel& k, const OpDesc& op, int64_t n, const Platform& p) {
+  const bool float_data = op.dtype == "float16" || op.dtype == "bfloat16" || op.dtype == "float32";
+  const int nodes = float_data ? tbe_elewise_nodes(op.kind) : 0;
+  bool same_shapes = true;
+  for (const auto& s : op.inputs) same_shapes = same_shapes && numel(s) == n;
+  if (nodes == 0 || !same_shapes) return;
+  const bool fp16_kept = op.dtype == "float16" && (op.kind == "Exp" || op.kind == "Max");
+  tbe_elewise_tiling(k, n, nodes, fp16_kept ? 2 : 4, p);
 }
 
 }  // namespace
@@ -654,7 +686,8 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
     // to float32 when vexp takes float32, in the default high_precision mode, and back at the end:
     // fp16 runs as bf16 does (vec_program).  The 950's Ascend C Gelu (arch35) is not this one.
     const bool gelu_fp32 = c220(p) && o == "Gelu" && cd == "float16";
-    const int arity = vec_program(o, gelu_fp32 ? "bfloat16" : cd, k.elem_prog);
+    const bool tbe = c220(p) && !is_integer_dtype(cd) && tbe_elewise_program(o, cd, k.elem_prog);
+    const int arity = tbe ? 1 : vec_program(o, gelu_fp32 ? "bfloat16" : cd, k.elem_prog);  // TBE's: unary
     consumed += (i == 0) ? arity : arity - 1;
     for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
   }
@@ -698,17 +731,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   k.unique_bytes += double(n) * out_size;
   k.flops = double(n) * ops.size();
   if (cd != dtype || dtype == "bfloat16") k.temp_fp32 += 1;
-  // 910B's TBE kernels (tbe_elewise_nodes): their UB nodes, cores, UB factor and double buffering.
-  // Maximum's broadcast shapes take the broadcast schedule, and integer dtypes other casts, not
-  // transcribed: the model's as before.
-  const bool float_data = dtype == "float16" || dtype == "bfloat16" || dtype == "float32";
-  const int nodes = c220(p) && float_data ? tbe_elewise_nodes(op.kind) : 0;
-  bool same_shapes = true;
-  for (const auto& s : op.inputs) same_shapes = same_shapes && numel(s) == n;
-  if (nodes > 0 && same_shapes) {
-    const bool fp16_kept = dtype == "float16" && (op.kind == "Exp" || op.kind == "Max");
-    tbe_elewise_tiling(k, n, nodes, fp16_kept ? 2 : 4, p);
-  }
+  if (c220(p)) tbe_elewise_tiling(k, op, n, p);
   return std::make_shared<VecModel>(k, p);
 }
 
