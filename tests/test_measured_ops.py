@@ -255,13 +255,15 @@ TBE_F16_KEPT = {"Exp", "Maximum"}
 
 def _tbe_elewise_tiling(op, n, dtype, ub=196608, cores=48):
     """canndev op_tiling/elewise_v3.cc AllFuseTiling on 910B2 (192 KB UB, 48 AIVs): blockDim, tile, bufferNum."""
-    ds = 4 if dtype == "float32" else 2
+    ds = {"float32": 4, "int32": 4, "int64": 8}.get(dtype, 2)
     node = 2 if dtype == "float16" and op in TBE_F16_KEPT else 4
-    nodes = TBE_NODES[op]
+    nodes = TBE_NODES.get(op)
+    if op == "Gcd":  # x1, x2, vgcd and its 3 more nodes (24 for int64), + 1 for two inputs; the input dtype
+        node, nodes = ds, 28 if dtype == "int64" else 7
     if n < 32 // ds * cores * 2:  # CalcMultiCore: one core, one pass, no double buffer
         return 1, -(-n // (32 // ds)) * (32 // ds), 1
     block = -(-(-(-n // cores)) // 128) * 128  # DoBlockTiling: ceil(n / cores) up to 128 elements
-    split = 32767 if node == 2 else 16383  # SPLIT_FACTORS
+    split = {2: 32767, 4: 16383, 8: 8191}[node]  # SPLIT_FACTORS
     tile, db = block, block > min(ub // nodes // 32 * 32 // node, split)
     if db:  # DoUbTiling: the fewest equal passes the halved UB holds, rounded to 128
         limit = min(ub // 2 // nodes // 32 * 32 // node, split)
@@ -273,7 +275,7 @@ def _tbe_elewise_tiling(op, n, dtype, ub=196608, cores=48):
 
 
 def test_910b_tbe_elementwise_default_tiling_follows_canns_rule():
-    # 910B runs Gelu, Mish, Sigmoid, Exp and Maximum as TBE DSL kernels: one core below 2 x 48 blocks
+    # 910B runs Gelu, Mish, Sigmoid, Exp, Maximum and Gcd as TBE DSL kernels: one core below 2 x 48 blocks
     # of 32 bytes, else blocks of ceil(n / 48) rounded up to 128 elements, passes over UB shared by
     # the compute's coexisting nodes, double-buffered only when a block takes more than one pass.
     for op in TBE_NODES:
@@ -283,6 +285,10 @@ def test_910b_tbe_elementwise_default_tiling_follows_canns_rule():
                 t = an.baseline_tiling(op, ins, dtype, "Ascend910B2")
                 want = _tbe_elewise_tiling(op, n, dtype)
                 assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == want, (op, dtype, n)
+    for dtype in ("int16", "int32", "int64"):  # Gcd: tbe.vgcd under the same schedule
+        for n in (700, 100003, 1 << 22):
+            t = an.baseline_tiling("Gcd", [[n], [n]], dtype, "Ascend910B2")
+            assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == _tbe_elewise_tiling("Gcd", n, dtype), (dtype, n)
     # A core's block is whole 128-element groups (its passes too): 1537 fp32 elements take 13 cores.
     t = an.baseline_tiling("Sigmoid", [[1537]], "float32", "Ascend910B2")
     assert an.estimate("Sigmoid", [[1537]], "float32", "Ascend910B2", t).breakdown["cores_used"] == 13

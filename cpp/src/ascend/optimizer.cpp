@@ -331,6 +331,12 @@ std::shared_ptr<OpModel> make_gcd(const OpDesc& op, const Platform& p) {
     for (const char* a : step) k.elem_prog.push_back({vec_api_cost(a), true});
   k.unique_bytes = double(numel(op.inputs[0]) + numel(op.inputs[1]) + n) * k.ds;
   k.flops = double(n) * double(iters) * double(step.size());
+  // 910B's Gcd is TBE's (CANN 8.1.RC1 opp tbe/impl/dynamic/gcd.py: tbe.vgcd under the elewise
+  // schedule), whose UB accounting (elewise_schedule.py _calc_storage_bound) gives vgcd 3 more
+  // nodes (24 for int64) beside x1, x2 and the result, and one more for the two inputs: 7 (28)
+  // nodes of the input dtype.  Broadcast shapes take the broadcast schedule: not transcribed.
+  if (c220(p) && numel(op.inputs[0]) == n && numel(op.inputs[1]) == n)
+    tbe_elewise_tiling(k, n, op.dtype == "int64" ? 28 : 7, k.ds, p);
   return make_vec_model(k, p);
 }
 

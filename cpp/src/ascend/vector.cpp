@@ -577,6 +577,21 @@ bool tbe_elewise_program(const std::string& o, const std::string& cd, std::vecto
   return true;
 }
 
+// 910B's TBE kernels (tbe_elewise_nodes) over their n output elements: their UB nodes, cores, UB
+// factor and double buffering.  Maximum's broadcast shapes take the broadcast schedule, and integer
+// dtypes other casts, not transcribed: `k` as the model had it.
+void apply_tbe_elewise(VecKernel& k, const OpDesc& op, int64_t n, const Platform& p) {
+  const bool float_data = op.dtype == "float16" || op.dtype == "bfloat16" || op.dtype == "float32";
+  const int nodes = float_data ? tbe_elewise_nodes(op.kind) : 0;
+  bool same_shapes = true;
+  for (const auto& s : op.inputs) same_shapes = same_shapes && numel(s) == n;
+  if (nodes == 0 || !same_shapes) return;
+  const bool fp16_kept = op.dtype == "float16" && (op.kind == "Exp" || op.kind == "Max");
+  tbe_elewise_tiling(k, n, nodes, fp16_kept ? 2 : 4, p);
+}
+
+}  // namespace
+
 // The tiling of a TBE element-wise kernel over n elements whose `nodes` UB nodes take node_bytes
 // each: its cores (tbe_elewise_cores), each core's block of ceil(n / cores) rounded up to 128
 // elements (unit_group), UB as the schedule shares it (_do_storage_bound: UB / nodes, halved when
@@ -599,7 +614,7 @@ void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, cons
   }
   k.unit_group = 128;  // ELEWISE_REPEAT_NUMS, the schedule's ub_factor_align (4 x 32-byte blocks)
   const int64_t block = cdiv(cdiv(n, p.vector_cores), 128) * 128;
-  const int64_t split = node_bytes == 2 ? 32767 : 16383;
+  const int64_t split = node_bytes <= 2 ? 32767 : node_bytes == 4 ? 16383 : 8191;  // SPLIT_FACTORS
   const int64_t room = int64_t(p.ub) / nodes / 32 * 32 / node_bytes;
   int64_t tile = block;
   if (block > std::min(room, split)) {
@@ -611,21 +626,6 @@ void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, cons
   }
   k.baseline_tile = tile;
 }
-
-// 910B's TBE kernels (tbe_elewise_nodes) over their n output elements: their UB nodes, cores, UB
-// factor and double buffering.  Maximum's broadcast shapes take the broadcast schedule, and integer
-// dtypes other casts, not transcribed: `k` as the model had it.
-void tbe_elewise_tiling(VecKernel& k, const OpDesc& op, int64_t n, const Platform& p) {
-  const bool float_data = op.dtype == "float16" || op.dtype == "bfloat16" || op.dtype == "float32";
-  const int nodes = float_data ? tbe_elewise_nodes(op.kind) : 0;
-  bool same_shapes = true;
-  for (const auto& s : op.inputs) same_shapes = same_shapes && numel(s) == n;
-  if (nodes == 0 || !same_shapes) return;
-  const bool fp16_kept = op.dtype == "float16" && (op.kind == "Exp" || op.kind == "Max");
-  tbe_elewise_tiling(k, n, nodes, fp16_kept ? 2 : 4, p);
-}
-
-}  // namespace
 
 
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p) {
@@ -731,7 +731,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   k.unique_bytes += double(n) * out_size;
   k.flops = double(n) * ops.size();
   if (cd != dtype || dtype == "bfloat16") k.temp_fp32 += 1;
-  if (c220(p)) tbe_elewise_tiling(k, op, n, p);
+  if (c220(p)) apply_tbe_elewise(k, op, n, p);
   return std::make_shared<VecModel>(k, p);
 }
 
