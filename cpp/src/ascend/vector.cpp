@@ -598,8 +598,8 @@ void apply_tbe_elewise(VecKernel& k, const OpDesc& op, int64_t n, const Platform
 // double-buffered; ub_buffers, no separate fp32 temporaries), and the runtime's UB factor (canndev
 // ops/built-in/op_tiling/elewise_v3.cc, Elewise::AllFuseTiling / DoUbTiling, public mirror
 // dengguojie/vue-element-admin @ 692d1795; ASSUMED unchanged since): the whole block in one pass
-// without double buffering while it fits min(UB / nodes, 32767 elements of 2-byte or 16383 of
-// 4-byte nodes, SPLIT_FACTORS); else double-buffered, the block in the fewest passes that fit the
+// without double buffering while it fits min(UB / nodes, 32767 elements of 1- or 2-byte nodes, 16383
+// of 4-byte, 8191 of 8-byte: SPLIT_FACTORS); else double-buffered, the block in the fewest passes that fit the
 // halved room, of equal size rounded up to 128 (down, if that no longer fits).  One core below
 // 2 x cores 32-byte blocks takes all n in one pass (AllFuseTiling, !need_multi_core).
 void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, const Platform& p) {
