@@ -127,8 +127,9 @@ def test_integer_dtypes_move_compare_and_reduce():
         an.baseline_tiling("MatMul", [[64, 64], [64, 64]], "int32", "Ascend910B2")
 
 
-def _vector_us(shapes, soc, dtype="float32"):
-    t = an.baseline_tiling("Max", shapes, dtype, soc)
+def _vector_us(shapes, soc, dtype="float32", tiling_of=None):
+    """Max's vector time at the default tiling of `tiling_of` (default: of `shapes`)."""
+    t = an.baseline_tiling("Max", tiling_of or shapes, dtype, soc)
     return an.estimate("Max", shapes, dtype, soc, t).breakdown["vector_us"]
 
 
@@ -203,9 +204,11 @@ def test_910b_expands_an_unaligned_last_axis_broadcast_in_ub():
     full, unaligned = [2, 1024, 101], [1, 1024, 1]
     b910 = _vector_us([full, unaligned], "Ascend910B2") / _vector_us([full, full], "Ascend910B2")
     assert b910 > 1.5
-    assert _vector_us([[2, 1024, 128], [1, 1024, 1]], "Ascend910B2") <= 1.01 * _vector_us(
-        [[2, 1024, 128], [2, 1024, 128]], "Ascend910B2")
-    assert _vector_us([full, [1]], "Ascend910B2") <= 1.01 * _vector_us([full, full], "Ascend910B2")
+    # (Compared at one tiling: on 910B same-shape operands take the elewise schedule's own.)
+    aligned = [[2, 1024, 128], [1, 1024, 1]]
+    assert _vector_us(aligned, "Ascend910B2") <= 1.01 * _vector_us(
+        [[2, 1024, 128], [2, 1024, 128]], "Ascend910B2", tiling_of=aligned)
+    assert _vector_us([full, [1]], "Ascend910B2") <= 1.01 * _vector_us([full, full], "Ascend910B2", tiling_of=[full, [1]])
     assert _vector_us([full, unaligned], "Ascend950PR") <= 1.01 * _vector_us([full, full], "Ascend950PR")
 
 
@@ -241,6 +244,54 @@ def test_910b_gelu_computes_float16_in_float32():
 
     assert 0.85 < vec_us("float16", "Ascend910B2") / vec_us("bfloat16", "Ascend910B2") < 1.15
     assert vec_us("float16", "Ascend950PR") / vec_us("bfloat16", "Ascend950PR") < 0.6
+
+
+# 910B's TBE element-wise kernels, as CANN 8.1.RC1 builds them: UB nodes per compute (the DSL's
+# elewise_schedule.py _calc_storage_bound on each op's graph, tbe/impl/dynamic/<op>.py) and whether
+# they hold float32 (float16 cast up: Gelu, Mish, Sigmoid in their default modes; bfloat16 always).
+TBE_NODES = {"Exp": 2, "Sigmoid": 3, "Gelu": 3, "Mish": 6, "Maximum": 4}
+TBE_F16_KEPT = {"Exp", "Maximum"}
+
+
+def _tbe_elewise_tiling(op, n, dtype, ub=196608, cores=48):
+    """canndev op_tiling/elewise_v3.cc AllFuseTiling on 910B2 (192 KB UB, 48 AIVs): blockDim, tile, bufferNum."""
+    ds = {"float32": 4, "int32": 4, "int64": 8}.get(dtype, 2)
+    node = 2 if dtype == "float16" and op in TBE_F16_KEPT else 4
+    nodes = TBE_NODES.get(op)
+    if op == "Gcd":  # x1, x2, vgcd and its 3 more nodes (24 for int64), + 1 for two inputs; the input dtype
+        node, nodes = ds, 28 if dtype == "int64" else 7
+    if n < 32 // ds * cores * 2:  # CalcMultiCore: one core, one pass, no double buffer
+        return 1, -(-n // (32 // ds)) * (32 // ds), 1
+    block = -(-(-(-n // cores)) // 128) * 128  # DoBlockTiling: ceil(n / cores) up to 128 elements
+    split = {2: 32767, 4: 16383, 8: 8191}[node]  # SPLIT_FACTORS
+    tile, db = block, block > min(ub // nodes // 32 * 32 // node, split)
+    if db:  # DoUbTiling: the fewest equal passes the halved UB holds, rounded to 128
+        limit = min(ub // 2 // nodes // 32 * 32 // node, split)
+        even = -(-block // -(-block // limit))
+        tile = -(-even // 128) * 128
+        if tile > limit:
+            tile = even // 128 * 128
+    return -(-n // block), tile, 2 if db else 1
+
+
+def test_910b_tbe_elementwise_default_tiling_follows_canns_rule():
+    # 910B runs Gelu, Mish, Sigmoid, Exp, Maximum and Gcd as TBE DSL kernels: one core below 2 x 48 blocks
+    # of 32 bytes, else blocks of ceil(n / 48) rounded up to 128 elements, passes over UB shared by
+    # the compute's coexisting nodes, double-buffered only when a block takes more than one pass.
+    for op in TBE_NODES:
+        for dtype in ("float16", "bfloat16", "float32"):
+            for n in (700, 1537, 100003, 1000003, 1 << 24):
+                ins = [[n]] * (2 if op == "Maximum" else 1)
+                t = an.baseline_tiling(op, ins, dtype, "Ascend910B2")
+                want = _tbe_elewise_tiling(op, n, dtype)
+                assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == want, (op, dtype, n)
+    for dtype in ("int16", "int32", "int64"):  # Gcd: tbe.vgcd under the same schedule
+        for n in (700, 100003, 1 << 22):
+            t = an.baseline_tiling("Gcd", [[n], [n]], dtype, "Ascend910B2")
+            assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == _tbe_elewise_tiling("Gcd", n, dtype), (dtype, n)
+    # A core's block is whole 128-element groups (its passes too): 1537 fp32 elements take 13 cores.
+    t = an.baseline_tiling("Sigmoid", [[1537]], "float32", "Ascend910B2")
+    assert an.estimate("Sigmoid", [[1537]], "float32", "Ascend910B2", t).breakdown["cores_used"] == 13
 
 
 def test_the_split_is_by_case_id():

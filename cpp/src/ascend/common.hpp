@@ -219,6 +219,13 @@ struct VecKernel {
 // The cores CANN's foreach tilings split VecKernel::list_elems over, of `cores`: no more than the
 // list's 32-byte blocks (each tensor's rounded up with list_block_align; vector.cpp list_shares).
 int64_t list_cores(const VecKernel& k, int64_t cores);
+// The cores of 910B's TBE element-wise kernels for n output elements of ds bytes (optimizer.cpp:
+// canndev op_tiling/elewise_v3.cc CalcMultiCore and DoBlockTiling): a core share of ceil(n / cores)
+// rounded up to 128 elements, one core below 2 x cores 32-byte blocks.
+int64_t tbe_elewise_cores(int64_t n, int ds, int64_t cores);
+// 910B's TBE element-wise tiling of `k` over n elements whose DSL schedule keeps `nodes` UB nodes of
+// node_bytes each (vector.cpp): its default cores, 128-element core blocks, UB factor and buffering.
+void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, const Platform& p);
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.
 VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
 // The Ascend C vector pattern's model (blockDim, tileLen, bufferNum[, splitR][, vcBlocks]) of `k`.

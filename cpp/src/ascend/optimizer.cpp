@@ -239,6 +239,8 @@ std::shared_ptr<OpModel> make_foreach_norm(const OpDesc& op, const Platform& p) 
   return make_vec_model(k, p);
 }
 
+}  // namespace
+
 // 910B runs ApplyAdamW as a TBE elementwise kernel: hicann/ops-nn @ e5c3fa93 builds its Ascend C
 // optim/apply_adam_w for ascend950 only (op_host/apply_adam_w_def.cpp), and experimental/optim/
 // apply_adam_w (ascend910b) only with build.sh --experimental, so CANN's built-in package keeps the
@@ -251,6 +253,8 @@ int64_t tbe_elewise_cores(int64_t n, int ds, int64_t cores) {
   if (n < 32 / ds * cores * 2) return 1;
   return cdiv(n, cdiv(cdiv(n, cores), 128) * 128);
 }
+
+namespace {
 
 // AdamW on var, m, v with grad (torch_npu.npu_apply_adam_w order; max_grad_norm, the fifth
 // input, only with amsgrad): var, m and v are written back.  Per element, in fp32:
@@ -327,6 +331,12 @@ std::shared_ptr<OpModel> make_gcd(const OpDesc& op, const Platform& p) {
     for (const char* a : step) k.elem_prog.push_back({vec_api_cost(a), true});
   k.unique_bytes = double(numel(op.inputs[0]) + numel(op.inputs[1]) + n) * k.ds;
   k.flops = double(n) * double(iters) * double(step.size());
+  // 910B's Gcd is TBE's (CANN 8.1.RC1 opp tbe/impl/dynamic/gcd.py: tbe.vgcd under the elewise
+  // schedule), whose UB accounting (elewise_schedule.py _calc_storage_bound) gives vgcd 3 more
+  // nodes (24 for int64) beside x1, x2 and the result, and one more for the two inputs: 7 (28)
+  // nodes of the input dtype.  Broadcast shapes take the broadcast schedule: not transcribed.
+  if (c220(p) && numel(op.inputs[0]) == n && numel(op.inputs[1]) == n)
+    tbe_elewise_tiling(k, n, op.dtype == "int64" ? 28 : 7, k.ds, p);
   return make_vec_model(k, p);
 }
 

@@ -6,6 +6,7 @@
 // with `bufferNum` (1 or 2) buffers per queue.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -544,7 +545,95 @@ void fuse_elementwise(VecKernel& k, const OpDesc& op, const std::string& cd, dou
   k.unique_bytes += pro_extra * in_elems + epi_extra * out_elems;
 }
 
+// 910B's element-wise Gelu, Mish, Sigmoid, Exp and Maximum are TBE DSL kernels (CANN 8.1.RC1 opp,
+// op_impl/ai_core/tbe/impl/dynamic/<op>.py) under the DSL's elewise schedule; the nodes of each
+// compute that coexist in UB (tbe/dsl/unify_schedule/vector/elewise/elewise_schedule.py
+// _calc_storage_bound: the tensors still to be read when a node is computed, plus the node, at
+// the worst node, plus one with two or more inputs), counted on each compute's graph:
+//   Exp: x -> [muls, adds, muls] -> vexp: 2.          Sigmoid: one (a vector_dup for vdiv) stays
+//   live while x -> muls -> vexp -> vadds, then vdiv: 3.   Gelu (gelu_compute_v2): x feeds x*x,
+//   x^2*x and x + 0.044715 x^3, and the final vdiv: 3.     Mish (mish.py, the fp32 path): x feeds
+//   both halves' vcmp, vmuls and vexp and the final vmul while e^-x, 2e^-x and a mask coexist: 6.
+//   Maximum: x1, x2, vmax, plus the second input's node: 4.
+// And whether the compute runs in fp32 (UB nodes of 4 bytes): Gelu casts fp16 up unless
+// high_performance (impl_mode None), Mish casts fp16 up, Sigmoid in its default high_precision
+// mode; Exp (default high_performance) and Maximum keep fp16; bf16 runs in fp32 (support_bfp16).
+// 0: not such a kernel.
+int tbe_elewise_nodes(const std::string& kind) {
+  static const std::map<std::string, int> nodes = {
+      {"Exp", 2}, {"Sigmoid", 3}, {"Gelu", 3}, {"Mish", 6}, {"Max", 4}};  // Max: CANN's Maximum (op_table alias)
+  const auto it = nodes.find(kind);
+  return it == nodes.end() ? 0 : it->second;
+}
+
+// 910B's TBE Mish compute instruction by instruction (CANN 8.1.RC1 opp tbe/impl/dynamic/mish.py
+// mish_compute, the fp32 path: float16 is cast up whenever vmul takes float32, bfloat16 too):
+// tanh(softplus x) as two masked halves, x > 0 from e^-x and e^-2x, x <= 0 from e^x and e^2x,
+// each a vcmp, vmuls, vexp, vadds / vadd, vdiv and vsel, then their vadd and the vmul by x; each
+// instruction costed as its class in vec_program's recipes (compares and selects as Add).  The
+// model's recipe (Exp, Adds, Exp, Tanh, Mul) calls 7 instructions a tile where the kernel calls 23.
+// (Sigmoid's compute, sigmoid.py: -x, vexp, + 1, vdiv of a vector_dup'd 1, in float32 in the
+// default high_precision mode, scored worse on an inner split of the fit half than the model's
+// Sigmoid API in the input's lanes, and is not taken.)  Returns false for the other ops.
+bool tbe_elewise_program(const std::string& o, const std::string& cd, std::vector<VecStep>& prog) {
+  if (o != "Mish") return false;
+  if (cd != "float32") prog.push_back({vec_api_cost("CastUp"), false});
+  for (const char* a : {"Add", "Muls", "Muls", "Exp", "Exp", "Muls", "Muls", "Adds", "Add", "Adds", "Div", "Add",
+                        "Add", "Muls", "Exp", "Muls", "Exp", "Add", "Adds", "Div", "Add", "Add", "Mul"})
+    prog.push_back({vec_api_cost(a), true});
+  if (cd != "float32") prog.push_back({vec_api_cost("CastDown"), false});
+  return true;
+}
+
+// 910B's TBE kernels (tbe_elewise_nodes) over their n output elements: their UB nodes, cores, UB
+// factor and double buffering.  Maximum's broadcast shapes take the broadcast schedule, and integer
+// dtypes other casts, not transcribed: `k` as the model had it.
+void apply_tbe_elewise(VecKernel& k, const OpDesc& op, int64_t n, const Platform& p) {
+  const bool float_data = op.dtype == "float16" || op.dtype == "bfloat16" || op.dtype == "float32";
+  const int nodes = float_data ? tbe_elewise_nodes(op.kind) : 0;
+  bool same_shapes = true;
+  for (const auto& s : op.inputs) same_shapes = same_shapes && numel(s) == n;
+  if (nodes == 0 || !same_shapes) return;
+  const bool fp16_kept = op.dtype == "float16" && (op.kind == "Exp" || op.kind == "Max");
+  tbe_elewise_tiling(k, n, nodes, fp16_kept ? 2 : 4, p);
+}
+
 }  // namespace
+
+// The tiling of a TBE element-wise kernel over n elements whose `nodes` UB nodes take node_bytes
+// each: its cores (tbe_elewise_cores), each core's block of ceil(n / cores) rounded up to 128
+// elements (unit_group), UB as the schedule shares it (_do_storage_bound: UB / nodes, halved when
+// double-buffered; ub_buffers, no separate fp32 temporaries), and the runtime's UB factor (canndev
+// ops/built-in/op_tiling/elewise_v3.cc, Elewise::AllFuseTiling / DoUbTiling, public mirror
+// dengguojie/vue-element-admin @ 692d1795; ASSUMED unchanged since): the whole block in one pass
+// without double buffering while it fits min(UB / nodes, 32767 elements of 1- or 2-byte nodes, 16383
+// of 4-byte, 8191 of 8-byte: SPLIT_FACTORS); else double-buffered, the block in the fewest passes that fit the
+// halved room, of equal size rounded up to 128 (down, if that no longer fits).  One core below
+// 2 x cores 32-byte blocks takes all n in one pass (AllFuseTiling, !need_multi_core).
+void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, const Platform& p) {
+  const int64_t align = 32 / k.ds, cores = tbe_elewise_cores(n, k.ds, p.vector_cores);
+  k.ub_buffers = nodes * node_bytes / k.ds;
+  k.temp_fp32 = 0;
+  k.baseline_block_dim = cores;
+  k.baseline_buffer_num = 1;
+  if (n < align * p.vector_cores * 2) {
+    k.baseline_tile = cdiv(n, align) * align;
+    return;
+  }
+  k.unit_group = 128;  // ELEWISE_REPEAT_NUMS, the schedule's ub_factor_align (4 x 32-byte blocks)
+  const int64_t block = cdiv(cdiv(n, p.vector_cores), 128) * 128;
+  const int64_t split = node_bytes <= 2 ? 32767 : node_bytes == 4 ? 16383 : 8191;  // SPLIT_FACTORS
+  const int64_t room = int64_t(p.ub) / nodes / 32 * 32 / node_bytes;
+  int64_t tile = block;
+  if (block > std::min(room, split)) {
+    k.baseline_buffer_num = 2;
+    const int64_t limit = std::min(int64_t(p.ub) / 2 / nodes / 32 * 32 / node_bytes, split);
+    const int64_t even = cdiv(block, cdiv(block, limit));
+    tile = cdiv(even, 128) * 128;
+    if (tile > limit) tile = even / 128 * 128;
+  }
+  k.baseline_tile = tile;
+}
 
 
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p) {
@@ -605,7 +694,8 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
     // to float32 when vexp takes float32, in the default high_precision mode, and back at the end:
     // fp16 runs as bf16 does (vec_program).  The 950's Ascend C Gelu (arch35) is not this one.
     const bool gelu_fp32 = c220(p) && o == "Gelu" && cd == "float16";
-    const int arity = vec_program(o, gelu_fp32 ? "bfloat16" : cd, k.elem_prog);
+    const bool tbe = c220(p) && !is_integer_dtype(cd) && tbe_elewise_program(o, cd, k.elem_prog);
+    const int arity = tbe ? 1 : vec_program(o, gelu_fp32 ? "bfloat16" : cd, k.elem_prog);  // TBE's: unary
     consumed += (i == 0) ? arity : arity - 1;
     for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
   }
@@ -649,6 +739,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   k.unique_bytes += double(n) * out_size;
   k.flops = double(n) * ops.size();
   if (cd != dtype || dtype == "bfloat16") k.temp_fp32 += 1;
+  if (c220(p)) apply_tbe_elewise(k, op, n, p);
   return std::make_shared<VecModel>(k, p);
 }
 
