@@ -753,7 +753,10 @@ int64_t* load_registers(int64_t (&local)[N], std::unique_ptr<int64_t[]>& heap, i
 
 }  // namespace
 
-// Runs the bytecode; an undefined step ends the run at once.
+// Runs the bytecode; an undefined step ends the run at once.  The opcode
+// bodies stay here: moved to a function of their own (which GCC does not
+// inline, computed goto) restriction checks ran at 0.8x, and even folding
+// kDiv/kMod into helpers measured 0.95x (bench/bench_ab_restrictions.py).
 int64_t Expr::eval(const int64_t* values, bool* undefined) const {
   int64_t local[64];  // registers on the stack; longer programs take a heap block
   std::unique_ptr<int64_t[]> heap;
