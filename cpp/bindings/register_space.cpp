@@ -30,29 +30,21 @@ struct SpaceIterator {
   size_t next = 0;
 };
 
-}  // namespace
+using PySearchSpace = py::class_<SearchSpace, std::shared_ptr<SearchSpace>>;
 
-void register_space(py::module_& m) {
-  py::class_<SearchSpace, std::shared_ptr<SearchSpace>>(m, "SearchSpace", R"doc(
-A constraint-aware search space of named integer parameters.
-
-``SearchSpace({"a": [1, 2, 4], "b": [8, 16]}, ["a * b <= 32"])`` enumerates only
-the configurations that satisfy every restriction.  Restrictions use Kernel
-Tuner's syntax: integer arithmetic ``+ - * / // % **`` (``/`` is integer
-division), comparisons including chained ones, ``and or not``, parentheses.
-Configurations are numbered 0..len-1 in lexicographic order of value indices.
-)doc")
-      .def(py::init([](const py::dict& params, const py::object& restrictions) {
-             auto [names, values] = aoe_py::params_from_dict(params);
-             try {  // Ctrl-C stops a long enumeration (the GIL is held: signals can be checked)
-               return std::make_shared<SearchSpace>(std::move(names), std::move(values),
-                                                    aoe_py::restrictions_from(restrictions),
-                                                    [] { return PyErr_CheckSignals() != 0; });
-             } catch (const aoe::BuildStopped&) {
-               throw py::error_already_set();
-             }
-           }),
-           py::arg("params"), py::arg("restrictions") = py::tuple())
+// Constructors: from value lists and restrictions, or from given configurations.
+void bind_construction(PySearchSpace& cls) {
+  cls.def(py::init([](const py::dict& params, const py::object& restrictions) {
+            auto [names, values] = aoe_py::params_from_dict(params);
+            try {  // Ctrl-C stops a long enumeration (the GIL is held: signals can be checked)
+              return std::make_shared<SearchSpace>(std::move(names), std::move(values),
+                                                   aoe_py::restrictions_from(restrictions),
+                                                   [] { return PyErr_CheckSignals() != 0; });
+            } catch (const aoe::BuildStopped&) {
+              throw py::error_already_set();
+            }
+          }),
+          py::arg("params"), py::arg("restrictions") = py::tuple())
       .def_static(
           "from_configs",
           [](const std::vector<std::string>& names, const py::handle& rows_in) {
@@ -66,8 +58,12 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
             return std::make_shared<SearchSpace>(SearchSpace::from_configs(names, r));
           },
           py::arg("names"), py::arg("rows"),
-          "A space of exactly the given configurations (rows of values); value lists are the sorted distinct values.")
-      .def("__len__", &SearchSpace::size)
+          "A space of exactly the given configurations (rows of values); value lists are the sorted distinct values.");
+}
+
+// What the space holds: parameters, restrictions, sizes, configurations by index.
+void bind_contents(PySearchSpace& cls) {
+  cls.def("__len__", &SearchSpace::size)
       .def_property_readonly("param_names", &SearchSpace::param_names)
       .def_property_readonly("param_values", &SearchSpace::param_values)
       .def_property_readonly("restrictions",
@@ -97,15 +93,23 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
           "config", [](const SearchSpace& s, int64_t i) { return aoe_py::config_dict(s, checked_id(s, i)); },
           py::arg("index"), "The configuration with this index, as a dict.")
       .def("__getitem__", [](const SearchSpace& s, int64_t i) { return aoe_py::config_dict(s, checked_id(s, i)); })
-      .def(
-          "index",
-          [](const SearchSpace& s, const py::handle& config) -> std::optional<int64_t> {
-            auto id = aoe_py::find_config(s, config);
-            if (!id) return std::nullopt;
-            return int64_t(*id);
-          },
-          py::arg("config"), "Index of a configuration (dict or sequence of values), or None if not in the space (a dict with "
-          "missing or unknown names is not in it either; violated() names what is wrong).")
+      .def("__repr__", [](const SearchSpace& s) {
+        return "<SearchSpace: " + std::to_string(s.num_params()) + " parameters, " + std::to_string(s.size()) +
+               " valid of " + std::to_string(uint64_t(s.cartesian_size())) + ">";
+      });
+}
+
+// A configuration's index, whether it is in the space, the restriction it breaks.
+void bind_lookups(PySearchSpace& cls) {
+  cls.def(
+         "index",
+         [](const SearchSpace& s, const py::handle& config) -> std::optional<int64_t> {
+           auto id = aoe_py::find_config(s, config);
+           if (!id) return std::nullopt;
+           return int64_t(*id);
+         },
+         py::arg("config"), "Index of a configuration (dict or sequence of values), or None if not in the space (a dict with "
+         "missing or unknown names is not in it either; violated() names what is wrong).")
       .def(
           "indices",
           [](const SearchSpace& s, const py::handle& rows_in) {
@@ -125,8 +129,22 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
       .def("__contains__", [](const SearchSpace& s, const py::handle& config) {
         return aoe_py::find_config(s, config).has_value();
       })
-      .def("__iter__",
-           [](std::shared_ptr<SearchSpace> s) { return SpaceIterator{std::move(s), 0}; })
+      .def(
+          "violated",
+          [](const SearchSpace& s, const py::handle& config) -> std::optional<std::string> {
+            auto values = aoe_py::config_values(s, config);
+            int r = s.first_violated(values.data());
+            if (r < 0) return std::nullopt;
+            return s.restrictions()[size_t(r)].text();
+          },
+          py::arg("config"),
+          "The first restriction this configuration violates, or None.  Values need not be in the value lists.");
+}
+
+// Moving through the space: iteration, neighbours, random samples.
+void bind_walks(PySearchSpace& cls) {
+  cls.def("__iter__",
+          [](std::shared_ptr<SearchSpace> s) { return SpaceIterator{std::move(s), 0}; })
       .def(
           "neighbours",
           [](const SearchSpace& s, int64_t i, const std::string& kind) {
@@ -163,22 +181,11 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
             }
             return out;
           },
-          py::arg("n"), py::arg("seed") = 0, "Indices of n distinct valid configurations drawn uniformly at random.")
-      .def(
-          "violated",
-          [](const SearchSpace& s, const py::handle& config) -> std::optional<std::string> {
-            auto values = aoe_py::config_values(s, config);
-            int r = s.first_violated(values.data());
-            if (r < 0) return std::nullopt;
-            return s.restrictions()[size_t(r)].text();
-          },
-          py::arg("config"),
-          "The first restriction this configuration violates, or None.  Values need not be in the value lists.")
-      .def("__repr__", [](const SearchSpace& s) {
-        return "<SearchSpace: " + std::to_string(s.num_params()) + " parameters, " + std::to_string(s.size()) +
-               " valid of " + std::to_string(uint64_t(s.cartesian_size())) + ">";
-      });
+          py::arg("n"), py::arg("seed") = 0, "Indices of n distinct valid configurations drawn uniformly at random.");
+}
 
+// eval_restriction(): a restriction's value on rows, by bytecode or by the syntax tree (tests).
+void bind_eval_restriction(py::module_& m) {
   m.def(
       "eval_restriction",
       [](const std::string& text, const std::vector<std::string>& names,
@@ -199,11 +206,34 @@ Configurations are numbered 0..len-1 in lexicographic order of value indices.
       py::arg("text"), py::arg("names"), py::arg("rows"), py::arg("reference") = false,
       "Value and undefined flag of a restriction for each row (columns in `names` order), by its bytecode or, "
       "reference=True, by walking its syntax tree: the two must agree (tests).");
+}
 
+// What iter(space) returns: each configuration as a dict, in index order.
+void bind_iterator(py::module_& m) {
   py::class_<SpaceIterator>(m, "_SpaceIterator")
       .def("__iter__", [](SpaceIterator& it) -> SpaceIterator& { return it; })
       .def("__next__", [](SpaceIterator& it) {
         if (it.next >= it.space->size()) throw py::stop_iteration();
         return aoe_py::config_dict(*it.space, ConfigId(it.next++));
       });
+}
+
+}  // namespace
+
+void register_space(py::module_& m) {
+  PySearchSpace space(m, "SearchSpace", R"doc(
+A constraint-aware search space of named integer parameters.
+
+``SearchSpace({"a": [1, 2, 4], "b": [8, 16]}, ["a * b <= 32"])`` enumerates only
+the configurations that satisfy every restriction.  Restrictions use Kernel
+Tuner's syntax: integer arithmetic ``+ - * / // % **`` (``/`` is integer
+division), comparisons including chained ones, ``and or not``, parentheses.
+Configurations are numbered 0..len-1 in lexicographic order of value indices.
+)doc");
+  bind_construction(space);
+  bind_contents(space);
+  bind_lookups(space);
+  bind_walks(space);
+  bind_eval_restriction(m);
+  bind_iterator(m);
 }

@@ -719,25 +719,54 @@ Expr::Expr(const std::string& text, const std::vector<std::string>& names) : tex
   ExprCompiler(*this).compile();
 }
 
-int64_t Expr::eval(const int64_t* values, bool* undefined) const {
-  constexpr int kLocal = 64;  // registers on the stack; longer programs take a heap block
-  int64_t local[kLocal];
-  std::unique_ptr<int64_t[]> heap;
+namespace {
+
+// GCC and Clang: one indirect jump per opcode (threaded code), which the
+// branch predictor tells apart far better than a single switch; elsewhere
+// the same bodies run in a switch.
+#if defined(__GNUC__) && !defined(AOE_EXPR_SWITCH)
+#define AOE_EXPR_THREADED
+#define AOE_NEXT           \
+  do {                     \
+    in = ip++;             \
+    goto* kLabels[in->op]; \
+  } while (0)
+#define AOE_OP(c) op_##c:
+#else
+#define AOE_NEXT break
+#define AOE_OP(c) case c:
+#endif
+
+// The registers of a run, the parameters' values loaded: `local` when
+// `count` fit in it, else a block that `heap` then owns.
+template <size_t N>
+int64_t* load_registers(int64_t (&local)[N], std::unique_ptr<int64_t[]>& heap, int count,
+                        const std::vector<int>& params, const int64_t* values) {
   int64_t* r = local;
-  if (registers_ > kLocal) {
-    heap.reset(new int64_t[size_t(registers_)]);
+  if (count > int(N)) {
+    heap.reset(new int64_t[size_t(count)]);
     r = heap.get();
   }
-  for (size_t i = 0; i < params_.size(); ++i) r[i] = values[params_[i]];
+  for (size_t i = 0; i < params.size(); ++i) r[i] = values[params[i]];
+  return r;
+}
+
+}  // namespace
+
+// Runs the bytecode; an undefined step ends the run at once.  The opcode
+// bodies stay here: moved to a function of their own (which GCC does not
+// inline, computed goto) restriction checks ran at 0.8x, and even folding
+// kDiv/kMod into helpers measured 0.95x (bench/bench_ab_restrictions.py).
+int64_t Expr::eval(const int64_t* values, bool* undefined) const {
+  int64_t local[64];  // registers on the stack; longer programs take a heap block
+  std::unique_ptr<int64_t[]> heap;
+  int64_t* const r = load_registers(local, heap, registers_, params_, values);
   const Ins* const code = code_.data();
   const Ins* ip = code;
   const Ins* in;
   bool undef = false;
   int64_t v = 0;
-  // GCC and Clang: one indirect jump per opcode (threaded code), which the
-  // branch predictor tells apart far better than a single switch; elsewhere
-  // the same bodies run in a switch.
-#if defined(__GNUC__) && !defined(AOE_EXPR_SWITCH)
+#ifdef AOE_EXPR_THREADED
   static const void* const kLabels[] = {
       &&op_kRet, &&op_kRetK, &&op_kUndef, &&op_kLoadK, &&op_kMov, &&op_kNeg, &&op_kNot,
       &&op_kAdd, &&op_kSub, &&op_kMul, &&op_kDiv, &&op_kMod, &&op_kPow,
@@ -746,16 +775,8 @@ int64_t Expr::eval(const int64_t* values, bool* undefined) const {
       &&op_kLtK, &&op_kLeK, &&op_kGtK, &&op_kGeK, &&op_kEqK, &&op_kNeK,
       &&op_kChain, &&op_kChainK, &&op_kOrCmp, &&op_kOrCmpK, &&op_kJz, &&op_kJnz};
   static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == kJnz + 1, "one label per opcode");
-#define AOE_NEXT       \
-  do {                 \
-    in = ip++;         \
-    goto* kLabels[in->op]; \
-  } while (0)
-#define AOE_OP(c) op_##c:
   AOE_NEXT;
 #else
-#define AOE_NEXT break
-#define AOE_OP(c) case c:
   for (;;) {
     in = ip++;
     switch (in->op) {
@@ -823,12 +844,10 @@ int64_t Expr::eval(const int64_t* values, bool* undefined) const {
     r[in->d] = r[in->a];
     if (r[in->d] != 0) ip = code + in->j;
     AOE_NEXT;
-#if !defined(__GNUC__) || defined(AOE_EXPR_SWITCH)
+#ifndef AOE_EXPR_THREADED
     }
   }
 #endif
-#undef AOE_NEXT
-#undef AOE_OP
 undefined:
   undef = true;
   v = 0;
@@ -836,5 +855,9 @@ done:
   if (undefined) *undefined = undef;
   return v;
 }
+
+#undef AOE_NEXT
+#undef AOE_OP
+#undef AOE_EXPR_THREADED
 
 }  // namespace aoe

@@ -61,12 +61,13 @@ std::string alternatives(const std::vector<std::string>& c) {  // 'a', 'b' or 'c
   return s;
 }
 
-}  // namespace
+// platform_fields() in groups, concatenated in socs.json order.
+using P = Platform;
+constexpr auto Int = FieldKind::Int, Float = FieldKind::Float;
 
-const std::vector<PlatformField>& platform_fields() {
-  using P = Platform;
-  constexpr auto Int = FieldKind::Int, Float = FieldKind::Float;
-  static const std::vector<PlatformField> t = {
+// The SoC, its cores and clocks.
+std::vector<PlatformField> core_fields() {
+  return {
       field<&P::name>("name", FieldKind::String, "SoC name, as given to soc_version (e.g. Ascend910B3)"),
       mode_field(),
       field<&P::cube_cores>("cube_cores", Int, "AI cores with a Cube unit (AIC on split SoCs)"),
@@ -82,6 +83,12 @@ const std::vector<PlatformField>& platform_fields() {
                                      "GM rate of one standalone Vector Core, bytes/cycle (0: none)")
           .optional()
           .zero_ok(),
+  };
+}
+
+// On-chip buffers and device memory, bytes.
+std::vector<PlatformField> buffer_fields() {
+  return {
       field<&P::l0a>("l0a", Float, "L0A buffer per core, bytes"),
       field<&P::l0b>("l0b", Float, "L0B buffer per core, bytes"),
       field<&P::l0c>("l0c", Float, "L0C buffer per core, bytes"),
@@ -91,6 +98,12 @@ const std::vector<PlatformField>& platform_fields() {
       field<&P::bt>("bt", Float, "BiasTable per core, bytes (0: none, the bias is added on the vector unit)")
           .zero_ok(),
       field<&P::hbm_bytes>("hbm_bytes", Float, "device memory size, bytes (0: unknown)").optional().zero_ok(),
+  };
+}
+
+// Data-path rates and the GM alignment they need.
+std::vector<PlatformField> rate_fields() {
+  return {
       field<&P::ddr_rate>("ddr_rate", Float, "GM read rate, bytes/cycle/core"),
       field<&P::l2_rate>("l2_rate", Float, "L2 hit read rate, bytes/cycle/core"),
       field<&P::l2_write_rate>("l2_write_rate", Float, "GM write rate through L2, bytes/cycle/core"),
@@ -104,9 +117,21 @@ const std::vector<PlatformField>& platform_fields() {
           .optional()
           .zero_ok(),
       field<&P::gm_align>("gm_align", Float, "GM address alignment for full-rate access, bytes"),
+  };
+}
+
+// What the Cube and Vector units do: FixPipe, dtypes.
+std::vector<PlatformField> unit_fields() {
+  return {
       field<&P::fixpipe>("fixpipe", FieldKind::Bool, "FixPipe applies ReLU/bias on the way out of L0C"),
       field<&P::cube_dtypes>("cube_dtypes", FieldKind::StringList, "input dtypes of the Cube unit").choices(kDtypes),
       field<&P::vector_dtypes>("vector_dtypes", FieldKind::StringList, "dtypes of the Vector unit").choices(kDtypes),
+  };
+}
+
+// Terms of the cost model: the launch assumption and the figures aoe_native.calibrate fits.
+std::vector<PlatformField> cost_fields() {
+  return {
       field<&P::launch_overhead_us>(
           "launch_overhead_us", Float,
           "per-kernel launch cost, us; an assumption of this tool, not a measured Ascend figure")
@@ -179,6 +204,19 @@ const std::vector<PlatformField>& platform_fields() {
           .optional()
           .zero_ok(),
   };
+}
+
+}  // namespace
+
+const std::vector<PlatformField>& platform_fields() {
+  static const std::vector<PlatformField> t = [] {
+    std::vector<PlatformField> all;
+    for (auto group : {core_fields, buffer_fields, rate_fields, unit_fields, cost_fields}) {
+      const std::vector<PlatformField> fields = group();
+      all.insert(all.end(), fields.begin(), fields.end());
+    }
+    return all;
+  }();
   return t;
 }
 
