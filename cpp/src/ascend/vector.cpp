@@ -210,7 +210,6 @@ class VecModel : public OpModel {
   CoreRun run_core(int64_t units_core, const RowTiling& rt, double rate, int64_t cores,
                    const std::vector<int64_t>* parts = nullptr) const {
     const auto& [row, splitR, fits, sweeps, tile, db] = rt;
-    const Platform& p = p_;
     const VecKernel& k = k_;
     CoreRun c;
     const int64_t rows_tile = rows_per_tile(fits, tile, row);
@@ -219,23 +218,62 @@ class VecModel : public OpModel {
       tiles = 0;
       for (int64_t e : *parts) tiles += cdiv(e, tile);
     }
-    const double row_elems = double(row);
     const double elems_core = double(units_core) * row;
-    const double tile_elems = std::min(double(tile), k.unit_per_tile ? row_elems : elems_core);
+    const double tile_elems = std::min(double(tile), k.unit_per_tile ? double(row) : elems_core);
+    c.tile_bytes = tile_elems * k.ds;
+    const GmRuns runs = gm_runs(tile);
+    charge_gm(c, units_core, rt, cores, runs);
+    const double eff = small_transfer_eff(c.tile_bytes, int(cores));
+    const double read_cycles = gm_read_cycles(c, runs.in, rate, eff, cores);
+    // Per-run transfer costs (run_call_in / run_call_out): the runs a core's bytes make.
+    const double run_in_cycles = k.run_call_in > 0 && runs.in > 0 ? c.read / runs.in * k.run_call_in : 0.0;
+    const double run_out_cycles = k.run_call_out > 0 && runs.out > 0 ? c.write / runs.out * k.run_call_out : 0.0;
+    c.mte2 = read_cycles + run_in_cycles + double(tiles) * k.in_streams * sweeps * kLoadCall;
+    c.mte3 = c.write_ch / (rate * eff) + run_out_cycles + double(tiles) * kStoreCall;
+    // MTE2 and MTE3 share the core's GM port, unless the kernel's stores have their own; a run
+    // moved as a transfer of its own holds the port for its start as for its bytes.
+    c.port = k.copy_only ? std::max(read_cycles, c.write_ch / (rate * eff))
+                         : read_cycles + c.write_ch / (rate * eff) + run_in_cycles + run_out_cycles;
+    c.vec = elem_cycles(units_core, rt, parts) * cost_scale_;
+    add_row_cycles(c, units_core, rt, tiles);
+    c.vec += double(tiles) * k.tile_cycles;
+    overlap_pipes(c, tiles, db);
+    c.cycles += double(units_core) * k.unit_cycles;
+    if (parts && !parts->empty()) c.cycles += double(parts->size() - 1) * k.part_cycles;
+    return c;
+  }
+
+  // Contiguous GM runs in bytes, in (in) and out (out) of UB (0: the whole tile).
+  struct GmRuns {
+    double in, out;
+  };
+  // A transposing kernel (transpose_side) moves square blocks, the largest of 16 x 2^i a side
+  // that UB's tile holds four times over: no run is longer than a block's side.
+  GmRuns gm_runs(int64_t tile) const {
+    const VecKernel& k = k_;
+    GmRuns r{k.run_in, k.run_out};
+    if (k.transpose_side) {
+      double side = 16;
+      while (side * side * 4 <= tile) side *= 2;
+      r.in = std::min(r.in, side * k.ds);
+      r.out = std::min(r.out, side * k.ds);
+    }
+    return r;
+  }
+
+  // A core's GM bytes (read, write, bcast) and what they are charged by burst (read_ch, write_ch,
+  // and of read_ch the re-reads, reread_ch).
+  void charge_gm(CoreRun& c, int64_t units_core, const RowTiling& rt, int64_t cores, const GmRuns& runs) const {
+    const auto& [row, splitR, fits, sweeps, tile, db] = rt;
+    const Platform& p = p_;
+    const VecKernel& k = k_;
+    const double elems_core = double(units_core) * row;
     // GM bytes per core, charged by burst.
     c.read = elems_core * k.in_bytes * sweeps;
     if (sweeps > 1) c.read += elems_core * k.split_ws_reads * (k.split_ws_bytes - k.in_bytes);
     // Split rows also write their partial results (and read them back).
     c.write = elems_core * k.out_bytes + units_core * k.out_bytes_per_unit * (splitR ? 2 : 1) +
               (splitR ? double(units_core) * 8 * k.syncs : 0) + (sweeps > 1 ? elems_core * k.split_ws_bytes : 0);
-    double rin = k.run_in, rout = k.run_out;
-    if (k.transpose_side) {
-      double side = 16;
-      while (side * side * 4 <= tile) side *= 2;
-      rin = std::min(rin, side * k.ds);
-      rout = std::min(rout, side * k.ds);
-    }
-    c.tile_bytes = tile_elems * k.ds;
     // Charged bytes per byte moved, for contiguous runs of `run` bytes (0:
     // the whole tile).  Transposed runs start every other run (pitch 2x).
     auto rcharge = [&](double run_bytes) {
@@ -248,15 +286,21 @@ class VecModel : public OpModel {
       return write_charge(run, k.transpose_side ? run * 2 : run) / double(run);
     };
     c.bcast = k.bcast_bytes * double(k.bcast_reload_units > 0 ? cdiv(units_core, k.bcast_reload_units) : 1);
-    c.read_ch = c.read * rcharge(rin) + c.bcast;
+    c.read_ch = c.read * rcharge(runs.in) + c.bcast;
     // A row swept more than once (it does not fit a tile) is read again while every core's
     // row is in L2 (L2 is cleared before the kernel, so the first sweep comes from HBM).
     if (sweeps > 1 && double(cores) * double(row) * k.in_bytes <= p.l2)
       c.reread_ch = (c.read_ch - c.bcast) * (sweeps - 1) / sweeps;
     // Broadcast operands read again (bcast_reload_units) come from L2 after a core's first read.
     if (k.bcast_reload_units > 0) c.reread_ch += std::max(0.0, c.bcast - k.bcast_bytes);
-    c.write_ch = c.write * wcharge(rout);
-    const double eff = small_transfer_eff(c.tile_bytes, int(cores));
+    c.write_ch = c.write * wcharge(runs.out);
+  }
+
+  // MTE2 cycles of a core's charged reads (c.read_ch) at `rate` bytes a cycle (`eff`: the
+  // small-transfer efficiency), runs of `rin` bytes.
+  double gm_read_cycles(const CoreRun& c, double rin, double rate, double eff, int64_t cores) const {
+    const Platform& p = p_;
+    const VecKernel& k = k_;
     // The vec_reread_l2 share of the re-reads comes at the core's L2 hit rate (the cube's
     // l2_rate x mte2_eff), the rest at its GM rate.
     const double fast = c.reread_ch * p.vec_reread_l2;
@@ -277,39 +321,47 @@ class VecModel : public OpModel {
         bcast_cycles = std::max(bcast_cycles, std::ceil(c.bcast / 32.0) * k.unaligned_block_cycles);
       read_cycles += (k.bcast_same_address - 1) * bcast_cycles;
     }
-    // Per-run transfer costs (run_call_in / run_call_out): the runs a core's bytes make.
-    const double run_in_cycles = k.run_call_in > 0 && rin > 0 ? c.read / rin * k.run_call_in : 0.0;
-    const double run_out_cycles = k.run_call_out > 0 && rout > 0 ? c.write / rout * k.run_call_out : 0.0;
-    c.mte2 = read_cycles + run_in_cycles + double(tiles) * k.in_streams * sweeps * kLoadCall;
-    c.mte3 = c.write_ch / (rate * eff) + run_out_cycles + double(tiles) * kStoreCall;
-    // MTE2 and MTE3 share the core's GM port, unless the kernel's stores have their own; a run
-    // moved as a transfer of its own holds the port for its start as for its bytes.
-    c.port = k.copy_only ? std::max(read_cycles, c.write_ch / (rate * eff))
-                         : read_cycles + c.write_ch / (rate * eff) + run_in_cycles + run_out_cycles;
-    // Vector: elementwise APIs over each tile; reduce APIs per row.
-    // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
-    // with the sum, then the scaling): every element op runs once per element, not per sweep
-    // (per sweep, a 950PR bf16 Softmax over [31, 67, 127, 257] dim 2 was 2x the measured time).
-    // A tile is charged for the elements it holds: a core's last tile (a row's last, when rows
-    // span tiles) is partial, and whole rows fill a tile only up to a multiple of the row.
-    double elem_cycles = 0;
+    return read_cycles;
+  }
+
+  // Vector: elementwise APIs over each tile, in GE cycles (before cost_scale_).
+  // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
+  // with the sum, then the scaling): every element op runs once per element, not per sweep
+  // (per sweep, a 950PR bf16 Softmax over [31, 67, 127, 257] dim 2 was 2x the measured time).
+  // A tile is charged for the elements it holds: a core's last tile (a row's last, when rows
+  // span tiles) is partial, and whole rows fill a tile only up to a multiple of the row.
+  double elem_cycles(int64_t units_core, const RowTiling& rt, const std::vector<int64_t>* parts) const {
+    const auto& [row, splitR, fits, sweeps, tile, db] = rt;
+    const VecKernel& k = k_;
+    const double row_elems = double(row);
+    double cycles = 0;
     if (parts) {
       for (int64_t e : *parts)
-        elem_cycles += double(e / tile) * vec_cycles(k.elem_prog, double(tile)) +
-                       (e % tile ? vec_cycles(k.elem_prog, double(e % tile)) : 0.0);
+        cycles += double(e / tile) * vec_cycles(k.elem_prog, double(tile)) +
+                  (e % tile ? vec_cycles(k.elem_prog, double(e % tile)) : 0.0);
     } else if (units_core > 0 && fits) {
-      const int64_t rows = std::min(rows_tile, units_core), full = units_core / rows, rest = units_core % rows;
-      elem_cycles = double(full) * vec_cycles(k.elem_prog, double(rows) * row_elems) +
-                    (rest ? vec_cycles(k.elem_prog, double(rest) * row_elems) : 0.0);
+      const int64_t rows = std::min(rows_per_tile(fits, tile, row), units_core);
+      const int64_t full = units_core / rows, rest = units_core % rows;
+      cycles = double(full) * vec_cycles(k.elem_prog, double(rows) * row_elems) +
+               (rest ? vec_cycles(k.elem_prog, double(rest) * row_elems) : 0.0);
     } else if (units_core > 0) {
-      const int64_t parts = cdiv(row, tile);
-      elem_cycles = double(units_core) * (double(parts - 1) * vec_cycles(k.elem_prog, double(tile)) +
-                                          vec_cycles(k.elem_prog, double(row - (parts - 1) * tile)));
+      const int64_t pieces = cdiv(row, tile);
+      cycles = double(units_core) * (double(pieces - 1) * vec_cycles(k.elem_prog, double(tile)) +
+                                     vec_cycles(k.elem_prog, double(row - (pieces - 1) * tile)));
     }
-    c.vec = elem_cycles * cost_scale_;
+    return cycles;
+  }
+
+  // Vector: reduce APIs per row (row_prog) with their waits, and the per-row calls (row_loop_prog,
+  // row_scalar_cycles), added to c.vec.
+  void add_row_cycles(CoreRun& c, int64_t units_core, const RowTiling& rt, int64_t tiles) const {
+    const auto& [row, splitR, fits, sweeps, tile, db] = rt;
+    const Platform& p = p_;
+    const VecKernel& k = k_;
+    const int64_t rows_tile = rows_per_tile(fits, tile, row);
     if (!k.row_prog.empty()) {
       const double rows_in_tile = fits ? double(std::min(rows_tile, units_core)) : 1.0;
-      const double elems_in_call = fits ? row_elems : double(tile);
+      const double elems_in_call = fits ? double(row) : double(tile);
       for (const auto& s : k.row_prog) {
         const double epr = s.fp32 ? 64.0 : 128.0;
         double reps = rows_in_tile * std::ceil(elems_in_call / epr);
@@ -331,11 +383,15 @@ class VecModel : public OpModel {
     if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
       // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
       const double pieces = fits ? double(units_core) : double(units_core) * double(cdiv(row, tile));
-      const double piece_elems = fits ? row_elems : double(std::min(row, tile));
+      const double piece_elems = fits ? double(row) : double(std::min(row, tile));
       c.vec += pieces * vec_cycles(k.row_loop_prog, piece_elems) * cost_scale_ +
                double(units_core) * sweeps * k.row_scalar_cycles;
     }
-    c.vec += double(tiles) * k.tile_cycles;
+  }
+
+  // The core's time (c.cycles) from its pipes' times, as bufferNum `db` lets them overlap.
+  void overlap_pipes(CoreRun& c, int64_t tiles, int64_t db) const {
+    const VecKernel& k = k_;
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (k.tile_round_trip > 0) {
       // Small tiles wait on their copies' latency: each pipe takes at least half a round trip a
@@ -354,9 +410,6 @@ class VecModel : public OpModel {
       c.cycles = std::max(std::max(c.mte2, c.mte3) + c.vec, c.port) + per_tile_mte3;
     else
       c.cycles = std::max(c.mte2 + c.vec + c.mte3, c.port);
-    c.cycles += double(units_core) * k.unit_cycles;
-    if (parts && !parts->empty()) c.cycles += double(parts->size() - 1) * k.part_cycles;
-    return c;
   }
 
   void build_spec() {
