@@ -181,7 +181,6 @@ CPP_LONG_FUNCTIONS = {
     "src/ascend/platform.cpp:platform_fields": 118,
     "src/ascend/vector.cpp:make_elementwise_model": 104,
     "src/ascend/vector.cpp:make_movement_model": 119,
-    "src/ascend/vector.cpp:make_rows_model": 136,
     "src/expr.cpp:Expr::eval": 117,
 }
 

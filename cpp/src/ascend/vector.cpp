@@ -865,17 +865,10 @@ void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::str
   k.baseline_tile = cdiv(per_core, passes) * row_al;
   k.rows_per_reduce_call = row_al * 4 <= 255 * blk ? 255 : 1;
 }
-}  // namespace
 
-std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
-  VecKernel k = start_kernel(op, p, op.kind);
-  const std::string dtype = op.dtype;
-  const bool ln = op.kind == "LayerNormalization", sm = op.kind == "Softmax";
-  if (op.inputs.empty()) fail(op.kind + ": needs the input shape");
-  const auto& x = op.inputs[0];
-  check_shape(x, op.kind + " input");
-  if (x.empty()) fail(op.kind + ": the input must have at least one dimension");
-  const size_t rank = x.size();
+// The reduced axes of a Softmax (attrs "axis"), LayerNormalization ("axis" and the axes after it) or
+// Reduce* (attrs "axes"; none: all) over a rank-`rank` input.
+std::vector<bool> reduced_axes(const OpDesc& op, size_t rank, bool sm, bool ln) {
   std::vector<bool> red(rank, false);
   if (sm) {
     red[norm_axis(attr_int(op, "axis", -1), rank, op.kind)] = true;
@@ -893,6 +886,97 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
       red[n] = true;
     }
   }
+  return red;
+}
+
+// Reduction along the innermost axis ([outer, R]): a row of R elements a unit, reduced by
+// WholeReduce calls (`f32`: the steps run on fp32 data).
+void last_axis_rows(VecKernel& k, int64_t outer, int64_t R, bool sm, bool ln, bool f32) {
+  auto api = [&](const char* name) { return VecStep{vec_api_cost(name), f32}; };
+  const int64_t elem_align = 32 / k.ds;
+  k.units = outer;
+  k.unit_elems = align_up(R, elem_align);
+  if (sm) {
+    k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // max, then sum (WholeReduceMax: same class)
+    for (auto* a : {"Add", "Exp", "Mul"}) k.elem_prog.push_back(api(a));  // x - max, exp, * 1/sum
+    k.sweeps_if_split = 3;
+    k.split_rows = true;
+    k.syncs = 2;
+  } else if (ln) {
+    k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // mean, variance
+    for (auto* a : {"Add", "Mul", "Muls", "Mul", "Add"}) k.elem_prog.push_back(api(a));
+    k.sweeps_if_split = 2;
+    k.split_rows = true;
+  } else {
+    k.row_prog = {api("WholeReduceSum")};
+    k.split_rows = true;
+  }
+  k.out_bytes_per_unit = (sm || ln) ? 0 : k.ds;
+  k.out_bytes = (sm || ln) ? k.ds : 0;
+}
+
+// Reduction along a non-innermost axis ([outer, R, inner]): vector Adds of rows over a block
+// of the inner axis per unit, as CANN's SoftmaxV2 ARA templates tile it (hicann/ops-nn
+// activation/softmax_v2/op_host/arch35/softmax_v2_ara_recompute_tiling.cpp, DoOpTiling):
+// the inner axis in 32-byte blocks, as many per unit as spread the units over every core
+// (a0Inner = ceil(outer x blocks / cores)), at most the inner axis and what UB holds for R
+// in chunks of 128 rows (binAddRFactor) double-buffered in the input dtype and fp32, with
+// 11 + cache fp32 rows of work space (UB_COMPUTE_FACTOR, binAddCacheBufferCount).
+// (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
+// Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
+// 910B runs SoftmaxV2 as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp tbe/impl/dynamic/softmax_v2.py),
+// whose block split also spreads the A axes over the cores, each core's share at least a 32-byte
+// block (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo): taken as alike; no 910B2 fit
+// record checks it.
+void other_axis_rows(VecKernel& k, int64_t outer, int64_t R, int64_t inner, bool sm, bool ln, bool f32,
+                     const Platform& p) {
+  auto api = [&](const char* name) { return VecStep{vec_api_cost(name), f32}; };
+  const int64_t elem_align = 32 / k.ds;
+  const int64_t blocks = cdiv(inner, elem_align);
+  const int64_t r_loops = cdiv(R, 128);
+  int64_t cache = 1;  // binary-add partials kept: the bit width of the largest power of two < r_loops
+  if (r_loops > 1) {
+    int64_t basic = 1;
+    while (basic * 2 < r_loops) basic *= 2;
+    for (cache = 0; basic > 0; basic >>= 1) ++cache;
+  }
+  const int64_t ub_blocks = int64_t(p.ub) / elem_align / (128 * 2 * (4 + k.ds) + 4 * (11 + cache));
+  const int64_t per_unit = std::max<int64_t>(
+      1, std::min({cdiv(outer * blocks, int64_t(p.vector_cores)), ub_blocks, blocks}));
+  const int64_t blk = per_unit * elem_align;
+  k.units = outer * cdiv(inner, blk);
+  k.unit_elems = R * blk;
+  // A unit's GM runs (blk elements a row, rows `inner` apart) are contiguous with the next
+  // unit's, which the next core reads at the same time (or this core next): together they
+  // read and write whole sectors and L2 lines, so the runs are charged as contiguous.
+  k.run_in = 0;
+  k.run_out = 0;
+  if (sm) {
+    for (auto* a : {"Add", "Add", "Exp", "Add", "Mul"}) k.elem_prog.push_back(api(a));
+    k.sweeps_if_split = 3;
+    k.out_bytes = k.ds;
+  } else if (ln) {
+    for (auto* a : {"Add", "Add", "Mul", "Add", "Mul", "Mul", "Add"}) k.elem_prog.push_back(api(a));
+    k.sweeps_if_split = 2;
+    k.out_bytes = k.ds;
+  } else {
+    k.elem_prog.push_back(api("Add"));
+    k.out_bytes_per_unit = double(blk) * k.ds;
+    k.split_rows = true;
+  }
+}
+}  // namespace
+
+std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
+  VecKernel k = start_kernel(op, p, op.kind);
+  const std::string dtype = op.dtype;
+  const bool ln = op.kind == "LayerNormalization", sm = op.kind == "Softmax";
+  if (op.inputs.empty()) fail(op.kind + ": needs the input shape");
+  const auto& x = op.inputs[0];
+  check_shape(x, op.kind + " input");
+  if (x.empty()) fail(op.kind + ": the input must have at least one dimension");
+  const size_t rank = x.size();
+  const std::vector<bool> red = reduced_axes(op, rank, sm, ln);
   // [outer, R, inner]: reduced extent R, non-reduced dims before the first
   // reduced axis, and after it (interleaved axes are approximated).
   int64_t outer = 1, R = 1, inner = 1;
@@ -908,76 +992,11 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     fail(op.kind + ": " + dtype + " input is not modelled (an exp/normalisation of integers; CANN takes floats)");
   const bool up = cd == "float16" && (sm || ln);  // fp16 softmax/layernorm compute in fp32
   const bool f32 = up || dtype_size(cd) >= 4 || cd == "bfloat16";  // 64 elements per repeat
-  auto api = [&](const char* name) { return VecStep{vec_api_cost(name), f32}; };
   if (up) k.elem_prog.push_back({vec_api_cost("CastUp"), false});
-  const int64_t elem_align = 32 / k.ds;
-  if (inner == 1) {
-    k.units = outer;
-    k.unit_elems = align_up(R, elem_align);
-    if (sm) {
-      k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // max, then sum (WholeReduceMax: same class)
-      for (auto* a : {"Add", "Exp", "Mul"}) k.elem_prog.push_back(api(a));  // x - max, exp, * 1/sum
-      k.sweeps_if_split = 3;
-      k.split_rows = true;
-      k.syncs = 2;
-    } else if (ln) {
-      k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // mean, variance
-      for (auto* a : {"Add", "Mul", "Muls", "Mul", "Add"}) k.elem_prog.push_back(api(a));
-      k.sweeps_if_split = 2;
-      k.split_rows = true;
-    } else {
-      k.row_prog = {api("WholeReduceSum")};
-      k.split_rows = true;
-    }
-    k.out_bytes_per_unit = (sm || ln) ? 0 : k.ds;
-    k.out_bytes = (sm || ln) ? k.ds : 0;
-  } else {
-    // Reduction along a non-innermost axis ([outer, R, inner]): vector Adds of rows over a block
-    // of the inner axis per unit, as CANN's SoftmaxV2 ARA templates tile it (hicann/ops-nn
-    // activation/softmax_v2/op_host/arch35/softmax_v2_ara_recompute_tiling.cpp, DoOpTiling):
-    // the inner axis in 32-byte blocks, as many per unit as spread the units over every core
-    // (a0Inner = ceil(outer x blocks / cores)), at most the inner axis and what UB holds for R
-    // in chunks of 128 rows (binAddRFactor) double-buffered in the input dtype and fp32, with
-    // 11 + cache fp32 rows of work space (UB_COMPUTE_FACTOR, binAddCacheBufferCount).
-    // (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
-    // Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
-    // 910B runs SoftmaxV2 as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp tbe/impl/dynamic/softmax_v2.py),
-    // whose block split also spreads the A axes over the cores, each core's share at least a 32-byte
-    // block (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo): taken as alike; no 910B2 fit
-    // record checks it.
-    const int64_t blocks = cdiv(inner, elem_align);
-    const int64_t r_loops = cdiv(R, 128);
-    int64_t cache = 1;  // binary-add partials kept: the bit width of the largest power of two < r_loops
-    if (r_loops > 1) {
-      int64_t basic = 1;
-      while (basic * 2 < r_loops) basic *= 2;
-      for (cache = 0; basic > 0; basic >>= 1) ++cache;
-    }
-    const int64_t ub_blocks = int64_t(p.ub) / elem_align / (128 * 2 * (4 + k.ds) + 4 * (11 + cache));
-    const int64_t per_unit = std::max<int64_t>(
-        1, std::min({cdiv(outer * blocks, int64_t(p.vector_cores)), ub_blocks, blocks}));
-    const int64_t blk = per_unit * elem_align;
-    k.units = outer * cdiv(inner, blk);
-    k.unit_elems = R * blk;
-    // A unit's GM runs (blk elements a row, rows `inner` apart) are contiguous with the next
-    // unit's, which the next core reads at the same time (or this core next): together they
-    // read and write whole sectors and L2 lines, so the runs are charged as contiguous.
-    k.run_in = 0;
-    k.run_out = 0;
-    if (sm) {
-      for (auto* a : {"Add", "Add", "Exp", "Add", "Mul"}) k.elem_prog.push_back(api(a));
-      k.sweeps_if_split = 3;
-      k.out_bytes = k.ds;
-    } else if (ln) {
-      for (auto* a : {"Add", "Add", "Mul", "Add", "Mul", "Mul", "Add"}) k.elem_prog.push_back(api(a));
-      k.sweeps_if_split = 2;
-      k.out_bytes = k.ds;
-    } else {
-      k.elem_prog.push_back(api("Add"));
-      k.out_bytes_per_unit = double(blk) * k.ds;
-      k.split_rows = true;
-    }
-  }
+  if (inner == 1)
+    last_axis_rows(k, outer, R, sm, ln, f32);
+  else
+    other_axis_rows(k, outer, R, inner, sm, ln, f32, p);
   if (up) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
   if (cd == "int64") {  // pairs of int32 lanes (vec_program): every step twice
     const auto e = k.elem_prog, r = k.row_prog;
