@@ -179,8 +179,6 @@ CPP_LONG_FUNCTIONS = {
     "src/ascend/norm_quant.cpp:make_dequant_swiglu_quant": 113,
     "src/ascend/norm_quant.cpp:make_rms_norm": 264,
     "src/ascend/platform.cpp:platform_fields": 118,
-    "src/ascend/vector.cpp:make_elementwise_model": 104,
-    "src/ascend/vector.cpp:make_movement_model": 119,
     "src/expr.cpp:Expr::eval": 117,
 }
 

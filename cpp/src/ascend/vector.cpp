@@ -688,6 +688,42 @@ void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, cons
   k.baseline_tile = tile;
 }
 
+namespace {
+// A Cast of `dtype` data (to attrs "to"; none: the same dtype) in a chain: its steps appended to
+// k.elem_prog.  Returns the bytes of an output element.
+int cast_steps(VecKernel& k, const OpDesc& op, const std::string& dtype) {
+  const auto to = attr_strs(op, "to");
+  const std::string target = to.empty() ? dtype : canonical_dtype(to[0]);
+  const int ts = dtype_size(target);
+  // One Cast instruction per size step (int8 <-> fp16 <-> fp32); bf16 <->
+  // fp16 goes through fp32.  GE's Cast costs are per element of the
+  // 16-bit side, i.e. per 128-element repeat.
+  int steps = 0;
+  for (int s = std::min(ts, k.ds); s < std::max(ts, k.ds); s *= 2) ++steps;
+  if (steps == 0 && target != dtype) steps = 2;
+  for (int i = 0; i < steps; ++i)
+    k.elem_prog.push_back({vec_api_cost(ts > k.ds || (steps == 2 && i == 0 && ts == k.ds) ? "CastUp" : "CastDown"), false});
+  return ts;
+}
+
+// Operands the size of the output (`n` elements) stream through UB; small broadcast ones
+// (per-channel scales, scalars) are read once per core and stay in UB.
+void stream_operands(VecKernel& k, const OpDesc& op, int64_t n) {
+  k.in_streams = 0;
+  k.ub_buffers = 1;  // output queue
+  for (const auto& s : op.inputs) {
+    const double bytes = double(numel(s)) * k.ds;
+    k.unique_bytes += bytes;
+    if (numel(s) < n && bytes <= 16384) {
+      k.bcast_bytes += bytes;
+    } else {
+      k.in_bytes += k.ds;
+      k.in_streams += 1;
+      k.ub_buffers += 1;
+    }
+  }
+}
+}  // namespace
 
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p) {
   VecKernel k = start_kernel(op, p, op.kind);
@@ -721,18 +757,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string& o = ops[i];
     if (o == "Cast") {
-      const auto to = attr_strs(op, "to");
-      const std::string target = to.empty() ? dtype : canonical_dtype(to[0]);
-      const int ts = dtype_size(target);
-      // One Cast instruction per size step (int8 <-> fp16 <-> fp32); bf16 <->
-      // fp16 goes through fp32.  GE's Cast costs are per element of the
-      // 16-bit side, i.e. per 128-element repeat.
-      int steps = 0;
-      for (int s = std::min(ts, k.ds); s < std::max(ts, k.ds); s *= 2) ++steps;
-      if (steps == 0 && target != dtype) steps = 2;
-      for (int i = 0; i < steps; ++i)
-        k.elem_prog.push_back({vec_api_cost(ts > k.ds || (steps == 2 && i == 0 && ts == k.ds) ? "CastUp" : "CastDown"), false});
-      out_size = ts;
+      out_size = cast_steps(k, op, dtype);
       consumed += (i == 0) ? 1 : 0;
       continue;
     }
@@ -771,21 +796,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
          " take " + std::to_string(consumed) + " input(s), but " + std::to_string(op.inputs.size()) + " shapes were given");
   k.units = n;
   k.unit_elems = 1;
-  // Operands the size of the output stream through UB; small broadcast ones
-  // (per-channel scales, scalars) are read once per core and stay in UB.
-  k.in_streams = 0;
-  k.ub_buffers = 1;  // output queue
-  for (const auto& s : op.inputs) {
-    const double bytes = double(numel(s)) * k.ds;
-    k.unique_bytes += bytes;
-    if (numel(s) < n && bytes <= 16384) {
-      k.bcast_bytes += bytes;
-    } else {
-      k.in_bytes += k.ds;
-      k.in_streams += 1;
-      k.ub_buffers += 1;
-    }
-  }
+  stream_operands(k, op, n);
   k.ub_buffers += 1;  // one intermediate for the chain
   k.out_bytes = out_size;
   if (out_size > k.ds) k.temp_fp32 += 1;  // the wider output tile
@@ -1319,6 +1330,65 @@ void slice_steps(VecKernel& k, const OpDesc& op, const std::vector<int64_t>& x, 
     k.elem_prog.push_back({vec_api_cost("Adds"), false});
   }
 }
+
+// Elements of `s` from axis `from` on (all of them for from <= 0).
+int64_t inner_elems(const std::vector<int64_t>& s, int64_t from) {
+  int64_t n = 1;
+  for (size_t i = size_t(std::max<int64_t>(from, 0)); i < s.size(); ++i) n *= s[i];
+  return n;
+}
+
+// A Concat along `axis` of op.inputs (of the output's rank) into `out`: the elements read and the
+// shortest contiguous input run.
+void concat_reads(const OpDesc& op, const std::vector<int64_t>& out, int64_t axis, double& read_elems,
+                  int64_t& run_in) {
+  read_elems = 0;
+  int64_t along = 0;
+  run_in = numel(out);
+  for (const auto& s : op.inputs) {
+    read_elems += double(numel(s));
+    along += s[axis];
+    run_in = std::min(run_in, inner_elems(s, axis));
+  }
+  if (along != out[axis])
+    fail("Concat: the inputs add up to " + std::to_string(along) + " along axis " + std::to_string(axis) +
+         ", output_shape has " + std::to_string(out[axis]));
+}
+
+// A GatherElements of `x` along `axis` into `out`: the elements and index bytes read, the input's
+// contiguous runs and the gathers in UB.
+void gather_elements_reads(VecKernel& k, const std::vector<int64_t>& x, const std::vector<int64_t>& out,
+                           int64_t axis, const Platform& p, double& read_elems, double& index_bytes,
+                           int64_t& run_in) {
+  const int64_t n_out = numel(out);
+  // 910B's GatherElementsV2 (Ascend C, hicann/ops-nn index/gather_elements_v2/op_host/
+  // gather_elements_v2_def.cpp) takes int32 indices only (aclnnGather casts int64 ones to int32
+  // in a kernel of its own first, op_host/op_api/aclnn_gather.cpp CalGather): 4 bytes an index.
+  index_bytes = double(n_out) * (c220(p) ? 4 : 8);
+  const int64_t slab = inner_elems(x, axis);  // input elements under one index of the axes before `axis`
+  // Each output slice reads its slab once and gathers in UB (per-element offsets: Gather);
+  // scattered 32-byte reads were 4x the measured time of a 950PR gather along an 8 KB last
+  // axis.  A slab UB cannot hold (with double-buffered index and output tiles) is read in
+  // column chunks of the axes after `axis`, all of `axis` at once: shorter runs, still once.
+  read_elems = double(n_out / std::max<int64_t>(1, inner_elems(out, axis))) * double(slab);
+  run_in = slab;
+  if (double(slab) * k.ds * 4 > p.ub) {
+    const int64_t cols = std::max<int64_t>(1, int64_t(p.ub / (4.0 * k.ds * double(x[axis]))));
+    run_in = std::max<int64_t>(std::max<int64_t>(1, 32 / k.ds), std::min(inner_elems(x, axis + 1), cols));
+  }
+  for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
+}
+
+// A Resize's vector work in UB: nearest, one broadcast copy; linear, three lerps (a Mul and an Add each).
+void resize_prog(VecKernel& k, const std::string& mode) {
+  if (mode == "nearest") {
+    k.elem_prog.push_back({vec_api_cost("Adds"), false});
+  } else if (mode == "linear") {
+    for (auto* a : {"Mul", "Add", "Mul", "Add", "Mul", "Add"}) k.elem_prog.push_back({vec_api_cost(a), false});
+  } else {
+    fail("Resize: mode '" + mode + "' is not modelled (nearest and linear are)");
+  }
+}
 }  // namespace
 
 std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p) {
@@ -1344,11 +1414,6 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
   const size_t rank = out.size();
   const auto& x = op.inputs[0];
   const int64_t axis = norm_axis(attr_int(op, "axis", int64_t(rank) - 1), rank, kd);
-  auto inner = [](const std::vector<int64_t>& s, int64_t from) {
-    int64_t n = 1;
-    for (size_t i = size_t(std::max<int64_t>(from, 0)); i < s.size(); ++i) n *= s[i];
-    return n;
-  };
   auto need_rank = [&](const std::vector<int64_t>& s, const std::string& what) {
     if (s.size() != rank)
       fail(kd + ": " + what + " " + shape_str(s) + " must have the rank of the output " + shape_str(out));
@@ -1358,26 +1423,16 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
   int64_t run_in = 0, run_out = 0;  // contiguous GM runs in elements (0: the whole tile)
   int64_t written = n_out;
   if (kd == "Concat") {
-    read_elems = 0;
-    int64_t along = 0;
-    run_in = n_out;
-    for (const auto& s : op.inputs) {
-      need_rank(s, "input");
-      read_elems += double(numel(s));
-      along += s[axis];
-      run_in = std::min(run_in, inner(s, axis));
-    }
-    if (along != out[axis])
-      fail("Concat: the inputs add up to " + std::to_string(along) + " along axis " + std::to_string(axis) +
-           ", output_shape has " + std::to_string(out[axis]));
+    for (const auto& s : op.inputs) need_rank(s, "input");
+    concat_reads(op, out, axis, read_elems, run_in);
     run_out = run_in;
   } else if (kd == "Split") {
     need_rank(x, "input");
     written = numel(x);
-    run_in = run_out = inner(out, axis);
+    run_in = run_out = inner_elems(out, axis);
   } else if (kd == "Slice" || kd == "Pad") {
     need_rank(x, "input");
-    run_in = std::min(inner(x, axis), inner(out, axis));
+    run_in = std::min(inner_elems(x, axis), inner_elems(out, axis));
     if (kd == "Slice") {
       read_elems = double(n_out);  // only the kept elements are read
       slice_steps(k, op, x, out, read_elems, run_in);
@@ -1385,42 +1440,21 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
   } else if (kd == "Gather") {
     // data [.., V, rows..] gathered along `axis` by op.inputs[1] (indices, int64).
     if (op.inputs.size() < 2) fail("Gather: give the data and the indices shapes");
-    const int64_t row = inner(x, axis + 1);
+    const int64_t row = inner_elems(x, axis + 1);
     read_elems = double(n_out);
     index_bytes = double(numel(op.inputs[1])) * 8;
     run_in = row;
   } else if (kd == "GatherElements") {
-    // 910B's GatherElementsV2 (Ascend C, hicann/ops-nn index/gather_elements_v2/op_host/
-    // gather_elements_v2_def.cpp) takes int32 indices only (aclnnGather casts int64 ones to int32
-    // in a kernel of its own first, op_host/op_api/aclnn_gather.cpp CalGather): 4 bytes an index.
-    index_bytes = double(n_out) * (c220(p) ? 4 : 8);
-    const int64_t slab = inner(x, axis);  // input elements under one index of the axes before `axis`
-    // Each output slice reads its slab once and gathers in UB (per-element offsets: Gather);
-    // scattered 32-byte reads were 4x the measured time of a 950PR gather along an 8 KB last
-    // axis.  A slab UB cannot hold (with double-buffered index and output tiles) is read in
-    // column chunks of the axes after `axis`, all of `axis` at once: shorter runs, still once.
-    read_elems = double(n_out / std::max<int64_t>(1, inner(out, axis))) * double(slab);
-    run_in = slab;
-    if (double(slab) * k.ds * 4 > p.ub) {
-      const int64_t cols = std::max<int64_t>(1, int64_t(p.ub / (4.0 * k.ds * double(x[axis]))));
-      run_in = std::max<int64_t>(std::max<int64_t>(1, 32 / k.ds), std::min(inner(x, axis + 1), cols));
-    }
-    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
+    gather_elements_reads(k, x, out, axis, p, read_elems, index_bytes, run_in);
   } else if (kd == "Expand" || kd == "Tile") {
-    run_in = inner(x, std::max<int64_t>(0, int64_t(x.size()) - 1));
+    run_in = inner_elems(x, std::max<int64_t>(0, int64_t(x.size()) - 1));
     k.elem_prog.push_back({vec_api_cost("Adds"), false});  // broadcast copy in UB
   } else if (kd == "Resize") {
     need_rank(x, "input");
     const auto mode = attr_strs(op, "mode");
     const std::string m = mode.empty() ? "nearest" : mode[0];
     run_in = x[rank - 1];
-    if (m == "nearest") {
-      k.elem_prog.push_back({vec_api_cost("Adds"), false});
-    } else if (m == "linear") {
-      for (auto* a : {"Mul", "Add", "Mul", "Add", "Mul", "Add"}) k.elem_prog.push_back({vec_api_cost(a), false});
-    } else {
-      fail("Resize: mode '" + m + "' is not modelled (nearest and linear are)");
-    }
+    resize_prog(k, m);
   } else if (kd == "DepthToSpace" || kd == "SpaceToDepth") {
     const int64_t bs = attr_int(op, "blocksize", 0);
     if (bs < 1) fail(kd + ": attrs['blocksize'] must be >= 1");
