@@ -177,10 +177,6 @@ CPP_MAX_BODY = 100
 CPP_LONG_FUNCTIONS = {
     "src/ascend/norm_quant.cpp:make_dequant_swiglu_quant": 113,
     "src/ascend/norm_quant.cpp:make_rms_norm": 264,
-    "src/ascend/vector.cpp:VecModel::run_core": 142,
-    "src/ascend/vector.cpp:make_elementwise_model": 104,
-    "src/ascend/vector.cpp:make_movement_model": 119,
-    "src/ascend/vector.cpp:make_rows_model": 136,
 }
 
 

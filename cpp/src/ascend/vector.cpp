@@ -210,7 +210,6 @@ class VecModel : public OpModel {
   CoreRun run_core(int64_t units_core, const RowTiling& rt, double rate, int64_t cores,
                    const std::vector<int64_t>* parts = nullptr) const {
     const auto& [row, splitR, fits, sweeps, tile, db] = rt;
-    const Platform& p = p_;
     const VecKernel& k = k_;
     CoreRun c;
     const int64_t rows_tile = rows_per_tile(fits, tile, row);
@@ -219,23 +218,62 @@ class VecModel : public OpModel {
       tiles = 0;
       for (int64_t e : *parts) tiles += cdiv(e, tile);
     }
-    const double row_elems = double(row);
     const double elems_core = double(units_core) * row;
-    const double tile_elems = std::min(double(tile), k.unit_per_tile ? row_elems : elems_core);
+    const double tile_elems = std::min(double(tile), k.unit_per_tile ? double(row) : elems_core);
+    c.tile_bytes = tile_elems * k.ds;
+    const GmRuns runs = gm_runs(tile);
+    charge_gm(c, units_core, rt, cores, runs);
+    const double eff = small_transfer_eff(c.tile_bytes, int(cores));
+    const double read_cycles = gm_read_cycles(c, runs.in, rate, eff, cores);
+    // Per-run transfer costs (run_call_in / run_call_out): the runs a core's bytes make.
+    const double run_in_cycles = k.run_call_in > 0 && runs.in > 0 ? c.read / runs.in * k.run_call_in : 0.0;
+    const double run_out_cycles = k.run_call_out > 0 && runs.out > 0 ? c.write / runs.out * k.run_call_out : 0.0;
+    c.mte2 = read_cycles + run_in_cycles + double(tiles) * k.in_streams * sweeps * kLoadCall;
+    c.mte3 = c.write_ch / (rate * eff) + run_out_cycles + double(tiles) * kStoreCall;
+    // MTE2 and MTE3 share the core's GM port, unless the kernel's stores have their own; a run
+    // moved as a transfer of its own holds the port for its start as for its bytes.
+    c.port = k.copy_only ? std::max(read_cycles, c.write_ch / (rate * eff))
+                         : read_cycles + c.write_ch / (rate * eff) + run_in_cycles + run_out_cycles;
+    c.vec = elem_cycles(units_core, rt, parts) * cost_scale_;
+    add_row_cycles(c, units_core, rt, tiles);
+    c.vec += double(tiles) * k.tile_cycles;
+    overlap_pipes(c, tiles, db);
+    c.cycles += double(units_core) * k.unit_cycles;
+    if (parts && !parts->empty()) c.cycles += double(parts->size() - 1) * k.part_cycles;
+    return c;
+  }
+
+  // Contiguous GM runs in bytes, in (in) and out (out) of UB (0: the whole tile).
+  struct GmRuns {
+    double in, out;
+  };
+  // A transposing kernel (transpose_side) moves square blocks, the largest of 16 x 2^i a side
+  // that UB's tile holds four times over: no run is longer than a block's side.
+  GmRuns gm_runs(int64_t tile) const {
+    const VecKernel& k = k_;
+    GmRuns r{k.run_in, k.run_out};
+    if (k.transpose_side) {
+      double side = 16;
+      while (side * side * 4 <= tile) side *= 2;
+      r.in = std::min(r.in, side * k.ds);
+      r.out = std::min(r.out, side * k.ds);
+    }
+    return r;
+  }
+
+  // A core's GM bytes (read, write, bcast) and what they are charged by burst (read_ch, write_ch,
+  // and of read_ch the re-reads, reread_ch).
+  void charge_gm(CoreRun& c, int64_t units_core, const RowTiling& rt, int64_t cores, const GmRuns& runs) const {
+    const auto& [row, splitR, fits, sweeps, tile, db] = rt;
+    const Platform& p = p_;
+    const VecKernel& k = k_;
+    const double elems_core = double(units_core) * row;
     // GM bytes per core, charged by burst.
     c.read = elems_core * k.in_bytes * sweeps;
     if (sweeps > 1) c.read += elems_core * k.split_ws_reads * (k.split_ws_bytes - k.in_bytes);
     // Split rows also write their partial results (and read them back).
     c.write = elems_core * k.out_bytes + units_core * k.out_bytes_per_unit * (splitR ? 2 : 1) +
               (splitR ? double(units_core) * 8 * k.syncs : 0) + (sweeps > 1 ? elems_core * k.split_ws_bytes : 0);
-    double rin = k.run_in, rout = k.run_out;
-    if (k.transpose_side) {
-      double side = 16;
-      while (side * side * 4 <= tile) side *= 2;
-      rin = std::min(rin, side * k.ds);
-      rout = std::min(rout, side * k.ds);
-    }
-    c.tile_bytes = tile_elems * k.ds;
     // Charged bytes per byte moved, for contiguous runs of `run` bytes (0:
     // the whole tile).  Transposed runs start every other run (pitch 2x).
     auto rcharge = [&](double run_bytes) {
@@ -248,15 +286,21 @@ class VecModel : public OpModel {
       return write_charge(run, k.transpose_side ? run * 2 : run) / double(run);
     };
     c.bcast = k.bcast_bytes * double(k.bcast_reload_units > 0 ? cdiv(units_core, k.bcast_reload_units) : 1);
-    c.read_ch = c.read * rcharge(rin) + c.bcast;
+    c.read_ch = c.read * rcharge(runs.in) + c.bcast;
     // A row swept more than once (it does not fit a tile) is read again while every core's
     // row is in L2 (L2 is cleared before the kernel, so the first sweep comes from HBM).
     if (sweeps > 1 && double(cores) * double(row) * k.in_bytes <= p.l2)
       c.reread_ch = (c.read_ch - c.bcast) * (sweeps - 1) / sweeps;
     // Broadcast operands read again (bcast_reload_units) come from L2 after a core's first read.
     if (k.bcast_reload_units > 0) c.reread_ch += std::max(0.0, c.bcast - k.bcast_bytes);
-    c.write_ch = c.write * wcharge(rout);
-    const double eff = small_transfer_eff(c.tile_bytes, int(cores));
+    c.write_ch = c.write * wcharge(runs.out);
+  }
+
+  // MTE2 cycles of a core's charged reads (c.read_ch) at `rate` bytes a cycle (`eff`: the
+  // small-transfer efficiency), runs of `rin` bytes.
+  double gm_read_cycles(const CoreRun& c, double rin, double rate, double eff, int64_t cores) const {
+    const Platform& p = p_;
+    const VecKernel& k = k_;
     // The vec_reread_l2 share of the re-reads comes at the core's L2 hit rate (the cube's
     // l2_rate x mte2_eff), the rest at its GM rate.
     const double fast = c.reread_ch * p.vec_reread_l2;
@@ -277,39 +321,47 @@ class VecModel : public OpModel {
         bcast_cycles = std::max(bcast_cycles, std::ceil(c.bcast / 32.0) * k.unaligned_block_cycles);
       read_cycles += (k.bcast_same_address - 1) * bcast_cycles;
     }
-    // Per-run transfer costs (run_call_in / run_call_out): the runs a core's bytes make.
-    const double run_in_cycles = k.run_call_in > 0 && rin > 0 ? c.read / rin * k.run_call_in : 0.0;
-    const double run_out_cycles = k.run_call_out > 0 && rout > 0 ? c.write / rout * k.run_call_out : 0.0;
-    c.mte2 = read_cycles + run_in_cycles + double(tiles) * k.in_streams * sweeps * kLoadCall;
-    c.mte3 = c.write_ch / (rate * eff) + run_out_cycles + double(tiles) * kStoreCall;
-    // MTE2 and MTE3 share the core's GM port, unless the kernel's stores have their own; a run
-    // moved as a transfer of its own holds the port for its start as for its bytes.
-    c.port = k.copy_only ? std::max(read_cycles, c.write_ch / (rate * eff))
-                         : read_cycles + c.write_ch / (rate * eff) + run_in_cycles + run_out_cycles;
-    // Vector: elementwise APIs over each tile; reduce APIs per row.
-    // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
-    // with the sum, then the scaling): every element op runs once per element, not per sweep
-    // (per sweep, a 950PR bf16 Softmax over [31, 67, 127, 257] dim 2 was 2x the measured time).
-    // A tile is charged for the elements it holds: a core's last tile (a row's last, when rows
-    // span tiles) is partial, and whole rows fill a tile only up to a multiple of the row.
-    double elem_cycles = 0;
+    return read_cycles;
+  }
+
+  // Vector: elementwise APIs over each tile, in GE cycles (before cost_scale_).
+  // A row swept more than once splits its recipe between the sweeps (Softmax: x - max and exp
+  // with the sum, then the scaling): every element op runs once per element, not per sweep
+  // (per sweep, a 950PR bf16 Softmax over [31, 67, 127, 257] dim 2 was 2x the measured time).
+  // A tile is charged for the elements it holds: a core's last tile (a row's last, when rows
+  // span tiles) is partial, and whole rows fill a tile only up to a multiple of the row.
+  double elem_cycles(int64_t units_core, const RowTiling& rt, const std::vector<int64_t>* parts) const {
+    const auto& [row, splitR, fits, sweeps, tile, db] = rt;
+    const VecKernel& k = k_;
+    const double row_elems = double(row);
+    double cycles = 0;
     if (parts) {
       for (int64_t e : *parts)
-        elem_cycles += double(e / tile) * vec_cycles(k.elem_prog, double(tile)) +
-                       (e % tile ? vec_cycles(k.elem_prog, double(e % tile)) : 0.0);
+        cycles += double(e / tile) * vec_cycles(k.elem_prog, double(tile)) +
+                  (e % tile ? vec_cycles(k.elem_prog, double(e % tile)) : 0.0);
     } else if (units_core > 0 && fits) {
-      const int64_t rows = std::min(rows_tile, units_core), full = units_core / rows, rest = units_core % rows;
-      elem_cycles = double(full) * vec_cycles(k.elem_prog, double(rows) * row_elems) +
-                    (rest ? vec_cycles(k.elem_prog, double(rest) * row_elems) : 0.0);
+      const int64_t rows = std::min(rows_per_tile(fits, tile, row), units_core);
+      const int64_t full = units_core / rows, rest = units_core % rows;
+      cycles = double(full) * vec_cycles(k.elem_prog, double(rows) * row_elems) +
+               (rest ? vec_cycles(k.elem_prog, double(rest) * row_elems) : 0.0);
     } else if (units_core > 0) {
-      const int64_t parts = cdiv(row, tile);
-      elem_cycles = double(units_core) * (double(parts - 1) * vec_cycles(k.elem_prog, double(tile)) +
-                                          vec_cycles(k.elem_prog, double(row - (parts - 1) * tile)));
+      const int64_t pieces = cdiv(row, tile);
+      cycles = double(units_core) * (double(pieces - 1) * vec_cycles(k.elem_prog, double(tile)) +
+                                     vec_cycles(k.elem_prog, double(row - (pieces - 1) * tile)));
     }
-    c.vec = elem_cycles * cost_scale_;
+    return cycles;
+  }
+
+  // Vector: reduce APIs per row (row_prog) with their waits, and the per-row calls (row_loop_prog,
+  // row_scalar_cycles), added to c.vec.
+  void add_row_cycles(CoreRun& c, int64_t units_core, const RowTiling& rt, int64_t tiles) const {
+    const auto& [row, splitR, fits, sweeps, tile, db] = rt;
+    const Platform& p = p_;
+    const VecKernel& k = k_;
+    const int64_t rows_tile = rows_per_tile(fits, tile, row);
     if (!k.row_prog.empty()) {
       const double rows_in_tile = fits ? double(std::min(rows_tile, units_core)) : 1.0;
-      const double elems_in_call = fits ? row_elems : double(tile);
+      const double elems_in_call = fits ? double(row) : double(tile);
       for (const auto& s : k.row_prog) {
         const double epr = s.fp32 ? 64.0 : 128.0;
         double reps = rows_in_tile * std::ceil(elems_in_call / epr);
@@ -331,11 +383,15 @@ class VecModel : public OpModel {
     if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
       // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
       const double pieces = fits ? double(units_core) : double(units_core) * double(cdiv(row, tile));
-      const double piece_elems = fits ? row_elems : double(std::min(row, tile));
+      const double piece_elems = fits ? double(row) : double(std::min(row, tile));
       c.vec += pieces * vec_cycles(k.row_loop_prog, piece_elems) * cost_scale_ +
                double(units_core) * sweeps * k.row_scalar_cycles;
     }
-    c.vec += double(tiles) * k.tile_cycles;
+  }
+
+  // The core's time (c.cycles) from its pipes' times, as bufferNum `db` lets them overlap.
+  void overlap_pipes(CoreRun& c, int64_t tiles, int64_t db) const {
+    const VecKernel& k = k_;
     const double per_tile_mte2 = c.mte2 / std::max<int64_t>(1, tiles), per_tile_mte3 = c.mte3 / std::max<int64_t>(1, tiles);
     if (k.tile_round_trip > 0) {
       // Small tiles wait on their copies' latency: each pipe takes at least half a round trip a
@@ -354,9 +410,6 @@ class VecModel : public OpModel {
       c.cycles = std::max(std::max(c.mte2, c.mte3) + c.vec, c.port) + per_tile_mte3;
     else
       c.cycles = std::max(c.mte2 + c.vec + c.mte3, c.port);
-    c.cycles += double(units_core) * k.unit_cycles;
-    if (parts && !parts->empty()) c.cycles += double(parts->size() - 1) * k.part_cycles;
-    return c;
   }
 
   void build_spec() {
@@ -635,6 +688,42 @@ void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, cons
   k.baseline_tile = tile;
 }
 
+namespace {
+// A Cast of `dtype` data (to attrs "to"; none: the same dtype) in a chain: its steps appended to
+// k.elem_prog.  Returns the bytes of an output element.
+int cast_steps(VecKernel& k, const OpDesc& op, const std::string& dtype) {
+  const auto to = attr_strs(op, "to");
+  const std::string target = to.empty() ? dtype : canonical_dtype(to[0]);
+  const int ts = dtype_size(target);
+  // One Cast instruction per size step (int8 <-> fp16 <-> fp32); bf16 <->
+  // fp16 goes through fp32.  GE's Cast costs are per element of the
+  // 16-bit side, i.e. per 128-element repeat.
+  int steps = 0;
+  for (int s = std::min(ts, k.ds); s < std::max(ts, k.ds); s *= 2) ++steps;
+  if (steps == 0 && target != dtype) steps = 2;
+  for (int i = 0; i < steps; ++i)
+    k.elem_prog.push_back({vec_api_cost(ts > k.ds || (steps == 2 && i == 0 && ts == k.ds) ? "CastUp" : "CastDown"), false});
+  return ts;
+}
+
+// Operands the size of the output (`n` elements) stream through UB; small broadcast ones
+// (per-channel scales, scalars) are read once per core and stay in UB.
+void stream_operands(VecKernel& k, const OpDesc& op, int64_t n) {
+  k.in_streams = 0;
+  k.ub_buffers = 1;  // output queue
+  for (const auto& s : op.inputs) {
+    const double bytes = double(numel(s)) * k.ds;
+    k.unique_bytes += bytes;
+    if (numel(s) < n && bytes <= 16384) {
+      k.bcast_bytes += bytes;
+    } else {
+      k.in_bytes += k.ds;
+      k.in_streams += 1;
+      k.ub_buffers += 1;
+    }
+  }
+}
+}  // namespace
 
 std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform& p) {
   VecKernel k = start_kernel(op, p, op.kind);
@@ -668,18 +757,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string& o = ops[i];
     if (o == "Cast") {
-      const auto to = attr_strs(op, "to");
-      const std::string target = to.empty() ? dtype : canonical_dtype(to[0]);
-      const int ts = dtype_size(target);
-      // One Cast instruction per size step (int8 <-> fp16 <-> fp32); bf16 <->
-      // fp16 goes through fp32.  GE's Cast costs are per element of the
-      // 16-bit side, i.e. per 128-element repeat.
-      int steps = 0;
-      for (int s = std::min(ts, k.ds); s < std::max(ts, k.ds); s *= 2) ++steps;
-      if (steps == 0 && target != dtype) steps = 2;
-      for (int i = 0; i < steps; ++i)
-        k.elem_prog.push_back({vec_api_cost(ts > k.ds || (steps == 2 && i == 0 && ts == k.ds) ? "CastUp" : "CastDown"), false});
-      out_size = ts;
+      out_size = cast_steps(k, op, dtype);
       consumed += (i == 0) ? 1 : 0;
       continue;
     }
@@ -718,21 +796,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
          " take " + std::to_string(consumed) + " input(s), but " + std::to_string(op.inputs.size()) + " shapes were given");
   k.units = n;
   k.unit_elems = 1;
-  // Operands the size of the output stream through UB; small broadcast ones
-  // (per-channel scales, scalars) are read once per core and stay in UB.
-  k.in_streams = 0;
-  k.ub_buffers = 1;  // output queue
-  for (const auto& s : op.inputs) {
-    const double bytes = double(numel(s)) * k.ds;
-    k.unique_bytes += bytes;
-    if (numel(s) < n && bytes <= 16384) {
-      k.bcast_bytes += bytes;
-    } else {
-      k.in_bytes += k.ds;
-      k.in_streams += 1;
-      k.ub_buffers += 1;
-    }
-  }
+  stream_operands(k, op, n);
   k.ub_buffers += 1;  // one intermediate for the chain
   k.out_bytes = out_size;
   if (out_size > k.ds) k.temp_fp32 += 1;  // the wider output tile
@@ -812,17 +876,10 @@ void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::str
   k.baseline_tile = cdiv(per_core, passes) * row_al;
   k.rows_per_reduce_call = row_al * 4 <= 255 * blk ? 255 : 1;
 }
-}  // namespace
 
-std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
-  VecKernel k = start_kernel(op, p, op.kind);
-  const std::string dtype = op.dtype;
-  const bool ln = op.kind == "LayerNormalization", sm = op.kind == "Softmax";
-  if (op.inputs.empty()) fail(op.kind + ": needs the input shape");
-  const auto& x = op.inputs[0];
-  check_shape(x, op.kind + " input");
-  if (x.empty()) fail(op.kind + ": the input must have at least one dimension");
-  const size_t rank = x.size();
+// The reduced axes of a Softmax (attrs "axis"), LayerNormalization ("axis" and the axes after it) or
+// Reduce* (attrs "axes"; none: all) over a rank-`rank` input.
+std::vector<bool> reduced_axes(const OpDesc& op, size_t rank, bool sm, bool ln) {
   std::vector<bool> red(rank, false);
   if (sm) {
     red[norm_axis(attr_int(op, "axis", -1), rank, op.kind)] = true;
@@ -840,6 +897,97 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
       red[n] = true;
     }
   }
+  return red;
+}
+
+// Reduction along the innermost axis ([outer, R]): a row of R elements a unit, reduced by
+// WholeReduce calls (`f32`: the steps run on fp32 data).
+void last_axis_rows(VecKernel& k, int64_t outer, int64_t R, bool sm, bool ln, bool f32) {
+  auto api = [&](const char* name) { return VecStep{vec_api_cost(name), f32}; };
+  const int64_t elem_align = 32 / k.ds;
+  k.units = outer;
+  k.unit_elems = align_up(R, elem_align);
+  if (sm) {
+    k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // max, then sum (WholeReduceMax: same class)
+    for (auto* a : {"Add", "Exp", "Mul"}) k.elem_prog.push_back(api(a));  // x - max, exp, * 1/sum
+    k.sweeps_if_split = 3;
+    k.split_rows = true;
+    k.syncs = 2;
+  } else if (ln) {
+    k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // mean, variance
+    for (auto* a : {"Add", "Mul", "Muls", "Mul", "Add"}) k.elem_prog.push_back(api(a));
+    k.sweeps_if_split = 2;
+    k.split_rows = true;
+  } else {
+    k.row_prog = {api("WholeReduceSum")};
+    k.split_rows = true;
+  }
+  k.out_bytes_per_unit = (sm || ln) ? 0 : k.ds;
+  k.out_bytes = (sm || ln) ? k.ds : 0;
+}
+
+// Reduction along a non-innermost axis ([outer, R, inner]): vector Adds of rows over a block
+// of the inner axis per unit, as CANN's SoftmaxV2 ARA templates tile it (hicann/ops-nn
+// activation/softmax_v2/op_host/arch35/softmax_v2_ara_recompute_tiling.cpp, DoOpTiling):
+// the inner axis in 32-byte blocks, as many per unit as spread the units over every core
+// (a0Inner = ceil(outer x blocks / cores)), at most the inner axis and what UB holds for R
+// in chunks of 128 rows (binAddRFactor) double-buffered in the input dtype and fp32, with
+// 11 + cache fp32 rows of work space (UB_COMPUTE_FACTOR, binAddCacheBufferCount).
+// (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
+// Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
+// 910B runs SoftmaxV2 as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp tbe/impl/dynamic/softmax_v2.py),
+// whose block split also spreads the A axes over the cores, each core's share at least a 32-byte
+// block (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo): taken as alike; no 910B2 fit
+// record checks it.
+void other_axis_rows(VecKernel& k, int64_t outer, int64_t R, int64_t inner, bool sm, bool ln, bool f32,
+                     const Platform& p) {
+  auto api = [&](const char* name) { return VecStep{vec_api_cost(name), f32}; };
+  const int64_t elem_align = 32 / k.ds;
+  const int64_t blocks = cdiv(inner, elem_align);
+  const int64_t r_loops = cdiv(R, 128);
+  int64_t cache = 1;  // binary-add partials kept: the bit width of the largest power of two < r_loops
+  if (r_loops > 1) {
+    int64_t basic = 1;
+    while (basic * 2 < r_loops) basic *= 2;
+    for (cache = 0; basic > 0; basic >>= 1) ++cache;
+  }
+  const int64_t ub_blocks = int64_t(p.ub) / elem_align / (128 * 2 * (4 + k.ds) + 4 * (11 + cache));
+  const int64_t per_unit = std::max<int64_t>(
+      1, std::min({cdiv(outer * blocks, int64_t(p.vector_cores)), ub_blocks, blocks}));
+  const int64_t blk = per_unit * elem_align;
+  k.units = outer * cdiv(inner, blk);
+  k.unit_elems = R * blk;
+  // A unit's GM runs (blk elements a row, rows `inner` apart) are contiguous with the next
+  // unit's, which the next core reads at the same time (or this core next): together they
+  // read and write whole sectors and L2 lines, so the runs are charged as contiguous.
+  k.run_in = 0;
+  k.run_out = 0;
+  if (sm) {
+    for (auto* a : {"Add", "Add", "Exp", "Add", "Mul"}) k.elem_prog.push_back(api(a));
+    k.sweeps_if_split = 3;
+    k.out_bytes = k.ds;
+  } else if (ln) {
+    for (auto* a : {"Add", "Add", "Mul", "Add", "Mul", "Mul", "Add"}) k.elem_prog.push_back(api(a));
+    k.sweeps_if_split = 2;
+    k.out_bytes = k.ds;
+  } else {
+    k.elem_prog.push_back(api("Add"));
+    k.out_bytes_per_unit = double(blk) * k.ds;
+    k.split_rows = true;
+  }
+}
+}  // namespace
+
+std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
+  VecKernel k = start_kernel(op, p, op.kind);
+  const std::string dtype = op.dtype;
+  const bool ln = op.kind == "LayerNormalization", sm = op.kind == "Softmax";
+  if (op.inputs.empty()) fail(op.kind + ": needs the input shape");
+  const auto& x = op.inputs[0];
+  check_shape(x, op.kind + " input");
+  if (x.empty()) fail(op.kind + ": the input must have at least one dimension");
+  const size_t rank = x.size();
+  const std::vector<bool> red = reduced_axes(op, rank, sm, ln);
   // [outer, R, inner]: reduced extent R, non-reduced dims before the first
   // reduced axis, and after it (interleaved axes are approximated).
   int64_t outer = 1, R = 1, inner = 1;
@@ -855,76 +1003,11 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
     fail(op.kind + ": " + dtype + " input is not modelled (an exp/normalisation of integers; CANN takes floats)");
   const bool up = cd == "float16" && (sm || ln);  // fp16 softmax/layernorm compute in fp32
   const bool f32 = up || dtype_size(cd) >= 4 || cd == "bfloat16";  // 64 elements per repeat
-  auto api = [&](const char* name) { return VecStep{vec_api_cost(name), f32}; };
   if (up) k.elem_prog.push_back({vec_api_cost("CastUp"), false});
-  const int64_t elem_align = 32 / k.ds;
-  if (inner == 1) {
-    k.units = outer;
-    k.unit_elems = align_up(R, elem_align);
-    if (sm) {
-      k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // max, then sum (WholeReduceMax: same class)
-      for (auto* a : {"Add", "Exp", "Mul"}) k.elem_prog.push_back(api(a));  // x - max, exp, * 1/sum
-      k.sweeps_if_split = 3;
-      k.split_rows = true;
-      k.syncs = 2;
-    } else if (ln) {
-      k.row_prog = {api("WholeReduceSum"), api("WholeReduceSum")};  // mean, variance
-      for (auto* a : {"Add", "Mul", "Muls", "Mul", "Add"}) k.elem_prog.push_back(api(a));
-      k.sweeps_if_split = 2;
-      k.split_rows = true;
-    } else {
-      k.row_prog = {api("WholeReduceSum")};
-      k.split_rows = true;
-    }
-    k.out_bytes_per_unit = (sm || ln) ? 0 : k.ds;
-    k.out_bytes = (sm || ln) ? k.ds : 0;
-  } else {
-    // Reduction along a non-innermost axis ([outer, R, inner]): vector Adds of rows over a block
-    // of the inner axis per unit, as CANN's SoftmaxV2 ARA templates tile it (hicann/ops-nn
-    // activation/softmax_v2/op_host/arch35/softmax_v2_ara_recompute_tiling.cpp, DoOpTiling):
-    // the inner axis in 32-byte blocks, as many per unit as spread the units over every core
-    // (a0Inner = ceil(outer x blocks / cores)), at most the inner axis and what UB holds for R
-    // in chunks of 128 rows (binAddRFactor) double-buffered in the input dtype and fp32, with
-    // 11 + cache fp32 rows of work space (UB_COMPUTE_FACTOR, binAddCacheBufferCount).
-    // (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
-    // Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
-    // 910B runs SoftmaxV2 as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp tbe/impl/dynamic/softmax_v2.py),
-    // whose block split also spreads the A axes over the cores, each core's share at least a 32-byte
-    // block (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo): taken as alike; no 910B2 fit
-    // record checks it.
-    const int64_t blocks = cdiv(inner, elem_align);
-    const int64_t r_loops = cdiv(R, 128);
-    int64_t cache = 1;  // binary-add partials kept: the bit width of the largest power of two < r_loops
-    if (r_loops > 1) {
-      int64_t basic = 1;
-      while (basic * 2 < r_loops) basic *= 2;
-      for (cache = 0; basic > 0; basic >>= 1) ++cache;
-    }
-    const int64_t ub_blocks = int64_t(p.ub) / elem_align / (128 * 2 * (4 + k.ds) + 4 * (11 + cache));
-    const int64_t per_unit = std::max<int64_t>(
-        1, std::min({cdiv(outer * blocks, int64_t(p.vector_cores)), ub_blocks, blocks}));
-    const int64_t blk = per_unit * elem_align;
-    k.units = outer * cdiv(inner, blk);
-    k.unit_elems = R * blk;
-    // A unit's GM runs (blk elements a row, rows `inner` apart) are contiguous with the next
-    // unit's, which the next core reads at the same time (or this core next): together they
-    // read and write whole sectors and L2 lines, so the runs are charged as contiguous.
-    k.run_in = 0;
-    k.run_out = 0;
-    if (sm) {
-      for (auto* a : {"Add", "Add", "Exp", "Add", "Mul"}) k.elem_prog.push_back(api(a));
-      k.sweeps_if_split = 3;
-      k.out_bytes = k.ds;
-    } else if (ln) {
-      for (auto* a : {"Add", "Add", "Mul", "Add", "Mul", "Mul", "Add"}) k.elem_prog.push_back(api(a));
-      k.sweeps_if_split = 2;
-      k.out_bytes = k.ds;
-    } else {
-      k.elem_prog.push_back(api("Add"));
-      k.out_bytes_per_unit = double(blk) * k.ds;
-      k.split_rows = true;
-    }
-  }
+  if (inner == 1)
+    last_axis_rows(k, outer, R, sm, ln, f32);
+  else
+    other_axis_rows(k, outer, R, inner, sm, ln, f32, p);
   if (up) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
   if (cd == "int64") {  // pairs of int32 lanes (vec_program): every step twice
     const auto e = k.elem_prog, r = k.row_prog;
@@ -1247,6 +1330,65 @@ void slice_steps(VecKernel& k, const OpDesc& op, const std::vector<int64_t>& x, 
     k.elem_prog.push_back({vec_api_cost("Adds"), false});
   }
 }
+
+// Elements of `s` from axis `from` on (all of them for from <= 0).
+int64_t inner_elems(const std::vector<int64_t>& s, int64_t from) {
+  int64_t n = 1;
+  for (size_t i = size_t(std::max<int64_t>(from, 0)); i < s.size(); ++i) n *= s[i];
+  return n;
+}
+
+// A Concat along `axis` of op.inputs (of the output's rank) into `out`: the elements read and the
+// shortest contiguous input run.
+void concat_reads(const OpDesc& op, const std::vector<int64_t>& out, int64_t axis, double& read_elems,
+                  int64_t& run_in) {
+  read_elems = 0;
+  int64_t along = 0;
+  run_in = numel(out);
+  for (const auto& s : op.inputs) {
+    read_elems += double(numel(s));
+    along += s[axis];
+    run_in = std::min(run_in, inner_elems(s, axis));
+  }
+  if (along != out[axis])
+    fail("Concat: the inputs add up to " + std::to_string(along) + " along axis " + std::to_string(axis) +
+         ", output_shape has " + std::to_string(out[axis]));
+}
+
+// A GatherElements of `x` along `axis` into `out`: the elements and index bytes read, the input's
+// contiguous runs and the gathers in UB.
+void gather_elements_reads(VecKernel& k, const std::vector<int64_t>& x, const std::vector<int64_t>& out,
+                           int64_t axis, const Platform& p, double& read_elems, double& index_bytes,
+                           int64_t& run_in) {
+  const int64_t n_out = numel(out);
+  // 910B's GatherElementsV2 (Ascend C, hicann/ops-nn index/gather_elements_v2/op_host/
+  // gather_elements_v2_def.cpp) takes int32 indices only (aclnnGather casts int64 ones to int32
+  // in a kernel of its own first, op_host/op_api/aclnn_gather.cpp CalGather): 4 bytes an index.
+  index_bytes = double(n_out) * (c220(p) ? 4 : 8);
+  const int64_t slab = inner_elems(x, axis);  // input elements under one index of the axes before `axis`
+  // Each output slice reads its slab once and gathers in UB (per-element offsets: Gather);
+  // scattered 32-byte reads were 4x the measured time of a 950PR gather along an 8 KB last
+  // axis.  A slab UB cannot hold (with double-buffered index and output tiles) is read in
+  // column chunks of the axes after `axis`, all of `axis` at once: shorter runs, still once.
+  read_elems = double(n_out / std::max<int64_t>(1, inner_elems(out, axis))) * double(slab);
+  run_in = slab;
+  if (double(slab) * k.ds * 4 > p.ub) {
+    const int64_t cols = std::max<int64_t>(1, int64_t(p.ub / (4.0 * k.ds * double(x[axis]))));
+    run_in = std::max<int64_t>(std::max<int64_t>(1, 32 / k.ds), std::min(inner_elems(x, axis + 1), cols));
+  }
+  for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
+}
+
+// A Resize's vector work in UB: nearest, one broadcast copy; linear, three lerps (a Mul and an Add each).
+void resize_prog(VecKernel& k, const std::string& mode) {
+  if (mode == "nearest") {
+    k.elem_prog.push_back({vec_api_cost("Adds"), false});
+  } else if (mode == "linear") {
+    for (auto* a : {"Mul", "Add", "Mul", "Add", "Mul", "Add"}) k.elem_prog.push_back({vec_api_cost(a), false});
+  } else {
+    fail("Resize: mode '" + mode + "' is not modelled (nearest and linear are)");
+  }
+}
 }  // namespace
 
 std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p) {
@@ -1272,11 +1414,6 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
   const size_t rank = out.size();
   const auto& x = op.inputs[0];
   const int64_t axis = norm_axis(attr_int(op, "axis", int64_t(rank) - 1), rank, kd);
-  auto inner = [](const std::vector<int64_t>& s, int64_t from) {
-    int64_t n = 1;
-    for (size_t i = size_t(std::max<int64_t>(from, 0)); i < s.size(); ++i) n *= s[i];
-    return n;
-  };
   auto need_rank = [&](const std::vector<int64_t>& s, const std::string& what) {
     if (s.size() != rank)
       fail(kd + ": " + what + " " + shape_str(s) + " must have the rank of the output " + shape_str(out));
@@ -1286,26 +1423,16 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
   int64_t run_in = 0, run_out = 0;  // contiguous GM runs in elements (0: the whole tile)
   int64_t written = n_out;
   if (kd == "Concat") {
-    read_elems = 0;
-    int64_t along = 0;
-    run_in = n_out;
-    for (const auto& s : op.inputs) {
-      need_rank(s, "input");
-      read_elems += double(numel(s));
-      along += s[axis];
-      run_in = std::min(run_in, inner(s, axis));
-    }
-    if (along != out[axis])
-      fail("Concat: the inputs add up to " + std::to_string(along) + " along axis " + std::to_string(axis) +
-           ", output_shape has " + std::to_string(out[axis]));
+    for (const auto& s : op.inputs) need_rank(s, "input");
+    concat_reads(op, out, axis, read_elems, run_in);
     run_out = run_in;
   } else if (kd == "Split") {
     need_rank(x, "input");
     written = numel(x);
-    run_in = run_out = inner(out, axis);
+    run_in = run_out = inner_elems(out, axis);
   } else if (kd == "Slice" || kd == "Pad") {
     need_rank(x, "input");
-    run_in = std::min(inner(x, axis), inner(out, axis));
+    run_in = std::min(inner_elems(x, axis), inner_elems(out, axis));
     if (kd == "Slice") {
       read_elems = double(n_out);  // only the kept elements are read
       slice_steps(k, op, x, out, read_elems, run_in);
@@ -1313,42 +1440,21 @@ std::shared_ptr<OpModel> make_movement_model(const OpDesc& op, const Platform& p
   } else if (kd == "Gather") {
     // data [.., V, rows..] gathered along `axis` by op.inputs[1] (indices, int64).
     if (op.inputs.size() < 2) fail("Gather: give the data and the indices shapes");
-    const int64_t row = inner(x, axis + 1);
+    const int64_t row = inner_elems(x, axis + 1);
     read_elems = double(n_out);
     index_bytes = double(numel(op.inputs[1])) * 8;
     run_in = row;
   } else if (kd == "GatherElements") {
-    // 910B's GatherElementsV2 (Ascend C, hicann/ops-nn index/gather_elements_v2/op_host/
-    // gather_elements_v2_def.cpp) takes int32 indices only (aclnnGather casts int64 ones to int32
-    // in a kernel of its own first, op_host/op_api/aclnn_gather.cpp CalGather): 4 bytes an index.
-    index_bytes = double(n_out) * (c220(p) ? 4 : 8);
-    const int64_t slab = inner(x, axis);  // input elements under one index of the axes before `axis`
-    // Each output slice reads its slab once and gathers in UB (per-element offsets: Gather);
-    // scattered 32-byte reads were 4x the measured time of a 950PR gather along an 8 KB last
-    // axis.  A slab UB cannot hold (with double-buffered index and output tiles) is read in
-    // column chunks of the axes after `axis`, all of `axis` at once: shorter runs, still once.
-    read_elems = double(n_out / std::max<int64_t>(1, inner(out, axis))) * double(slab);
-    run_in = slab;
-    if (double(slab) * k.ds * 4 > p.ub) {
-      const int64_t cols = std::max<int64_t>(1, int64_t(p.ub / (4.0 * k.ds * double(x[axis]))));
-      run_in = std::max<int64_t>(std::max<int64_t>(1, 32 / k.ds), std::min(inner(x, axis + 1), cols));
-    }
-    for (int i = 0; i < std::max(1, k.ds / 4); ++i) k.elem_prog.push_back({vec_api_cost("Gather"), false});
+    gather_elements_reads(k, x, out, axis, p, read_elems, index_bytes, run_in);
   } else if (kd == "Expand" || kd == "Tile") {
-    run_in = inner(x, std::max<int64_t>(0, int64_t(x.size()) - 1));
+    run_in = inner_elems(x, std::max<int64_t>(0, int64_t(x.size()) - 1));
     k.elem_prog.push_back({vec_api_cost("Adds"), false});  // broadcast copy in UB
   } else if (kd == "Resize") {
     need_rank(x, "input");
     const auto mode = attr_strs(op, "mode");
     const std::string m = mode.empty() ? "nearest" : mode[0];
     run_in = x[rank - 1];
-    if (m == "nearest") {
-      k.elem_prog.push_back({vec_api_cost("Adds"), false});
-    } else if (m == "linear") {
-      for (auto* a : {"Mul", "Add", "Mul", "Add", "Mul", "Add"}) k.elem_prog.push_back({vec_api_cost(a), false});
-    } else {
-      fail("Resize: mode '" + m + "' is not modelled (nearest and linear are)");
-    }
+    resize_prog(k, m);
   } else if (kd == "DepthToSpace" || kd == "SpaceToDepth") {
     const int64_t bs = attr_int(op, "blocksize", 0);
     if (bs < 1) fail(kd + ": attrs['blocksize'] must be >= 1");
