@@ -315,8 +315,8 @@ class FlashModel : public OpModel {
     double cube, vec, mte2;
   };
   // One key/value block of `c` columns for `m` query rows (`pack`: the gqaPack knob; with it FIA's MLA
-  // decode kernel runs an MLA problem on 910B, charged its L1 copies).
-  Stage block(int64_t m, int64_t c, bool masked, double hbm_share, bool pack) const;
+  // decode kernel runs an MLA problem on 910B, charged its L1 copies; `last`: a row's last key block).
+  Stage block(int64_t m, int64_t c, bool masked, double hbm_share, bool pack, bool last) const;
   // GM bytes MTE2 is charged per key (K and V) and per query row (Q) by the 910B FIA MLA kernel's L1 copies.
   std::pair<double, double> mla_copy_charge() const;
   // One query block (row of G x S1 rows) of FIA's MLA decode kernel: the model's cost of its set-up
@@ -361,7 +361,8 @@ std::pair<double, double> FlashModel::mla_copy_charge() const {
   return {key, row};
 }
 
-FlashModel::Stage FlashModel::block(int64_t m, int64_t c, bool masked, double hbm_share, bool pack) const {
+FlashModel::Stage FlashModel::block(int64_t m, int64_t c, bool masked, double hbm_share, bool pack,
+                                    bool last) const {
   const Platform& p = p_;
   const bool mla = pack && fia_mla_910b(q_, p);
   const int64_t mf = cdiv(m, 16);
@@ -389,7 +390,13 @@ FlashModel::Stage FlashModel::block(int64_t m, int64_t c, bool masked, double hb
   if (q_.topk > 0) mte2 += 2.0 * c * kGatherRowCycles;  // one copy per gathered K row and V row
   // AIVs: each takes m / vpc rows; softmax on m x c, rescale on m x Dv, S in and P out through L2.
   const double rows = std::ceil(double(m) / vpc_);
-  const double vcomp = softmax_cycles(rows, double(c), masked, p) + vec_cycles(resc_, rows * q_.Dv) * p.vec_cost_scale;
+  // FIA's MLA decode AIVs (fia_block_vec_nonquant_mla.h @ c29bc10) do not rescale O per block: ComputeMm2's
+  // Fixpipe adds each block's P V into the GM accumulator (SetAtomicAdd), AMLA's per-row factor an int32
+  // atomically added to its exponents (ProcessAmlaNupdate :898-950: Brcb to 128 columns, rows x Dv int32
+  // out, the move charged below), and ProcessVec2SingleBuf (:1055-1066) normalises only on the last block.
+  const bool rescale = !mla || last;
+  const double vcomp = softmax_cycles(rows, double(c), masked, p) +
+                       (rescale ? vec_cycles(resc_, rows * q_.Dv) * p.vec_cost_scale : 0.0);
   const double vmove = rows * (c * (4.0 + q_.e + (masked && q_.mask ? 1.0 : 0.0)) + q_.Dv * 4.0) / vec_l2_rate_;
   return {cube, std::max(vcomp, vmove), mte2};
 }
@@ -549,14 +556,14 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
       const int64_t nb = Ls > 0 ? cdiv(Ls, s2b) : 0, tail = Ls - (nb - 1) * s2b;
       // Share of blocks the mask touches: the diagonal ones (causal), all (an explicit mask).
       const double mfrac = q_.mask ? 1.0 : (q_.causal && nb > 0 ? std::min(1.0, double(cdiv(span, s2b) + 1) / (nb * ks)) : 0.0);
-      auto stage = [&](int64_t c) {
-        const Stage a = block(m, c, false, hbm_share, pack), b = block(m, c, true, hbm_share, pack);
+      auto stage = [&](int64_t c, bool last) {
+        const Stage a = block(m, c, false, hbm_share, pack, last), b = block(m, c, true, hbm_share, pack, last);
         return Stage{a.cube, (1 - mfrac) * a.vec + mfrac * b.vec, a.mte2};
       };
       double w = (queue ? 0.0 : task_cycles) + double(m) * q_.Dk * q_.e / p.ddr_rate +
                  aiv_share * double(m) * q_.Dv * q_.e / vec_l2_rate_;
       if (nb > 0) {
-        const Stage f = stage(s2b), tl = stage(tail);
+        const Stage f = stage(s2b, false), tl = stage(tail, true);
         if (mla_split) mla_rows.push_back({w, f, tl, m, nb, tail});
         w += stream(f, tl, nb, queue, sync, task_cycles);
         fill = std::max(fill, tl.cube + tl.vec + tl.mte2 - std::max({tl.cube, tl.vec, tl.mte2}));
