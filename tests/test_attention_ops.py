@@ -177,6 +177,24 @@ def test_prompt_attention_routing_and_core_split_follow_cann_910b():
         assert (t["gqaPack"], t["kvSplit"], bd["cores_used"], bd["waves"]) == (1, 1, *want), (b, s1, g, s2)
 
 
+def test_mla_decode_910b_charges_the_kernels_copies_and_flash_update():
+    """FIA's 910B MLA decode cube (ops-transformer arch32/fia_block_cube_nonquant_mla.h ComputeMm1/ComputeMm2)
+    copies each key into L1 as ND rows, one GM burst per row and piece: two 256-dim nope halves (512 B), two
+    32-dim rope halves (64 B) and four 128-dim V pieces (256 B).  A burst shorter than a GM sector costs a
+    sector, so a key costs 2560 bytes of MTE2 for its 2176 of data (and each block re-copies Q and P from
+    L2): the AICs' MTE2 takes their keys at 2560 B over the core's HBM rate, at most ~10% more."""
+    p = an.platform(SOC)
+    for b, g in ((60, 64), (60, 128), (24, 32), (8, 128)):
+        bd = est(bsnd(b, 1, 2048, g, 1, 576, 512)).breakdown
+        per_key = b * 2048 / bd["cores_used"] / (p["ddr_rate"] * p["freq_mhz"])
+        assert 2560 * per_key <= bd["mte2_us"] < 1.1 * 2560 * per_key, (b, g)
+    # Its AIVs normalise O once per row, after the row's last key block (fia_block_vec_nonquant_mla.h
+    # ProcessVec2SingleBuf), the flash update per block being the AIC's atomic add into GM: 16 key blocks
+    # cost the AIVs less than 16 times one (16 times if every block rescaled O).
+    vec = {s2: est(bsnd(48, 1, s2, 64, 1, 576, 512)).breakdown["vector_us"] for s2 in (512, 8192)}
+    assert vec[8192] < 15 * vec[512]
+
+
 def test_prompt_attention_queue_hides_task_setup_behind_the_kv_stream():
     # 910B PromptFlashAttention (prompt_flash_attention_s1s2_bns1_x910.h) queues the key blocks of all of a
     # core's tasks and issues the next one's Q K^T before the current softmax, across task boundaries: a

@@ -314,8 +314,11 @@ class FlashModel : public OpModel {
   struct Stage {
     double cube, vec, mte2;
   };
-  // One key/value block of `c` columns for `m` query rows.
-  Stage block(int64_t m, int64_t c, bool masked, double hbm_share) const;
+  // One key/value block of `c` columns for `m` query rows (`pack`: the gqaPack knob; with it FIA's MLA
+  // decode kernel runs an MLA problem on 910B, charged its L1 copies; `last`: a row's last key block).
+  Stage block(int64_t m, int64_t c, bool masked, double hbm_share, bool pack, bool last) const;
+  // GM bytes MTE2 is charged per key (K and V) and per query row (Q) by the 910B FIA MLA kernel's L1 copies.
+  std::pair<double, double> mla_copy_charge() const;
   // One query block (row of G x S1 rows) of FIA's MLA decode kernel: the model's cost of its set-up
   // (`fixed`), of its full and last key blocks, and its shape (rows, key blocks, the last one's keys).
   struct MlaRow {
@@ -341,15 +344,35 @@ class FlashModel : public OpModel {
   std::vector<VecStep> resc_;  // rescale of the running output: O = O * exp(m_old - m_new) + P V (fp32)
 };
 
-FlashModel::Stage FlashModel::block(int64_t m, int64_t c, bool masked, double hbm_share) const {
+// FIA's MLA decode cube on 910B (ops-transformer @ c29bc10 attention/common/op_kernel/arch32/
+// fia_block_cube_nonquant_mla.h) copies K/V into a ring of 3 L1 buffers (l1KVTensor, mte21KVIds) in
+// ND rows, each row one GM burst (CopyGmToL1/DataCopyGmNDToL1 ND2NZ): ComputeMm1 (:340-604) takes a
+// 128-key tile (N_L1_SPLIT_SIZE :119) in two 288-dim halves (MM1_K_L1_SPLIT_SIZE :121, kL1 :378), each
+// 256 nope dims (:437, :447) and 32 of the 64 rope dims (:440, :444); ComputeMm2 (:607-840) takes V in
+// 256-key x 128-dim tiles (kL1Size 256, N_L1_SPLIT_SIZE; :639-705).  Q is copied again for every
+// key block (the nL1 == 0 branch, :484-502: CopyInMm1AToL1 per half, CopyInMm1ARopeToL1's rows of
+// 64 rope dims back to back).  A burst shorter than a GM sector costs a sector (read_charge): the
+// 64-byte rope halves cost 256 bytes each, so a key costs 2560 bytes of MTE2 for its 2176 of data.
+std::pair<double, double> FlashModel::mla_copy_charge() const {
+  const int64_t e = q_.e, dr = std::max<int64_t>(0, q_.Dk - q_.Dv), dn = q_.Dk - dr, half = dn / 2, S = p_.gm_sector;
+  const double key = 2 * (read_charge(half * e, dn * e, dn * e, S) + read_charge(dr / 2 * e, dr * e, dr * e, S)) +
+                     double(cdiv(q_.Dv, 128)) * read_charge(std::min<int64_t>(128, q_.Dv) * e, q_.Dv * e, q_.Dv * e, S);
+  const double row = 2 * read_charge(half * e, dn * e, dn * e, S) + double(dr * e);
+  return {key, row};
+}
+
+FlashModel::Stage FlashModel::block(int64_t m, int64_t c, bool masked, double hbm_share, bool pack,
+                                    bool last) const {
   const Platform& p = p_;
+  const bool mla = pack && fia_mla_910b(q_, p);
   const int64_t mf = cdiv(m, 16);
   // Cube: S = Q K^T (m x c x Dk), O += P V (m x Dv x c), 16 x 16 x 16 fractals per cycle.
   double cube = double(mf) * cdiv(c, 16) * cdiv(q_.Dk, 16) + double(mf) * cdiv(q_.Dv, 16) * cdiv(c, 16);
   // FixPipe writes S (fp32) and the P V partial to the workspace, beside the cube.
   cube = std::max(cube, double(m) * (c + q_.Dv) * 4 / p.l2_write_rate);
   // MTE2 of the AIC: the K and V rows (HBM on first touch, else L2), and P back from the workspace.
-  const double kv_bytes = double(c) * (q_.Dk + q_.Dv) * q_.e;
+  const auto [key_charge, row_charge] = mla ? mla_copy_charge() : std::pair<double, double>{0.0, 0.0};
+  const double kv_bytes = double(c) * (mla ? key_charge : double(q_.Dk + q_.Dv) * q_.e);
   const double l2r = p.l2_rate * p.mte2_eff;
   // On 910B a block's K/V requests are in flight together: its HBM misses take the core's share of
   // HBM (ddr_rate) while its L2 hits stream through the same MTE2 port at the L2 rate, so the block
@@ -363,10 +386,17 @@ FlashModel::Stage FlashModel::block(int64_t m, int64_t c, bool masked, double hb
   const double kv_mte2 = c220(p) ? std::max(kv_bytes * hbm_share / p.ddr_rate, kv_bytes / l2r)
                                  : kv_bytes * (hbm_share / p.ddr_rate + (1 - hbm_share) / l2r);
   double mte2 = kv_mte2 + double(m) * c * q_.e / l2r;
+  if (mla) mte2 += double(m) * row_charge / l2r;  // Q again per block, from L2
   if (q_.topk > 0) mte2 += 2.0 * c * kGatherRowCycles;  // one copy per gathered K row and V row
   // AIVs: each takes m / vpc rows; softmax on m x c, rescale on m x Dv, S in and P out through L2.
   const double rows = std::ceil(double(m) / vpc_);
-  const double vcomp = softmax_cycles(rows, double(c), masked, p) + vec_cycles(resc_, rows * q_.Dv) * p.vec_cost_scale;
+  // FIA's MLA decode AIVs (fia_block_vec_nonquant_mla.h @ c29bc10) do not rescale O per block: ComputeMm2's
+  // Fixpipe adds each block's P V into the GM accumulator (SetAtomicAdd), AMLA's per-row factor an int32
+  // atomically added to its exponents (ProcessAmlaNupdate :898-950: Brcb to 128 columns, rows x Dv int32
+  // out, the move charged below), and ProcessVec2SingleBuf (:1055-1066) normalises only on the last block.
+  const bool rescale = !mla || last;
+  const double vcomp = softmax_cycles(rows, double(c), masked, p) +
+                       (rescale ? vec_cycles(resc_, rows * q_.Dv) * p.vec_cost_scale : 0.0);
   const double vmove = rows * (c * (4.0 + q_.e + (masked && q_.mask ? 1.0 : 0.0)) + q_.Dv * 4.0) / vec_l2_rate_;
   return {cube, std::max(vcomp, vmove), mte2};
 }
@@ -526,14 +556,14 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
       const int64_t nb = Ls > 0 ? cdiv(Ls, s2b) : 0, tail = Ls - (nb - 1) * s2b;
       // Share of blocks the mask touches: the diagonal ones (causal), all (an explicit mask).
       const double mfrac = q_.mask ? 1.0 : (q_.causal && nb > 0 ? std::min(1.0, double(cdiv(span, s2b) + 1) / (nb * ks)) : 0.0);
-      auto stage = [&](int64_t c) {
-        const Stage a = block(m, c, false, hbm_share), b = block(m, c, true, hbm_share);
+      auto stage = [&](int64_t c, bool last) {
+        const Stage a = block(m, c, false, hbm_share, pack, last), b = block(m, c, true, hbm_share, pack, last);
         return Stage{a.cube, (1 - mfrac) * a.vec + mfrac * b.vec, a.mte2};
       };
       double w = (queue ? 0.0 : task_cycles) + double(m) * q_.Dk * q_.e / p.ddr_rate +
                  aiv_share * double(m) * q_.Dv * q_.e / vec_l2_rate_;
       if (nb > 0) {
-        const Stage f = stage(s2b), tl = stage(tail);
+        const Stage f = stage(s2b, false), tl = stage(tail, true);
         if (mla_split) mla_rows.push_back({w, f, tl, m, nb, tail});
         w += stream(f, tl, nb, queue, sync, task_cycles);
         fill = std::max(fill, tl.cube + tl.vec + tl.mte2 - std::max({tl.cube, tl.vec, tl.mte2}));
