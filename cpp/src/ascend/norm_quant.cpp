@@ -1067,105 +1067,130 @@ DequantSwiglu910b dequant_swiglu_910b(const Platform& p, bool x_int32, int ds, b
   return {base_rows, cols, std::max<int64_t>(1, cores), perf};
 }
 
-// DequantSwigluQuant (x [..., 2H] int32 or float16/bfloat16, weight_scale [2H], activation_scale
-// [rows], quant_scale [H], as the calibration records order them; absent ones []): dequantise
-// (x * weight_scale * activation_scale), y = silu(a) * b of the halves, then y * quant_scale and
-// the dynamic int8 quantisation with a float32 scale per row (quant_mode "dynamic", the default;
-// "static": quant_scale alone).  A unit is one row of H outputs, each reading its two inputs.
-std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platform& p) {
+// make_dequant_swiglu_quant's inputs, checked.
+struct DequantSwigluShape {
+  int64_t rows = 0, h2 = 0, h = 0;  // rows of x, x's last dimension, its half (the outputs a row)
+  int64_t n_qs = 0;                 // quant_scale's values: H, 1, or 0 (absent)
+  bool x_int32 = false, weight_scale = false, act_scale = false, quant_scale = false;
+  bool dynamic = true;              // quant_mode "dynamic" (else "static")
+};
+DequantSwigluShape dequant_swiglu_inputs(const OpDesc& op) {
   need_inputs(op, 1, 4, "x, weight_scale, activation_scale, quant_scale");
   const auto& x = op.inputs[0];
   if (op.dtype != "int32" && !half(op.dtype))
     fail("DequantSwigluQuant: x is " + op.dtype + "; it takes int32 (matmul accumulators), float16 or bfloat16");
-  const auto [rows, h2] = rows_hidden(op, x, "x");
-  if (h2 % 2)
-    fail("DequantSwigluQuant: x " + shape_str(x) + " splits its last dimension in two halves; " + std::to_string(h2) +
-         " is odd");
-  const int64_t h = h2 / 2;
+  DequantSwigluShape s;
+  std::tie(s.rows, s.h2) = rows_hidden(op, x, "x");
+  if (s.h2 % 2)
+    fail("DequantSwigluQuant: x " + shape_str(x) + " splits its last dimension in two halves; " +
+         std::to_string(s.h2) + " is odd");
+  s.h = s.h2 / 2;
   const auto& ws = input(op, 1);
   const auto& as = input(op, 2);
   const auto& qs = input(op, 3);
-  if (!ws.empty()) check_vector(op, ws, h2, "weight_scale", "x's last dimension");
-  if (!as.empty() && numel(as) != rows)
+  if (!ws.empty()) check_vector(op, ws, s.h2, "weight_scale", "x's last dimension");
+  if (!as.empty() && numel(as) != s.rows)
     fail("DequantSwigluQuant: activation_scale " + shape_str(as) + " must have one value per row of x " + shape_str(x) +
-         " (" + std::to_string(rows) + ")");
+         " (" + std::to_string(s.rows) + ")");
   // [S] hicann/ops-nn quant/dequant_swiglu_quant/op_host/dequant_swiglu_quant_tiling_base.cpp: int32 x
   // needs a weight scale; the quant scale has H values or one.
   if (op.dtype == "int32" && ws.empty())
     fail("DequantSwigluQuant: x is int32 (matmul accumulators), which needs weight_scale (input 1) to dequantise");
-  if (!qs.empty() && numel(qs) != 1) check_vector(op, qs, h, "quant_scale", "half of x's last dimension,");
+  if (!qs.empty() && numel(qs) != 1) check_vector(op, qs, s.h, "quant_scale", "half of x's last dimension,");
   attr_flag(op, "activate_left");  // checked (0 or 1); which half takes the SiLU is the same work
   const auto qm = attr_strs(op, "quant_mode");
   const std::string mode = qm.empty() ? "dynamic" : qm[0];
   if (mode != "dynamic" && mode != "static")
     fail("DequantSwigluQuant: quant_mode '" + mode + "' is not 'dynamic' or 'static'");
-  VecKernel k = row_kernel(op, p, rows, h);
+  s.n_qs = qs.empty() ? 0 : numel(qs);
+  s.x_int32 = op.dtype == "int32";
+  s.weight_scale = !ws.empty();
+  s.act_scale = !as.empty();
+  s.quant_scale = !qs.empty();
+  s.dynamic = mode == "dynamic";
+  return s;
+}
+
+// DequantSwigluQuant's loads: x's two halves, and on 910B how its kernel copies them and the scales.
+void dequant_swiglu_loads(VecKernel& k, const Platform& p, const DequantSwigluShape& s) {
   stream_in(k, k.ds);  // the activation half
   stream_in(k, k.ds);  // the gate half
-  k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
+  k.run_in = double(s.h) * k.ds;  // each half of a row is one contiguous run
   // 910B's kernel copies each half of a row with DataCopyPad from where the row puts it
   // ([S] hicann/ops-nn@e5c3fa9 quant/dequant_swiglu_quant/op_kernel/
   // dequant_swiglu_quant_dynamic_base.hpp CopyIn, lines 517-531: blockLen = H x x's size, one row a
   // pass for int32 x or a row over half of UB); halves that are not whole 32-byte blocks go a block at a time,
   // as do int32 x's weight and quant scales, rows of H floats copied the same way once a core
   // (CopyInWeightAndBias, CopyInQuantScale, lines 480-515).
-  if (c220(p) && (h * k.ds) % 32 != 0) k.unaligned_block_cycles = kUnalignedBlockCycles;
+  if (c220(p) && (s.h * k.ds) % 32 != 0) k.unaligned_block_cycles = kUnalignedBlockCycles;
   // Every core's first copies are those scale rows (CanFullLocaOneRow: CopyInQuantScale, then
   // CopyInDequantBuffer's CopyInWeightAndBias, lines 290-297 and 480-515): all the cores read the same
   // addresses at the same moment, the same-address conflict (kSameAddressUb).
   if (c220(p)) k.bcast_same_address = kSameAddressUb;
+}
+
+// DequantSwigluQuant's baseline (CANN's default tiling) on the kernel `k`.  Sets `scale_wait` (the serial
+// 910B template's per-row read of the activation scale, dequant_swiglu_steps) and `split_sweeps` (GM sweeps
+// over a row UB does not hold: the abs-max's, then the quantisation's).
+void dequant_swiglu_baseline(VecKernel& k, const Platform& p, const DequantSwigluShape& s, bool& scale_wait,
+                             int& split_sweeps) {
+  scale_wait = false;
+  split_sweeps = 2;
+  const int64_t rows = s.rows, h = s.h;
+  if (regbase(p)) {
+    k.baseline_tile = dequant_swiglu_tile(p, s.x_int32, s.dynamic, s.weight_scale, rows, h);
+    // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
+    // ceil(rows / ubFactorDimx))); a split row (H > 5120) takes a core a row.
+    if (h <= 5120) k.baseline_block_dim = cdiv(rows, k.baseline_tile / align_up(h, 32));
+    return;
+  }
+  const auto t = dequant_swiglu_910b(p, s.x_int32, k.ds, s.dynamic, s.act_scale, s.n_qs == 1, rows, h);
+  k.baseline_tile = t.base_cols < h ? t.base_cols : t.base_rows * k.unit_elems;
+  k.baseline_block_dim = t.cores;
+  // Its queues are single-buffered (TQue depth 1, InitBuffer(..., 1, ...)) and each pass waits for
+  // its load (DeQue) while the scalar unit waits for the pass's last row: a pass's load and vector
+  // work in turn, the store beside the next load (CanFullLocaOneRow).  The performance template
+  // loads the next row into its ping-pong buffers during this one's work.
+  k.baseline_buffer_num = t.perf ? 2 : 1;
+  k.store_beside_load = !t.perf;
+  scale_wait = !t.perf && s.x_int32 && s.act_scale && s.dynamic;
+  if (t.base_cols < h) {
+    // A row UB does not hold goes in pieces of base_cols, each with its slices of the scales, no
+    // whole copy in UB: dynamic_base.hpp CanNotFullLocaOneRow (lines 328-375) loads them per row and
+    // piece (CopyInQuantScale; for int32 x CopyInDequantBuffer's weight scales), static_base.hpp
+    // processCompute (lines 230-270) per piece only, its pieces outermost and every row of the
+    // core's run through each, one pass (no row abs-max: no second sweep).  The slices' fp32
+    // queues take UB beside the tile.
+    k.bcast_reload_units = s.dynamic ? 1 : rows;
+    k.ub_buffers += int(((s.x_int32 && s.weight_scale ? 2 : 0) + (s.n_qs > 1 ? 1 : 0)) * 4 / k.ds);
+    split_sweeps = s.dynamic ? 2 : 1;
+  }
+}
+
+// DequantSwigluQuant's vector steps: dequantise, silu(a) * b, * quant_scale, then the quantisation.
+void dequant_swiglu_steps(VecKernel& k, const OpDesc& op, const Platform& p, const DequantSwigluShape& s,
+                          bool scale_wait) {
   // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
   // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,
   // each row's abs-max read back by the scalar unit (op_kernel/dequant_swiglu_quant_dynamic_base.hpp
   // DynamicCompute: ReduceMax, a V_S wait, GetValue, then Muls by the row's scale).
   const bool multi_row = regbase(p);
-  const int64_t n_qs = qs.empty() ? 0 : numel(qs);
-  bool scale_wait = false;  // the serial 910B template's per-row read of the activation scale (below)
-  int split_sweeps = 2;      // GM sweeps over a row UB does not hold: the abs-max's, then the quantisation's
-  if (multi_row) {
-    k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
-    // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
-    // ceil(rows / ubFactorDimx))); a split row (H > 5120) takes a core a row.
-    if (h <= 5120) k.baseline_block_dim = cdiv(rows, k.baseline_tile / align_up(h, 32));
-  } else {
-    const auto t = dequant_swiglu_910b(p, op.dtype == "int32", k.ds, mode == "dynamic", !as.empty(), n_qs == 1, rows, h);
-    k.baseline_tile = t.base_cols < h ? t.base_cols : t.base_rows * k.unit_elems;
-    k.baseline_block_dim = t.cores;
-    // Its queues are single-buffered (TQue depth 1, InitBuffer(..., 1, ...)) and each pass waits for
-    // its load (DeQue) while the scalar unit waits for the pass's last row: a pass's load and vector
-    // work in turn, the store beside the next load (CanFullLocaOneRow).  The performance template
-    // loads the next row into its ping-pong buffers during this one's work.
-    k.baseline_buffer_num = t.perf ? 2 : 1;
-    k.store_beside_load = !t.perf;
-    scale_wait = !t.perf && op.dtype == "int32" && !as.empty() && mode == "dynamic";
-    if (t.base_cols < h) {
-      // A row UB does not hold goes in pieces of base_cols, each with its slices of the scales, no
-      // whole copy in UB: dynamic_base.hpp CanNotFullLocaOneRow (lines 328-375) loads them per row and
-      // piece (CopyInQuantScale; for int32 x CopyInDequantBuffer's weight scales), static_base.hpp
-      // processCompute (lines 230-270) per piece only, its pieces outermost and every row of the
-      // core's run through each, one pass (no row abs-max: no second sweep).  The slices' fp32
-      // queues take UB beside the tile.
-      k.bcast_reload_units = mode == "dynamic" ? 1 : rows;
-      k.ub_buffers += int(((op.dtype == "int32" && !ws.empty() ? 2 : 0) + (n_qs > 1 ? 1 : 0)) * 4 / k.ds);
-      split_sweeps = mode == "dynamic" ? 2 : 1;
-    }
-  }
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
-  if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
-  if (!as.empty()) {
+  if (s.weight_scale) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
+  if (s.act_scale) {
     for (int i = 0; i < 2; ++i)
       if (multi_row) k.elem_prog.push_back(api("Mul"));  // broadcast over the pass's rows
       else k.row_loop_prog.push_back(api("Muls"));       // the row's scalar
-    k.in_bytes += 4.0 / h;
+    k.in_bytes += 4.0 / s.h;
   }
   // silu(a) * b; the 910B kernel's SiLU is a / (1 + exp(-a)) (BaseCompute: Muls, Exp, Adds, Div).
   for (const char* a : multi_row ? std::vector<const char*>{"Sigmoid", "Mul", "Mul"}
                                  : std::vector<const char*>{"Muls", "Exp", "Adds", "Div", "Mul"})
     k.elem_prog.push_back(api(a));
-  if (!qs.empty()) k.elem_prog.push_back(api("Mul"));
-  k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + n_qs);  // float32 scales
+  if (s.quant_scale) k.elem_prog.push_back(api("Mul"));
+  k.bcast_bytes = 4.0 * double((s.weight_scale ? s.h2 : 0) + s.n_qs);  // float32 scales
   const bool int4 = int4_output(op);
-  if (mode == "dynamic") {
+  if (s.dynamic) {
     quant_tail(k, p, int4, multi_row);
     // 910B: the row's wait is its ReduceMax's (vec_row_cycles, the row reduction's wait): the scalar
     // work after it is a division and the Muls' operand, no second round trip (kRowScalarQuant on top
@@ -1180,9 +1205,24 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);
   }
+}
+
+// DequantSwigluQuant (x [..., 2H] int32 or float16/bfloat16, weight_scale [2H], activation_scale
+// [rows], quant_scale [H], as the calibration records order them; absent ones []): dequantise
+// (x * weight_scale * activation_scale), y = silu(a) * b of the halves, then y * quant_scale and
+// the dynamic int8 quantisation with a float32 scale per row (quant_mode "dynamic", the default;
+// "static": quant_scale alone).  A unit is one row of H outputs, each reading its two inputs.
+std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platform& p) {
+  const DequantSwigluShape s = dequant_swiglu_inputs(op);
+  VecKernel k = row_kernel(op, p, s.rows, s.h);
+  dequant_swiglu_loads(k, p, s);
+  bool scale_wait = false;
+  int split_sweeps = 2;
+  dequant_swiglu_baseline(k, p, s, scale_wait, split_sweeps);
+  dequant_swiglu_steps(k, op, p, s, scale_wait);
   k.sweeps_if_split = split_sweeps;
   k.temp_fp32 = 3;  // the two fp32 halves and Sigmoid's buffer
-  finish(k, double(rows) * double(h), mode == "dynamic" ? 4 : 0);  // the float32 scale per row
+  finish(k, double(s.rows) * double(s.h), s.dynamic ? 4 : 0);  // the float32 scale per row
   return make_vec_model(k, p);
 }
 
