@@ -284,40 +284,46 @@ void arndq_row_quant(VecKernel& k, int64_t h, int quant_outs) {
   k.sweeps_if_split = 3;  // (a row split by a tuned tile: swept as the SLICE_D template's three passes)
 }
 
-// RmsNorm (x, gamma), AddRmsNorm (x1, x2, gamma), AddRmsNormDynamicQuant (x1, x2, gamma,
-// smooth_scale1, smooth_scale2): y = x / sqrt(mean(x^2) + eps) * gamma, computed in fp32
-// (16-bit inputs cast up).  Assumed structure ([S] hicann/ops-nn norm/rms_norm/op_kernel,
-// add_rms_norm, add_rms_norm_dynamic_quant): per row ReduceSum of x^2, the row's rstd to the
-// scalar unit, Muls by it; the quantising variant then takes the row's abs-max (ReduceMax),
-// scale = max / 127 (float32 output) and y * 127 / max cast fp32 -> fp16 -> int8.
-std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
-  const bool add = op.kind != "RmsNorm", quant = op.kind == "AddRmsNormDynamicQuant";
-  const size_t n_x = add ? 2 : 1;
-  if (quant) need_inputs(op, 3, 5, "x1, x2, gamma, smooth_scale1, smooth_scale2");
-  else need_inputs(op, n_x + 1, n_x + 1, add ? "x1, x2, gamma" : "x, gamma");
+// make_rms_norm's shapes and CANN template (below): what its steps share.
+struct RmsPlan {
+  bool add = false, quant = false, h16 = false, mixed = false;
+  size_t n_x = 1;  // x inputs: x, or x1 and x2
+  int64_t rows = 0, h = 0, hal = 0, ub_rms = 0;
+  int quant_outs = 0;  // smooth scales given
+  // The 910B template taken (at most one; none on the 950 generation or for the generic per-row kernel).
+  bool merge_n = false, rms_normal = false, rms_split_d = false, add_split_d = false, arndq_rows = false;
+};
+
+// make_rms_norm's inputs checked: its rows, H and smooth scales.
+RmsPlan rms_norm_inputs(const OpDesc& op, const Platform& p) {
+  RmsPlan r;
+  r.add = op.kind != "RmsNorm";
+  r.quant = op.kind == "AddRmsNormDynamicQuant";
+  r.n_x = r.add ? 2 : 1;
+  if (r.quant) need_inputs(op, 3, 5, "x1, x2, gamma, smooth_scale1, smooth_scale2");
+  else need_inputs(op, r.n_x + 1, r.n_x + 1, r.add ? "x1, x2, gamma" : "x, gamma");
   need_float(op);
   const auto& x = op.inputs[0];
-  const std::string xname = add ? "x1" : "x";
-  if (add && op.inputs[1] != x)
+  const std::string xname = r.add ? "x1" : "x";
+  if (r.add && op.inputs[1] != x)
     fail(op.kind + ": x2 " + shape_str(op.inputs[1]) + " must have x1's shape " + shape_str(x));
   // RmsNorm normalises over all of gamma's dimensions, x's last ones: H is gamma's size, the rows
   // x's leading dimensions ([S] hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp
   // Tiling4RmsNorm: numCol = gamma_shape.GetShapeSize(), numRow over x's first xDimNum - gammaDimNum
   // dims; CheckInputShape4RmsNorm: gamma equal to x's last gammaDimNum dims).
-  const auto& g = op.inputs[n_x];
+  const auto& g = op.inputs[r.n_x];
   const bool multi_dim_gamma = op.kind == "RmsNorm" && g.size() > 1 && g.size() <= x.size() &&
                                std::equal(g.begin(), g.end(), x.end() - std::ptrdiff_t(g.size()));
-  const auto [rows, h] = multi_dim_gamma ? std::pair<int64_t, int64_t>{numel(x) / numel(g), numel(g)}
-                                         : rows_hidden(op, x, xname);
+  std::tie(r.rows, r.h) = multi_dim_gamma ? std::pair<int64_t, int64_t>{numel(x) / numel(g), numel(g)}
+                                          : rows_hidden(op, x, xname);
   if (!multi_dim_gamma)
-    check_vector(op, g, h, "gamma", "the hidden size of " + xname + " " + shape_str(x) + ",");
-  int quant_outs = 0;
-  for (size_t i = n_x + 1; i < op.inputs.size(); ++i)
+    check_vector(op, g, r.h, "gamma", "the hidden size of " + xname + " " + shape_str(x) + ",");
+  for (size_t i = r.n_x + 1; i < op.inputs.size(); ++i)
     if (!op.inputs[i].empty()) {
-      check_vector(op, op.inputs[i], h, "smooth_scale" + std::to_string(i - n_x), "the hidden size");
-      ++quant_outs;
+      check_vector(op, op.inputs[i], r.h, "smooth_scale" + std::to_string(i - r.n_x), "the hidden size");
+      ++r.quant_outs;
     }
-  if (quant) {
+  if (r.quant) {
     const auto od = attr_strs(op, "output_dtype");
     if (!od.empty() && od[0] != "int8")
       fail(op.kind + ": output_dtype '" + od[0] + "' is not modelled (int8)");
@@ -328,90 +334,147 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
       fail(op.kind + ": smooth_scale2 " + shape_str(input(op, 4)) + " is given without smooth_scale1; CANN's 910B "
            "kernel needs smooth_scale1 first");
   }
-  VecKernel k = row_kernel(op, p, rows, h);
-  const bool h16 = half(op.dtype);
-  for (size_t i = 0; i < n_x; ++i) {
-    stream_in(k, k.ds);
-    if (h16) k.elem_prog.push_back(cast_step(true));
-  }
-  if (add) {
-    k.elem_prog.push_back(api("Add"));
-    if (h16) k.elem_prog.push_back(cast_step(false));
-    stream_out(k, k.ds);  // x1 + x2
-  }
-  k.elem_prog.push_back(api("Mul"));  // x^2
-  const int64_t hal = align_up(h, 32 / k.ds);
+  r.h16 = half(op.dtype);
+  return r;
+}
+
+// Which CANN template make_rms_norm's kernel `k` takes on 910B.
+void rms_norm_template(RmsPlan& r, const OpDesc& op, const Platform& p, const VecKernel& k) {
+  r.hal = align_up(r.h, 32 / k.ds);
   // MERGE_N is RmsNorm's and AddRmsNorm's mode; the quantising kernel's 910B tiling has none
   // (add_rms_norm_dynamic_quant/op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp DoUbTiling).
-  const bool merge_n = !quant && !regbase(p) && hal <= kMergeNCols;
+  r.merge_n = !r.quant && !regbase(p) && r.hal <= kMergeNCols;
   // RmsNorm's rows up to its UB factor, not MERGE_N, on 910B: MODE_NORMAL (rms_norm_tiling.cpp).
   // With 16-bit x and a float32 gamma (CalMixDtypeTiling): MODE_NORMAL while 16 bytes an element
   // and 512 fit UB - 1 KB, then MODE_SINGLE_ROW (rms_norm_single_row.h: one row a pass, the same
   // ReduceSumHalfInterval and scalar rstd) while 14 bytes do, then SPLIT_D.
-  const bool mixed = rms_mixed_gamma(op);
-  const int64_t ub_rms = int64_t(p.ub) - 1024;  // [S] rms_norm_tiling.cpp UB_USED
-  const bool rms_normal = op.kind == "RmsNorm" && !merge_n && !regbase(p) &&
-                          (mixed ? 14 * hal + 512 < ub_rms : hal <= (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16));
-  const bool rms_split_d = op.kind == "RmsNorm" && !merge_n && !regbase(p) && !rms_normal;
+  r.mixed = rms_mixed_gamma(op);
+  r.ub_rms = int64_t(p.ub) - 1024;  // [S] rms_norm_tiling.cpp UB_USED
+  r.rms_normal = op.kind == "RmsNorm" && !r.merge_n && !regbase(p) &&
+                 (r.mixed ? 14 * r.hal + 512 < r.ub_rms : r.hal <= (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16));
+  r.rms_split_d = op.kind == "RmsNorm" && !r.merge_n && !regbase(p) && !r.rms_normal;
   // AddRmsNorm's SPLIT_D on 910B: a row over the UB factor ([S] add_rms_norm_tiling.cpp
   // DetermineModeParameters: numCol > ubFactor, not the aligned numCol).
-  const bool add_split_d = op.kind == "AddRmsNorm" && !regbase(p) && h > (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16);
-  const VecCost add_cost = vec_api_cost("Add"), wrs_cost = vec_api_cost("WholeReduceSum");
+  r.add_split_d = op.kind == "AddRmsNorm" && !regbase(p) && r.h > (k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16);
   // AddRmsNormDynamicQuant's whole-row templates on 910B (quant_910b_tiling), their per-row chains charged
-  // from the kernel's instruction sequence (below and arndq_row_quant).
-  const bool arndq_rows = quant && !regbase(p) && quant_910b_row_step(p, h) >= 0;
-  // ReduceSumHalfInterval over n fp32 elements ([S] hicann/ops-nn norm/rms_norm/op_kernel/reduce_common.h):
-  // halving Adds (about one Add over n: the elementwise Add of the programs below), log2(n / 64)
-  // calls each behind a PipeBarrier, then one repeat of WholeReduceSum.
-  auto half_interval_cycles = [&](int64_t n) {
-    const double levels = std::ceil(std::log2(std::max(1.0, double(n) / 64.0)));
-    return levels * (add_cost.per_call + kPipeDrain) + wrs_cost.per_repeat + wrs_cost.per_call;
-  };
-  if (merge_n) {
-    // MERGE_N ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_merge_n.h Compute, normal_flag 0):
-    // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
-    // over the tile, applied by one Mul: no per-row call, wait or scalar work.  (Charged per
-    // row, the fit half's 910B2 fp32 [2, 3, 17, 1024, 128] was 6.9x the measured time.)
-    // ReduceSumMultiN (reduce_common.h ReduceSumForSmallReduceDimPreRepeat; add_rms_norm_merge_n.h
-    // the same) adds a row's 64-element blocks into a 64-wide accumulator, one Add over the tile in
-    // all, then takes one WholeReduceSum repeat a row (its cost per row below, in cycles).
+  // from the kernel's instruction sequence (rms_norm_steps and arndq_row_quant).
+  r.arndq_rows = r.quant && !regbase(p) && quant_910b_row_step(p, r.h) >= 0;
+}
+
+// ReduceSumHalfInterval over n fp32 elements ([S] hicann/ops-nn norm/rms_norm/op_kernel/reduce_common.h):
+// halving Adds (about one Add over n: the elementwise Add of the programs of make_rms_norm), log2(n / 64)
+// calls each behind a PipeBarrier, then one repeat of WholeReduceSum.
+double half_interval_cycles(int64_t n) {
+  const VecCost add_cost = vec_api_cost("Add"), wrs_cost = vec_api_cost("WholeReduceSum");
+  const double levels = std::ceil(std::log2(std::max(1.0, double(n) / 64.0)));
+  return levels * (add_cost.per_call + kPipeDrain) + wrs_cost.per_repeat + wrs_cost.per_call;
+}
+
+// MERGE_N's row reduction, rstd and * rstd on 910B (RmsNorm and AddRmsNorm).
+void rms_merge_n_steps(VecKernel& k, const OpDesc& op, const Platform& p, const RmsPlan& r) {
+  // MERGE_N ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_merge_n.h Compute, normal_flag 0):
+  // one ReduceSumMultiN over the tile's rows, their rstd computed as a vector and BroadCast
+  // over the tile, applied by one Mul: no per-row call, wait or scalar work.  (Charged per
+  // row, the fit half's 910B2 fp32 [2, 3, 17, 1024, 128] was 6.9x the measured time.)
+  // ReduceSumMultiN (reduce_common.h ReduceSumForSmallReduceDimPreRepeat; add_rms_norm_merge_n.h
+  // the same) adds a row's 64-element blocks into a 64-wide accumulator, one Add over the tile in
+  // all, then takes one WholeReduceSum repeat a row (its cost per row below, in cycles).
+  const VecCost add_cost = vec_api_cost("Add"), wrs_cost = vec_api_cost("WholeReduceSum");
+  k.elem_prog.push_back(api("Add"));
+  k.row_scalar_cycles = vec_api_cost("WholeReduceSum").per_repeat;
+  if (rms_performance(op, p)) {
+    // isPerformance ([S] rms_norm_merge_n.h doPerformanceRstd, repeatByRow, mulRepeat): the rstd
+    // by Brcb, one block a row (no BroadCast over the tile), then x * rstd and * gamma each as
+    // one Mul per 64-column block (a repeat a row, up to 255 rows a call), every call followed
+    // by a PipeBarrier: per tile 2 x ceil(H / 64) dependent calls and the Brcb's, where the
+    // programs below charge two Mul calls.  (Rows past 255 a call, only at H <= 16 with
+    // CANN's rowFactor, are not charged.)
+    const double blocks = double(cdiv(r.hal, 64)), mul_call = vec_api_cost("Mul").per_call;
+    k.tile_cycles = (2 * blocks - 2) * mul_call + (2 * blocks + 1) * kPipeDrain + vec_api_cost("Adds").per_call;
+  } else {
+    k.elem_prog.push_back(api("Adds"));  // BroadCast of the rstd: a copy over the tile
+  }
+  k.elem_prog.push_back(api("Mul"));
+  if (op.kind == "RmsNorm") {
+    // RmsNorm's per-pass fixed work on 910B, beyond the programs' one call per step ([S] hicann/ops-nn
+    // norm/rms_norm/op_kernel/reduce_common.h ReduceSumMultiN, ReduceSumForSmallReduceDimPreRepeat;
+    // rms_norm_merge_n.h Compute): ReduceSumMultiN zeroes its accumulator (Duplicate, PipeBarrier),
+    // then adds the pass's rows one 64-column block at a time, one Add (a repeat a row) and a
+    // PipeBarrier per whole block, the tail's Add if any, then a PipeBarrier in either case (so
+    // 1 + full + 1 + 5 = full + 7 barriers in all, H a multiple of 64 or not: [S] rms_norm/op_kernel/
+    // reduce_common.h lines 35-44, the barrier after the tail outside its if), one WholeReduceSum
+    // call; the rstd of the pass's rows then comes by Muls, Adds, Sqrt, Duplicate and Div, with five PipeBarriers.
+    // (Passes of over 255 rows, only at H <= 32 with CANN's rowFactor, repeat the block loop: not
+    // charged.)  Calls: the Adds past the program's one and the two Duplicates (Add class).
+    const double blocks = double(cdiv(r.h, 64)), full = double(r.h / 64);
+    k.tile_cycles += (blocks + 1) * add_cost.per_call + (full + 7) * kPipeDrain + wrs_cost.per_call +
+                     vec_api_cost("Muls").per_call + vec_api_cost("Adds").per_call + vec_api_cost("Sqrt").per_call +
+                     vec_api_cost("Div").per_call;
+  }
+}
+
+// RmsNorm's SPLIT_D steps on 910B.
+void rms_split_d_steps(VecKernel& k, const RmsPlan& r) {
+  // RmsNorm's SPLIT_D on 910B ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_split_d.h, the
+  // __CCE_AICORE__ 220 path): a core's rows in groups of 64 (row_factor NUM_PER_REP_FP32), each row
+  // swept twice slice by slice.  Sweep 1 (ComputeFormerPrecision, ComputeSumPrecision): load the
+  // slice, cast it up, square it, ReduceSumHalfInterval; the slices' sums are read by the scalar
+  // unit twice a row (after all slices but the last, after the last: V_S, S_V).  Sweep 2
+  // (ComputeLatter, ComputeY): load the slice of x again, read the row's rstd back through the
+  // scalar unit for every slice (V_S, GetValue, S_V), cast x up again and gamma too (not with a
+  // float32 gamma, IS_MIX_DTYPE), Muls, Mul, cast down, store.  Gamma comes one slice per 64-row
+  // group (CopyInGamma into inQueueGamma): no whole copy in UB, read again every 64 rows.
+  k.elem_prog.push_back(api("Add"));
+  if (r.h16) k.elem_prog.push_back(cast_step(true));  // x, cast again in sweep 2
+  if (r.h16 && !r.mixed) k.elem_prog.push_back(cast_step(true));  // gamma
+  k.row_loop_prog.push_back(api("Muls"));  // * rstd, per slice
+  k.row_scalar_cycles = kRowScalarNorm;    // x 2 sweeps: sweep 1's two scalar reads a row
+  k.bcast_reload_units = 64;
+  k.ub_buffers += r.mixed ? 2 : 1;          // inQueueGamma: a slice of gamma (float32: 4 bytes)
+}
+
+// AddRmsNorm's SPLIT_D steps on 910B.
+void add_split_d_steps(VecKernel& k, const OpDesc& op, const RmsPlan& r) {
+  // AddRmsNorm's SPLIT_D on 910B ([S] hicann/ops-nn norm/add_rms_norm/op_kernel/add_rms_norm_split_d.h):
+  // a core's rows in groups of 64 (row_factor), each swept twice slice by slice.  Sweep 1
+  // (ComputeFormer, CopyInAndAdd, ComputeSum): load x1 and x2, add them (16-bit: in fp32), store
+  // x = x1 + x2, square, Muls by 1 / H, then ReduceSumFP32ToBlock: one Add over the slice's
+  // 64-element repeats into one 64-wide block (destination and second source repeat stride 0: each
+  // repeat waits for the one before, kPipeDrain); the group's sums by BlockReduceSum, no scalar
+  // read.  Sweep 2 (ComputeLatter, CopyInX, ComputeY): load the slice of x back, cast it up, read the
+  // row's rstd through the scalar unit (V_S, GetValue, S_V), Muls, cast down, * gamma (bfloat16:
+  // cast up again with gamma, Mul, cast down), store y.  Gamma: one slice per 64-row group.
+  k.elem_prog.push_back(api("Muls"));  // * 1 / H
+  k.elem_prog.push_back(api("Add"));   // ReduceSumFP32ToBlock
+  if (r.h16) k.elem_prog.push_back(cast_step(true));  // x, sweep 2
+  if (op.dtype == "bfloat16")
+    for (bool up : {false, true, true}) k.elem_prog.push_back(cast_step(up));  // x down, up; gamma up
+  k.row_loop_prog.push_back(api("Muls"));  // * rstd, per slice
+  k.bcast_reload_units = 64;
+  // (UB: gamma's slice beside x1, x2 and one output queue for x and y, outQueueY: the four
+  // buffers stream_in / stream_out counted.)
+}
+
+// make_rms_norm's steps up to y = x * rstd: the inputs (and x1 + x2) and the template's reduction.
+void rms_norm_steps(VecKernel& k, const OpDesc& op, const Platform& p, const RmsPlan& r) {
+  for (size_t i = 0; i < r.n_x; ++i) {
+    stream_in(k, k.ds);
+    if (r.h16) k.elem_prog.push_back(cast_step(true));
+  }
+  if (r.add) {
     k.elem_prog.push_back(api("Add"));
-    k.row_scalar_cycles = vec_api_cost("WholeReduceSum").per_repeat;
-    if (rms_performance(op, p)) {
-      // isPerformance ([S] rms_norm_merge_n.h doPerformanceRstd, repeatByRow, mulRepeat): the rstd
-      // by Brcb, one block a row (no BroadCast over the tile), then x * rstd and * gamma each as
-      // one Mul per 64-column block (a repeat a row, up to 255 rows a call), every call followed
-      // by a PipeBarrier: per tile 2 x ceil(H / 64) dependent calls and the Brcb's, where the
-      // programs below charge two Mul calls.  (Rows past 255 a call, only at H <= 16 with
-      // CANN's rowFactor, are not charged.)
-      const double blocks = double(cdiv(hal, 64)), mul_call = vec_api_cost("Mul").per_call;
-      k.tile_cycles = (2 * blocks - 2) * mul_call + (2 * blocks + 1) * kPipeDrain + vec_api_cost("Adds").per_call;
-    } else {
-      k.elem_prog.push_back(api("Adds"));  // BroadCast of the rstd: a copy over the tile
-    }
-    k.elem_prog.push_back(api("Mul"));
-    if (op.kind == "RmsNorm") {
-      // RmsNorm's per-pass fixed work on 910B, beyond the programs' one call per step ([S] hicann/ops-nn
-      // norm/rms_norm/op_kernel/reduce_common.h ReduceSumMultiN, ReduceSumForSmallReduceDimPreRepeat;
-      // rms_norm_merge_n.h Compute): ReduceSumMultiN zeroes its accumulator (Duplicate, PipeBarrier),
-      // then adds the pass's rows one 64-column block at a time, one Add (a repeat a row) and a
-      // PipeBarrier per whole block, the tail's Add if any, then a PipeBarrier in either case (so
-      // 1 + full + 1 + 5 = full + 7 barriers in all, H a multiple of 64 or not: [S] rms_norm/op_kernel/
-      // reduce_common.h lines 35-44, the barrier after the tail outside its if), one WholeReduceSum
-      // call; the rstd of the pass's rows then comes by Muls, Adds, Sqrt, Duplicate and Div, with five PipeBarriers.
-      // (Passes of over 255 rows, only at H <= 32 with CANN's rowFactor, repeat the block loop: not
-      // charged.)  Calls: the Adds past the program's one and the two Duplicates (Add class).
-      const double blocks = double(cdiv(h, 64)), full = double(h / 64);
-      k.tile_cycles += (blocks + 1) * add_cost.per_call + (full + 7) * kPipeDrain + wrs_cost.per_call +
-                       vec_api_cost("Muls").per_call + vec_api_cost("Adds").per_call + vec_api_cost("Sqrt").per_call +
-                       vec_api_cost("Div").per_call;
-    }
+    if (r.h16) k.elem_prog.push_back(cast_step(false));
+    stream_out(k, k.ds);  // x1 + x2
+  }
+  k.elem_prog.push_back(api("Mul"));  // x^2
+  if (r.merge_n) {
+    rms_merge_n_steps(k, op, p, r);
   } else if (regbase(p)) {
     // The 950 generation's regbase kernel (op_kernel/arch35/rms_norm_regbase*.h) keeps the
     // row's sum and rstd in the vector registers: a reduction per row, no scalar wait.
     k.row_prog.push_back(api("WholeReduceSum"));
     k.elem_prog.push_back(api("Mul"));
-  } else if (rms_normal) {
+  } else if (r.rms_normal) {
     // RmsNorm's MODE_NORMAL on 910B ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm.h Compute):
     // one row at a time, its sum of squares by ReduceSumHalfInterval (reduce_common.h: halving Adds,
     // about one Add over the row, log2(H / 64) calls each with a PipeBarrier, then one repeat of
@@ -419,45 +482,13 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     // it, and gamma cast to fp32 again for every row (ComputeMulGammaCast).
     k.elem_prog.push_back(api("Add"));
     k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
-    k.row_scalar_cycles = kRowScalarNorm + half_interval_cycles(h);
-    if (h16) k.elem_prog.push_back(cast_step(true));  // gamma
-  } else if (rms_split_d) {
-    // RmsNorm's SPLIT_D on 910B ([S] hicann/ops-nn norm/rms_norm/op_kernel/rms_norm_split_d.h, the
-    // __CCE_AICORE__ 220 path): a core's rows in groups of 64 (row_factor NUM_PER_REP_FP32), each row
-    // swept twice slice by slice.  Sweep 1 (ComputeFormerPrecision, ComputeSumPrecision): load the
-    // slice, cast it up, square it, ReduceSumHalfInterval; the slices' sums are read by the scalar
-    // unit twice a row (after all slices but the last, after the last: V_S, S_V).  Sweep 2
-    // (ComputeLatter, ComputeY): load the slice of x again, read the row's rstd back through the
-    // scalar unit for every slice (V_S, GetValue, S_V), cast x up again and gamma too (not with a
-    // float32 gamma, IS_MIX_DTYPE), Muls, Mul, cast down, store.  Gamma comes one slice per 64-row
-    // group (CopyInGamma into inQueueGamma): no whole copy in UB, read again every 64 rows.
-    k.elem_prog.push_back(api("Add"));
-    if (h16) k.elem_prog.push_back(cast_step(true));  // x, cast again in sweep 2
-    if (h16 && !mixed) k.elem_prog.push_back(cast_step(true));  // gamma
-    k.row_loop_prog.push_back(api("Muls"));  // * rstd, per slice
-    k.row_scalar_cycles = kRowScalarNorm;    // x 2 sweeps: sweep 1's two scalar reads a row
-    k.bcast_reload_units = 64;
-    k.ub_buffers += mixed ? 2 : 1;            // inQueueGamma: a slice of gamma (float32: 4 bytes)
-  } else if (add_split_d) {
-    // AddRmsNorm's SPLIT_D on 910B ([S] hicann/ops-nn norm/add_rms_norm/op_kernel/add_rms_norm_split_d.h):
-    // a core's rows in groups of 64 (row_factor), each swept twice slice by slice.  Sweep 1
-    // (ComputeFormer, CopyInAndAdd, ComputeSum): load x1 and x2, add them (16-bit: in fp32), store
-    // x = x1 + x2, square, Muls by 1 / H, then ReduceSumFP32ToBlock: one Add over the slice's
-    // 64-element repeats into one 64-wide block (destination and second source repeat stride 0: each
-    // repeat waits for the one before, kPipeDrain); the group's sums by BlockReduceSum, no scalar
-    // read.  Sweep 2 (ComputeLatter, CopyInX, ComputeY): load the slice of x back, cast it up, read the
-    // row's rstd through the scalar unit (V_S, GetValue, S_V), Muls, cast down, * gamma (bfloat16:
-    // cast up again with gamma, Mul, cast down), store y.  Gamma: one slice per 64-row group.
-    k.elem_prog.push_back(api("Muls"));  // * 1 / H
-    k.elem_prog.push_back(api("Add"));   // ReduceSumFP32ToBlock
-    if (h16) k.elem_prog.push_back(cast_step(true));  // x, sweep 2
-    if (op.dtype == "bfloat16")
-      for (bool up : {false, true, true}) k.elem_prog.push_back(cast_step(up));  // x down, up; gamma up
-    k.row_loop_prog.push_back(api("Muls"));  // * rstd, per slice
-    k.bcast_reload_units = 64;
-    // (UB: gamma's slice beside x1, x2 and one output queue for x and y, outQueueY: the four
-    // buffers stream_in / stream_out counted.)
-  } else if (arndq_rows) {
+    k.row_scalar_cycles = kRowScalarNorm + half_interval_cycles(r.h);
+    if (r.h16) k.elem_prog.push_back(cast_step(true));  // gamma
+  } else if (r.rms_split_d) {
+    rms_split_d_steps(k, r);
+  } else if (r.add_split_d) {
+    add_split_d_steps(k, op, r);
+  } else if (r.arndq_rows) {
     // AddRmsNormDynamicQuant's NORMAL and SINGLE_ROW rms norm on 910B ([S] hicann/ops-nn norm/
     // add_rms_norm_dynamic_quant/op_kernel/add_rms_norm_dynamic_quant_normal_kernel.h ComputeRmsNorm,
     // lines 164-205; _single_row_kernel.h ComputeRmsNorm, lines 125-156): x^2 over the pass, then per row
@@ -468,23 +499,28 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
     k.elem_prog.push_back(api("Add"));
     k.row_loop_prog.push_back(api("Muls"));  // * rstd
     k.row_loop_prog.push_back(api("Mul"));   // * gamma
-    k.row_scalar_cycles = kRowScalarNorm + half_interval_cycles(h) + kPipeDrain;
+    k.row_scalar_cycles = kRowScalarNorm + half_interval_cycles(r.h) + kPipeDrain;
   } else {
     k.row_prog.push_back(api("WholeReduceSum"));
     k.row_loop_prog.push_back(api("Muls"));  // * rstd, the row's scalar
     k.row_scalar_cycles = kRowScalarNorm;
   }
-  if (!arndq_rows) k.elem_prog.push_back(api("Mul"));  // * gamma
-  k.bcast_bytes += double(h) * (mixed ? 4 : k.ds) * (1 + quant_outs);
+}
+
+// make_rms_norm's steps after the norm: * gamma, then y out, or its dynamic quantisation.  Returns the
+// bytes written per row beside the elementwise outputs.
+double rms_norm_output_steps(VecKernel& k, const RmsPlan& r) {
+  if (!r.arndq_rows) k.elem_prog.push_back(api("Mul"));  // * gamma
+  k.bcast_bytes += double(r.h) * (r.mixed ? 4 : k.ds) * (1 + r.quant_outs);
   double unit_out = 4;  // rstd (float32) per row
   k.sweeps_if_split = 2;
-  if (arndq_rows) {
-    arndq_row_quant(k, h, quant_outs);
-    unit_out = 4.0 * std::max(1, quant_outs);  // float32 scale per row and output (no rstd)
-  } else if (quant) {
+  if (r.arndq_rows) {
+    arndq_row_quant(k, r.h, r.quant_outs);
+    unit_out = 4.0 * std::max(1, r.quant_outs);  // float32 scale per row and output (no rstd)
+  } else if (r.quant) {
     // One int8 output per smooth scale (one without): smooth Mul, |y|, row max, scale.
-    for (int q = 0; q < std::max(1, quant_outs); ++q) {
-      if (q < quant_outs) k.elem_prog.push_back(api("Mul"));
+    for (int q = 0; q < std::max(1, r.quant_outs); ++q) {
+      if (q < r.quant_outs) k.elem_prog.push_back(api("Mul"));
       k.elem_prog.push_back(api("Adds"));  // Abs: scalar-operand class (common.cpp)
       k.row_prog.push_back(api("WholeReduceSum"));  // ReduceMax: same class
       k.row_loop_prog.push_back(api("Muls"));       // * 127 / max
@@ -492,84 +528,112 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
       k.elem_prog.push_back(cast_step(false));      // fp16 -> int8
       stream_out(k, 1);
     }
-    unit_out = 4.0 * std::max(1, quant_outs);  // float32 scale per row and output (no rstd)
+    unit_out = 4.0 * std::max(1, r.quant_outs);  // float32 scale per row and output (no rstd)
     k.row_scalar_cycles += kRowScalarQuant;
     k.sweeps_if_split = 3;
   } else {
-    if (h16) k.elem_prog.push_back(cast_step(false));
+    if (r.h16) k.elem_prog.push_back(cast_step(false));
     stream_out(k, k.ds);
   }
+  return unit_out;
+}
+
+// RmsNorm's 910B tiling: single-buffered passes, MODE_NORMAL's row, SPLIT_D's slices, the cores.
+void rms_norm_910b_tiling(VecKernel& k, const Platform& p, const RmsPlan& r) {
+  // RmsNorm's 910B kernels are single-buffered ([S] hicann/ops-nn norm/rms_norm/op_kernel/
+  // rms_norm_base.h BUFFER_NUM 1, taken by rms_norm.h, rms_norm_merge_n.h and rms_norm_split_d.h):
+  // a pass (MODE_NORMAL: one row, rms_norm.h SubProcess; MERGE_N: rowFactor rows; SPLIT_D: a slice)
+  // is loaded, then computed, its store running beside the next pass's load (outQueueY is apart from
+  // inQueueX).  (With the per-row reduction as one WholeReduceSum and double-buffered queues, the fit
+  // half's three 910B2 MODE_NORMAL records were 1.02, 0.78, 0.97x the measured time: right for fp16
+  // and bf16 by vector cost, short for fp32, whose rows move twice the bytes; its one MERGE_N record,
+  // fp32 [2, 3, 17, 1024, 128], is HBM-bound either way: 1.02x, 1.00x so.  AddRmsNorm's
+  // add_rms_norm_merge_n.h double-buffers x and y.)
+  k.baseline_buffer_num = 1;
+  k.store_beside_load = true;
+  if (r.rms_normal) k.baseline_tile = r.hal;
+  // SPLIT_D: the row in ceil(H / ubFactor) equal slices, 16-aligned, less 16 while the last slice
+  // would be under 16 elements (rms_norm_tiling.cpp MODE_SPLIT_D); with a float32 gamma slices of
+  // (UB - 1 KB - 2560) / 16 bytes, 16-aligned (CalMixDtypeTiling: x, y, three fp32 buffers).
+  const int64_t ub_factor = k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16, h = r.h;
+  if (r.mixed && !r.merge_n && !r.rms_normal) {
+    k.baseline_tile = (r.ub_rms - 2560) / 16 / 16 * 16;
+  } else if (!r.merge_n && !r.rms_normal && r.hal > ub_factor) {
+    int64_t slice = cdiv(h, cdiv(h, ub_factor) * 16) * 16;
+    while (h % slice && h % slice < 16) slice -= 16;
+    k.baseline_tile = slice;
+  }
+  // SPLIT_D's work per slice of a row (a tile, as the row does not fit one): sweep 1's
+  // ReduceSumHalfInterval and sweep 2's scalar read of the row's rstd (rms_norm_split_d.h above).
+  if (r.rms_split_d) k.tile_cycles = kRowScalarNorm + half_interval_cycles(k.baseline_tile);
+  // Cores: blockFactor = ceil(rows / cores) rows each, ceil(rows / blockFactor) cores (Tiling4RmsNorm).
+  k.baseline_block_dim = cdiv(r.rows, cdiv(r.rows, p.vector_cores));
+}
+
+// AddRmsNormDynamicQuant's tiling on the 950 generation.
+void arndq_950_tiling(VecKernel& k, const Platform& p, const RmsPlan& r) {
+  // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
+  // add_rms_norm_dynamic_quant_tiling_arch35.cpp): TryPerfTiling, H up to 2 x 64 x 64 x 2 = 16384,
+  // takes fullLoadBaseM whole rows a pass (UB less gamma, the smooth scales and 1 KB over
+  // x1, x2, x1 + x2 at ds bytes, two fp32 rows and the double-buffered int8 y per element of a
+  // row); else SINGLE_ROW, one whole row while 16 bytes an element fit UB; else split.  In all
+  // of them x1, x2 and x1 + x2 have one buffer each: a pass loads, computes and stores in turn.
+  const int64_t rest = int64_t(p.ub) - (1 + r.quant_outs) * r.hal * k.ds - 1024;
+  const int64_t per_row = r.hal * (3 * k.ds + 8 + 2 * std::max(1, r.quant_outs)) + 8;
+  if (r.h <= 16384 && rest / per_row >= 1) k.baseline_tile = rest / per_row * r.hal;
+  else if (16 * align_up(r.h, 32) + 1024 <= int64_t(p.ub)) k.baseline_tile = r.hal;
+  k.baseline_buffer_num = 1;
+}
+
+// make_rms_norm's baseline (CANN's default tiling) for its template.  Returns the GM bytes read per
+// element and sweep by a template that re-reads (SLICE_D), 0: as streamed.
+double rms_norm_baseline(VecKernel& k, const OpDesc& op, const Platform& p, const RmsPlan& r) {
   // (MODE_SINGLE_ROW, a float32 gamma's rows past MODE_NORMAL's 16 bytes an element, keeps one fp32
   // buffer, xBufFp32: rms_norm_single_row.h Init.)
-  const bool single_row = mixed && rms_normal && 16 * hal + 512 >= ub_rms;
-  k.temp_fp32 = single_row || !h16 ? 1 : 2;
+  const bool single_row = r.mixed && r.rms_normal && 16 * r.hal + 512 >= r.ub_rms;
+  k.temp_fp32 = single_row || !r.h16 ? 1 : 2;
   // CANN's default: ceil(rows / cores) rows per core, UB passes of ubFactor elements
   // (rms_norm_tiling.cpp; MERGE_N packs as many whole rows as that holds), here as far as UB
   // holds them with the kernel's bufferNum (RmsNorm's 1 on 910B: MERGE_N and MODE_NORMAL below).
   // MERGE_N's own pass: rowFactor = (UB - 1024) / (16 x aligned H + 260) whole rows
   // ([S] rms_norm_tiling.cpp Tiling4RmsNorm, MODE_MERGE_N).
-  k.baseline_tile = merge_n ? (int64_t(p.ub) - 1024) / (16 * hal + (mixed ? 288 : 260)) * hal
-                            : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
-  if (op.kind == "RmsNorm" && !regbase(p)) {
-    // RmsNorm's 910B kernels are single-buffered ([S] hicann/ops-nn norm/rms_norm/op_kernel/
-    // rms_norm_base.h BUFFER_NUM 1, taken by rms_norm.h, rms_norm_merge_n.h and rms_norm_split_d.h):
-    // a pass (MODE_NORMAL: one row, rms_norm.h SubProcess; MERGE_N: rowFactor rows; SPLIT_D: a slice)
-    // is loaded, then computed, its store running beside the next pass's load (outQueueY is apart from
-    // inQueueX).  (With the per-row reduction as one WholeReduceSum and double-buffered queues, the fit
-    // half's three 910B2 MODE_NORMAL records were 1.02, 0.78, 0.97x the measured time: right for fp16
-    // and bf16 by vector cost, short for fp32, whose rows move twice the bytes; its one MERGE_N record,
-    // fp32 [2, 3, 17, 1024, 128], is HBM-bound either way: 1.02x, 1.00x so.  AddRmsNorm's
-    // add_rms_norm_merge_n.h double-buffers x and y.)
-    k.baseline_buffer_num = 1;
-    k.store_beside_load = true;
-    if (rms_normal) k.baseline_tile = hal;
-    // SPLIT_D: the row in ceil(H / ubFactor) equal slices, 16-aligned, less 16 while the last slice
-    // would be under 16 elements (rms_norm_tiling.cpp MODE_SPLIT_D); with a float32 gamma slices of
-    // (UB - 1 KB - 2560) / 16 bytes, 16-aligned (CalMixDtypeTiling: x, y, three fp32 buffers).
-    const int64_t ub_factor = k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
-    if (mixed && !merge_n && !rms_normal) {
-      k.baseline_tile = (ub_rms - 2560) / 16 / 16 * 16;
-    } else if (!merge_n && !rms_normal && hal > ub_factor) {
-      int64_t slice = cdiv(h, cdiv(h, ub_factor) * 16) * 16;
-      while (h % slice && h % slice < 16) slice -= 16;
-      k.baseline_tile = slice;
-    }
-    // SPLIT_D's work per slice of a row (a tile, as the row does not fit one): sweep 1's
-    // ReduceSumHalfInterval and sweep 2's scalar read of the row's rstd (rms_norm_split_d.h above).
-    if (rms_split_d) k.tile_cycles = kRowScalarNorm + half_interval_cycles(k.baseline_tile);
-    // Cores: blockFactor = ceil(rows / cores) rows each, ceil(rows / blockFactor) cores (Tiling4RmsNorm).
-    k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
-  }
-  if (add_split_d) {
+  k.baseline_tile = r.merge_n ? (int64_t(p.ub) - 1024) / (16 * r.hal + (r.mixed ? 288 : 260)) * r.hal
+                              : k.ds == 4 ? kRmsUbFactorB32 : kRmsUbFactorB16;
+  if (op.kind == "RmsNorm" && !regbase(p)) rms_norm_910b_tiling(k, p, r);
+  if (r.add_split_d) {
     // add_rms_norm_tiling.cpp: slices of ceil(H / (ceil(H / cutD) x block)) blocks' elements, cutD
     // 12096 16-bit or 9696 fp32 (UB_FACTOR_*_CUTD); ceil(rows / cores) rows a core
     // (CalculateBlockParameters); single-buffered queues (add_rms_norm_base.h BUFFER_NUM 1).
     const int64_t blk = 32 / k.ds, cut_d = k.ds == 4 ? 9696 : 12096;
-    k.baseline_tile = cdiv(h, cdiv(h, cut_d) * blk) * blk;
+    k.baseline_tile = cdiv(r.h, cdiv(r.h, cut_d) * blk) * blk;
     k.baseline_buffer_num = 1;
     k.store_beside_load = true;
-    k.baseline_block_dim = cdiv(rows, cdiv(rows, p.vector_cores));
+    k.baseline_block_dim = cdiv(r.rows, cdiv(r.rows, p.vector_cores));
     // Per slice: sweep 1's dependent repeats, sweep 2's scalar read of the rstd.
     k.tile_cycles = kRowScalarNorm + kPipeDrain * double(cdiv(k.baseline_tile, 64) - 1);
   }
-  double slice_d_in = 0;  // GM bytes read per element and sweep by SLICE_D (below), 0: as streamed
-  if (quant && !regbase(p)) slice_d_in = quant_910b_tiling(k, p, h, quant_outs);
-  if (quant && regbase(p)) {
-    // The 950 generation's tiling ([S] hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/arch35/
-    // add_rms_norm_dynamic_quant_tiling_arch35.cpp): TryPerfTiling, H up to 2 x 64 x 64 x 2 = 16384,
-    // takes fullLoadBaseM whole rows a pass (UB less gamma, the smooth scales and 1 KB over
-    // x1, x2, x1 + x2 at ds bytes, two fp32 rows and the double-buffered int8 y per element of a
-    // row); else SINGLE_ROW, one whole row while 16 bytes an element fit UB; else split.  In all
-    // of them x1, x2 and x1 + x2 have one buffer each: a pass loads, computes and stores in turn.
-    const int64_t rest = int64_t(p.ub) - (1 + quant_outs) * hal * k.ds - 1024;
-    const int64_t per_row = hal * (3 * k.ds + 8 + 2 * std::max(1, quant_outs)) + 8;
-    if (h <= 16384 && rest / per_row >= 1) k.baseline_tile = rest / per_row * hal;
-    else if (16 * align_up(h, 32) + 1024 <= int64_t(p.ub)) k.baseline_tile = hal;
-    k.baseline_buffer_num = 1;
-  }
+  double slice_d_in = 0;
+  if (r.quant && !regbase(p)) slice_d_in = quant_910b_tiling(k, p, r.h, r.quant_outs);
+  if (r.quant && regbase(p)) arndq_950_tiling(k, p, r);
   // AddRmsNorm's SPLIT_D reads x1 and x2 in sweep 1 and x = x1 + x2 (its own output) in sweep 2.
-  if (add_split_d) slice_d_in = 1.5 * k.ds;
-  finish(k, double(rows) * double(h), unit_out);
+  if (r.add_split_d) slice_d_in = 1.5 * k.ds;
+  return slice_d_in;
+}
+
+// RmsNorm (x, gamma), AddRmsNorm (x1, x2, gamma), AddRmsNormDynamicQuant (x1, x2, gamma,
+// smooth_scale1, smooth_scale2): y = x / sqrt(mean(x^2) + eps) * gamma, computed in fp32
+// (16-bit inputs cast up).  Assumed structure ([S] hicann/ops-nn norm/rms_norm/op_kernel,
+// add_rms_norm, add_rms_norm_dynamic_quant): per row ReduceSum of x^2, the row's rstd to the
+// scalar unit, Muls by it; the quantising variant then takes the row's abs-max (ReduceMax),
+// scale = max / 127 (float32 output) and y * 127 / max cast fp32 -> fp16 -> int8.
+std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
+  RmsPlan r = rms_norm_inputs(op, p);
+  VecKernel k = row_kernel(op, p, r.rows, r.h);
+  rms_norm_template(r, op, p, k);
+  rms_norm_steps(k, op, p, r);
+  const double unit_out = rms_norm_output_steps(k, r);
+  const double slice_d_in = rms_norm_baseline(k, op, p, r);  // 0: as streamed
+  finish(k, double(r.rows) * double(r.h), unit_out);
   if (slice_d_in > 0) k.in_bytes = slice_d_in;  // after finish: the roofline keeps the unique bytes
   return make_vec_model(k, p);
 }
@@ -1003,105 +1067,130 @@ DequantSwiglu910b dequant_swiglu_910b(const Platform& p, bool x_int32, int ds, b
   return {base_rows, cols, std::max<int64_t>(1, cores), perf};
 }
 
-// DequantSwigluQuant (x [..., 2H] int32 or float16/bfloat16, weight_scale [2H], activation_scale
-// [rows], quant_scale [H], as the calibration records order them; absent ones []): dequantise
-// (x * weight_scale * activation_scale), y = silu(a) * b of the halves, then y * quant_scale and
-// the dynamic int8 quantisation with a float32 scale per row (quant_mode "dynamic", the default;
-// "static": quant_scale alone).  A unit is one row of H outputs, each reading its two inputs.
-std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platform& p) {
+// make_dequant_swiglu_quant's inputs, checked.
+struct DequantSwigluShape {
+  int64_t rows = 0, h2 = 0, h = 0;  // rows of x, x's last dimension, its half (the outputs a row)
+  int64_t n_qs = 0;                 // quant_scale's values: H, 1, or 0 (absent)
+  bool x_int32 = false, weight_scale = false, act_scale = false, quant_scale = false;
+  bool dynamic = true;              // quant_mode "dynamic" (else "static")
+};
+DequantSwigluShape dequant_swiglu_inputs(const OpDesc& op) {
   need_inputs(op, 1, 4, "x, weight_scale, activation_scale, quant_scale");
   const auto& x = op.inputs[0];
   if (op.dtype != "int32" && !half(op.dtype))
     fail("DequantSwigluQuant: x is " + op.dtype + "; it takes int32 (matmul accumulators), float16 or bfloat16");
-  const auto [rows, h2] = rows_hidden(op, x, "x");
-  if (h2 % 2)
-    fail("DequantSwigluQuant: x " + shape_str(x) + " splits its last dimension in two halves; " + std::to_string(h2) +
-         " is odd");
-  const int64_t h = h2 / 2;
+  DequantSwigluShape s;
+  std::tie(s.rows, s.h2) = rows_hidden(op, x, "x");
+  if (s.h2 % 2)
+    fail("DequantSwigluQuant: x " + shape_str(x) + " splits its last dimension in two halves; " +
+         std::to_string(s.h2) + " is odd");
+  s.h = s.h2 / 2;
   const auto& ws = input(op, 1);
   const auto& as = input(op, 2);
   const auto& qs = input(op, 3);
-  if (!ws.empty()) check_vector(op, ws, h2, "weight_scale", "x's last dimension");
-  if (!as.empty() && numel(as) != rows)
+  if (!ws.empty()) check_vector(op, ws, s.h2, "weight_scale", "x's last dimension");
+  if (!as.empty() && numel(as) != s.rows)
     fail("DequantSwigluQuant: activation_scale " + shape_str(as) + " must have one value per row of x " + shape_str(x) +
-         " (" + std::to_string(rows) + ")");
+         " (" + std::to_string(s.rows) + ")");
   // [S] hicann/ops-nn quant/dequant_swiglu_quant/op_host/dequant_swiglu_quant_tiling_base.cpp: int32 x
   // needs a weight scale; the quant scale has H values or one.
   if (op.dtype == "int32" && ws.empty())
     fail("DequantSwigluQuant: x is int32 (matmul accumulators), which needs weight_scale (input 1) to dequantise");
-  if (!qs.empty() && numel(qs) != 1) check_vector(op, qs, h, "quant_scale", "half of x's last dimension,");
+  if (!qs.empty() && numel(qs) != 1) check_vector(op, qs, s.h, "quant_scale", "half of x's last dimension,");
   attr_flag(op, "activate_left");  // checked (0 or 1); which half takes the SiLU is the same work
   const auto qm = attr_strs(op, "quant_mode");
   const std::string mode = qm.empty() ? "dynamic" : qm[0];
   if (mode != "dynamic" && mode != "static")
     fail("DequantSwigluQuant: quant_mode '" + mode + "' is not 'dynamic' or 'static'");
-  VecKernel k = row_kernel(op, p, rows, h);
+  s.n_qs = qs.empty() ? 0 : numel(qs);
+  s.x_int32 = op.dtype == "int32";
+  s.weight_scale = !ws.empty();
+  s.act_scale = !as.empty();
+  s.quant_scale = !qs.empty();
+  s.dynamic = mode == "dynamic";
+  return s;
+}
+
+// DequantSwigluQuant's loads: x's two halves, and on 910B how its kernel copies them and the scales.
+void dequant_swiglu_loads(VecKernel& k, const Platform& p, const DequantSwigluShape& s) {
   stream_in(k, k.ds);  // the activation half
   stream_in(k, k.ds);  // the gate half
-  k.run_in = double(h) * k.ds;  // each half of a row is one contiguous run
+  k.run_in = double(s.h) * k.ds;  // each half of a row is one contiguous run
   // 910B's kernel copies each half of a row with DataCopyPad from where the row puts it
   // ([S] hicann/ops-nn@e5c3fa9 quant/dequant_swiglu_quant/op_kernel/
   // dequant_swiglu_quant_dynamic_base.hpp CopyIn, lines 517-531: blockLen = H x x's size, one row a
   // pass for int32 x or a row over half of UB); halves that are not whole 32-byte blocks go a block at a time,
   // as do int32 x's weight and quant scales, rows of H floats copied the same way once a core
   // (CopyInWeightAndBias, CopyInQuantScale, lines 480-515).
-  if (c220(p) && (h * k.ds) % 32 != 0) k.unaligned_block_cycles = kUnalignedBlockCycles;
+  if (c220(p) && (s.h * k.ds) % 32 != 0) k.unaligned_block_cycles = kUnalignedBlockCycles;
   // Every core's first copies are those scale rows (CanFullLocaOneRow: CopyInQuantScale, then
   // CopyInDequantBuffer's CopyInWeightAndBias, lines 290-297 and 480-515): all the cores read the same
   // addresses at the same moment, the same-address conflict (kSameAddressUb).
   if (c220(p)) k.bcast_same_address = kSameAddressUb;
+}
+
+// DequantSwigluQuant's baseline (CANN's default tiling) on the kernel `k`.  Sets `scale_wait` (the serial
+// 910B template's per-row read of the activation scale, dequant_swiglu_steps) and `split_sweeps` (GM sweeps
+// over a row UB does not hold: the abs-max's, then the quantisation's).
+void dequant_swiglu_baseline(VecKernel& k, const Platform& p, const DequantSwigluShape& s, bool& scale_wait,
+                             int& split_sweeps) {
+  scale_wait = false;
+  split_sweeps = 2;
+  const int64_t rows = s.rows, h = s.h;
+  if (regbase(p)) {
+    k.baseline_tile = dequant_swiglu_tile(p, s.x_int32, s.dynamic, s.weight_scale, rows, h);
+    // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
+    // ceil(rows / ubFactorDimx))); a split row (H > 5120) takes a core a row.
+    if (h <= 5120) k.baseline_block_dim = cdiv(rows, k.baseline_tile / align_up(h, 32));
+    return;
+  }
+  const auto t = dequant_swiglu_910b(p, s.x_int32, k.ds, s.dynamic, s.act_scale, s.n_qs == 1, rows, h);
+  k.baseline_tile = t.base_cols < h ? t.base_cols : t.base_rows * k.unit_elems;
+  k.baseline_block_dim = t.cores;
+  // Its queues are single-buffered (TQue depth 1, InitBuffer(..., 1, ...)) and each pass waits for
+  // its load (DeQue) while the scalar unit waits for the pass's last row: a pass's load and vector
+  // work in turn, the store beside the next load (CanFullLocaOneRow).  The performance template
+  // loads the next row into its ping-pong buffers during this one's work.
+  k.baseline_buffer_num = t.perf ? 2 : 1;
+  k.store_beside_load = !t.perf;
+  scale_wait = !t.perf && s.x_int32 && s.act_scale && s.dynamic;
+  if (t.base_cols < h) {
+    // A row UB does not hold goes in pieces of base_cols, each with its slices of the scales, no
+    // whole copy in UB: dynamic_base.hpp CanNotFullLocaOneRow (lines 328-375) loads them per row and
+    // piece (CopyInQuantScale; for int32 x CopyInDequantBuffer's weight scales), static_base.hpp
+    // processCompute (lines 230-270) per piece only, its pieces outermost and every row of the
+    // core's run through each, one pass (no row abs-max: no second sweep).  The slices' fp32
+    // queues take UB beside the tile.
+    k.bcast_reload_units = s.dynamic ? 1 : rows;
+    k.ub_buffers += int(((s.x_int32 && s.weight_scale ? 2 : 0) + (s.n_qs > 1 ? 1 : 0)) * 4 / k.ds);
+    split_sweeps = s.dynamic ? 2 : 1;
+  }
+}
+
+// DequantSwigluQuant's vector steps: dequantise, silu(a) * b, * quant_scale, then the quantisation.
+void dequant_swiglu_steps(VecKernel& k, const OpDesc& op, const Platform& p, const DequantSwigluShape& s,
+                          bool scale_wait) {
   // The 950 generation's kernel takes whole rows a UB pass with their statistics in the vector
   // registers (op_kernel/arch35/dequant_swiglu_quant*.h); the 910B one loops over a pass's rows,
   // each row's abs-max read back by the scalar unit (op_kernel/dequant_swiglu_quant_dynamic_base.hpp
   // DynamicCompute: ReduceMax, a V_S wait, GetValue, then Muls by the row's scale).
   const bool multi_row = regbase(p);
-  const int64_t n_qs = qs.empty() ? 0 : numel(qs);
-  bool scale_wait = false;  // the serial 910B template's per-row read of the activation scale (below)
-  int split_sweeps = 2;      // GM sweeps over a row UB does not hold: the abs-max's, then the quantisation's
-  if (multi_row) {
-    k.baseline_tile = dequant_swiglu_tile(p, op.dtype == "int32", mode == "dynamic", !ws.empty(), rows, h);
-    // One core per full-load pass, at most all of them (DoOpTiling: maxPreCore_ = min(cores,
-    // ceil(rows / ubFactorDimx))); a split row (H > 5120) takes a core a row.
-    if (h <= 5120) k.baseline_block_dim = cdiv(rows, k.baseline_tile / align_up(h, 32));
-  } else {
-    const auto t = dequant_swiglu_910b(p, op.dtype == "int32", k.ds, mode == "dynamic", !as.empty(), n_qs == 1, rows, h);
-    k.baseline_tile = t.base_cols < h ? t.base_cols : t.base_rows * k.unit_elems;
-    k.baseline_block_dim = t.cores;
-    // Its queues are single-buffered (TQue depth 1, InitBuffer(..., 1, ...)) and each pass waits for
-    // its load (DeQue) while the scalar unit waits for the pass's last row: a pass's load and vector
-    // work in turn, the store beside the next load (CanFullLocaOneRow).  The performance template
-    // loads the next row into its ping-pong buffers during this one's work.
-    k.baseline_buffer_num = t.perf ? 2 : 1;
-    k.store_beside_load = !t.perf;
-    scale_wait = !t.perf && op.dtype == "int32" && !as.empty() && mode == "dynamic";
-    if (t.base_cols < h) {
-      // A row UB does not hold goes in pieces of base_cols, each with its slices of the scales, no
-      // whole copy in UB: dynamic_base.hpp CanNotFullLocaOneRow (lines 328-375) loads them per row and
-      // piece (CopyInQuantScale; for int32 x CopyInDequantBuffer's weight scales), static_base.hpp
-      // processCompute (lines 230-270) per piece only, its pieces outermost and every row of the
-      // core's run through each, one pass (no row abs-max: no second sweep).  The slices' fp32
-      // queues take UB beside the tile.
-      k.bcast_reload_units = mode == "dynamic" ? 1 : rows;
-      k.ub_buffers += int(((op.dtype == "int32" && !ws.empty() ? 2 : 0) + (n_qs > 1 ? 1 : 0)) * 4 / k.ds);
-      split_sweeps = mode == "dynamic" ? 2 : 1;
-    }
-  }
   for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));  // int32 / 16-bit -> fp32
-  if (!ws.empty()) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
-  if (!as.empty()) {
+  if (s.weight_scale) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(api("Mul"));
+  if (s.act_scale) {
     for (int i = 0; i < 2; ++i)
       if (multi_row) k.elem_prog.push_back(api("Mul"));  // broadcast over the pass's rows
       else k.row_loop_prog.push_back(api("Muls"));       // the row's scalar
-    k.in_bytes += 4.0 / h;
+    k.in_bytes += 4.0 / s.h;
   }
   // silu(a) * b; the 910B kernel's SiLU is a / (1 + exp(-a)) (BaseCompute: Muls, Exp, Adds, Div).
   for (const char* a : multi_row ? std::vector<const char*>{"Sigmoid", "Mul", "Mul"}
                                  : std::vector<const char*>{"Muls", "Exp", "Adds", "Div", "Mul"})
     k.elem_prog.push_back(api(a));
-  if (!qs.empty()) k.elem_prog.push_back(api("Mul"));
-  k.bcast_bytes = 4.0 * double((ws.empty() ? 0 : h2) + n_qs);  // float32 scales
+  if (s.quant_scale) k.elem_prog.push_back(api("Mul"));
+  k.bcast_bytes = 4.0 * double((s.weight_scale ? s.h2 : 0) + s.n_qs);  // float32 scales
   const bool int4 = int4_output(op);
-  if (mode == "dynamic") {
+  if (s.dynamic) {
     quant_tail(k, p, int4, multi_row);
     // 910B: the row's wait is its ReduceMax's (vec_row_cycles, the row reduction's wait): the scalar
     // work after it is a division and the Muls' operand, no second round trip (kRowScalarQuant on top
@@ -1116,9 +1205,24 @@ std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platf
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);
   }
+}
+
+// DequantSwigluQuant (x [..., 2H] int32 or float16/bfloat16, weight_scale [2H], activation_scale
+// [rows], quant_scale [H], as the calibration records order them; absent ones []): dequantise
+// (x * weight_scale * activation_scale), y = silu(a) * b of the halves, then y * quant_scale and
+// the dynamic int8 quantisation with a float32 scale per row (quant_mode "dynamic", the default;
+// "static": quant_scale alone).  A unit is one row of H outputs, each reading its two inputs.
+std::shared_ptr<OpModel> make_dequant_swiglu_quant(const OpDesc& op, const Platform& p) {
+  const DequantSwigluShape s = dequant_swiglu_inputs(op);
+  VecKernel k = row_kernel(op, p, s.rows, s.h);
+  dequant_swiglu_loads(k, p, s);
+  bool scale_wait = false;
+  int split_sweeps = 2;
+  dequant_swiglu_baseline(k, p, s, scale_wait, split_sweeps);
+  dequant_swiglu_steps(k, op, p, s, scale_wait);
   k.sweeps_if_split = split_sweeps;
   k.temp_fp32 = 3;  // the two fp32 halves and Sigmoid's buffer
-  finish(k, double(rows) * double(h), mode == "dynamic" ? 4 : 0);  // the float32 scale per row
+  finish(k, double(s.rows) * double(s.h), s.dynamic ? 4 : 0);  // the float32 scale per row
   return make_vec_model(k, p);
 }
 
