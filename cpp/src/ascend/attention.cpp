@@ -330,6 +330,24 @@ class FlashModel : public OpModel {
   // bytes of the rows it cuts to *comb_bytes.
   CoreLoad mla_core_load(const std::vector<MlaRow>& rows, int64_t batches, int64_t s2b, double sync,
                          double task, double* comb_bytes) const;
+  // What evaluate() derives from a tiling once, for all its tasks.
+  struct Plan {
+    int64_t s1b, s2b, ks, rpp, heads, tb;  // knobs; rows per query position, tasks per batch, rows per task
+    bool pack, queue, aiv_tasks, mla_split;
+    double aiv_share, sync, task_cycles, kv_reads, hbm_share;
+  };
+  Plan plan(const int64_t* t) const;
+  int64_t needed_keys(const SeqGroup& g, int64_t r0, int64_t m, int64_t rpp, int64_t* span) const;
+  // evaluate()'s sums over its tasks (cycles times task count), and what the core-load splits take.
+  struct TaskSums {
+    double total = 0, max_task = 0, n_tasks = 0, fill = 0, ws_bytes = 0, comb_bytes = 0;
+    double cube = 0, vec = 0, mte2 = 0;
+    std::vector<std::vector<PfaBlock>> pfa_blocks;
+    std::vector<MlaRow> mla_rows;
+  };
+  void add_task(const Plan& pl, size_t gi, int64_t r0, int64_t m, TaskSums* s) const;
+  void fill_breakdown(const TaskSums& s, double kv_reads, int64_t cores, double waves, double head_us, double hbm_us,
+                      double core_us, double time, Breakdown* out) const;
   // A task's `nb` pipelined blocks (`nb - 1` full ones `f`, the tail `tl`), each costing its slowest stage.
   static double stream(const Stage& f, const Stage& tl, int64_t nb, bool queue, double sync, double task) {
     if (queue)  // the AIV's sync and task set-up are part of its stage (see `queue` in evaluate)
@@ -500,11 +518,16 @@ std::vector<int64_t> FlashModel::cann_default() const {
   return t;
 }
 
-double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
+// The knobs of tiling `t` and what follows from them for every task (see evaluate).
+FlashModel::Plan FlashModel::plan(const int64_t* t) const {
   const Platform& p = p_;
-  const int64_t s1b = t[0], s2b = t[1], ks = t[2];
-  const bool pack = t[3] != 0;
-  const int64_t rpp = pack ? q_.G : 1, heads = pack ? q_.Nkv : q_.N;  // rows per query position, tasks per batch
+  Plan pl;
+  pl.s1b = t[0];
+  pl.s2b = t[1];
+  pl.ks = t[2];
+  pl.pack = t[3] != 0;
+  pl.rpp = pl.pack ? q_.G : 1;
+  pl.heads = pl.pack ? q_.Nkv : q_.N;
   // PromptFlashAttention on 910B (prompt_flash_attention_s1s2_bns1_x910.h @ c29bc10): each core
   // queues the (task, key block) items of its whole range of (head, batch, query block) tasks
   // (pfaParamsQueue, PFA_PARAMS_QUEUE_CAPBABILITY 4 in ..._x910_base.h:182; items join in
@@ -512,122 +535,136 @@ double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
   // Q K^T before the AIV's softmax and P V of the current one, also across task boundaries.
   // The AIV's block sync and task set-up are then part of its stage and hide behind an MTE2- or
   // cube-bound stream (stream()); elsewhere they are charged in series.
-  const bool queue = !pack && c220(p) && q_.topk == 0;
+  pl.queue = !pl.pack && c220(p) && q_.topk == 0;
   // Its tasks are the AIVs' (sOuter = s1Base / 2 rows each, SplitNSNew over coreNum = aivNum), each
   // AIV's matmuls loading their own K/V on the shared AIC, unless the cube-split template runs
   // (pfa_l1_reuse): then a task is the AIC's s1Base rows, its K/V shared by both AIVs.
-  const bool aiv_tasks = queue && !pfa_l1_reuse(s1b);
-  const int64_t tb = aiv_tasks ? std::max<int64_t>(16, s1b / 2) : s1b;  // query rows per task
+  pl.aiv_tasks = pl.queue && !pfa_l1_reuse(pl.s1b);
+  pl.tb = pl.aiv_tasks ? std::max<int64_t>(16, pl.s1b / 2) : pl.s1b;
   // The AIC's two AIVs then run their own tasks side by side: per AIC, a task's AIV-side work (its
   // rows' softmax, as block() already halves, its block syncs, set-up and output copy) costs half.
-  const double aiv_share = aiv_tasks ? 1.0 / vpc_ : 1.0;
-  const double sync = kBlockSyncCycles * p.vec_cost_scale * aiv_share;
-  const double task_cycles = kTaskCycles * p.vec_cost_scale * aiv_share;
-  // Keys row block r of group g needs (causal: up to its last position, bottom-right aligned).
-  auto needed = [&](const SeqGroup& g, int64_t r0, int64_t m, int64_t* span) {
-    const int64_t first = r0 / rpp, last = (r0 + m - 1) / rpp;
-    *span = last - first + 1;
-    if (!q_.causal || q_.topk > 0) return kv_len(g);
-    return std::clamp<int64_t>(last + 1 + g.s2 - g.s1, 0, g.s2);
-  };
+  pl.aiv_share = pl.aiv_tasks ? 1.0 / vpc_ : 1.0;
+  pl.sync = kBlockSyncCycles * p.vec_cost_scale * pl.aiv_share;
+  pl.task_cycles = kTaskCycles * p.vec_cost_scale * pl.aiv_share;
   // First pass: K/V bytes read by all tasks; the share HBM serves (first touch), the rest hits L2.
   double kv_reads = 0;
   for (const auto& g : q_.groups) {
-    const int64_t rows = g.s1 * rpp;
-    for (int64_t r0 = 0, span = 0; r0 < rows; r0 += tb)
-      kv_reads += double(g.count) * heads * needed(g, r0, std::min(tb, rows - r0), &span);
+    const int64_t rows = g.s1 * pl.rpp;
+    for (int64_t r0 = 0, span = 0; r0 < rows; r0 += pl.tb)
+      kv_reads += double(g.count) * pl.heads * needed_keys(g, r0, std::min(pl.tb, rows - r0), pl.rpp, &span);
   }
-  kv_reads *= double(q_.Dk + q_.Dv) * q_.e;
-  const double hbm_share = kv_reads > 0 ? std::min(1.0, unique_kv_ / kv_reads) : 1.0;
-  double total = 0, max_task = 0, n_tasks = 0, fill = 0, ws_bytes = 0, comb_bytes = 0;
-  double sum_cube = 0, sum_vec = 0, sum_mte2 = 0;
-  std::vector<std::vector<PfaBlock>> pfa_blocks(queue ? q_.groups.size() : 0);
+  pl.kv_reads = kv_reads * (double(q_.Dk + q_.Dv) * q_.e);
+  pl.hbm_share = pl.kv_reads > 0 ? std::min(1.0, unique_kv_ / pl.kv_reads) : 1.0;
   // FIA's MLA decode on 910B balances (batch, query block, key block) blocks over the AICs itself
   // (mla_core_load); the model's uniform kvSplit stays as the alternative a tuner may pick.
-  const bool mla_split = pack && fia_mla_910b(q_, p) && ks == 1 && q_.groups.size() == 1;
-  std::vector<MlaRow> mla_rows;
+  pl.mla_split = pl.pack && fia_mla_910b(q_, p) && pl.ks == 1 && q_.groups.size() == 1;
+  return pl;
+}
+
+// Keys the row block [r0, r0 + m) of group g needs (causal: up to its last position, bottom-right
+// aligned); *span: the query positions it covers.
+int64_t FlashModel::needed_keys(const SeqGroup& g, int64_t r0, int64_t m, int64_t rpp, int64_t* span) const {
+  const int64_t first = r0 / rpp, last = (r0 + m - 1) / rpp;
+  *span = last - first + 1;
+  if (!q_.causal || q_.topk > 0) return kv_len(g);
+  return std::clamp<int64_t>(last + 1 + g.s2 - g.s1, 0, g.s2);
+}
+
+// One task: query rows [r0, r0 + m) of group gi (one of its KV splits), added to the sums.
+void FlashModel::add_task(const Plan& pl, size_t gi, int64_t r0, int64_t m, TaskSums* s) const {
+  const Platform& p = p_;
+  const SeqGroup& g = q_.groups[gi];
+  const int64_t s2b = pl.s2b, ks = pl.ks;
+  int64_t span = 0;
+  const int64_t L = needed_keys(g, r0, m, pl.rpp, &span), Ls = cdiv(L, ks);
+  const int64_t nb = Ls > 0 ? cdiv(Ls, s2b) : 0, tail = Ls - (nb - 1) * s2b;
+  // Share of blocks the mask touches: the diagonal ones (causal), all (an explicit mask).
+  const double mfrac = q_.mask ? 1.0 : (q_.causal && nb > 0 ? std::min(1.0, double(cdiv(span, s2b) + 1) / (nb * ks)) : 0.0);
+  auto stage = [&](int64_t c, bool last) {
+    const Stage a = block(m, c, false, pl.hbm_share, pl.pack, last), b = block(m, c, true, pl.hbm_share, pl.pack, last);
+    return Stage{a.cube, (1 - mfrac) * a.vec + mfrac * b.vec, a.mte2};
+  };
+  double w = (pl.queue ? 0.0 : pl.task_cycles) + double(m) * q_.Dk * q_.e / p.ddr_rate +
+             pl.aiv_share * double(m) * q_.Dv * q_.e / vec_l2_rate_;
+  const double cnt = double(g.count) * pl.heads * ks;
+  if (nb > 0) {
+    const Stage f = stage(s2b, false), tl = stage(tail, true);
+    if (pl.mla_split) s->mla_rows.push_back({w, f, tl, m, nb, tail});
+    w += stream(f, tl, nb, pl.queue, pl.sync, pl.task_cycles);
+    s->fill = std::max(s->fill, tl.cube + tl.vec + tl.mte2 - std::max({tl.cube, tl.vec, tl.mte2}));
+    s->cube += cnt * ((nb - 1) * f.cube + tl.cube);
+    s->vec += cnt * ((nb - 1) * f.vec + tl.vec);
+    s->mte2 += cnt * ((nb - 1) * f.mte2 + tl.mte2);
+    // Workspace round trips through L2: S (fp32) out and in, P out and in, the P V partial out and in.
+    s->ws_bytes += cnt * 2.0 * m * (double(Ls) * (4 + q_.e) + double(nb) * q_.Dv * 4);
+  }
+  s->total += w * cnt;
+  s->n_tasks += cnt;
+  s->max_task = std::max(s->max_task, w);
+  if (pl.queue)
+    s->pfa_blocks[gi].push_back({w, q_.causal && g.s1 == g.s2 ? r0 / pl.tb + 1 : cdiv(kv_len(g), s2b)});
+  if (ks > 1) s->comb_bytes += double(g.count) * pl.heads * m * (ks * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
+}
+
+double FlashModel::evaluate(const int64_t* t, Breakdown* out) const {
+  const Platform& p = p_;
+  const Plan pl = plan(t);
+  TaskSums s;
+  s.pfa_blocks.resize(pl.queue ? q_.groups.size() : 0);
   for (size_t gi = 0; gi < q_.groups.size(); ++gi) {
-    const SeqGroup& g = q_.groups[gi];
-    const int64_t rows = g.s1 * rpp;
-    for (int64_t r0 = 0; r0 < rows; r0 += tb) {
-      const int64_t m = std::min(tb, rows - r0);
-      int64_t span = 0;
-      const int64_t L = needed(g, r0, m, &span), Ls = cdiv(L, ks);
-      const int64_t nb = Ls > 0 ? cdiv(Ls, s2b) : 0, tail = Ls - (nb - 1) * s2b;
-      // Share of blocks the mask touches: the diagonal ones (causal), all (an explicit mask).
-      const double mfrac = q_.mask ? 1.0 : (q_.causal && nb > 0 ? std::min(1.0, double(cdiv(span, s2b) + 1) / (nb * ks)) : 0.0);
-      auto stage = [&](int64_t c, bool last) {
-        const Stage a = block(m, c, false, hbm_share, pack, last), b = block(m, c, true, hbm_share, pack, last);
-        return Stage{a.cube, (1 - mfrac) * a.vec + mfrac * b.vec, a.mte2};
-      };
-      double w = (queue ? 0.0 : task_cycles) + double(m) * q_.Dk * q_.e / p.ddr_rate +
-                 aiv_share * double(m) * q_.Dv * q_.e / vec_l2_rate_;
-      if (nb > 0) {
-        const Stage f = stage(s2b, false), tl = stage(tail, true);
-        if (mla_split) mla_rows.push_back({w, f, tl, m, nb, tail});
-        w += stream(f, tl, nb, queue, sync, task_cycles);
-        fill = std::max(fill, tl.cube + tl.vec + tl.mte2 - std::max({tl.cube, tl.vec, tl.mte2}));
-        const double cnt = double(g.count) * heads * ks;
-        sum_cube += cnt * ((nb - 1) * f.cube + tl.cube);
-        sum_vec += cnt * ((nb - 1) * f.vec + tl.vec);
-        sum_mte2 += cnt * ((nb - 1) * f.mte2 + tl.mte2);
-        // Workspace round trips through L2: S (fp32) out and in, P out and in, the P V partial out and in.
-        ws_bytes += cnt * 2.0 * m * (double(Ls) * (4 + q_.e) + double(nb) * q_.Dv * 4);
-      }
-      const double cnt = double(g.count) * heads * ks;
-      total += w * cnt;
-      n_tasks += cnt;
-      max_task = std::max(max_task, w);
-      if (queue)
-        pfa_blocks[gi].push_back({w, q_.causal && g.s1 == g.s2 ? r0 / tb + 1 : cdiv(kv_len(g), s2b)});
-      if (ks > 1) comb_bytes += double(g.count) * heads * m * (ks * (q_.Dv * 4.0 + 8) * 2 + q_.Dv * q_.e);
-    }
+    const int64_t rows = q_.groups[gi].s1 * pl.rpp;
+    for (int64_t r0 = 0; r0 < rows; r0 += pl.tb) add_task(pl, gi, r0, std::min(pl.tb, rows - r0), &s);
   }
-  auto [cores, waves] = task_waves(n_tasks, pack);
-  double core_cycles = std::max(waves * total / std::max(1.0, n_tasks), max_task) + fill;
-  if (queue) {  // 910B PromptFlashAttention: CANN's own split, the busiest AIC's tasks
-    const CoreLoad load = pfa_core_load(pfa_blocks, heads, ks, aiv_tasks);
+  auto [cores, waves] = task_waves(s.n_tasks, pl.pack);
+  double core_cycles = std::max(waves * s.total / std::max(1.0, s.n_tasks), s.max_task) + s.fill;
+  if (pl.queue) {  // 910B PromptFlashAttention: CANN's own split, the busiest AIC's tasks
+    const CoreLoad load = pfa_core_load(s.pfa_blocks, pl.heads, pl.ks, pl.aiv_tasks);
     cores = load.cores;
     waves = load.waves;
-    core_cycles = load.cycles + fill;
+    core_cycles = load.cycles + s.fill;
   }
-  if (mla_split && !mla_rows.empty()) {
-    const CoreLoad load = mla_core_load(mla_rows, q_.B * q_.Nkv, s2b, sync, task_cycles, &comb_bytes);
+  if (pl.mla_split && !s.mla_rows.empty()) {
+    const CoreLoad load = mla_core_load(s.mla_rows, q_.B * q_.Nkv, pl.s2b, pl.sync, pl.task_cycles, &s.comb_bytes);
     cores = load.cores;
     waves = load.waves;
-    core_cycles = load.cycles + fill;
+    core_cycles = load.cycles + s.fill;
   }
   const double f = p.freq_mhz;
   // Flash decoding: the partial outputs (fp32 O, max and sum) combined by the AIVs after a SyncAll.
-  const double comb_us = comb_bytes > 0 ? (comb_bytes / (p.vector_cores * vec_l2_rate_) + mte2_head(int(cores), false)) / f : 0;
+  const double comb_us =
+      s.comb_bytes > 0 ? (s.comb_bytes / (p.vector_cores * vec_l2_rate_) + mte2_head(int(cores), false)) / f : 0;
   const double head_us = (kOpHead + mte2_head(int(cores), true) + kMte3Head + kVecHead + p.scalar_start_cycles +
                           p.vec_launch_cycles) / f;
   // The S/P workspace round trip is charged per core (block()), not against the chip's L2 rate: it
   // stays in each core's slice of L2, and charging it there gives twice the measured time of long
   // prefills on 950PR (fit half: GQA M1124, MHA M1143).
-  const double hbm_us = unique_bytes_ / hbm_Bpus_, l2_us = kv_reads / l2_Bpus_;
+  const double hbm_us = unique_bytes_ / hbm_Bpus_, l2_us = pl.kv_reads / l2_Bpus_;
   const double core_us = core_cycles / f;
   const double time = std::max({core_us, hbm_us, l2_us}) + head_us + comb_us;
-  if (out) {
-    Breakdown& b = *out;
-    b.time_us = time;
-    b.cube_us = sum_cube / cores / f;
-    b.vector_us = sum_vec / cores / f;
-    b.mte2_us = sum_mte2 / cores / f;
-    b.head_us = head_us + comb_us;
-    b.gm_read_bytes = kv_reads + unique_bytes_ - unique_kv_ - out_bytes_;  // Q and the mask once, K/V per task
-    b.hbm_read_bytes = unique_bytes_ - out_bytes_;
-    b.gm_write_bytes = out_bytes_;
-    b.ub_bytes = ws_bytes;
-    b.flops = flops_;
-    b.cores_used = int(cores);
-    b.waves = int(waves);
-    b.roofline_us = roofline_us_;
-    if (b.head_us > 0.5 * time) b.bound = "latency";
-    else if (hbm_us >= core_us || b.mte2_us >= std::max(b.cube_us, b.vector_us)) b.bound = "memory";
-    else b.bound = "compute";
-  }
+  if (out) fill_breakdown(s, pl.kv_reads, cores, waves, head_us + comb_us, hbm_us, core_us, time, out);
   return time;
+}
+
+void FlashModel::fill_breakdown(const TaskSums& s, double kv_reads, int64_t cores, double waves, double head_us,
+                                double hbm_us, double core_us, double time, Breakdown* out) const {
+  const double f = p_.freq_mhz;
+  Breakdown& b = *out;
+  b.time_us = time;
+  b.cube_us = s.cube / cores / f;
+  b.vector_us = s.vec / cores / f;
+  b.mte2_us = s.mte2 / cores / f;
+  b.head_us = head_us;
+  b.gm_read_bytes = kv_reads + unique_bytes_ - unique_kv_ - out_bytes_;  // Q and the mask once, K/V per task
+  b.hbm_read_bytes = unique_bytes_ - out_bytes_;
+  b.gm_write_bytes = out_bytes_;
+  b.ub_bytes = s.ws_bytes;
+  b.flops = flops_;
+  b.cores_used = int(cores);
+  b.waves = int(waves);
+  b.roofline_us = roofline_us_;
+  if (b.head_us > 0.5 * time) b.bound = "latency";
+  else if (hbm_us >= core_us || b.mte2_us >= std::max(b.cube_us, b.vector_us)) b.bound = "memory";
+  else b.bound = "compute";
 }
 
 // The AI cores take a task each a wave.  IncreFlashAttention on 910B deals its (batch, KV head, KV
