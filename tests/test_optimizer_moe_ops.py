@@ -82,25 +82,16 @@ def _gating_time(soc, row_cycles, tokens, experts, topk):
     return an.estimate("MoeGatingTopKSoftmax", [[tokens, experts]], "bfloat16", plat, tiling, attrs).time_us
 
 
-@pytest.mark.parametrize("tokens, experts, topk, waits", [
-    (48, 64, 8, 2),      # a row a core: its row index and the sort's InitIndex
-    (512, 16, 1, 8),     # 11 rows a core, one UB loop: the first 8 rows' indices; k = 1 does not sort
-    (512, 64, 8, 9),
-    (8192, 64, 8, 18),   # 171 rows a core in two UB loops of 86 and 85 rows
-    (512, 100, 8, 2),    # experts % 8 != 0: e_k_full_load, two a UB loop (its index row, source_row_idx)
-    (8192, 64, 16, 6),   # k > 8: e_k_full_load, 171 rows a core in three UB loops
-])
-def test_gating_on_910b_waits_for_the_vector_pipe_per_row_index(tokens, experts, topk, waits):
+def test_gating_on_910b_waits_as_an_ascend_c_kernel_not_as_tbe_softmax():
     # CANN's 910B perf kernel (ops-transformer moe_gating_top_k_softmax_perf.h computeRowIdxForSmallBatch)
     # writes each of a UB loop's first 8 rows' source_row_idx with ArithProgression, whose scalar
-    # SetValue calls wait for the vector pipe (V -> S) first; InitIndex waits once more when it sorts.
-    # The e_k_full_load kernel (moe_gating_top_k_softmax_e_k_fullload.h Compute) waits twice a UB loop.
-    # Each wait is the platform's vec_row_cycles; 950PR's kernel model has no such wait.
-    soc = "Ascend910B2"
-    extra = _gating_time(soc, 1000.0, tokens, experts, topk) - _gating_time(soc, 0.0, tokens, experts, topk)
-    assert extra == pytest.approx(waits * 1000.0 / 1800, abs=1e-6)
-    assert _gating_time("Ascend950PR", 1000.0, tokens, experts, topk) == \
-        _gating_time("Ascend950PR", 0.0, tokens, experts, topk)
+    # SetValue calls wait for the vector pipe (V -> S) first: an Ascend C kernel's scalar wait
+    # (kVecScalarWait), not the per-reduce-call wait fitted on 910B's TBE Softmax (vec_row_cycles).
+    for tokens, experts, topk in [(48, 64, 8), (512, 64, 8), (8192, 64, 16)]:
+        assert _gating_time("Ascend910B2", 1000.0, tokens, experts, topk) == \
+            _gating_time("Ascend910B2", 0.0, tokens, experts, topk)
+    # 950PR's kernel model has no such wait at all.
+    assert _gating_time("Ascend950PR", 1000.0, 512, 64, 8) == _gating_time("Ascend950PR", 0.0, 512, 64, 8)
 
 
 def test_gating_on_910b_launches_cann_block_num():
@@ -480,12 +471,14 @@ def test_re_routing_first_copy_waits_on_a_gm_read_of_the_counts(measured):
     _, e = _re_routing([[64, 128], [4, 4], [64]])
     latency_us = (15.89 * 4 + 882.09) / 1800
     assert e.time_us - e.breakdown["head_us"] - latency_us >= e.breakdown["mte2_us"]
-    # The fit half's 910B2 records (3-13 us kernels) come within 10% of their measured times.
+    # The fit half's 910B2 records (3-13 us kernels) come within the issue's ±25% of their measured
+    # times.  (Within 10% until round 9's refit raised the launch cost fitted on the calibrated
+    # families, vec_launch_cycles 525 -> 1302 cycles, which the smallest, 3.3 us, follows: 1.20x.)
     fit = [r for r in measured if r["op"] == "MoeReRouting" and r["soc"] == SOC and records.fit_half(r)
            and r.get("single_kernel") is True]
     assert len(fit) >= 3
     for r in fit:
-        assert 0.9 <= records.predict_record(r).time_us / r["time_us"] <= 1.1, r["id"]
+        assert 0.8 <= records.predict_record(r).time_us / r["time_us"] <= 1.25, r["id"]
 
 
 def test_gcd_record_with_equal_or_zero_data_runs_one_step():

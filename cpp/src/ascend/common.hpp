@@ -115,6 +115,13 @@ inline double vec_cycles(const std::vector<VecStep>& prog, double elems) {
 // class (vector.cpp): the LLM operators' files build their kernels with these.
 // The work as the model sees it: `units` independent rows of `unit_elems`
 // elements (unit_elems = 1 for plain elementwise work).
+// One vector -> scalar wait (SetFlag / WaitFlag V_S, then GetValue) of an Ascend C kernel on 910B:
+// half of the V_S + S_V round trip kRowScalarNorm (norm_quant.cpp, 240 cycles, chosen on the fit half).
+// [F] checked on the fit half (case id % 4 == 0) of cann_bench_calibration.json only: 910B2's nine
+// DynamicQuant and DequantSwigluQuant records, whose per-row wait it is, score a mean |log| of 0.145 /
+// 0.112 / 0.098 / 0.102 / 0.122 at 0 / 80 / 120 / 160 / 240 cycles.
+constexpr double kVecScalarWait = 120.0;
+
 struct VecKernel {
   std::string kind;
   std::string dtype;                // of the streamed data (keys vec_op_costs)
@@ -161,6 +168,11 @@ struct VecKernel {
   // Each row's row_prog reductions end in a scalar wait (Platform::vec_row_cycles); false for
   // kernels that reduce a tile of rows per API call (moe_routing.cpp's MoeGatingTopKSoftmax).
   bool row_waits = true;
+  // >= 0: this kernel's wait per row reduction instead of Platform::vec_row_cycles, which is fitted on
+  // the calibrated families (on 910B, TBE's Softmax: a wait per reduce call, vector.cpp).  910B's
+  // Ascend C row kernels wait for the scalar unit per row (kVecScalarWait; norm_quant.cpp row_kernel).
+  double row_wait_cycles = -1.0;
+  double row_wait(const Platform& p) const { return row_wait_cycles >= 0 ? row_wait_cycles : p.vec_row_cycles; }
   // Rows one reduce call (and its wait) covers, opt-in (910B's TBE Softmax, vector.cpp): a call's
   // repeats step from row to row in a UB tile.  1: a call and a wait per row.
   int64_t rows_per_reduce_call = 1;

@@ -232,8 +232,9 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   k.row_waits = false;
   k.ub_buffers = 2;
   k.temp_fp32 = 2;
-  // 910B: the row-index loop's waits, each a vector -> scalar wait (vec_row_cycles, 0 on 950PR).
-  const double waits = double(topk_row_waits(tiling, E, topk)) * p.vec_row_cycles;
+  // 910B: the row-index loop's waits, each a vector -> scalar wait of the Ascend C kernel
+  // (kVecScalarWait; the 950's fitted vec_row_cycles, 0 on 950PR).
+  const double waits = double(topk_row_waits(tiling, E, topk)) * (c220(p) ? kVecScalarWait : p.vec_row_cycles);
   k.fixed_us = (kTopKSetupCycles + waits) / p.freq_mhz;
   // Every template's tiling launches ceil(T / ceil(T / cores)) cores (blockNum; tiling_perf.cpp,
   // *_e_k_full_load.cpp, *_k_full_load.cpp DoOpTiling); the 950's model keeps all cores' rule.

@@ -45,7 +45,7 @@ namespace {
 // which no fit-half record takes; it stays as fitted for them and for the 950 generation's
 // AddRmsNormDynamicQuant, whose five fit-half 950PR records it moves.
 constexpr double kRowScalarQuant = 450.0;
-constexpr double kRowScalarNorm = 240.0;
+constexpr double kRowScalarNorm = 2 * kVecScalarWait;  // 240 cycles: V_S then S_V
 constexpr double kRowChainRegbase = 100.0;
 // 910B's one-row-at-a-time DynamicQuant (op_kernel/dynamic_quant_db.h, TILING_KEY 2/3: ComputeRowMax,
 // QuantizeRow) works through each row as a chain of vector calls with a PipeBarrier<PIPE_V> after
@@ -161,6 +161,9 @@ VecKernel row_kernel(const OpDesc& op, const Platform& p, int64_t rows, int64_t 
   k.in_streams = 0;
   k.ub_buffers = 0;
   k.split_rows = false;  // CANN's row kernels keep a row on one core (blockFactor whole rows)
+  // 910B: Ascend C kernels, whose row reductions end in a wait for the scalar unit per row, not TBE's
+  // per-call wait that Platform::vec_row_cycles is fitted on (Softmax).
+  if (c220(p)) k.row_wait_cycles = kVecScalarWait;
   return k;
 }
 // One more GM operand the size of the work (bytes per element), or one more output.
@@ -1200,7 +1203,7 @@ void dequant_swiglu_steps(VecKernel& k, const OpDesc& op, const Platform& p, con
     // loads are in (dynamic_base.hpp getActivateScaleValue, lines 412-424: SetFlag / WaitFlag MTE2_S, then
     // GetValue, before the row's first Cast is issued; the performance template reads it from GM
     // instead): a pipe -> scalar wait a row on the row's path, as the row reduction's (vec_row_cycles).
-    if (scale_wait) k.row_scalar_cycles += p.vec_row_cycles;
+    if (scale_wait) k.row_scalar_cycles += k.row_wait(p);
   } else {  // static: y * quant_scale (above) is the quantised value, no row statistic
     for (int i = 0; i < (int4 ? 3 : 2); ++i) k.elem_prog.push_back(cast_step(false));
     stream_out(k, int4 ? 0.5 : 1.0);

@@ -378,7 +378,7 @@ class VecModel : public OpModel {
         const int64_t rest = units_core % rt;
         calls = double(units_core / rt * cdiv(rt, per) + (rest ? cdiv(rest, per) : 0));
       }
-      if (k.row_waits) c.vec += calls * double(k.row_prog.size()) * p.vec_row_cycles;
+      if (k.row_waits) c.vec += calls * double(k.row_prog.size()) * k.row_wait(p);
     }
     if (!k.row_loop_prog.empty() || k.row_scalar_cycles > 0) {
       // Calls per row (per piece of a row that does not fit a tile), and the row's scalar wait.
