@@ -236,14 +236,18 @@ def _digit_separator(text, i):
     return j < i and text[j].isdigit() and i + 1 < len(text) and text[i + 1].isalnum()
 
 
-_SCOPE = re.compile(r"\b(namespace|class|struct|union|enum|extern)\b")
+# A namespace, class, struct, union, enum or extern "C" block: the keyword opens the header (after
+# any template head) and no '(' follows it.  Anywhere else (template <class T>, a parameter of type
+# struct stat, extern "C" int f()) the keyword belongs to a function's signature.
+_SCOPE = re.compile(r"\s*(?:template\s*<.*?>\s*)?(namespace|class|struct|union|enum|extern)\b[^(]*$", re.S)
 
 
 def _cpp_functions(text):
     """(name, body lines) of each function body in C++ source `text`: the lines from its opening
     brace to its closing one. A brace block at namespace or class scope is a function body when the
     text before it (since the last ';', '{', '}' or access label) has a '(' and ends like a
-    signature (')', a trailing qualifier or return type; not '='). Lambdas and local classes count
+    signature (')', a trailing qualifier or return type; not '='); a brace inside the signature's
+    parentheses (a default argument's {}) is not a body. Lambdas and local classes count
     towards the function they sit in. Limits: it reads the text, not the grammar, so a macro that
     opens or closes a brace, braces split over #if branches, or a namespace-scope variable whose
     declarator has parentheses and a brace initialiser (decltype(x) y{...}) would be misread;
@@ -262,7 +266,10 @@ def _cpp_functions(text):
             elif c == "{":
                 close = _matching(code, i)
                 header = code[header_start:i]
-                scope = _SCOPE.search(header)
+                if header.count("(") > header.count(")"):  # inside a signature: f(std::vector<int> v = {})
+                    i = close + 1
+                    continue
+                scope = _SCOPE.match(header)
                 if "(" in header and not scope and not header.rstrip().endswith("="):
                     after = code[close + 1:].lstrip()[:1]
                     if after in (",", "{"):  # a brace initialiser in a constructor's member list
@@ -340,9 +347,14 @@ int g(int n) {
   return 0;
 }
 int table[2] = {1, 2};
+template <class T>
+T k(T x, std::vector<int> v = {}) {
+  return x;
+}
+extern "C" int e(const struct stat* s) { return 0; }
 }  // namespace a
 '''
-    assert _cpp_functions(src) == [("S::S", 1), ("S::f", 1), ("g", 7)]
+    assert _cpp_functions(src) == [("S::S", 1), ("S::f", 1), ("g", 7), ("k", 3), ("e", 1)]
 
 
 if __name__ == "__main__":
