@@ -19,6 +19,7 @@ import json
 import statistics
 import subprocess
 import sys
+from typing import Callable
 
 B2, B3, P = "Ascend910B2", "Ascend910B3", "Ascend950PR"
 WQ8 = {"input_dtypes": ["float16", "int8", "float16"]}
@@ -98,6 +99,28 @@ def run(path: str, identity: bool) -> dict:
     return json.loads(proc.stdout)
 
 
+def paired_runs(run_one: Callable[[str], dict], old: str, new: str, pairs: int) -> dict[str, list[dict]]:
+    """{"old": [...], "new": [...]}: `pairs` results of run_one(path) per build, which build goes first
+    alternating, so that a change of load on the shared machine hits both alike."""
+    results: dict[str, list[dict]] = {"old": [], "new": []}
+    for i in range(pairs):
+        order = [("old", old), ("new", new)]
+        for key, path in order if i % 2 == 0 else order[::-1]:
+            results[key].append(run_one(path))
+    return results
+
+
+def print_ratios(rates: dict[str, list[dict]], labels: list[str]) -> None:
+    """Per label: each build's median rate and the median of the paired new/old ratios."""
+    width = max(map(len, labels))
+    for label in labels:
+        o = [r[label] for r in rates["old"]]
+        n = [r[label] for r in rates["new"]]
+        ratio = statistics.median(b / a for a, b in zip(o, n))
+        print(f"  {label:{width}s} old {statistics.median(o) / 1e6:6.2f} M, new {statistics.median(n) / 1e6:6.2f} M, "
+              f"median paired new/old {ratio:.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("old")
@@ -111,18 +134,9 @@ def main() -> None:
         print(f"{len(old) - len(differ)} of {len(old)} cases estimate alike" +
               (f"; differ: {', '.join(differ)}" if differ else ""))
         return
-    rates: dict[str, list[dict]] = {"old": [], "new": []}
-    for i in range(args.pairs):
-        order = [("old", args.old), ("new", args.new)]
-        for key, path in order if i % 2 == 0 else order[::-1]:
-            rates[key].append(run(path, False))
+    rates = paired_runs(lambda path: run(path, False), args.old, args.new, args.pairs)
     print(f"estimate_batch rows/s, {args.pairs} pairs of runs (old {args.old}, new {args.new})")
-    for label in THROUGHPUT:
-        o = [r[label] for r in rates["old"]]
-        n = [r[label] for r in rates["new"]]
-        ratio = statistics.median(b / a for a, b in zip(o, n))
-        print(f"  {label:32s} old {statistics.median(o) / 1e6:6.2f} M, new {statistics.median(n) / 1e6:6.2f} M, "
-              f"median paired new/old {ratio:.3f}")
+    print_ratios(rates, THROUGHPUT)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
+
+from bench_ab_builds import paired_runs, print_ratios  # same folder (on sys.path when run as a script)
 
 CHILD = r'''
 import json, sys, time
@@ -59,22 +60,13 @@ def main() -> None:
     ap.add_argument("new")
     ap.add_argument("--pairs", type=int, default=20)
     args = ap.parse_args()
-    rates: dict[str, list[dict]] = {"old": [], "new": []}
-    for i in range(args.pairs):
-        order = [("old", args.old), ("new", args.new)]
-        for key, path in order if i % 2 == 0 else order[::-1]:
-            rates[key].append(run(path))
+    rates = paired_runs(run, args.old, args.new, args.pairs)
     results = {json.dumps(r["_result"]) for r in rates["old"] + rates["new"]}
     if len(results) != 1:
         sys.exit(f"the builds disagree (space size, sum of values, undefined rows): {sorted(results)}")
     print(f"restriction-heavy work, {args.pairs} pairs of runs (old {args.old}, new {args.new}); "
           f"space size, sum of values, undefined rows {results.pop()}")
-    for label in [k for k in rates["old"][0] if not k.startswith("_")]:
-        o = [r[label] for r in rates["old"]]
-        n = [r[label] for r in rates["new"]]
-        ratio = statistics.median(b / a for a, b in zip(o, n))
-        print(f"  {label:34s} old {statistics.median(o) / 1e6:6.2f} M, new {statistics.median(n) / 1e6:6.2f} M, "
-              f"median paired new/old {ratio:.3f}")
+    print_ratios(rates, [k for k in rates["old"][0] if not k.startswith("_")])
 
 
 if __name__ == "__main__":
