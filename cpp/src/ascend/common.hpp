@@ -111,17 +111,18 @@ inline double vec_cycles(const std::vector<VecStep>& prog, double elems) {
 }
 
 // ---- the vector kernel pattern (vector.cpp) ------------------------------------
-// Kernels of the Ascend C vector pattern are described by a VecKernel and modelled by one
-// class (vector.cpp): the LLM operators' files build their kernels with these.
-// The work as the model sees it: `units` independent rows of `unit_elems`
-// elements (unit_elems = 1 for plain elementwise work).
 // One vector -> scalar wait (SetFlag / WaitFlag V_S, then GetValue) of an Ascend C kernel on 910B:
-// half of the V_S + S_V round trip kRowScalarNorm (norm_quant.cpp, 240 cycles, chosen on the fit half).
+// half of the V_S + S_V round trip that norm_quant.cpp's kRowScalarNorm (= 2 x this) charges, whose
+// 240 cycles were chosen on the fit half.
 // [F] checked on the fit half (case id % 4 == 0) of cann_bench_calibration.json only: 910B2's nine
 // DynamicQuant and DequantSwigluQuant records, whose per-row wait it is, score a mean |log| of 0.145 /
 // 0.112 / 0.098 / 0.102 / 0.122 at 0 / 80 / 120 / 160 / 240 cycles.
 constexpr double kVecScalarWait = 120.0;
 
+// Kernels of the Ascend C vector pattern are described by a VecKernel and modelled by one
+// class (vector.cpp): the LLM operators' files build their kernels with these.
+// The work as the model sees it: `units` independent rows of `unit_elems`
+// elements (unit_elems = 1 for plain elementwise work).
 struct VecKernel {
   std::string kind;
   std::string dtype;                // of the streamed data (keys vec_op_costs)
