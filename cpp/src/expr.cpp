@@ -719,11 +719,11 @@ Expr::Expr(const std::string& text, const std::vector<std::string>& names) : tex
   ExprCompiler(*this).compile();
 }
 
-namespace {
-
-// GCC and Clang: one indirect jump per opcode (threaded code), which the
-// branch predictor tells apart far better than a single switch; elsewhere
-// the same bodies run in a switch.
+// Expr::eval's dispatch.  GCC and Clang: one indirect jump per opcode (threaded
+// code), which the branch predictor tells apart far better than a single
+// switch; with AOE_EXPR_SWITCH defined, the same bodies run in a switch.  (The
+// bodies use GCC's __builtin_*_overflow, so either way it takes GCC or Clang.)
+// Macros know no namespace: these are #undef'd after Expr::eval.
 #if defined(__GNUC__) && !defined(AOE_EXPR_SWITCH)
 #define AOE_EXPR_THREADED
 #define AOE_NEXT           \
@@ -736,6 +736,8 @@ namespace {
 #define AOE_NEXT break
 #define AOE_OP(c) case c:
 #endif
+
+namespace {
 
 // The registers of a run, the parameters' values loaded: `local` when
 // `count` fit in it, else a block that `heap` then owns.
@@ -754,9 +756,10 @@ int64_t* load_registers(int64_t (&local)[N], std::unique_ptr<int64_t[]>& heap, i
 }  // namespace
 
 // Runs the bytecode; an undefined step ends the run at once.  The opcode
-// bodies stay here: moved to a function of their own (which GCC does not
-// inline, computed goto) restriction checks ran at 0.8x, and even folding
-// kDiv/kMod into helpers measured 0.95x (bench/bench_ab_restrictions.py).
+// bodies stay in this one function: with the dispatch loop in a function of
+// its own (which GCC does not inline, as it holds a computed goto) restriction
+// checks ran at 0.8x, and even folding kDiv/kMod into helpers measured 0.95x
+// (bench/bench_ab_restrictions.py).
 int64_t Expr::eval(const int64_t* values, bool* undefined) const {
   int64_t local[64];  // registers on the stack; longer programs take a heap block
   std::unique_ptr<int64_t[]> heap;
