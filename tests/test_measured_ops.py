@@ -294,6 +294,71 @@ def test_910b_tbe_elementwise_default_tiling_follows_canns_rule():
     assert an.estimate("Sigmoid", [[1537]], "float32", "Ascend910B2", t).breakdown["cores_used"] == 13
 
 
+def _tbe_broadcast_cores(a, b, dtype, cores=48):
+    """canndev op_tiling/broadcast_v3.cc on 910B2 (48 AIVs), two inputs: FusionContinuousAxis, then
+    CalcTiling / DoBlockTiling / CheckUpdateBlockTiling's block_dims."""
+    r = max(len(a), len(b))
+    x, y = [1] * (r - len(a)) + list(a), [1] * (r - len(b)) + list(b)
+    fx, fy, state, last = [x[0]], [y[0]], x[0] == y[0], 0
+    for i in range(1, r):
+        if x[i] == 1 and y[i] == 1:
+            continue
+        if (state and x[i] == y[i]) or (x[i] == 1 and x[last] == 1) or (y[i] == 1 and y[last] == 1):
+            fx[-1] *= x[i]
+            fy[-1] *= y[i]
+        else:
+            fx.append(x[i])
+            fy.append(y[i])
+        state, last = x[i] == y[i], i
+    o = [max(p, q) for p, q in zip(fx, fy)]
+    blk = 32 // {"float32": 4}.get(dtype, 2)
+    size = math.prod(o)
+    if size <= blk * cores * 2:
+        return 1
+    align, cur, dims, axis = size <= blk * 64 * cores, cores, 1, None
+    for i, d in enumerate(o):
+        if d > cur:
+            use = cur
+            if align:  # CalcAlignCore
+                c = next(c for c in range(cur, 0, -1) if d % c == 0)
+                use = c if dims * c > cores // 2 else cur
+            axis, whole, factor = i, d, -(-d // use)
+            dims *= -(-d // factor)
+            break
+        if align and cur % d != 0 and dims * d > cores // 2:
+            dims *= d
+            axis, whole, factor = i, d, 1
+            if i + 1 < len(o):
+                axis, whole, factor = i + 1, o[i + 1], o[i + 1]
+            break
+        cur //= d
+        dims *= d
+    if axis is None:
+        return dims
+    if len(o) == 1:
+        return -(-whole // (-(-factor // 128) * 128))
+    under = math.prod(o[axis + 1:])
+    if whole % factor and whole % factor * under < blk:
+        factor = whole
+    return 1 if factor * under < blk else dims
+
+
+def test_910b_tbe_broadcast_maximum_takes_canns_block_tiling_cores():
+    # Maximum of two shapes that broadcast runs TBE's broadcast tiling on 910B: the cores split the fused
+    # output's outer axes, so 64 rows take 32 cores (2 rows each), not all 48.
+    grid = []
+    for dtype in ("float16", "bfloat16", "float32"):
+        for rows, cols in ((64, 4096), (3, 1000), (100, 64), (4096, 4096), (7, 96), (1000, 1000)):
+            grid += [([rows, cols], [1], dtype), ([rows, cols], [cols], dtype), ([1, cols], [rows, cols], dtype)]
+            grid += [([rows, cols], [rows, 1], dtype)] if cols * 2 % 32 == 0 else []  # aligned last-axis
+            grid += [([rows, 8, cols], [rows, 1, cols], dtype), ([2, rows, 3, cols], [2, 1, 3, cols], dtype)]
+    for a, b, dtype in grid:
+        t = an.baseline_tiling("Maximum", [a, b], dtype, "Ascend910B2")
+        assert t["blockDim"] == _tbe_broadcast_cores(a, b, dtype), (a, b, dtype)
+    t = an.baseline_tiling("Maximum", [[64, 4096], [4096]], "float32", "Ascend910B2")
+    assert an.estimate("Maximum", [[64, 4096], [4096]], "float32", "Ascend910B2", t).breakdown["cores_used"] == 32
+
+
 def test_the_split_is_by_case_id():
     assert records.case_id(SIGMOID) == 2 and not records.fit_half(SIGMOID)
     assert records.fit_half(TRANSPOSE_I32)

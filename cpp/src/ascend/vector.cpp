@@ -638,14 +638,95 @@ bool tbe_elewise_program(const std::string& o, const std::string& cd, std::vecto
   return true;
 }
 
+// The output shape of two broadcast inputs after TBE's runtime fuses their continuous axes (canndev
+// ops/built-in/op_tiling/broadcast_v3.cc, Broadcast::FusionContinuousAxis, public mirror
+// dengguojie/vue-element-admin @ 0231fcc2): axes where both are 1 drop out; an axis joins the previous
+// one while both inputs keep the same relation (equal, or the same input still 1).  Inputs are
+// right-aligned to the output's rank.
+std::vector<int64_t> tbe_broadcast_fused(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                         const std::vector<int64_t>& out) {
+  const size_t r = out.size();
+  std::vector<int64_t> x(r, 1), y(r, 1);
+  std::copy(a.begin(), a.end(), x.end() - a.size());
+  std::copy(b.begin(), b.end(), y.end() - b.size());
+  std::vector<int64_t> fx = {x[0]}, fy = {y[0]};
+  bool state = x[0] == y[0];
+  size_t last = 0;
+  for (size_t i = 1; i < r; ++i) {
+    if (x[i] == 1 && y[i] == 1) continue;
+    const bool same_one = (x[i] == 1 && x[last] == 1) || (y[i] == 1 && y[last] == 1);
+    if ((state && x[i] == y[i]) || same_one) {
+      fx.back() *= x[i];
+      fy.back() *= y[i];
+    } else {
+      fx.push_back(x[i]);
+      fy.push_back(y[i]);
+    }
+    state = x[i] == y[i];
+    last = i;
+  }
+  std::vector<int64_t> fused(fx.size());
+  for (size_t i = 0; i < fx.size(); ++i) fused[i] = std::max(fx[i], fy[i]);
+  return fused;
+}
+
+// The cores TBE's broadcast tiling gives a fused output shape `o` (broadcast_v3.cc, CalcTiling,
+// DoBlockTiling and CheckUpdateBlockTiling, single output): one core up to 2 x cores 32-byte blocks;
+// else the cores split the outermost axes, whole, while they divide them, then the first axis longer
+// than the cores left, in ceil(axis / cores) blocks; up to 64 x cores blocks ("block_align") an axis
+// whose count does not divide the cores and takes more than half of them is split whole, or the
+// largest core count below that divides the axis.  One dimension: blocks rounded up to 128
+// elements.  A block below one 32-byte block, or a tail block below it, falls back to one core.
+int64_t tbe_broadcast_cores(std::vector<int64_t> o, int ds, int64_t cores) {
+  const int64_t blk = 32 / ds, size = numel(o), half = cores / 2;
+  if (size <= blk * cores * 2) return 1;
+  const bool align = size <= blk * 8 * 8 * cores;  // BLOCK_NUM x MAX_REPEAT_TIMES
+  int64_t cur = cores, dims = 1, axis = -1, factor = 1, whole = 1;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (o[i] > cur) {
+      int64_t use = cur;
+      if (align) {  // CalcAlignCore
+        int64_t c = cur;
+        while (c > 0 && o[i] % c != 0) --c;
+        use = dims * c > half ? c : cur;
+      }
+      whole = o[i], axis = int64_t(i), factor = cdiv(o[i], use);
+      dims *= cdiv(o[i], factor);
+      break;
+    }
+    if (align && cur % o[i] != 0 && dims * o[i] > half) {
+      dims *= o[i];
+      axis = int64_t(i), factor = 1, whole = o[i];
+      if (i + 1 < o.size()) axis = int64_t(i) + 1, factor = whole = o[i + 1];
+      break;
+    }
+    cur /= o[i];
+    dims *= o[i];
+  }
+  if (axis < 0) return dims;
+  if (o.size() == 1) return cdiv(whole, cdiv(factor, 128) * 128);  // ELEWISE_REPEATE_NUMS
+  int64_t under = 1;
+  for (size_t i = size_t(axis) + 1; i < o.size(); ++i) under *= o[i];
+  if (whole % factor != 0 && whole % factor * under < blk) factor = whole;
+  return factor * under < blk ? 1 : dims;
+}
+
 // 910B's TBE kernels (tbe_elewise_nodes) over their n output elements: their UB nodes, cores, UB
-// factor and double buffering.  Maximum's broadcast shapes take the broadcast schedule, and integer
-// dtypes other casts, not transcribed: `k` as the model had it.
-void apply_tbe_elewise(VecKernel& k, const OpDesc& op, int64_t n, const Platform& p) {
+// factor and double buffering.  Two inputs of different shapes take the broadcast schedule: its
+// cores (tbe_broadcast_cores) over the fused output shape; its per-axis UB split is not transcribed
+// (the model's tile stays).  Integer dtypes take other casts, not transcribed: `k` as the model had it.
+void apply_tbe_elewise(VecKernel& k, const OpDesc& op, const std::vector<int64_t>& out, const Platform& p) {
+  const int64_t n = numel(out);
   const bool float_data = op.dtype == "float16" || op.dtype == "bfloat16" || op.dtype == "float32";
   const int nodes = float_data ? tbe_elewise_nodes(op.kind) : 0;
   bool same_shapes = true;
   for (const auto& s : op.inputs) same_shapes = same_shapes && numel(s) == n;
+  // Not where an operand is broadcast along an unaligned last axis: that case's vnchwconv cost
+  // (make_elementwise_model) was chosen on 910B2's fit record at the model's old 48 cores, and its
+  // 34 TBE cores put it at 1.43x; it keeps the old cores until that cost is re-derived.
+  if (nodes > 0 && !same_shapes && op.inputs.size() == 2 && !last_axis_broadcast(op.inputs, out, k.ds))
+    k.baseline_block_dim = tbe_broadcast_cores(tbe_broadcast_fused(op.inputs[0], op.inputs[1], out), k.ds,
+                                                p.vector_cores);
   if (nodes == 0 || !same_shapes) return;
   const bool fp16_kept = op.dtype == "float16" && (op.kind == "Exp" || op.kind == "Max");
   tbe_elewise_tiling(k, n, nodes, fp16_kept ? 2 : 4, p);
@@ -803,7 +884,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
   k.unique_bytes += double(n) * out_size;
   k.flops = double(n) * ops.size();
   if (cd != dtype || dtype == "bfloat16") k.temp_fp32 += 1;
-  if (c220(p)) apply_tbe_elewise(k, op, n, p);
+  if (c220(p)) apply_tbe_elewise(k, op, out_shape, p);
   return std::make_shared<VecModel>(k, p);
 }
 
