@@ -184,7 +184,12 @@ def test_a_bank_written_by_the_previous_layout_still_serves_its_entries(tmp_path
     plat = uncalibrated(SOC)
     r = aoe_native.tune_model(mlp(), soc_version=plat, input_shape="x:1,64,256", bank=tmp_path / "bank", parallel=1,
                               evals_per_task=200, round_evals=100)
-    assert r.repo_summary["repo_hit_num"] == r.repo_summary["total_num"] == 3
+    # Its Softmax entry is read too, but no longer served: since issue 48 round 9 CANN's default (910B's TBE
+    # NORM tiling) takes the time the entry had, and an entry is applied only when it beats the default.
+    assert r.repo_summary["total_num"] == 3 and r.repo_summary["repo_hit_num"] == 2
+    soft = next(t for t in r.tasks if t.key.startswith("Softmax"))
+    assert soft.update_mode == "unsatisfied"
+    assert soft.time_us == pytest.approx(old.entries[soft.key]["time_after_us"])
     # Written before the cube knobs splitK, unitFlag and kReorderLoad: served with their defaults (no K
     # split, no UnitFlag, no staggered K loads), which reproduce the time the entries had, so they are still hits.
     assert all("splitK" not in e["tiling"] and "unitFlag" not in e["tiling"] for e in old.entries.values())
@@ -194,7 +199,7 @@ def test_a_bank_written_by_the_previous_layout_still_serves_its_entries(tmp_path
     assert {"splitK": 1, "unitFlag": 0, "kReorderLoad": 0, "dispatch": 0, "tilingEnable": 0}.items() <= added.items()
     assert all(t.update_mode == "reserved" and t.tiling == {**old.entries[t.key]["tiling"],
                                                             **(added if t.key.startswith("MatMul") else {})}
-               for t in r.tasks)
+               for t in r.tasks if t is not soft)
 
 
 def test_bank_commands_name_a_root_an_unknown_soc_and_a_soc_mismatch(tmp_path, capsys):

@@ -207,11 +207,22 @@ def test_sgat_job_never_worse_writes_aoe_files_and_a_plan_covering_every_node(tm
     assert "Kernels before and after fusion" in html and "<svg" in html
 
 
+def assert_served_from_bank(first, again):
+    """What `first` stored is served to `again` from the bank, with no evaluation; what it left
+    unsatisfied (nothing faster than CANN's default: not stored, as AOE does) is tuned again, alike."""
+    by_key = {s.key: s for s in first.subgraphs}
+    hits = [s for s in again.subgraphs if s.bank_hit]
+    assert len(hits) == again.repo_summary["repo_hit_num"] >= 1
+    assert all(s.evaluations == 0 for s in hits)
+    assert again.evaluations == sum(by_key[s.key].evaluations for s in again.subgraphs if not s.bank_hit)
+
+
 def test_rerun_is_served_from_the_bank_and_a_changed_model_is_retuned(tmp_path):
     bank = tmp_path / "bank"
     first = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
     again = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
-    assert again.evaluations == 0 and again.repo_summary["repo_hit_num"] == first.repo_summary["repo_add_num"]
+    assert_served_from_bank(first, again)
+    assert again.repo_summary["repo_hit_num"] == first.repo_summary["repo_add_num"]
     assert again.tuned_ms == pytest.approx(first.tuned_ms)
     changed = an.tune_subgraphs(mlp(), SOC, input_shape="x:2,64,256", bank=bank, **FAST)
     assert changed.repo_summary["repo_hit_num"] == 0 and changed.evaluations > 0
@@ -233,7 +244,8 @@ def test_plans_stored_before_the_cube_knobs_are_still_served(tmp_path):
     assert stripped > 0
     path.write_text(json.dumps(doc))
     again = an.tune_subgraphs(mlp(), SOC, input_shape="x:1,64,256", bank=bank, **FAST)
-    assert again.evaluations == 0 and again.repo_summary["repo_hit_num"] == first.repo_summary["repo_add_num"]
+    assert_served_from_bank(first, again)
+    assert again.repo_summary["repo_hit_num"] == first.repo_summary["repo_add_num"]
     assert again.tuned_ms >= first.tuned_ms  # read without UnitFlag: as fast as tuned, or a little slower
 
 
@@ -473,7 +485,8 @@ def test_o1_tunes_again_what_o2_stored_and_then_serves_it(tmp_path):
     entries = Bank(bank / SOC, SOC).load().entries
     assert o2.repo_summary["repo_add_num"] >= 1
     again = an.tune_subgraphs(mlp(), SOC, optimization_level="O1", **kw)
-    assert again.evaluations == 0 and again.tuned_ms == pytest.approx(o1.tuned_ms)
+    assert_served_from_bank(o1, again)
+    assert again.tuned_ms == pytest.approx(o1.tuned_ms)
     assert all(e.get("optimization_level") in ("O1", "O2") for k, e in entries.items() if k.startswith("Subgraph("))
 
 
