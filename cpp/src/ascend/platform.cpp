@@ -187,9 +187,9 @@ std::vector<PlatformField> cost_fields() {
                                 "< 1); 1: GE's costs (fitted: aoe_native.calibrate)")
           .optional(),
       field<&P::vec_row_cycles>("vec_row_cycles", Float,
-                                "wait per row and per reduction of a row-wise vector kernel (Softmax, reductions) "
-                                "before the row's next step can use the result, cycles; 0: not modelled (fitted: "
-                                "aoe_native.calibrate_measured)")
+                                "wait per row (per reduce call where a call covers a tile of rows: 910B's TBE "
+                                "Softmax) and per reduction of a row-wise vector kernel before the next step can use "
+                                "the result, cycles; 0: not modelled (fitted: aoe_native.calibrate_measured)")
           .optional()
           .zero_ok(),
       field<&P::vec_reread_l2>("vec_reread_l2", Float,

@@ -672,7 +672,8 @@ def _describe(name: str, value: float, p: Platform) -> str:
     if name == "vec_launch_cycles":
         return f"{value:.0f} cycles ({value / p.freq_mhz:.2f} us) beyond GE's heads"
     if name == "vec_row_cycles":
-        return f"{value:.0f} cycles ({value / p.freq_mhz:.2f} us) per row and reduction of a row-wise kernel"
+        return (f"{value:.0f} cycles ({value / p.freq_mhz:.2f} us) per row (or reduce call) and reduction of a "
+                "row-wise kernel")
     if name == "vec_reread_l2":
         return (f"{value * 100:.0f}% of the re-reads of rows L2 holds come at the core's L2 hit rate "
                 f"({p.l2_rate * p.mte2_eff:.0f} B/cycle against ddr_rate {p.ddr_rate:g}); 0 where no fitted record "

@@ -57,7 +57,7 @@ struct Platform {
   double l2_absorb = 0;            // fraction of L2 that takes a vector kernel's writes at L2 speed (0: all to HBM)
   double vec_launch_cycles = 0;    // start cost of a vector kernel beyond the GE heads (launch, first burst), cycles
   double vec_cost_scale = 1;       // vector instruction cycles relative to GE's per-API costs (dual issue: < 1)
-  double vec_row_cycles = 0;       // wait per row and reduction of a row-wise vector kernel (its result read back), cycles
+  double vec_row_cycles = 0;       // wait per row (or reduce call) and reduction of a row-wise vector kernel, cycles
   double vec_reread_l2 = 0;        // share of a vector kernel's L2-resident re-reads MTE2 moves at the L2 hit rate
   // Per-operator factors on top of vec_cost_scale, "Kind=factor" and "Kind:dtype=factor" (both
   // apply): CANN's kernels run their own instruction sequences (e.g. 910B2's fp32 Exp), which
