@@ -875,6 +875,14 @@ void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::str
   const int64_t passes = cdiv(per_core, pass_elems / row_al);
   k.baseline_tile = cdiv(per_core, passes) * row_al;
   k.rows_per_reduce_call = row_al * 4 <= 255 * blk ? 255 : 1;
+  // A row not a whole number of 32-byte blocks is padded in UB, not in GM: x and y are [rows, row]
+  // tensors, so a pass moves row x ds bytes a row (the common case's DMA bursts a row, stride-padded in
+  // UB; norm_tilingcase.py's aligned-in-UB and reduce-transpose cases for short rows, ~<= 128 elements,
+  // move the pass's rows as one run and pad them by vnchwconv: norm_schedule.py _do_remove_pad).  UB
+  // work stays on the padded rows.  (Before: the padded row was read and written, 1.9x the bytes of a
+  // row of 17 fp16 elements.)
+  k.in_bytes = double(k.ds) * double(row) / double(row_al);
+  k.out_bytes = k.in_bytes;
 }
 
 // The reduced axes of a Softmax (attrs "axis"), LayerNormalization ("axis" and the axes after it) or
