@@ -956,6 +956,14 @@ void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::str
   const int64_t passes = cdiv(per_core, pass_elems / row_al);
   k.baseline_tile = cdiv(per_core, passes) * row_al;
   k.rows_per_reduce_call = row_al * 4 <= 255 * blk ? 255 : 1;
+  // A row not a whole number of 32-byte blocks is padded in UB, not in GM: x and y are [rows, row]
+  // tensors, so a pass moves row x ds bytes a row (the common case's DMA bursts a row, stride-padded in
+  // UB; norm_tilingcase.py's aligned-in-UB and reduce-transpose cases for short rows, ~<= 128 elements,
+  // move the pass's rows as one run and pad them by vnchwconv: norm_schedule.py _do_remove_pad).  UB
+  // work stays on the padded rows.  (Before: the padded row was read and written, 1.9x the bytes of a
+  // row of 17 fp16 elements.)
+  k.in_bytes = double(k.ds) * double(row) / double(row_al);
+  k.out_bytes = k.in_bytes;
 }
 
 // The reduced axes of a Softmax (attrs "axis"), LayerNormalization ("axis" and the axes after it) or
@@ -1020,6 +1028,30 @@ void last_axis_rows(VecKernel& k, int64_t outer, int64_t R, bool sm, bool ln, bo
 // whose block split also spreads the A axes over the cores, each core's share at least a 32-byte
 // block (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo): taken as alike; no 910B2 fit
 // record checks it.
+// The columns of the inner axis a core takes in 910B's TBE SoftmaxV2 over a non-last axis ([outer, R,
+// inner]; outer 1: the RA pattern), as canndev 2021 op_tiling/norm.cc GetBlockTilingInfo splits the A axes
+// (normal case): the outer axis when it alone fills the cores (JudgeCurDimSplitBlock: ceil(outer / cores)
+// a core; returned as 0: whole inner axes), else the inner axis over cores / outer cores
+// (ceil(inner / block_dim) columns), the block_dim lowered until the last core's columns fill a 32-byte
+// block; with fewer outer x inner than cores, a block of columns a core (JudgeCurDimSplitBlock by
+// right_product).  `block`: elements a 32-byte block.
+int64_t softmax_910b_columns(int64_t outer, int64_t R, int64_t inner, int64_t block, int64_t cores) {
+  if (outer * R * inner < block) return inner;
+  if (outer > 1 && (outer >= cores || R * inner <= block)) return 0;
+  auto tail = [&](int64_t f) { return inner % f == 0 ? f : inner % f; };
+  if (outer * inner < cores) {
+    for (int64_t f = block; f < inner; ++f)
+      if (tail(f) >= block) return f;
+    return inner;
+  }
+  for (int64_t tcn = cores; tcn <= outer * inner; tcn += cores) {
+    if (outer > tcn) continue;
+    for (int64_t bd = tcn / outer; bd >= 1; --bd)
+      if (tail(cdiv(inner, bd)) >= block) return cdiv(inner, bd);
+  }
+  return 1;
+}
+
 void other_axis_rows(VecKernel& k, int64_t outer, int64_t R, int64_t inner, bool sm, bool ln, bool f32,
                      const Platform& p) {
   auto api = [&](const char* name) { return VecStep{vec_api_cost(name), f32}; };
@@ -1035,7 +1067,13 @@ void other_axis_rows(VecKernel& k, int64_t outer, int64_t R, int64_t inner, bool
   const int64_t ub_blocks = int64_t(p.ub) / elem_align / (128 * 2 * (4 + k.ds) + 4 * (11 + cache));
   const int64_t per_unit = std::max<int64_t>(
       1, std::min({cdiv(outer * blocks, int64_t(p.vector_cores)), ub_blocks, blocks}));
-  const int64_t blk = per_unit * elem_align;
+  int64_t blk = per_unit * elem_align;
+  // 910B: TBE's block split (softmax_910b_columns), within what UB holds as above.  (The ARA rule above
+  // put a [512, 2049] fp16 Softmax over dim 0 on 43 cores of 48 columns; TBE takes 48 of 43.)
+  if (sm && c220(p)) {
+    const int64_t cols = softmax_910b_columns(outer, R, inner, elem_align, p.vector_cores);
+    if (cols > 0) blk = std::min(cols, ub_blocks * elem_align);
+  }
   k.units = outer * cdiv(inner, blk);
   k.unit_elems = R * blk;
   // A unit's GM runs (blk elements a row, rows `inner` apart) are contiguous with the next
