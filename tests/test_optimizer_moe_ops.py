@@ -473,7 +473,7 @@ def test_re_routing_first_copy_waits_on_a_gm_read_of_the_counts(measured):
     assert e.time_us - e.breakdown["head_us"] - latency_us >= e.breakdown["mte2_us"]
     # The fit half's 910B2 records (3-13 us kernels) come within the issue's ±25% of their measured
     # times.  (Within 10% until round 9's refit raised the launch cost fitted on the calibrated
-    # families, vec_launch_cycles 525 -> 1302 cycles, which the smallest, 3.3 us, follows: 1.20x.)
+    # families, vec_launch_cycles 525 -> 1301 cycles, which the smallest, 3.3 us, follows: 1.20x.)
     fit = [r for r in measured if r["op"] == "MoeReRouting" and r["soc"] == SOC and records.fit_half(r)
            and r.get("single_kernel") is True]
     assert len(fit) >= 3

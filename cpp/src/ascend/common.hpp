@@ -170,8 +170,9 @@ struct VecKernel {
   // kernels that reduce a tile of rows per API call (moe_routing.cpp's MoeGatingTopKSoftmax).
   bool row_waits = true;
   // >= 0: this kernel's wait per row reduction instead of Platform::vec_row_cycles, which is fitted on
-  // the calibrated families (on 910B, TBE's Softmax: a wait per reduce call, vector.cpp).  910B's
-  // Ascend C row kernels wait for the scalar unit per row (kVecScalarWait; norm_quant.cpp row_kernel).
+  // the calibrated families (on 910B, TBE's Softmax, a wait per reduce call: near 0 after round 9's
+  // refit).  910B's Ascend C row kernels wait for the scalar unit per row (kVecScalarWait; norm_quant.cpp
+  // row_kernel).
   double row_wait_cycles = -1.0;
   double row_wait(const Platform& p) const { return row_wait_cycles >= 0 ? row_wait_cycles : p.vec_row_cycles; }
   // Rows one reduce call (and its wait) covers, opt-in (910B's TBE Softmax, vector.cpp): a call's

@@ -369,9 +369,11 @@ class VecModel : public OpModel {
         c.vec += double(tiles) * (reps * s.cost.per_repeat * cost_scale_ + s.cost.per_call);
       }
       // Each row's reductions end in a wait before the row's next step can use the result
-      // (vec_row_cycles, fitted per SoC: 910B2's last-axis Softmax of 2048 and 4097-element rows,
-      // 43 rows a core, differ by 20 us where their element work differs by 2x; 950PR's fit: ~0).
-      // With rows_per_reduce_call > 1, a tile's rows share the calls, so the waits are per call.
+      // (VecKernel::row_wait: Platform::vec_row_cycles, fitted per SoC, unless the kernel sets its own).
+      // With rows_per_reduce_call > 1, a tile's rows share the calls, so the waits are per call: 910B's
+      // TBE Softmax, whose refit (round 9) put vec_row_cycles near 0 on 910B2 (950PR: 0): its two fit
+      // records (2048- and 4097-element rows) come within 2% without a per-row wait, single-buffered
+      // as softmax_910b_tiling has them.
       double calls = double(units_core);
       if (k.rows_per_reduce_call > 1 && fits && units_core > 0) {
         const int64_t rt = std::min(rows_tile, units_core), per = k.rows_per_reduce_call;
