@@ -752,18 +752,19 @@ void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, cons
   k.temp_fp32 = 0;
   k.baseline_block_dim = cores;
   k.baseline_buffer_num = 1;
-  if (n < align * p.vector_cores * 2) {
+  if (cores == 1) {  // tbe_elewise_cores: below 2 x cores 32-byte blocks
     k.baseline_tile = cdiv(n, align) * align;
     return;
   }
   k.unit_group = 128;  // ELEWISE_REPEAT_NUMS, the schedule's ub_factor_align (4 x 32-byte blocks)
   const int64_t block = cdiv(cdiv(n, p.vector_cores), 128) * 128;
   const int64_t split = node_bytes <= 2 ? 32767 : node_bytes == 4 ? 16383 : 8191;  // SPLIT_FACTORS
-  const int64_t room = int64_t(p.ub) / nodes / 32 * 32 / node_bytes;
+  // A node's elements when UB is shared by `buffers` copies of the nodes, 32-byte aligned.
+  auto node_elems = [&](int64_t buffers) { return int64_t(p.ub) / buffers / nodes / 32 * 32 / node_bytes; };
   int64_t tile = block;
-  if (block > std::min(room, split)) {
+  if (block > std::min(node_elems(1), split)) {
     k.baseline_buffer_num = 2;
-    const int64_t limit = std::min(int64_t(p.ub) / 2 / nodes / 32 * 32 / node_bytes, split);
+    const int64_t limit = std::min(node_elems(2), split);
     const int64_t even = cdiv(block, cdiv(block, limit));
     tile = cdiv(even, 128) * 128;
     if (tile > limit) tile = even / 128 * 128;
@@ -915,9 +916,9 @@ namespace {
 //   config/ascend910b/softmax_v2.json: "opMode": "dynamic", shape [-2]), and the NORM tiling cases of a
 //   dynamic build never enable double buffering (norm_tilingcase.py: is_enable_db is set only by
 //   _gen_const_tiling_case); a pass's vector work waits for its load, its store goes beside the next
-//   load (store_beside_load).  (Refit on the fit half, bench_measured.py --fit: the per-row wait
-//   vec_row_cycles drops from 123 to 0 cycles, the fit error stays 6.9%: the wait stood for the copies
-//   a single-buffered pass does not overlap.)
+//   load (store_beside_load).  (With it and the per-call waits, the round-9 refit on the fit half took
+//   the per-row wait vec_row_cycles to ~0: the wait had stood for the copies a single-buffered pass
+//   does not overlap.)
 void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::string& dtype, const Platform& p) {
   const int64_t blk = 32;
   const bool half = dtype == "float16";
@@ -1027,9 +1028,7 @@ void last_axis_rows(VecKernel& k, int64_t outer, int64_t R, bool sm, bool ln, bo
 // (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
 // Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
 // 910B runs SoftmaxV2 as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp tbe/impl/dynamic/softmax_v2.py),
-// whose block split also spreads the A axes over the cores, each core's share at least a 32-byte
-// block (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo): taken as alike; no 910B2 fit
-// record checks it.
+// whose block split is its own (softmax_910b_columns, below).
 // The columns of the inner axis a core takes in 910B's TBE SoftmaxV2 over a non-last axis ([outer, R,
 // inner]; outer 1: the RA pattern), as canndev 2021 op_tiling/norm.cc GetBlockTilingInfo splits the A axes
 // (normal case): the outer axis when it alone fills the cores (JudgeCurDimSplitBlock: ceil(outer / cores)
