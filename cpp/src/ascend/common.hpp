@@ -175,6 +175,10 @@ struct VecKernel {
   // row_kernel).
   double row_wait_cycles = -1.0;
   double row_wait(const Platform& p) const { return row_wait_cycles >= 0 ? row_wait_cycles : p.vec_row_cycles; }
+  // An Ascend C kernel's row waits: kVecScalarWait on 910B; the platform's fitted vec_row_cycles elsewhere.
+  void ascend_c_row_waits(const Platform& p) {
+    if (c220(p)) row_wait_cycles = kVecScalarWait;
+  }
   // Rows one reduce call (and its wait) covers, opt-in (910B's TBE Softmax, vector.cpp): a call's
   // repeats step from row to row in a UB tile.  1: a call and a wait per row.
   int64_t rows_per_reduce_call = 1;

@@ -228,13 +228,13 @@ std::shared_ptr<OpModel> make_topk_softmax(const OpDesc& op, const Platform& p) 
   // CANN's kernel reduces a UB tile of rows per call (hicann/ops-transformer moe/moe_gating_top_k_softmax:
   // op_kernel/moe_gating_top_k_softmax_perf.h ReduceMaxFP32Perf/ReduceSumFP32Perf, WholeReduceMax and
   // BlockReduce over curRowsNum rows, Brcb to broadcast the results back; e_k_full_load's SoftMax API
-  // over [curRowsNum, colAlign]): no scalar wait per row, as 910B's TBE Softmax has (vec_row_cycles).
+  // over [curRowsNum, colAlign]): no scalar wait per row reduction (row_waits).
   k.row_waits = false;
   k.ub_buffers = 2;
   k.temp_fp32 = 2;
-  // 910B: the row-index loop's waits, each a vector -> scalar wait of the Ascend C kernel
-  // (kVecScalarWait; the 950's fitted vec_row_cycles, 0 on 950PR).
-  const double waits = double(topk_row_waits(tiling, E, topk)) * (c220(p) ? kVecScalarWait : p.vec_row_cycles);
+  // The row-index loop's waits, each a vector -> scalar wait of the Ascend C kernel.
+  k.ascend_c_row_waits(p);
+  const double waits = double(topk_row_waits(tiling, E, topk)) * k.row_wait(p);
   k.fixed_us = (kTopKSetupCycles + waits) / p.freq_mhz;
   // Every template's tiling launches ceil(T / ceil(T / cores)) cores (blockNum; tiling_perf.cpp,
   // *_e_k_full_load.cpp, *_k_full_load.cpp DoOpTiling); the 950's model keeps all cores' rule.

@@ -163,7 +163,7 @@ VecKernel row_kernel(const OpDesc& op, const Platform& p, int64_t rows, int64_t 
   k.split_rows = false;  // CANN's row kernels keep a row on one core (blockFactor whole rows)
   // 910B: Ascend C kernels, whose row reductions end in a wait for the scalar unit per row, not TBE's
   // per-call wait that Platform::vec_row_cycles is fitted on (Softmax).
-  if (c220(p)) k.row_wait_cycles = kVecScalarWait;
+  k.ascend_c_row_waits(p);
   return k;
 }
 // One more GM operand the size of the work (bytes per element), or one more output.
