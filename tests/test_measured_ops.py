@@ -294,9 +294,8 @@ def test_910b_tbe_elementwise_default_tiling_follows_canns_rule():
     assert an.estimate("Sigmoid", [[1537]], "float32", "Ascend910B2", t).breakdown["cores_used"] == 13
 
 
-def _tbe_broadcast_cores(a, b, dtype, cores=48):
-    """canndev op_tiling/broadcast_v3.cc on 910B2 (48 AIVs), two inputs: FusionContinuousAxis, then
-    CalcTiling / DoBlockTiling / CheckUpdateBlockTiling's block_dims."""
+def _tbe_broadcast_fused(a, b):
+    """canndev op_tiling/broadcast_v3.cc, FusionContinuousAxis: both inputs' fused shapes."""
     r = max(len(a), len(b))
     x, y = [1] * (r - len(a)) + list(a), [1] * (r - len(b)) + list(b)
     fx, fy, state, last = [x[0]], [y[0]], x[0] == y[0], 0
@@ -310,51 +309,79 @@ def _tbe_broadcast_cores(a, b, dtype, cores=48):
             fx.append(x[i])
             fy.append(y[i])
         state, last = x[i] == y[i], i
-    o = [max(p, q) for p, q in zip(fx, fy)]
-    blk = 32 // {"float32": 4}.get(dtype, 2)
-    size = math.prod(o)
+    return fx, fy
+
+
+def _tbe_broadcast_tiling(a, b, dtype, cores=48, ub=196608):
+    """canndev op_tiling/broadcast_v3.cc @ 7d77ce32 on 910B2 (MILAN = "Ascend910B"), Maximum of two
+    inputs: CalcTiling, DoBlockTiling, IsNeedDoubleBuffer, MilanUbTiling, OptimizeUbTiling, ModifyTiling,
+    with UB room for 3 nodes (special patterns) or 4 (the unknown pattern).  Returns the cores, the
+    model's tile (the UB axis's mean chunk x the elements below it, whole 32-byte blocks), a core's
+    passes and double buffering."""
+    fx, fy = _tbe_broadcast_fused(a, b)
+    o, brc = [max(p, q) for p, q in zip(fx, fy)], [p != q for p, q in zip(fx, fy)]
+    key = "".join("2" if v else "1" for v in brc)
+    nodes = 3 if len(o) <= 3 and key in ("1", "12", "121", "2", "21") else 4
+    ds = 4 if dtype == "float32" else 2
+    room = lambda bufs: ub // bufs // nodes // 32 * 32 // ds  # noqa: E731  (Maximum keeps fp16 nodes)
+    blk, size, r = 32 // ds, math.prod(o), len(o)
     if size <= blk * cores * 2:
-        return 1
-    align, cur, dims, axis = size <= blk * 64 * cores, cores, 1, None
+        return 1, -(-size // blk) * blk, 1, False
+    align, w, cur, dims, bax = size <= blk * 64 * cores, list(o), cores, 1, 0
     for i, d in enumerate(o):
         if d > cur:
             use = cur
             if align:  # CalcAlignCore
                 c = next(c for c in range(cur, 0, -1) if d % c == 0)
                 use = c if dims * c > cores // 2 else cur
-            axis, whole, factor = i, d, -(-d // use)
-            dims *= -(-d // factor)
+            bax, w[i] = i, -(-d // use)
             break
         if align and cur % d != 0 and dims * d > cores // 2:
-            dims *= d
-            axis, whole, factor = i, d, 1
-            if i + 1 < len(o):
-                axis, whole, factor = i + 1, o[i + 1], o[i + 1]
+            bax = i if r == 1 else i + 1
+            w[i] = 1 if r == 1 else w[i]
             break
         cur //= d
         dims *= d
-    if axis is None:
-        return dims
-    if len(o) == 1:
-        return -(-whole // (-(-factor // 128) * 128))
-    under = math.prod(o[axis + 1:])
-    if whole % factor and whole % factor * under < blk:
-        factor = whole
-    return 1 if factor * under < blk else dims
+    if r == 1:
+        w[0] = -(-w[0] // 128) * 128
+    limit, db = room(1), False
+    if r == 2 and not brc[0] and brc[1] and w[1] >= limit:
+        limit, db = room(2), True
+    uax, uf = r - 1, 1
+    for i in range(r - 1, bax - 1, -1):
+        held, uax = (-(-w[i] // blk) * blk if i == r - 1 else w[i]), i
+        if held >= limit:
+            uf = min(w[i], limit)
+            break
+        limit //= held
+        uf = w[i]
+    if bax < uax and w[uax - 1] >= blk // 2 and brc[uax - 1] and not brc[uax] and uf == w[uax]:
+        uax, uf = uax - 1, 1
+    chunks = -(-o[uax] // uf)
+    tasks = math.prod(o[:uax]) * chunks
+    per = -(-tasks // cores)
+    tile = -(-(-(-o[uax] // chunks) * math.prod(o[uax + 1:])) // blk) * blk
+    return -(-tasks // per), max(tile, 256 // ds), per, db
 
 
-def test_910b_tbe_broadcast_maximum_takes_canns_block_tiling_cores():
-    # Maximum of two shapes that broadcast runs TBE's broadcast tiling on 910B: the cores split the fused
-    # output's outer axes, so 64 rows take 32 cores (2 rows each), not all 48.
-    grid = []
-    for dtype in ("float16", "bfloat16", "float32"):
-        for rows, cols in ((64, 4096), (3, 1000), (100, 64), (4096, 4096), (7, 96), (1000, 1000)):
+def test_910b_tbe_broadcast_maximum_takes_canns_tiling():
+    # Maximum of two shapes that broadcast runs TBE's broadcast tiling on 910B (BroadcastScheduleMl, the
+    # runtime's Milan path): cores, UB pass, passes a core and buffering as broadcast_v3.cc @ 7d77ce32
+    # gives them.  The model before (the 2021 non-Milan block split, the model's own tile, bufferNum 2)
+    # missed 44 / 128 / 121 / 129 of these 129 cases.
+    grid = [([2, 3, 17, 1024, 101], [1, 1, 1, 1024, 1], "float32")]
+    for dtype in ("float16", "float32"):
+        for rows, cols in ((64, 4096), (3, 1000), (100, 64), (4096, 4096), (7, 96), (1000, 1000), (1024, 101), (300, 17)):
             grid += [([rows, cols], [1], dtype), ([rows, cols], [cols], dtype), ([1, cols], [rows, cols], dtype)]
-            grid += [([rows, cols], [rows, 1], dtype)] if cols * 2 % 32 == 0 else []  # aligned last-axis
-            grid += [([rows, 8, cols], [rows, 1, cols], dtype), ([2, rows, 3, cols], [2, 1, 3, cols], dtype)]
+            grid += [([rows, cols], [rows, 1], dtype), ([rows, 8, cols], [rows, 1, cols], dtype)]
+            grid += [([2, rows, 3, cols], [2, 1, 3, cols], dtype), ([2, 3, rows, cols], [1, 1, rows, 1], dtype)]
+            grid += [([5, rows, cols], [1, rows, 1], dtype)]
     for a, b, dtype in grid:
+        cores, tile, passes, db = _tbe_broadcast_tiling(a, b, dtype)
         t = an.baseline_tiling("Maximum", [a, b], dtype, "Ascend910B2")
-        assert t["blockDim"] == _tbe_broadcast_cores(a, b, dtype), (a, b, dtype)
+        n = math.prod(max(p, q) for p, q in zip([1] * (len(b) - len(a)) + a, [1] * (len(a) - len(b)) + b))
+        assert (t["blockDim"], t["tileLen"], t["bufferNum"]) == (cores, tile, 2 if db else 1), (a, b, dtype)
+        assert -(-(-(-n // cores)) // t["tileLen"]) == passes, (a, b, dtype)
     t = an.baseline_tiling("Maximum", [[64, 4096], [4096]], "float32", "Ascend910B2")
     assert an.estimate("Maximum", [[64, 4096], [4096]], "float32", "Ascend910B2", t).breakdown["cores_used"] == 32
 

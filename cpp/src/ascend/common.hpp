@@ -111,6 +111,14 @@ inline double vec_cycles(const std::vector<VecStep>& prog, double elems) {
 }
 
 // ---- the vector kernel pattern (vector.cpp) ------------------------------------
+// 910B's GM -> UB copies (norm_quant.cpp, vector.cpp), [D] from the published A2 figures of
+// shared/reference/ascend_measured_cases.md §5.8 (half [12288, 12288], 301.99 MB, 48 vector cores; task times at 1.8 GHz):
+// - rows not 32-byte aligned (N = 12287, [64, 1024] tiles) took 275.3 us: 495,500 cycles for the
+//   196,600 32-byte blocks a core moves, 2.5 cycles a block (vs 215.82 us aligned);
+// - [1, 64] tiles (a 128-byte copy each) took 564.84 us against 215.82 with 2 KB rows: 628,200 more
+//   cycles over 49,150 copies a core, 12.8 cycles a copy's start (GE's ATT store call: 12.09).
+constexpr double kUnalignedBlockCycles = 2.5;
+constexpr double kBurstCycles = 12.8;
 // One vector -> scalar wait (SetFlag / WaitFlag V_S, then GetValue) of an Ascend C kernel on 910B:
 // half of the V_S + S_V round trip that norm_quant.cpp's kRowScalarNorm (= 2 x this) charges, whose
 // 240 cycles were chosen on the fit half.
@@ -244,6 +252,16 @@ int64_t tbe_elewise_cores(int64_t n, int ds, int64_t cores);
 // 910B's TBE element-wise tiling of `k` over n elements whose DSL schedule keeps `nodes` UB nodes of
 // node_bytes each (vector.cpp): its default cores, 128-element core blocks, UB factor and buffering.
 void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, const Platform& p);
+// 910B's TBE broadcast tiling of two inputs whose fused shapes are fx, fy (vector.cpp): the fused
+// output, whether it is one of the runtime's special patterns, double buffering, the UB axis and
+// factor, the elements below the UB axis, the UB axis's chunks, a core's passes and the cores.
+struct TbeBroadcastTiling {
+  std::vector<int64_t> out;
+  bool special = false, db = false;
+  int64_t ub_axis = 0, ub_factor = 1, under = 1, chunks = 1, passes = 1, cores = 1;
+};
+TbeBroadcastTiling tbe_broadcast_tiling(const std::vector<int64_t>& fx, const std::vector<int64_t>& fy, int ds,
+                                        int64_t cores, int64_t max_ub, int64_t max_ub_db);
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.
 VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
 // The Ascend C vector pattern's model (blockDim, tileLen, bufferNum[, splitR][, vcBlocks]) of `k`.

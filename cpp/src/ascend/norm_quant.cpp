@@ -86,14 +86,7 @@ bool rms_mixed_gamma(const OpDesc& op) {
   return op.kind == "RmsNorm" && dts.size() == 2 && dts[0] != "float32" && dts[1] == "float32";
 }
 
-// 910B's GM -> UB copies, [D] from the published A2 figures of shared/reference/ascend_measured_cases.md
-// §5.8 (half [12288, 12288], 301.99 MB, 48 vector cores; task times at 1.8 GHz):
-// - rows not 32-byte aligned (N = 12287, [64, 1024] tiles) took 275.3 us: 495,500 cycles for the
-//   196,600 32-byte blocks a core moves, 2.5 cycles a block (vs 215.82 us aligned);
-// - [1, 64] tiles (a 128-byte copy each) took 564.84 us against 215.82 with 2 KB rows: 628,200 more
-//   cycles over 49,150 copies a core, 12.8 cycles a copy's start (GE's ATT store call: 12.09).
-constexpr double kUnalignedBlockCycles = 2.5;
-constexpr double kBurstCycles = 12.8;
+// kUnalignedBlockCycles, kBurstCycles: common.hpp.
 // 910B's GM -> UB copies of the same addresses by every core at once, [D] from the same section's
 // same-address case (all 48 cores reading one half [6144, 512] matrix to UB in [128, 64] tiles):
 // 539.42 us when they walk it together against 328.88 us staggered, 1.64 times as long (GM serialises

@@ -5,6 +5,7 @@
 // Compute (Vector) -> CopyOut (MTE3) over UB tiles of `tileLen` elements,
 // with `bufferNum` (1 or 2) buffers per queue.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -621,6 +622,37 @@ int tbe_elewise_nodes(const std::string& kind) {
   return it == nodes.end() ? 0 : it->second;
 }
 
+// The UB nodes of `op` as a 910B TBE kernel (tbe_elewise_nodes) on float data; 0: not one.
+int tbe_kernel_nodes(const OpDesc& op) {
+  const bool float_data = op.dtype == "float16" || op.dtype == "bfloat16" || op.dtype == "float32";
+  return float_data ? tbe_elewise_nodes(op.kind) : 0;
+}
+
+// An operand broadcast along an unaligned last axis of `row` elements in 910B's broadcast schedule
+// (BroadcastScheduleMl, _calc_ub_align): the broadcast's input is storage-aligned on axis -2, a 32-byte
+// block a row, and the rows it fills are padded to whole blocks, so each row is an aligned last-axis
+// broadcast.  TE's broadcast intrinsic for that case ("LFA", te/platform broadcast_last_axis_aligned,
+// 2020; 8.1's emitting pass is compiled: ASSUMED alike) reads the row's value into a register
+// (reg_mov) and vector_dup's the padded row: a call a row, costed as the scalar-operand class (Adds),
+// spread over the row's elements.  When the UB axis is not the last (rows a pass), the padded rows of
+// each of the `depads` broadcast tensors are then packed (_calc_real_remove_pad: a cache_read emitted
+// as vector_reduce, a GatherMask over the tile), costed as Adds a repeat; and the inputs of those
+// broadcasts, storage-aligned in UB, are copied in a row a burst: x2's one value a row, and in the
+// unknown pattern (depads 2) x1's rows too, not whole 32-byte blocks: each burst pays a copy's start
+// (kBurstCycles) and x1's rows move a 32-byte block at a time (kUnalignedBlockCycles).  The reg_mov
+// is not charged.
+void tbe_row_broadcast_steps(VecKernel& k, int64_t row, bool fp32, bool remove_pad, int depads) {
+  const VecCost dup = vec_api_cost("Adds");
+  const double epr = fp32 ? 64.0 : 128.0, padded = double(cdiv(row, 32 / k.ds) * (32 / k.ds));
+  const double row_cycles = dup.per_call + std::ceil(padded / epr) * dup.per_repeat;
+  k.elem_prog.push_back({{row_cycles * epr / double(row), 0.0, 0}, fp32});
+  if (!remove_pad) return;
+  for (int i = 0; i < depads; ++i) k.elem_prog.push_back({dup, fp32});
+  k.run_in = double(row) * k.ds;  // a run a row: its bursts
+  k.run_call_in = kBurstCycles * depads;
+  if (depads > 1) k.unaligned_block_cycles = kUnalignedBlockCycles;
+}
+
 // 910B's TBE Mish compute instruction by instruction (CANN 8.1.RC1 opp tbe/impl/dynamic/mish.py
 // mish_compute, the fp32 path: float16 is cast up whenever vmul takes float32, bfloat16 too):
 // tanh(softplus x) as two masked halves, x > 0 from e^-x and e^-2x, x <= 0 from e^x and e^2x,
@@ -640,13 +672,13 @@ bool tbe_elewise_program(const std::string& o, const std::string& cd, std::vecto
   return true;
 }
 
-// The output shape of two broadcast inputs after TBE's runtime fuses their continuous axes (canndev
+// The shapes of two broadcast inputs after TBE's runtime fuses their continuous axes (canndev
 // ops/built-in/op_tiling/broadcast_v3.cc, Broadcast::FusionContinuousAxis, public mirror
-// dengguojie/vue-element-admin @ 0231fcc2): axes where both are 1 drop out; an axis joins the previous
-// one while both inputs keep the same relation (equal, or the same input still 1).  Inputs are
-// right-aligned to the output's rank.
-std::vector<int64_t> tbe_broadcast_fused(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
-                                         const std::vector<int64_t>& out) {
+// dengguojie/vue-element-admin @ 7d77ce32 (2022; @ 0231fcc2 the same): axes where both are 1 drop out;
+// an axis joins the previous one while both inputs keep the same relation (equal, or the same input
+// still 1).  Inputs are right-aligned to the output's rank.
+std::array<std::vector<int64_t>, 2> tbe_broadcast_fused(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                                        const std::vector<int64_t>& out) {
   const size_t r = out.size();
   std::vector<int64_t> x(r, 1), y(r, 1);
   std::copy(a.begin(), a.end(), x.end() - a.size());
@@ -667,24 +699,54 @@ std::vector<int64_t> tbe_broadcast_fused(const std::vector<int64_t>& a, const st
     state = x[i] == y[i];
     last = i;
   }
-  std::vector<int64_t> fused(fx.size());
-  for (size_t i = 0; i < fx.size(); ++i) fused[i] = std::max(fx[i], fy[i]);
-  return fused;
+  return {fx, fy};
 }
 
-// The cores TBE's broadcast tiling gives a fused output shape `o` (broadcast_v3.cc, CalcTiling,
-// DoBlockTiling and CheckUpdateBlockTiling, single output): one core up to 2 x cores 32-byte blocks;
-// else the cores split the outermost axes, whole, while they divide them, then the first axis longer
-// than the cores left, in ceil(axis / cores) blocks; up to 64 x cores blocks ("block_align") an axis
-// whose count does not divide the cores and takes more than half of them is split whole, or the
-// largest core count below that divides the axis.  One dimension: blocks rounded up to 128
-// elements.  A block below one 32-byte block, or a tail block below it, falls back to one core.
-int64_t tbe_broadcast_cores(std::vector<int64_t> o, int ds, int64_t cores) {
+// Whether two fused inputs make one of the runtime's special patterns (broadcast_v3.cc,
+// TrySwitchToPerfPattern: SPECIAL_PATTERN's keys 100, 120, 121, 200, 210, a digit an axis, 1 equal,
+// 2 broadcast, at most 3 axes), which 910B's kernels compile a compute of their own for; other shapes
+// take the "unknown" pattern's compute, every axis of both inputs a broadcast.
+bool tbe_broadcast_special(const std::vector<int64_t>& fx, const std::vector<int64_t>& fy) {
+  int key = 0;
+  for (size_t i = 0; i < fx.size(); ++i) key = key * 10 + (fx[i] != fy[i] ? 2 : 1);
+  return fx.size() <= 3 && (key == 1 || key == 12 || key == 121 || key == 2 || key == 21);
+}
+
+}  // namespace
+
+// TBE's broadcast tiling of two fused inputs on 910B (broadcast_v3.cc @ 7d77ce32, whose MILAN soc is
+// "Ascend910B"; CANN 8.1.RC1 compiles 910B's broadcast kernels with BroadcastScheduleMl,
+// tbe/dsl/unify_schedule/vector/broadcast/broadcast_schedule_milan.py): CalcTiling (one core, one
+// pass up to 2 x cores 32-byte blocks; "block_align" up to 64 x cores blocks), DoBlockTiling (the
+// cores split the outer axes whole while they divide them, then the first axis longer than the cores
+// left, or under block_align an axis taking more than half of them whole; one dimension: a block of
+// 128-element groups), IsNeedDoubleBuffer (the [A, B] / [A, 1] pattern with B >= the UB room),
+// MilanUbTiling (from the last axis, rounded up to a 32-byte block, inwards to the block axis: the UB
+// room in elements, max_ub, divided by each axis it holds; the axis it does not hold is split by what
+// is left), OptimizeUbTiling, then ModifyTiling: the passes (the axes before the UB axis x the UB
+// axis's chunks) dealt to the cores in ceil(passes / cores) a core.
+TbeBroadcastTiling tbe_broadcast_tiling(const std::vector<int64_t>& fx, const std::vector<int64_t>& fy, int ds,
+                                        int64_t cores, int64_t max_ub, int64_t max_ub_db) {
+  TbeBroadcastTiling t;
+  const size_t r = fx.size();
+  std::vector<int64_t> o(r);
+  std::vector<bool> brc(r);
+  for (size_t i = 0; i < r; ++i) {
+    o[i] = std::max(fx[i], fy[i]);
+    brc[i] = fx[i] != fy[i];
+  }
+  t.out = o;
+  t.special = tbe_broadcast_special(fx, fy);
   const int64_t blk = 32 / ds, size = numel(o), half = cores / 2;
-  if (size <= blk * cores * 2) return 1;
-  const bool align = size <= blk * 8 * 8 * cores;  // BLOCK_NUM x MAX_REPEAT_TIMES
-  int64_t cur = cores, dims = 1, axis = -1, factor = 1, whole = 1;
-  for (size_t i = 0; i < o.size(); ++i) {
+  if (size <= blk * cores * 2) {  // !need_tiling_cut: one core, the whole output a pass
+    t.ub_factor = o[0];
+    t.under = size / o[0];
+    return t;
+  }
+  const bool align = size <= blk * 8 * 8 * cores;  // ONE_REPEAT_BLOCK_NUM x MAX_REPEAT_TIMES
+  std::vector<int64_t> w = o;  // the shape a core's block sees
+  int64_t cur = cores, dims = 1, block_axis = 0;
+  for (size_t i = 0; i < r; ++i) {
     if (o[i] > cur) {
       int64_t use = cur;
       if (align) {  // CalcAlignCore
@@ -692,46 +754,76 @@ int64_t tbe_broadcast_cores(std::vector<int64_t> o, int ds, int64_t cores) {
         while (c > 0 && o[i] % c != 0) --c;
         use = dims * c > half ? c : cur;
       }
-      whole = o[i], axis = int64_t(i), factor = cdiv(o[i], use);
-      dims *= cdiv(o[i], factor);
+      block_axis = int64_t(i);
+      w[i] = cdiv(o[i], use);
       break;
     }
     if (align && cur % o[i] != 0 && dims * o[i] > half) {
-      dims *= o[i];
-      axis = int64_t(i), factor = 1, whole = o[i];
-      if (i + 1 < o.size()) axis = int64_t(i) + 1, factor = whole = o[i + 1];
+      block_axis = int64_t(i);
+      if (r == 1) w[i] = 1;
+      else block_axis = int64_t(i) + 1;
       break;
     }
     cur /= o[i];
     dims *= o[i];
   }
-  if (axis < 0) return dims;
-  if (o.size() == 1) return cdiv(whole, cdiv(factor, 128) * 128);  // ELEWISE_REPEATE_NUMS
-  int64_t under = 1;
-  for (size_t i = size_t(axis) + 1; i < o.size(); ++i) under *= o[i];
-  if (whole % factor != 0 && whole % factor * under < blk) factor = whole;
-  return factor * under < blk ? 1 : dims;
+  if (r == 1) w[0] = cdiv(w[0], 128) * 128;  // ub_factor_align: ELEWISE_REPEATE_NUMS
+  if (r == 2 && !brc[0] && brc[1] && w[1] >= max_ub) t.db = true, max_ub = max_ub_db;  // COMMON_BROADCAST
+  int64_t limit = max_ub, ub_axis = int64_t(r) - 1;
+  for (int64_t i = int64_t(r) - 1; i >= block_axis; --i) {
+    const int64_t held = i == int64_t(r) - 1 ? cdiv(w[i], blk) * blk : w[i];
+    ub_axis = i;
+    t.ub_factor = std::min(w[i], limit);
+    if (held >= limit) break;
+    limit /= held;
+  }
+  if (block_axis < ub_axis && w[ub_axis - 1] >= blk / 2 && brc[ub_axis - 1] && !brc[ub_axis] &&
+      t.ub_factor == w[ub_axis])
+    --ub_axis, t.ub_factor = 1;  // OptimizeUbTiling
+  t.ub_axis = ub_axis;
+  int64_t before = 1;
+  for (int64_t i = 0; i < ub_axis; ++i) before *= o[i];
+  for (size_t i = size_t(ub_axis) + 1; i < r; ++i) t.under *= o[i];
+  t.chunks = cdiv(o[ub_axis], t.ub_factor);
+  const int64_t passes = before * t.chunks;
+  t.passes = cdiv(passes, cores);
+  t.cores = cdiv(passes, t.passes);
+  return t;
 }
 
+namespace {
+
 // 910B's TBE kernels (tbe_elewise_nodes) over their n output elements: their UB nodes, cores, UB
-// factor and double buffering.  Two inputs of different shapes take the broadcast schedule: its
-// cores (tbe_broadcast_cores) over the fused output shape; its per-axis UB split is not transcribed
-// (the model's tile stays).  Integer dtypes take other casts, not transcribed: `k` as the model had it.
+// factor and double buffering.  Two inputs of different shapes take the broadcast schedule
+// (BroadcastScheduleMl) and its tiling (tbe_broadcast_tiling); the model's tile is the mean of the UB
+// axis's chunks x the elements below it (its tiles are flat: a core's last pass of each outer index is
+// not apart).  Maximum's UB nodes there (broadcast_schedule_milan.py, _calc_storage_bound, over
+// maximum_compute's x1, x2, broadcast(x1), broadcast(x2), vmax): 3 in a special pattern's compute
+// (x2 alone broadcast), 4 in the unknown pattern's (both broadcast, a node more for the second's
+// several broadcast axes).  An operand broadcast along an unaligned last axis adds the schedule's
+// instructions (tbe_row_broadcast_steps).  Integer dtypes take other casts, not transcribed.
 void apply_tbe_elewise(VecKernel& k, const OpDesc& op, const std::vector<int64_t>& out, const Platform& p) {
   const int64_t n = numel(out);
-  const bool float_data = op.dtype == "float16" || op.dtype == "bfloat16" || op.dtype == "float32";
-  const int nodes = float_data ? tbe_elewise_nodes(op.kind) : 0;
+  const int nodes = tbe_kernel_nodes(op);
   bool same_shapes = true;
   for (const auto& s : op.inputs) same_shapes = same_shapes && numel(s) == n;
-  // Not where an operand is broadcast along an unaligned last axis: that case's vnchwconv cost
-  // (make_elementwise_model) was chosen on 910B2's fit record at the model's old 48 cores, and its
-  // 34 TBE cores put it at 1.43x; it keeps the old cores until that cost is re-derived.
-  if (nodes > 0 && !same_shapes && op.inputs.size() == 2 && !last_axis_broadcast(op.inputs, out, k.ds))
-    k.baseline_block_dim = tbe_broadcast_cores(tbe_broadcast_fused(op.inputs[0], op.inputs[1], out), k.ds,
-                                                p.vector_cores);
-  if (nodes == 0 || !same_shapes) return;
   const bool fp16_kept = op.dtype == "float16" && (op.kind == "Exp" || op.kind == "Max");
-  tbe_elewise_tiling(k, n, nodes, fp16_kept ? 2 : 4, p);
+  const int node_bytes = fp16_kept ? 2 : 4;
+  if (nodes > 0 && same_shapes) tbe_elewise_tiling(k, n, nodes, node_bytes, p);
+  if (nodes == 0 || same_shapes || op.inputs.size() != 2) return;
+  const auto f = tbe_broadcast_fused(op.inputs[0], op.inputs[1], out);
+  const int brc_nodes = tbe_broadcast_special(f[0], f[1]) ? 3 : 4;
+  auto room = [&](int64_t buffers) { return int64_t(p.ub) / buffers / brc_nodes / 32 * 32 / node_bytes; };
+  const TbeBroadcastTiling t = tbe_broadcast_tiling(f[0], f[1], k.ds, p.vector_cores, room(1), room(2));
+  k.ub_buffers = brc_nodes * node_bytes / k.ds;
+  k.temp_fp32 = 0;
+  k.baseline_block_dim = t.cores;
+  k.baseline_buffer_num = t.db ? 2 : 1;
+  const int64_t align = 32 / k.ds;  // a pass's UB buffers hold whole 32-byte blocks
+  k.baseline_tile = cdiv(cdiv(t.out[size_t(t.ub_axis)], t.chunks) * t.under, align) * align;
+  k.bcast_reload_units = n;  // the smaller input's slice is a UB node of each pass, not resident (read once)
+  if (last_axis_broadcast(op.inputs, out, k.ds))
+    tbe_row_broadcast_steps(k, out.back(), node_bytes == 4, t.ub_axis + 1 < int64_t(t.out.size()), brc_nodes - 2);
 }
 
 }  // namespace
@@ -862,16 +954,13 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
     for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
   }
   if (byte_dtype(dtype)) k.elem_prog.push_back({vec_api_cost("CastDown"), false});
-  if (!regbase(p) && last_axis_broadcast(op.inputs, out_shape, k.ds)) {
-    // 910B's element-wise kernels are TBE broadcast schedules (CANN 8.1.RC1's opp,
-    // op_impl/ai_core/tbe/impl/dynamic/maximum.py; hicann/ops-math's Ascend C Maximum,
-    // math/maximum/op_host/maximum_def.cpp, is built for ascend950 only): an operand broadcast along a last
-    // axis that is not a whole number of 32-byte blocks cannot be stored row-aligned, and is
-    // expanded in UB by vnchwconv transposes (tbe/dsl/unify_schedule/vector/broadcast/
-    // broadcast_schedule.py, _calc_storage_bound: "vnchwconv extra space for not enough case"),
-    // costed per output element as the transposes' gathers are.  (Fit half: 910B2's fp32 Maximum
-    // of [2, 3, 17, 1024, 101] and [1, 1, 1, 1024, 1] ran at 0.40 of the measured time without it;
-    // the 950's Ascend C kernel of the same case matched.)
+  if (!regbase(p) && !(c220(p) && tbe_kernel_nodes(op) > 0) && last_axis_broadcast(op.inputs, out_shape, k.ds)) {
+    // An operand broadcast along a last axis that is not a whole number of 32-byte blocks, in a
+    // TBE broadcast schedule (910B's element-wise kernels; hicann/ops-math's Ascend C Maximum is
+    // built for ascend950 only): a stand-in cost per output element, as the transposes' gathers
+    // (the DEFAULT soc's schedule expands it by vnchwconv, broadcast_schedule.py _calc_storage_bound).
+    // Not for 910B's transcribed TBE kernels (tbe_kernel_nodes), whose broadcast schedule
+    // (BroadcastScheduleMl) apply_tbe_elewise prices instruction by instruction.
     k.elem_prog.push_back({vec_api_cost("Gather"), false});
   }
   k.temp_fp32 += temps;
