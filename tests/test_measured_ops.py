@@ -294,6 +294,59 @@ def test_910b_tbe_elementwise_default_tiling_follows_canns_rule():
     assert an.estimate("Sigmoid", [[1537]], "float32", "Ascend910B2", t).breakdown["cores_used"] == 13
 
 
+def _exp_vector_us(attrs, dtype="float16", soc="Ascend910B2", n=1 << 24):
+    t = an.baseline_tiling("Exp", [[n]], dtype, soc, attrs)
+    return an.estimate("Exp", [[n]], dtype, soc, t, attrs).breakdown["vector_us"], t
+
+
+def test_910b_exp_runs_its_scalars_as_tbe_exp_py_does():
+    # CANN 8.1.RC1 tbe/impl/dynamic/exp.py exp_compute: vmuls + vadds unless scale == 1 and shift == 0,
+    # a vmuls by ln(base) when base > 0, then vexp, in the input's lanes (bf16 in fp32).  Each scalar
+    # instruction costs alike (Muls and Adds share a class); the UB nodes stay 2 (a chain of unary
+    # nodes, elewise_schedule.py _calc_storage_bound), so the default tiling does not move.
+    for dtype in ("float16", "bfloat16", "float32"):
+        plain, t0 = _exp_vector_us({}, dtype)
+        assert _exp_vector_us({"base": -1.0, "scale": 1.0, "shift": 0.0}, dtype)[0] == plain
+        one, t1 = _exp_vector_us({"base": 10.0}, dtype)
+        two, t2 = _exp_vector_us({"scale": 0.5}, dtype)
+        assert _exp_vector_us({"shift": 1.0}, dtype)[0] == two
+        three, t3 = _exp_vector_us({"base": 2, "scale": 0.5, "shift": 1.0}, dtype)
+        assert plain < one < two < three, dtype
+        assert two - plain == pytest.approx(2 * (one - plain), rel=1e-6)
+        assert three - plain == pytest.approx(3 * (one - plain), rel=1e-6)
+        assert t0 == t1 == t2 == t3
+        # The 950's Ascend C Exp (arch35) is not transcribed: its chain stays the vexp.
+        assert _exp_vector_us({"base": 2, "scale": 0.5}, dtype, "Ascend950PR")[0] == \
+            _exp_vector_us({}, dtype, "Ascend950PR")[0]
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B2", "Ascend950PR"])
+def test_exp_refuses_a_base_exp_py_refuses(soc):
+    # exp.py: "base" must be strictly positive or -1 (e); the scalars must be finite.
+    for bad in ({"base": 0.0}, {"base": -2.0}, {"base": -1}):
+        if bad == {"base": -1}:
+            an.baseline_tiling("Exp", [[4096]], "float32", soc, bad)  # -1 as an int is e
+            continue
+        with pytest.raises(ValueError, match="'base' must be strictly positive or -1"):
+            an.baseline_tiling("Exp", [[4096]], "float32", soc, bad)
+        with pytest.raises(ValueError, match="'base' must be strictly positive or -1"):
+            an.tune_op("Exp", [[4096]], "float32", soc, bad, max_evals=2)
+    with pytest.raises(ValueError, match="'scale' must be finite"):
+        an.baseline_tiling("Exp", [[4096]], "float32", soc, {"scale": float("inf")})
+
+
+def test_exp_record_passes_the_reference_scalars():
+    # cann-bench's exp_ref: scale * x + shift, * ln(base) when that is not 0 (base <= 0 or 1: e), exp.
+    rec = {"id": "M0055", "op": "Exp", "soc": "Ascend910B2", "inputs": [[1537, 769]], "dtype": ["float32"],
+           "attrs": {"base": 10.0, "scale": 1.0, "shift": 0.0}, "time_us": 16.5, "source_where": "x case 8"}
+    assert records.translate_record(rec)[3] == {"base": 10.0, "scale": 1.0, "shift": 0.0}
+    for base in (1.0, 0.0, -3.0):
+        assert records.translate_record({**rec, "attrs": {"base": base}})[3] == {"base": -1.0}
+    plain = an.predict_record({**rec, "attrs": {}}).time_us
+    assert an.predict_record(rec).time_us > plain
+    assert an.predict_record({**rec, "attrs": {"base": 1.0}}).time_us == plain
+
+
 def _tbe_broadcast_fused(a, b):
     """canndev op_tiling/broadcast_v3.cc, FusionContinuousAxis: both inputs' fused shapes."""
     r = max(len(a), len(b))

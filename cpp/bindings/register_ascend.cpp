@@ -228,12 +228,13 @@ void register_ascend(py::module_& m) {
       "op_model",
       [](const Platform& p, const std::string& kind, const std::vector<std::vector<int64_t>>& inputs,
          const std::string& dtype, const std::map<std::string, std::vector<int64_t>>& int_attrs,
-         const std::map<std::string, std::vector<std::string>>& str_attrs) {
-        OpDesc op{kind, inputs, dtype, int_attrs, str_attrs};
+         const std::map<std::string, std::vector<std::string>>& str_attrs,
+         const std::map<std::string, double>& float_attrs) {
+        OpDesc op{kind, inputs, dtype, int_attrs, str_attrs, float_attrs};
         return make_op_model(op, p);
       },
       py::arg("platform"), py::arg("kind"), py::arg("inputs"), py::arg("dtype"), py::arg("int_attrs"),
-      py::arg("str_attrs"));
+      py::arg("str_attrs"), py::arg("float_attrs") = std::map<std::string, double>{});
   m.def("conv_auto_pads", &aoe::ascend::conv_auto_pads, py::arg("mode"), py::arg("x"), py::arg("w"),
         py::arg("strides"), py::arg("dilations"),
         "ONNX auto_pad of a 2-D convolution as explicit pads [top, left, bottom, right].");

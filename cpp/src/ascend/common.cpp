@@ -258,6 +258,12 @@ std::vector<std::string> attr_strs(const OpDesc& op, const std::string& name) {
   auto it = op.str_attrs.find(name);
   return it == op.str_attrs.end() ? std::vector<std::string>{} : it->second;
 }
+double attr_real(const OpDesc& op, const std::string& name, double dflt) {
+  const auto it = op.float_attrs.find(name);
+  if (it == op.float_attrs.end()) return op.int_attrs.count(name) ? double(attr_int(op, name, 0)) : dflt;
+  if (!std::isfinite(it->second)) fail(op.kind + ": attribute '" + name + "' must be finite, got " + std::to_string(it->second));
+  return it->second;
+}
 
 std::vector<int64_t> core_counts(int64_t n, int64_t max_useful) {
   const int64_t hi = std::max<int64_t>(1, std::min(n, max_useful));

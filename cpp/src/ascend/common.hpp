@@ -326,6 +326,7 @@ std::vector<int64_t> attr_ints(const OpDesc& op, const std::string& name, std::v
 int64_t attr_int(const OpDesc& op, const std::string& name, int64_t dflt);
 bool attr_flag(const OpDesc& op, const std::string& name);  // 0 (also when absent) or 1; else an error
 std::vector<std::string> attr_strs(const OpDesc& op, const std::string& name);
+double attr_real(const OpDesc& op, const std::string& name, double dflt);  // a float attribute, or an integer one
 
 // Candidate core counts: 1, 2, 4, ... and every multiple of `step` up to n, and n.
 std::vector<int64_t> core_counts(int64_t n, int64_t max_useful);

@@ -109,7 +109,8 @@ const std::vector<OpEntry>& op_table() {
       // A chain of elementwise ops run as one kernel (attrs: "ops" in order, "to" for a Cast).
       {"FusedElementwise", {}, F::Elementwise, std::nullopt, true, {}},
       // One entry per vector recipe in common.cpp (checked there).  Square(x)
-      // is Mul(x, x): make_op_model repeats its one operand.
+      // is Mul(x, x): make_op_model repeats its one operand.  Exp takes CANN's base, scale and
+      // shift (float attributes; vector.cpp exp_scalar_apis checks them and adds their instructions).
       elementwise("Add", 2), elementwise("Sub", 2), elementwise("Mul", 2, {"Square"}),
       elementwise("Div", 2, {"RealDiv"}), elementwise("Max", 2, {"Maximum"}), elementwise("Min", 2, {"Minimum"}),
       elementwise("Pow", 2), elementwise("Equal", 2), elementwise("Greater", 2), elementwise("Less", 2),

@@ -614,6 +614,9 @@ void fuse_elementwise(VecKernel& k, const OpDesc& op, const std::string& cd, dou
 // And whether the compute runs in fp32 (UB nodes of 4 bytes): Gelu casts fp16 up unless
 // high_performance (impl_mode None), Mish casts fp16 up, Sigmoid in its default high_precision
 // mode; Exp (default high_performance) and Maximum keep fp16; bf16 runs in fp32 (support_bfp16).
+// (GE's default op_select_implmode, high_performance, as the benchmark's torchair-fused Exp takes it,
+// reads opp tbe/impl_mode/high_performance.ini: Exp and Mish high_performance, Gelu and Sigmoid
+// high_precision, as here.)  Exp's scalars add nodes in a chain, which stay 2 (exp_scalar_apis).
 // 0: not such a kernel.
 int tbe_elewise_nodes(const std::string& kind) {
   static const std::map<std::string, int> nodes = {
@@ -670,6 +673,34 @@ bool tbe_elewise_program(const std::string& o, const std::string& cd, std::vecto
     prog.push_back({vec_api_cost(a), true});
   if (cd != "float32") prog.push_back({vec_api_cost("CastDown"), false});
   return true;
+}
+
+// Exp's scalars, y = exp((shift + scale x) ln(base)) with base -1 for e (CANN 8.1.RC1 opp
+// tbe/impl/dynamic/exp.py): exp() refuses a base neither > 0 nor -1; exp_compute emits vmuls + vadds
+// unless scale == 1 and shift == 0 (math.isclose, rel 1e-8), and a vmuls by ln(base) when base > 0,
+// all before the vexp and in its lanes.  Returns those instructions; checks the attributes.
+std::vector<const char*> exp_scalar_apis(const OpDesc& op) {
+  const double base = attr_real(op, "base", -1.0), scale = attr_real(op, "scale", 1.0);
+  const double shift = attr_real(op, "shift", 0.0);
+  auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-8 * std::max(std::fabs(a), std::fabs(b)); };
+  if (base <= 0 && !close(base, -1.0))
+    fail("Exp: attribute 'base' must be strictly positive or -1 (for e), got " + std::to_string(base));
+  std::vector<const char*> apis;
+  if (!close(scale, 1.0) || !close(shift, 0.0)) apis = {"Muls", "Adds"};
+  if (base > 0) apis.push_back("Muls");
+  return apis;
+}
+
+// Exp's scalar instructions (exp_scalar_apis), its attributes checked on every SoC: 910B's TBE Exp runs
+// them before its vexp (the last step but bf16's CastDown), in its lanes.  (The 950's Ascend C Exp,
+// ops-math math/exp/op_kernel/arch35/exp_dag.h, is not transcribed: its chain stays the vexp.)
+void add_exp_scalars(VecKernel& k, const OpDesc& op, const std::string& cd, const Platform& p) {
+  const auto apis = exp_scalar_apis(op);
+  if (!c220(p)) return;
+  const size_t at = k.elem_prog.size() - (cd == "bfloat16" ? 2 : 1);
+  std::vector<VecStep> steps;
+  for (const char* a : apis) steps.push_back({vec_api_cost(a), k.elem_prog[at].fp32});
+  k.elem_prog.insert(k.elem_prog.begin() + long(at), steps.begin(), steps.end());
 }
 
 // The shapes of two broadcast inputs after TBE's runtime fuses their continuous axes (canndev
@@ -950,6 +981,7 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
     const bool gelu_fp32 = c220(p) && o == "Gelu" && cd == "float16";
     const bool tbe = c220(p) && !is_integer_dtype(cd) && tbe_elewise_program(o, cd, k.elem_prog);
     const int arity = tbe ? 1 : vec_program(o, gelu_fp32 ? "bfloat16" : cd, k.elem_prog);  // TBE's: unary
+    if (o == "Exp" && op.kind == "Exp") add_exp_scalars(k, op, cd, p);
     consumed += (i == 0) ? arity : arity - 1;
     for (size_t j = first; j < k.elem_prog.size(); ++j) temps = std::max(temps, k.elem_prog[j].cost.temps);
   }

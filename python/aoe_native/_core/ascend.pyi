@@ -112,6 +112,7 @@ def op_model(
     dtype: str,
     int_attrs: Mapping[str, Sequence[int]],
     str_attrs: Mapping[str, Sequence[str]],
+    float_attrs: Mapping[str, float] = ...,
 ) -> OpModel: ...
 def conv_auto_pads(mode: str, x: Sequence[int], w: Sequence[int], strides: Sequence[int],
                    dilations: Sequence[int]) -> list[int]: ...

@@ -52,7 +52,9 @@ _INT64_MAX = 2**63 - 1
 # ONNX TensorProto data types accepted for Cast's "to".
 _ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 6: "int32"}
 # Float attributes that do not change the cost (scalars folded into the kernel).
-_FLOAT_ATTRS = {"alpha", "beta", "epsilon", "momentum", "min", "max"}
+# Real-valued attributes: Exp's base, scale and shift reach the native model (its 910B
+# instruction chain, vector.cpp tbe_exp_apis); the others do not change the cost.
+_FLOAT_ATTRS = {"alpha", "beta", "epsilon", "momentum", "min", "max", "base", "scale", "shift"}
 # Attributes accepted for ONNX compatibility that the model derives itself.
 _IGNORED_ATTRS = {"noop_with_empty_axes", "stash_type"}
 # What a default ("before") tiling stands for (baseline_kind): CANN MatMulV3's own heuristic
@@ -163,6 +165,7 @@ def _attr_int(op_type: str, name: str, v: Any) -> int:
 def _attrs(attrs: Mapping[str, Any] | None, op_type: str):
     ints: dict[str, list[int]] = {}
     strs: dict[str, list[str]] = {}
+    floats: dict[str, float] = {}
     for k, v in dict(attrs or {}).items():
         if not isinstance(k, str):
             raise TypeError(f"{op_type}: attribute names must be strings, got {k!r}")
@@ -179,6 +182,7 @@ def _attrs(attrs: Mapping[str, Any] | None, op_type: str):
                 raise TypeError(f"{op_type}: attribute {k!r} must be an integer, got {v!r}")
             if not math.isfinite(float(v)):
                 raise ValueError(f"{op_type}: attribute {k!r} must be finite, got {v!r}")
+            floats[k] = float(v)
         elif isinstance(v, str):
             strs[k] = [v]
         elif isinstance(v, (Sequence, np.ndarray)):
@@ -191,7 +195,7 @@ def _attrs(attrs: Mapping[str, Any] | None, op_type: str):
                 raise TypeError(f"{op_type}: attribute {k!r} must be a list of ints or of strings, got {v!r}")
         else:
             raise TypeError(f"{op_type}: attribute {k!r} has unsupported type {type(v).__name__}")
-    return ints, strs
+    return ints, strs, floats
 
 
 def auto_pads(mode: str, x: Sequence[int], w: Sequence[int], strides: Sequence[int],
@@ -230,8 +234,8 @@ _CACHE_MAX = 512
 
 
 def _build(op_type: str, shapes: list[list[int]], dtype: str, plat: Platform, attrs: Mapping[str, Any] | None):
-    ints, strs = _attrs(attrs, op_type)
-    m = _native.op_model(plat, op_type, shapes, dtype, ints, strs)
+    ints, strs, floats = _attrs(attrs, op_type)
+    m = _native.op_model(plat, op_type, shapes, dtype, ints, strs, floats)
     _check_attr_names(m.kind, op_type, attrs)
     return m
 

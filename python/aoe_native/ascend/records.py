@@ -130,9 +130,27 @@ def _dtypes_attr(shapes: list, dtypes: list) -> list[str]:
 
 
 def _unary(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
-    # Exp's base/scale/shift and Gelu's approximate are scalars of the same kernel.
+    # Gelu's approximate does not choose the kernel: the benchmark's torch gelu runs CANN's Gelu for
+    # 'none' and 'tanh' alike (the records' notes: "reference kernels: Gelu x1"), whose TBE compute
+    # (gelu.py) is the tanh form either way.
     _need(rid, op, shapes, 1)
     return op, shapes, dtypes[0], {}
+
+
+def _exp(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
+    """Exp(base, scale, shift) = exp((shift + scale x) ln(base)), base -1 for e.  The benchmark's
+    reference (cann-bench scripts/baseline/refs/level1.py, exp_ref) compiles scale * x + shift, then
+    * ln(base) when that is not 0, then exp, through torchair, whose GE buffer fusion runs the chain as
+    one kernel: CANN's Exp with these scalars (vector.cpp, exp_scalar_apis).  A base <= 0 or 1 (ln 1 =
+    0) takes e and no multiply there: base -1 to CANN's Exp.  Not charged: the reference's multiply by 1
+    and add of 0, which its graph keeps (the unfused records' notes list Mul with scale 1, Add with
+    shift 0) and CANN's Exp skips."""
+    _need(rid, op, shapes, 1)
+    out = {k: float(attrs[k]) for k in ("base", "scale", "shift") if k in attrs}
+    base = out.get("base", -1.0)
+    if base <= 0 or math.log(base) == 0.0:
+        out["base"] = -1.0
+    return op, shapes, dtypes[0], out
 
 
 def _binary(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translation:
@@ -422,7 +440,7 @@ def _rope(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Transla
 _TRANSLATIONS: dict[str, Callable[..., Translation]] = {
     "RmsNorm": _norm_quant, "AddRmsNormDynamicQuant": _norm_quant, "DynamicQuant": _norm_quant,
     "DequantSwigluQuant": _norm_quant, "GroupNorm": _group_norm, "SwiGlu": _swiglu, "ApplyRotaryPosEmb": _rope,
-    "Sigmoid": _unary, "Gelu": _unary, "Mish": _unary, "Exp": _unary,
+    "Sigmoid": _unary, "Gelu": _unary, "Mish": _unary, "Exp": _exp,
     "Maximum": _binary, "Minimum": _binary,
     "Softmax": _softmax, "Transpose": _transpose, "StridedSlice": _strided_slice,
     "AdaptiveAvgPool3D": _adaptive_avg_pool3d, "Gather": _gather_elements, "MatMul": _matmul,

@@ -34,6 +34,7 @@ struct OpDesc {
   std::string dtype = "float16";
   std::map<std::string, std::vector<int64_t>> int_attrs = {};    // integer attributes (strides, pads, group, ...)
   std::map<std::string, std::vector<std::string>> str_attrs = {};  // string ones (epilogue, out_dtype, auto_pad, to, mode)
+  std::map<std::string, double> float_attrs = {};  // real ones the model reads (Exp's base, scale, shift)
 };
 
 // Where the time goes for one tiling.
@@ -136,7 +137,7 @@ struct OpEntry {
   std::vector<std::string> aliases;  // other accepted names: ONNX ones first, then Ascend/TF ones
   OpFamily family;
   std::optional<int> operands;       // elementwise: tensor operands (1 unary, 2 binary, 3 Where); empty: n-ary or not elementwise
-  bool any_attrs;                    // accepts any attribute (elementwise: alpha, approximate, ... do not change the cost)
+  bool any_attrs;                    // accepts any attribute (elementwise: alpha, approximate, ...; Exp reads base/scale/shift)
   std::vector<std::string> attrs;    // otherwise the attribute names it accepts
 };
 
