@@ -691,6 +691,72 @@ def test_softmax_910b_short_rows_take_the_norm_reduce_transpose_and_aligned_in_u
     assert t17 < 0.6 * t32
 
 
+def _tbe_softmax_910b_nlast_workspace(outer, R, inner, dtype):
+    """CANN 8.1.RC1's TBE SoftmaxV2 over a non-last axis on 910B when R does not fit a pass (canndev
+    op_tiling/norm.cc IsNeedWorkspace: R x min(inner aligned, 8 blocks) > 16336, COMMON_MODE's fp32 elements
+    a tensor on the ARA / RA graph): (columns a core, rows of R a UB chunk), else None (the normal case).
+    The columns as GetWorkspaceBlockTilingInfo splits the inner axis (0: whole outer indices a core); the
+    chunk as JudgeWorkspaceCurDimSplitUb splits R in WORKSPACE_MODE's 12272 fp32 elements a tensor."""
+    cdiv = lambda a, b: -(-a // b)
+    block, cores = 8 if dtype == "float32" else 16, 48
+    if R * min(cdiv(inner, block) * block, 8 * block) <= 16336:
+        return None
+    tail = lambda f: f if inner % f == 0 else inner % f
+    cols = 1
+    if outer * R * inner < block:
+        cols = inner
+    elif outer > 1 and (outer >= cores or R * inner <= block):
+        cols = inner  # whole outer indices a core
+    elif outer * inner < cores:
+        cols = next((f for f in range(block, inner) if tail(f) >= block), inner)
+    else:
+        found = False
+        for tcn in range(cores, outer * inner + 1, cores):
+            for bd in range(tcn // outer, 0, -1) if outer <= tcn else ():
+                if tail(cdiv(inner, bd)) >= block:
+                    cols, found = cdiv(inner, bd), True
+                    break
+            if found:
+                break
+    f = 12272 // (cdiv(cols, block) * block)
+    while f > 1 and (R % f or f) * cols < block:
+        f -= 1
+    factor = cdiv(R, cdiv(R, f))
+    if factor * cols < block:
+        factor = min(f, R)
+    return cols, factor
+
+
+def test_softmax_910b_over_a_non_last_axis_past_a_pass_takes_the_norm_workspace_case():
+    # Over a non-last axis, a reduced extent R that does not fit NORM's pass (R x min(inner, 8 blocks) over
+    # 16336 fp32 elements) runs the workspace case: R in chunks of what WORKSPACE_MODE's pass holds, exp(x -
+    # max) kept in an fp32 GM workspace (x read twice, the workspace written once and read twice),
+    # single-buffered.  The model before swept x three times, double-buffered: every one of these off.
+    seen = 0
+    for dtype, ds in (("float16", 2), ("float32", 4), ("bfloat16", 2)):
+        for outer in (1, 3, 64):
+            for R in (16, 100, 512, 3000):
+                for inner in (8, 100, 2049):
+                    shape, axis = ([[R, inner]], 0) if outer == 1 else ([[outer, R, inner]], 1)
+                    t = an.baseline_tiling("Softmax", shape, dtype, "Ascend910B2", attrs={"axis": axis})
+                    b = an.estimate("Softmax", shape, dtype, "Ascend910B2", t, attrs={"axis": axis}).breakdown
+                    ws = _tbe_softmax_910b_nlast_workspace(outer, R, inner, dtype)
+                    if ws is None:
+                        assert t["bufferNum"] == 2, (dtype, shape)  # the normal case: not transcribed
+                        continue
+                    seen += 1
+                    cols, factor = ws
+                    factor = min(factor, -(-R // 2))  # a chunk as long as R is taken as two (vector.cpp)
+                    block = 32 // ds
+                    assert t["tileLen"] == -(-factor * cols // block) * block, (dtype, shape)
+                    assert t["bufferNum"] == 1, (dtype, shape)
+                    # the breakdown's bytes: the busiest core's (whole units of R x cols) times the cores
+                    units, used = outer * -(-inner // cols), b["cores_used"]
+                    n = used * -(-units // used) * R * cols
+                    assert (b["gm_read_bytes"], b["gm_write_bytes"]) == (n * (2 * ds + 8), n * (ds + 4)), (dtype, shape)
+    assert seen > 30
+
+
 def test_softmax_over_a_leading_axis_spreads_its_inner_axis_over_every_vector_core():
     # CANN's SoftmaxV2 ARA tiling (ops-nn softmax_v2_ara_recompute_tiling.cpp): the inner axis in
     # 32-byte blocks, ceil(129 blocks / 64 cores) = 3 per unit: 43 units of 48 fp16 columns.  The

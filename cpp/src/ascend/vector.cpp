@@ -1090,7 +1090,8 @@ void last_axis_rows(VecKernel& k, int64_t outer, int64_t R, bool sm, bool ln, bo
 // (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
 // Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
 // 910B runs SoftmaxV2 as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp tbe/impl/dynamic/softmax_v2.py),
-// whose block split is its own (softmax_910b_columns, below).
+// whose block split is its own (softmax_910b_columns, below), and which takes NORM's workspace case when R
+// does not fit a pass (softmax_910b_nlast).
 // The columns of the inner axis a core takes in 910B's TBE SoftmaxV2 over a non-last axis ([outer, R,
 // inner]; outer 1: the RA pattern), as canndev 2021 op_tiling/norm.cc GetBlockTilingInfo splits the A axes
 // (normal case): the outer axis when it alone fills the cores (JudgeCurDimSplitBlock: ceil(outer / cores)
@@ -1113,6 +1114,47 @@ int64_t softmax_910b_columns(int64_t outer, int64_t R, int64_t inner, int64_t bl
       if (tail(cdiv(inner, bd)) >= block) return cdiv(inner, bd);
   }
   return 1;
+}
+
+// 910B's TBE SoftmaxV2 over a non-last axis ([outer, R, inner]) when the reduced axis does not fit a UB pass:
+// NORM's workspace case (canndev 2021 op_tiling/norm.cc IsNeedWorkspace: R x min(inner in 32-byte blocks,
+// 8 blocks) over COMMON_MODE's pass, 16336 fp32 elements a tensor here: 3 tensors, reduce temps 8 + 8
+// blocks, no vnchwconv broadcast; norm_tilingcase.py run on softmax_v2_compute's ARA / RA graphs).  Its
+// tiling:
+// - cores: GetWorkspaceBlockTilingInfo splits as GetBlockTilingInfo does (softmax_910b_columns), each
+//   core's columns capped by the pass (max_block_factor); a core that takes whole outer indices takes the
+//   whole inner axis (not transcribed: an inner axis past a pass with outer >= cores, which norm.cc then
+//   splits instead);
+// - UB: JudgeWorkspaceCurDimSplitUb splits R: as many rows of the core's columns (32-byte aligned) as
+//   WORKSPACE_MODE's pass holds (12272 fp32 elements a tensor, 4 tensors: the smallest of its sub-graphs),
+//   the last chunk's columns at least a block, evened out over the chunks (ub_loop);
+// - GM: exp(x - max) goes to an fp32 workspace as in the last-axis case (find_workspace_tensor): x read
+//   for the max and for exp, the workspace written, read for the sum and the div; single-buffered (a
+//   dynamic build).  A chunk as long as R is taken as two: the model sweeps a unit only when it spans tiles.
+// The normal case over a non-last axis (its UB split over the columns, its buffering) is not transcribed.
+void softmax_910b_nlast(VecKernel& k, int64_t outer, int64_t R, int64_t inner, const Platform& p) {
+  const int64_t blk = 32, block = blk / k.ds;
+  const int64_t common = (int64_t(p.ub) - 16 * blk) / 3 / blk * blk / 4;
+  if (R * std::min(align_up(inner, block), 8 * block) <= common) return;
+  const int64_t ws = (int64_t(p.ub) - 8 * blk) / 4 / blk * blk / 4;
+  int64_t cols = softmax_910b_columns(outer, R, inner, block, p.vector_cores);
+  if (cols == 0) cols = inner;
+  cols = std::min(cols, ws / block * block);
+  int64_t f = std::max<int64_t>(1, ws / align_up(cols, block));
+  while (f > 1 && (R % f ? R % f : f) * cols < block) --f;
+  int64_t factor = cdiv(R, cdiv(R, f));
+  if (factor * cols < block) factor = std::min(f, R);
+  factor = std::min(factor, std::max<int64_t>(1, cdiv(R, 2)));
+  k.units = outer * cdiv(inner, cols);
+  k.unit_elems = R * cols;
+  k.ub_buffers = 2;
+  k.temp_fp32 = 4 - k.ds / 2;  // ub_buffers x ds + 4 x temp_fp32 = 4 x 4 tensors bytes
+  k.baseline_tile = align_up(factor * cols, block);
+  k.baseline_buffer_num = 1;
+  k.store_beside_load = true;
+  k.sweeps_if_split = 4;
+  k.split_ws_bytes = 4;
+  k.split_ws_reads = 2;
 }
 
 void other_axis_rows(VecKernel& k, int64_t outer, int64_t R, int64_t inner, bool sm, bool ln, bool f32,
@@ -1209,6 +1251,7 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   k.ub_buffers = 2;
   k.temp_fp32 = f32 && k.ds != 4 ? 2 : 1;
   if (sm && inner == 1 && c220(p)) softmax_910b_tiling(k, outer, R, dtype, p);
+  if (sm && inner > 1 && c220(p)) softmax_910b_nlast(k, outer, R, inner, p);
   const double n = double(numel(x));
   k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes;
   fuse_elementwise(k, op, cd, 1.0, n, k.out_bytes > 0 ? n : double(outer) * inner, k.out_bytes > 0,
