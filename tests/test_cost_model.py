@@ -588,19 +588,38 @@ def test_growing_random_matmuls_never_makes_their_optimum_much_faster():
     assert worst > 0.97  # what is left: how UnitFlag and the L0C buffers overlap the write-out (<= 2.1% in 300 pairs)
 
 
-def _tbe_softmax_910b(rows, row):
-    """CANN 8.1.RC1's TBE NORM tiling of an fp16 last-axis SoftmaxV2 on 910B: (cores, rows a UB pass).
-    canndev op_tiling/norm.cc GetBlockTilingInfo / JudgeNormalCurDimSplitUb; 11736 elements a pass from
-    norm_tilingcase.py's coexisting tensors (4 fp32 tensors in 192 KB less the reduce/broadcast temps)."""
-    block, cores = 16, 48
-    row_al = -(-row // block) * block
-    if rows >= cores or row <= block:
-        per_core = max(-(-rows // cores), -(-block // row))
+def _tbe_softmax_910b(rows, row, dtype="float16"):
+    """CANN 8.1.RC1's TBE NORM tiling of a last-axis SoftmaxV2 [rows, row] on 910B: (case, cores, tileLen).
+    The case as canndev op_tiling/norm.cc CalcNormInfo picks it (IsNeedReduceTranspose, IsNeedAlignedInUb),
+    the rows over the cores (GetBlockTilingInfo) and a core's rows over UB passes (JudgeNormalCurDimSplitUb)
+    of the case's ub_size: the fp32 elements a pass holds per tensor, from norm_tilingcase.py's coexisting
+    tensors run on softmax_v2_compute's graph: COMMON_MODE 11736 fp16 / 15648 fp32 and bf16,
+    REDUCE_TRANS_MODE 9800, PAD_MODE 11672; the transpose and pad cases take rows up to those over
+    transpose_max_entire_size (128): 76 and 91 aligned elements.  A reduce-transpose pass keeps its rows
+    back to back (no storage_align): its tile is rows x row elements, 32-byte aligned; the others' rows are
+    padded to 32-byte blocks.  tileLen is at least the model's smallest (256 bytes)."""
+    cdiv = lambda a, b: -(-a // b)
+    ds = 4 if dtype == "float32" else 2
+    block, half, cores = 32 // ds, dtype == "float16", 48
+    row_al = cdiv(row, block) * block
+    common = 11736 if half else 15648
+    if rows >= 2 and row >= 2 and row <= 9800 // 128 and (not half or row % block):  # fp32 max: vc-unsupported
+        case, elems = "reduce_transpose", 9800
+    elif rows >= 2 and row >= 2 and row % block and row_al <= 11672 // 128:
+        case, elems = "aligned_in_ub", 11672
+    else:
+        case, elems = "normal", common
+    if rows * row < block:
+        per_core = rows
+    elif row <= block and rows < cores:
+        per_core = min(rows, cdiv(block, row))
+    elif row <= block or rows >= cores:
+        per_core = max(cdiv(rows, cores), cdiv(block, row))
     else:
         per_core = 1
-    per_core = min(per_core, rows)
-    passes = -(-per_core // (11736 // row_al))
-    return -(-rows // per_core), -(-per_core // passes)
+    per_pass = cdiv(per_core, cdiv(per_core, elems // row_al))
+    tile = cdiv(per_pass * row, block) * block if case == "reduce_transpose" else per_pass * row_al
+    return case, cdiv(rows, per_core), max(tile, 256 // ds)
 
 
 def test_softmax_910b_follows_the_tbe_norm_tiling_and_reduces_a_pass_of_rows_per_call():
@@ -611,9 +630,7 @@ def test_softmax_910b_follows_the_tbe_norm_tiling_and_reduces_a_pass_of_rows_per
             shape = [[rows, row]]
             t = an.baseline_tiling("Softmax", shape, "float16", "Ascend910B2", attrs={"axis": -1})
             est = an.estimate("Softmax", shape, "float16", "Ascend910B2", t, attrs={"axis": -1})
-            cores, per_pass = _tbe_softmax_910b(rows, row)
-            model_pass = min(t["tileLen"] // (-(-row // 16) * 16), -(-rows // est.breakdown["cores_used"]))
-            assert (est.breakdown["cores_used"], model_pass) == (cores, per_pass), shape
+            assert (est.breakdown["cores_used"], t["tileLen"]) == _tbe_softmax_910b(rows, row)[1:], shape
             assert t["bufferNum"] == 1, shape  # a dynamic-shape NORM build does not double-buffer
     # A pass's short rows share their reduce calls and waits (up to 255 rows a call): the same 4M fp32
     # elements in rows of 64 cost about what they cost in rows of 1024 (a wait a row: 6.4x before).
@@ -648,6 +665,96 @@ def test_softmax_910b_follows_the_tbe_norm_tiling_and_reduces_a_pass_of_rows_per
         est = an.estimate("Softmax", shape, "float16", "Ascend910B2", t, attrs={"axis": axis})
         assert est.breakdown["cores_used"] == cores, shape
         assert an.tune_op("Softmax", shape, "float16", "Ascend910B2", attrs={"axis": axis}).time_us <= est.time_us
+
+
+def test_softmax_910b_short_rows_take_the_norm_reduce_transpose_and_aligned_in_ub_cases():
+    # Rows up to 76 elements (any with fp32 / bf16, whose fp32 reduce_max takes the transpose even when
+    # aligned; unaligned ones with fp16) run NORM's reduce-transpose case, unaligned rows of up to 91 aligned
+    # elements its aligned-in-UB case (norm.cc IsNeedReduceTranspose / IsNeedAlignedInUb), each with its own
+    # UB pass; the model before ran them all as the normal case: 84 of these 300 (cores, tileLen) off.
+    cases = set()
+    for dtype in ("float16", "float32", "bfloat16"):
+        for rows in (7, 300, 5904, 7008, 65536):
+            for row in (2, 5, 8, 13, 16, 17, 33, 48, 64, 76, 77, 80, 81, 88, 89, 96, 100, 127, 128, 1000):
+                case, cores, tile = _tbe_softmax_910b(rows, row, dtype)
+                t = an.baseline_tiling("Softmax", [[rows, row]], dtype, "Ascend910B2", attrs={"axis": -1})
+                est = an.estimate("Softmax", [[rows, row]], dtype, "Ascend910B2", t, attrs={"axis": -1})
+                assert (est.breakdown["cores_used"], t["tileLen"]) == (cores, tile), (dtype, rows, row, case)
+                cases.add(case)
+    assert cases == {"normal", "reduce_transpose", "aligned_in_ub"}
+    # A reduce-transpose pass reduces across its rows element-wise, on rows back to back: no per-row reduce
+    # call, no padding.  Rows of 17 fp16 elements cost less than rows of 32 (the normal case, the same
+    # padded rows); before, as much.
+    t17, t32 = (an.estimate("Softmax", [[65536, r]], "float16", "Ascend910B2",
+                            an.baseline_tiling("Softmax", [[65536, r]], "float16", "Ascend910B2", attrs={"axis": -1}),
+                            attrs={"axis": -1}).time_us for r in (17, 32))
+    assert t17 < 0.6 * t32
+
+
+def _tbe_softmax_910b_nlast_workspace(outer, R, inner, dtype):
+    """CANN 8.1.RC1's TBE SoftmaxV2 over a non-last axis on 910B when R does not fit a pass (canndev
+    op_tiling/norm.cc IsNeedWorkspace: R x min(inner aligned, 8 blocks) > 16336, COMMON_MODE's fp32 elements
+    a tensor on the ARA / RA graph): (columns a core, rows of R a UB chunk), else None (the normal case).
+    The columns as GetWorkspaceBlockTilingInfo splits the inner axis (0: whole outer indices a core); the
+    chunk as JudgeWorkspaceCurDimSplitUb splits R in WORKSPACE_MODE's 12272 fp32 elements a tensor."""
+    cdiv = lambda a, b: -(-a // b)
+    block, cores = 8 if dtype == "float32" else 16, 48
+    if R * min(cdiv(inner, block) * block, 8 * block) <= 16336:
+        return None
+    tail = lambda f: f if inner % f == 0 else inner % f
+    cols = 1
+    if outer * R * inner < block:
+        cols = inner
+    elif outer > 1 and (outer >= cores or R * inner <= block):
+        cols = inner  # whole outer indices a core
+    elif outer * inner < cores:
+        cols = next((f for f in range(block, inner) if tail(f) >= block), inner)
+    else:
+        found = False
+        for tcn in range(cores, outer * inner + 1, cores):
+            for bd in range(tcn // outer, 0, -1) if outer <= tcn else ():
+                if tail(cdiv(inner, bd)) >= block:
+                    cols, found = cdiv(inner, bd), True
+                    break
+            if found:
+                break
+    f = 12272 // (cdiv(cols, block) * block)
+    while f > 1 and (R % f or f) * cols < block:
+        f -= 1
+    factor = cdiv(R, cdiv(R, f))
+    if factor * cols < block:
+        factor = min(f, R)
+    return cols, factor
+
+
+def test_softmax_910b_over_a_non_last_axis_past_a_pass_takes_the_norm_workspace_case():
+    # Over a non-last axis, a reduced extent R that does not fit NORM's pass (R x min(inner, 8 blocks) over
+    # 16336 fp32 elements) runs the workspace case: R in chunks of what WORKSPACE_MODE's pass holds, exp(x -
+    # max) kept in an fp32 GM workspace (x read twice, the workspace written once and read twice),
+    # single-buffered.  The model before swept x three times, double-buffered: every one of these off.
+    seen = 0
+    for dtype, ds in (("float16", 2), ("float32", 4), ("bfloat16", 2)):
+        for outer in (1, 3, 64):
+            for R in (16, 100, 512, 3000):
+                for inner in (8, 100, 2049):
+                    shape, axis = ([[R, inner]], 0) if outer == 1 else ([[outer, R, inner]], 1)
+                    t = an.baseline_tiling("Softmax", shape, dtype, "Ascend910B2", attrs={"axis": axis})
+                    b = an.estimate("Softmax", shape, dtype, "Ascend910B2", t, attrs={"axis": axis}).breakdown
+                    ws = _tbe_softmax_910b_nlast_workspace(outer, R, inner, dtype)
+                    if ws is None:
+                        assert t["bufferNum"] == 2, (dtype, shape)  # the normal case: not transcribed
+                        continue
+                    seen += 1
+                    cols, factor = ws
+                    factor = min(factor, -(-R // 2))  # a chunk as long as R is taken as two (vector.cpp)
+                    block = 32 // ds
+                    assert t["tileLen"] == -(-factor * cols // block) * block, (dtype, shape)
+                    assert t["bufferNum"] == 1, (dtype, shape)
+                    # the breakdown's bytes: the busiest core's (whole units of R x cols) times the cores
+                    units, used = outer * -(-inner // cols), b["cores_used"]
+                    n = used * -(-units // used) * R * cols
+                    assert (b["gm_read_bytes"], b["gm_write_bytes"]) == (n * (2 * ds + 8), n * (ds + 4)), (dtype, shape)
+    assert seen > 30
 
 
 def test_softmax_over_a_leading_axis_spreads_its_inner_axis_over_every_vector_core():

@@ -1013,16 +1013,81 @@ std::shared_ptr<OpModel> make_elementwise_model(const OpDesc& op, const Platform
 }
 
 namespace {
+// The NORM schedule cases 910B's TBE SoftmaxV2 over the last axis ([rows, row]) runs, as canndev 2021
+// op_tiling/norm.cc CalcNormInfo picks them at run time (IsNeedWorkspace, IsNeedReduceTranspose,
+// IsNeedAlignedInUb; the 8.1.RC1 runtime tiling ships compiled), and the fp32 elements a UB pass of each
+// holds per live tensor (norm_tilingcase.py NormInfo._calc_coexisting_quantities_and_temp_buffer_size, one
+// mode each, run on softmax_v2_compute's dynamic graph): (UB - temps) / tensors, 32-byte aligned.
+enum class NormCase { kNormal, kWorkspace, kReduceTranspose, kAlignedInUb };
+struct NormPass {
+  NormCase norm_case;
+  int64_t elems;    // fp32 elements a pass holds per tensor (the runtime's ub_size for the case)
+  int64_t tensors;  // coexisting tensors the case's UB holds
+};
+NormPass softmax_910b_case(int64_t rows, int64_t row, const std::string& dtype, int ds, const Platform& p) {
+  const int64_t blk = 32, block = blk / ds;  // block_size: elements a block of the smallest dtype
+  const bool half = dtype == "float16";
+  const int64_t reduce_temps = (8 + (half ? 8 : 10)) * blk;  // reduce_sum; reduce_max fp16 / fp32
+  const int64_t bcast_temp = (256 + 1) * blk;                 // the fp32 sum's vnchwconv broadcast
+  auto elems = [&](int64_t temps, int64_t tensors) { return (int64_t(p.ub) - temps) / tensors / blk * blk / 4; };
+  // COMMON_MODE: 3 tensors, 4 for fp16 (its fp16 row max is broadcast by vnchwconv, one node more).
+  const NormPass common{NormCase::kNormal, elems(reduce_temps + bcast_temp, half ? 4 : 3), half ? 4 : 3};
+  const int64_t row_al = align_up(row, block);
+  if (row_al > common.elems)  // WORKSPACE_MODE: 3 tensors, a block per reduce for its one-element result
+    return {NormCase::kWorkspace, elems(reduce_temps + 2 * blk, 3), 3};
+  if (rows < 2 || row < 2) return common;  // a 1-D shape after EliminateOne: not the AR pattern
+  // REDUCE_TRANS_MODE: each reduce 2 nodes more (REDUCE_TRANSPOSE_EXTRA_NODES), no broadcast temp: 5
+  // tensors, 9800 elements; PAD_MODE: the input 2 + 1 nodes more (ALIGN_AND_REMOVE_PAD_EXTRA_NODES), 32
+  // blocks more temp: 4 tensors, 11672 elements.  The row's limit in either is the pass over
+  // transpose_max_entire_size, 128 elements of fp32 (16 blocks of 32 bytes of the widest dtype): 76 and 91.
+  const NormPass trans{NormCase::kReduceTranspose, elems(reduce_temps, 5), 5};
+  const NormPass pad{NormCase::kAlignedInUb, elems(reduce_temps + bcast_temp + 32 * blk, 4), 4};
+  // exist_vc_unsupported_type: a last-axis reduce_max in fp32 (fp32 and bf16 inputs) takes the transpose
+  // however the row is aligned (norm.cc: NORM_ALIGN_REDUCE_TRANSPOSE_SCH_TYPE when it is).
+  const bool fp32_max = !half;
+  if (row <= std::min<int64_t>(trans.elems / 128, 128) && (fp32_max || row % block != 0)) return trans;
+  if (row % block != 0 && row_al <= pad.elems / 128) return pad;
+  return common;
+}
+
+// The short-row cases' work a pass (norm_schedule.py), beside the normal case's:
+// - reduce transpose: no storage_align (_calc_storage_align returns early), so x, y and the element-wise
+//   work are on the pass's rows back to back, row x ds bytes a row in UB too; its reductions are emitted
+//   with the "trans" attr (__handle_special_reduce_insn), no "entire_reduce": the pass's rows are
+//   transposed (the 2 extra nodes a reduce) and reduced across them element-wise, no per-row reduce calls
+//   and no per-row waits.  The kernel that attr emits is in the compiled backend: ASSUMED one vnchwconv
+//   pass and one vmax / vadd pass over the elements a reduction, each costed as an Add-class pass.  With
+//   the row aligned (fp32 / bf16, norm.cc NORM_ALIGN_REDUCE_TRANSPOSE_SCH_TYPE) only reduce_max takes the
+//   transpose; reduce_sum is a plain reduce, a call a row (no "entire_reduce" either).
+// - aligned in UB: the pass's rows are copied as one run and padded in UB ("align_pad" after the
+//   cache_read, _do_align_pad) and unpadded before the copy out ("remove_pad", _do_remove_pad); the rest as
+//   the normal case.  ASSUMED: each an Add-class pass over the padded elements (backend emit, compiled).
+// `pass_rows`: the rows a pass holds (the tile, rows x row elements, 32-byte aligned, in the transpose).
+void softmax_910b_short_rows(VecKernel& k, NormCase c, int64_t row, int64_t pass_rows, bool half) {
+  if (c != NormCase::kReduceTranspose && c != NormCase::kAlignedInUb) return;
+  const bool f32 = k.row_prog.front().fp32;
+  const VecStep pass{vec_api_cost("Add"), f32};
+  if (c == NormCase::kAlignedInUb) {
+    k.elem_prog.insert(k.elem_prog.end(), 2, pass);
+    return;
+  }
+  const bool aligned = row == k.unit_elems;
+  k.unit_elems = row;
+  k.in_bytes = k.out_bytes = k.ds;
+  k.baseline_tile = align_up(pass_rows * row, 32 / k.ds);
+  k.elem_prog.insert(k.elem_prog.end(), aligned && !half ? 2 : 4, pass);
+  k.row_prog.resize(aligned && !half ? 1 : 0);  // the sum's row reduce stays when the row is aligned
+  k.rows_per_reduce_call = 1;
+}
+
 // 910B runs SoftmaxV2 over the last axis as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp,
 // tbe/impl/dynamic/softmax_v2.py softmax_v2_compute: reduce_max, sub, exp, reduce_sum, div in fp32;
 // bf16 cast to fp32 first, fp16 after the sub).  Its default tiling, as the NORM schedule's "normal"
-// case (every row in UB; longer rows: the workspace case, below):
-// - the fp32 elements a UB pass holds per live tensor (tbe/dsl/unify_schedule/vector/norm/
-//   norm_tilingcase.py, NormInfo._calc_coexisting_quantities_and_temp_buffer_size, COMMON_MODE):
-//   (UB - reduce temps - broadcast temp) / coexisting tensors, 32-byte aligned; 3 tensors (4 for fp16:
-//   its fp16 row max is broadcast by vnchwconv, one node more); temps: reduce_sum 8 blocks, reduce_max
-//   10 blocks in fp32 / 8 in fp16 (_correct_ub_size_by_reduce), the fp32 sum's last-axis broadcast by
-//   vnchwconv 256 + 1 blocks (__handle_unified_broadcast): 15648 fp32, 11736 fp16 elements of 192 KB;
+// case (every row in UB; longer rows: the workspace case; short rows: softmax_910b_case's):
+// - the fp32 elements a UB pass holds per live tensor (softmax_910b_case, COMMON_MODE): temps
+//   reduce_sum 8 blocks, reduce_max 10 blocks in fp32 / 8 in fp16 (_correct_ub_size_by_reduce), the fp32
+//   sum's last-axis broadcast by vnchwconv 256 + 1 blocks (__handle_unified_broadcast): 15648 fp32, 11736
+//   fp16 elements of 192 KB;
 // - the rows over the cores (canndev 2021 op_tiling/norm.cc GetBlockTilingInfo, JudgeCurDimSplitBlock):
 //   ceil(rows / cores) a core, at least a 32-byte block of output, one row a core when rows are fewer
 //   than cores and longer than a block;
@@ -1043,12 +1108,10 @@ namespace {
 void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::string& dtype, const Platform& p) {
   const int64_t blk = 32;
   const bool half = dtype == "float16";
-  const int64_t tensors = half ? 4 : 3;
-  k.ub_buffers = 2;
-  k.temp_fp32 = int(tensors) - k.ds / 2;  // ub_buffers x ds + 4 x temp_fp32 = 4 x tensors bytes
-  const int64_t temps = 8 * blk + (half ? 8 : 10) * blk + (256 + 1) * blk;
-  const int64_t pass_elems = (int64_t(p.ub) - temps) / tensors / blk * blk / 4;
   const int64_t row_al = k.unit_elems;  // the row in 32-byte blocks of the input dtype
+  const NormPass np = softmax_910b_case(rows, row, dtype, k.ds, p);
+  k.ub_buffers = 2;
+  k.temp_fp32 = int(np.tensors) - k.ds / 2;  // ub_buffers x ds + 4 x temp_fp32 = 4 x tensors bytes
   if (rows < 1) return;
   k.baseline_buffer_num = 1;
   k.store_beside_load = true;
@@ -1058,7 +1121,7 @@ void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::str
   else if (row <= blk / k.ds && rows < cores) per_core = std::min(rows, cdiv(blk / k.ds, row));
   else if (row <= blk / k.ds || rows >= cores) per_core = std::max(cdiv(rows, cores), cdiv(blk / k.ds, row));
   k.baseline_block_dim = cdiv(rows, per_core);
-  if (row_al > pass_elems) {
+  if (np.norm_case == NormCase::kWorkspace) {
     // The workspace case (norm.cc IsNeedWorkspace: the aligned row over the pass), the same core split
     // (GetWorkspaceBlockTilingInfo).  The row goes through UB in even chunks of what a pass holds
     // (JudgeWorkspaceCurDimSplitUb; WORKSPACE_MODE's UB: 3 tensors, no broadcast temp, a block per
@@ -1068,26 +1131,25 @@ void softmax_910b_tiling(VecKernel& k, int64_t rows, int64_t row, const std::str
     // workspace, so a row takes 4 GM passes: x for the max, x for exp (written), the workspace for the
     // sum, the workspace for the div.  A chunk as long as the row is taken as two: the model sweeps a
     // row only when it spans tiles.
-    const int64_t ws_elems = (int64_t(p.ub) - (8 + (half ? 8 : 10)) * blk - 2 * blk) / 3 / blk * blk / 4;
-    const int64_t chunks = std::max<int64_t>(2, cdiv(row, ws_elems));
-    k.temp_fp32 = 3 - k.ds / 2;  // 3 tensors (the fp16 max is not broadcast by vnchwconv here)
+    const int64_t chunks = std::max<int64_t>(2, cdiv(row, np.elems));
     k.baseline_tile = align_up(cdiv(row, chunks), blk / k.ds);
     k.sweeps_if_split = 4;
     k.split_ws_bytes = 4;
     k.split_ws_reads = 2;
     return;
   }
-  const int64_t passes = cdiv(per_core, pass_elems / row_al);
-  k.baseline_tile = cdiv(per_core, passes) * row_al;
+  // A core's rows over UB passes (JudgeNormalCurDimSplitUb, every non-workspace case): as many aligned
+  // rows as the case's pass holds, evened out over the passes.
+  const int64_t passes = cdiv(per_core, np.elems / row_al);
+  const int64_t pass_rows = cdiv(per_core, passes);
+  k.baseline_tile = pass_rows * row_al;
   k.rows_per_reduce_call = row_al * 4 <= 255 * blk ? 255 : 1;
   // A row not a whole number of 32-byte blocks is padded in UB, not in GM: x and y are [rows, row]
-  // tensors, so a pass moves row x ds bytes a row (the common case's DMA bursts a row, stride-padded in
-  // UB; norm_tilingcase.py's aligned-in-UB and reduce-transpose cases for short rows, ~<= 128 elements,
-  // move the pass's rows as one run and pad them by vnchwconv: norm_schedule.py _do_remove_pad).  UB
-  // work stays on the padded rows.  (Before: the padded row was read and written, 1.9x the bytes of a
-  // row of 17 fp16 elements.)
+  // tensors, so a pass moves row x ds bytes a row.  (Before: the padded row was read and written, 1.9x
+  // the bytes of a row of 17 fp16 elements.)
   k.in_bytes = double(k.ds) * double(row) / double(row_al);
   k.out_bytes = k.in_bytes;
+  softmax_910b_short_rows(k, np.norm_case, row, pass_rows, half);
 }
 
 // The reduced axes of a Softmax (attrs "axis"), LayerNormalization ("axis" and the axes after it) or
@@ -1149,7 +1211,8 @@ void last_axis_rows(VecKernel& k, int64_t outer, int64_t R, bool sm, bool ln, bo
 // (The blocks were 512 B, halved while cores idled but not below a GM sector: a 950PR fp16
 // Softmax over dim 0 of [512, 2049] ran on 17 of 64 cores, 3.8x the measured time.)
 // 910B runs SoftmaxV2 as a TBE NORM-pattern kernel (CANN 8.1.RC1 opp tbe/impl/dynamic/softmax_v2.py),
-// whose block split is its own (softmax_910b_columns, below).
+// whose block split is its own (softmax_910b_columns, below), and which takes NORM's workspace case when R
+// does not fit a pass (softmax_910b_nlast).
 // The columns of the inner axis a core takes in 910B's TBE SoftmaxV2 over a non-last axis ([outer, R,
 // inner]; outer 1: the RA pattern), as canndev 2021 op_tiling/norm.cc GetBlockTilingInfo splits the A axes
 // (normal case): the outer axis when it alone fills the cores (JudgeCurDimSplitBlock: ceil(outer / cores)
@@ -1172,6 +1235,47 @@ int64_t softmax_910b_columns(int64_t outer, int64_t R, int64_t inner, int64_t bl
       if (tail(cdiv(inner, bd)) >= block) return cdiv(inner, bd);
   }
   return 1;
+}
+
+// 910B's TBE SoftmaxV2 over a non-last axis ([outer, R, inner]) when the reduced axis does not fit a UB pass:
+// NORM's workspace case (canndev 2021 op_tiling/norm.cc IsNeedWorkspace: R x min(inner in 32-byte blocks,
+// 8 blocks) over COMMON_MODE's pass, 16336 fp32 elements a tensor here: 3 tensors, reduce temps 8 + 8
+// blocks, no vnchwconv broadcast; norm_tilingcase.py run on softmax_v2_compute's ARA / RA graphs).  Its
+// tiling:
+// - cores: GetWorkspaceBlockTilingInfo splits as GetBlockTilingInfo does (softmax_910b_columns), each
+//   core's columns capped by the pass (max_block_factor); a core that takes whole outer indices takes the
+//   whole inner axis (not transcribed: an inner axis past a pass with outer >= cores, which norm.cc then
+//   splits instead);
+// - UB: JudgeWorkspaceCurDimSplitUb splits R: as many rows of the core's columns (32-byte aligned) as
+//   WORKSPACE_MODE's pass holds (12272 fp32 elements a tensor, 4 tensors: the smallest of its sub-graphs),
+//   the last chunk's columns at least a block, evened out over the chunks (ub_loop);
+// - GM: exp(x - max) goes to an fp32 workspace as in the last-axis case (find_workspace_tensor): x read
+//   for the max and for exp, the workspace written, read for the sum and the div; single-buffered (a
+//   dynamic build).  A chunk as long as R is taken as two: the model sweeps a unit only when it spans tiles.
+// The normal case over a non-last axis (its UB split over the columns, its buffering) is not transcribed.
+void softmax_910b_nlast(VecKernel& k, int64_t outer, int64_t R, int64_t inner, const Platform& p) {
+  const int64_t blk = 32, block = blk / k.ds;
+  const int64_t common = (int64_t(p.ub) - 16 * blk) / 3 / blk * blk / 4;
+  if (R * std::min(align_up(inner, block), 8 * block) <= common) return;
+  const int64_t ws = (int64_t(p.ub) - 8 * blk) / 4 / blk * blk / 4;
+  int64_t cols = softmax_910b_columns(outer, R, inner, block, p.vector_cores);
+  if (cols == 0) cols = inner;
+  cols = std::min(cols, ws / block * block);
+  int64_t f = std::max<int64_t>(1, ws / align_up(cols, block));
+  while (f > 1 && (R % f ? R % f : f) * cols < block) --f;
+  int64_t factor = cdiv(R, cdiv(R, f));
+  if (factor * cols < block) factor = std::min(f, R);
+  factor = std::min(factor, std::max<int64_t>(1, cdiv(R, 2)));
+  k.units = outer * cdiv(inner, cols);
+  k.unit_elems = R * cols;
+  k.ub_buffers = 2;
+  k.temp_fp32 = 4 - k.ds / 2;  // ub_buffers x ds + 4 x temp_fp32 = 4 x 4 tensors bytes
+  k.baseline_tile = align_up(factor * cols, block);
+  k.baseline_buffer_num = 1;
+  k.store_beside_load = true;
+  k.sweeps_if_split = 4;
+  k.split_ws_bytes = 4;
+  k.split_ws_reads = 2;
 }
 
 void other_axis_rows(VecKernel& k, int64_t outer, int64_t R, int64_t inner, bool sm, bool ln, bool f32,
@@ -1268,6 +1372,7 @@ std::shared_ptr<OpModel> make_rows_model(const OpDesc& op, const Platform& p) {
   k.ub_buffers = 2;
   k.temp_fp32 = f32 && k.ds != 4 ? 2 : 1;
   if (sm && inner == 1 && c220(p)) softmax_910b_tiling(k, outer, R, dtype, p);
+  if (sm && inner > 1 && c220(p)) softmax_910b_nlast(k, outer, R, inner, p);
   const double n = double(numel(x));
   k.unique_bytes = n * k.ds + (k.out_bytes > 0 ? n * k.out_bytes : double(outer) * inner * k.ds) + k.bcast_bytes;
   fuse_elementwise(k, op, cd, 1.0, n, k.out_bytes > 0 ? n : double(outer) * inner, k.out_bytes > 0,
