@@ -185,6 +185,143 @@ def test_910b_transpose_borrows_axes_for_short_kept_blocks():
     assert _transpose_vector_us([64, 128, 128, 100], [0, 2, 1, 3], "float16", "Ascend910B2") > 0
 
 
+# 910B's TBE Transpose with its last axis transposed, transcribed a second time (in Python) from
+# canndev 2021 ops/built-in/op_tiling/transpose.cc: SetScenario's scenarios 11 (2-D, aligned, 2-
+# or 4-byte) and 7 (DispatchNCR's splits, Model001..008 / _b16 / Model002_b64, Split,
+# SplitColByFactor, SplitRowByFactor); the kernel (CANN 8.1.RC1 tbe/impl/dynamic/transpose.py)
+# copies a tile in, reorders it with vnchwconv and copies it out.
+
+_TBE_CORES = 48  # 910B2: 48 vector cores, 192 KB UB (6144 blocks: GetColUnit 176)
+
+
+def _tbe_merge(x, perm):
+    kept = [a for a in perm if x[a] > 1]
+    groups = []
+    for a in kept:
+        if groups and groups[-1][-1] < a and all(x[j] == 1 for j in range(groups[-1][-1] + 1, a)):
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    order = sorted(range(len(groups)), key=lambda g: groups[g][0])
+    nx = [math.prod(x[a] for a in groups[g]) for g in order]
+    rank = {g: i for i, g in enumerate(order)}
+    return nx, [rank[g] for g in range(len(groups))]
+
+
+def _tbe_align16(v, f):
+    r = -(-(v // f) // 16) * 16
+    while r * f > v:
+        r -= 16
+    return r
+
+
+def _tbe_model(nv, cv, rv, ncols, nrows, t2f_ok, t):
+    """(priority, (nf, cf, rf), max_col, max_row, kind) of the first model that takes the split."""
+    full = 256 if t == 1 else 128
+    if t == 4:
+        return (2, (1, 1, _TBE_CORES), 64, 128, "") if cv >= 16 and rv >= 16 * _TBE_CORES else None
+    thin, fat, area = 64 // t, 256 // t, 4096 // t
+    if nv >= _TBE_CORES and cv >= 64 and rv >= 64:
+        return 1, (_TBE_CORES, 1, 1), full, 128, ""
+    if cv >= 64 and rv >= 64 * _TBE_CORES:
+        return 2, (1, 1, _TBE_CORES), full, 128, ""
+    if cv >= 64 * _TBE_CORES and rv >= 64:
+        return 3, (1, _TBE_CORES, 1), full, 128, ""
+    few = lambda cols: (_TBE_CORES, 1, 1) if nv > _TBE_CORES else ((nv, _TBE_CORES // nv, 1) if cols else (nv, 1, _TBE_CORES // nv))
+    if ncols == 1 and rv < thin and cv >= fat:
+        return 4, (1, _TBE_CORES, 1) if cv >= fat * _TBE_CORES else few(True), _tbe_align16(3008, rv) // min(t, 2), 0, "f2t"
+    if nrows == 1 and t2f_ok and cv < thin and rv >= fat:
+        return 5, (1, 1, _TBE_CORES) if rv >= fat * _TBE_CORES else few(False), 0, _tbe_align16(3008, cv) // min(t, 2), "t2f"
+    lo, lo_few = (32, 48) if t == 1 else (24, 24)
+    if nv >= _TBE_CORES and cv >= lo and rv >= lo:
+        return 6, (_TBE_CORES, 1, 1), full, 128, ""
+    if nv < _TBE_CORES and cv >= lo_few and rv >= lo_few:
+        return 6, (nv, _TBE_CORES // nv, 1) if cv > rv else (nv, 1, _TBE_CORES // nv), full, 128, ""
+    if ncols == 1 and rv < thin and cv * rv >= area:
+        return 7, (_TBE_CORES, 1, 1), _tbe_align16(3008, rv) // min(t, 2), 0, "f2t"
+    if nrows == 1 and t2f_ok and cv < thin and rv * cv >= area:
+        return 8, (_TBE_CORES, 1, 1), 0, _tbe_align16(3008, cv) // min(t, 2), "t2f"
+    return None
+
+
+def _tbe_tile(shape, perm, ds):
+    """(tile elements, cores) of the TBE scenario 11 / 7 tile, or None (another scenario)."""
+    x, p = _tbe_merge(shape, perm)
+    d, epb, t = len(x), 32 // ds, (ds + 1) // 2
+    if ds == 1 or d < 2 or p[-1] == d - 1 or math.prod(x) * ds < 1024:
+        return None
+    if ds == 2 and d >= 3 and p[-2:] == [d - 1, d - 2] and x[-1] % 16 == 0 and x[-2] % 16 == 0 and \
+            x[-1] * x[-2] < 255 * 256 and x[-2] <= 128:
+        return None  # scenario 10
+    if d == 2 and ds in (2, 4) and x[0] % epb == 0 and x[1] % epb == 0 and max(x) // epb < 65535:
+        cols, rows = min(176, x[1]), min(128, x[0])
+        cu, ru = x[1] // cols, x[0] // rows
+        diff, best, (cf, rf) = cu / ru, float("inf"), (1, 1)
+        for i in range(1, _TBE_CORES // 2 + 1):
+            j = _TBE_CORES // i
+            if abs(i / j - diff) < best:
+                best, cf, rf = abs(i / j - diff), i, j
+        if abs(_TBE_CORES - diff) < best:
+            cf, rf = _TBE_CORES, 1
+        return cols * rows, min(cf, cu) * min(rf, ru)
+    pos = {a: i for i, a in enumerate(p)}
+    chosen = None
+    for i in range(1, d):
+        re = max(pos[a] for a in range(i, d))
+        if re >= d - 1:
+            continue
+        cv = math.prod(x[i:])
+        rv = math.prod(x[a] for a in range(i) if pos[a] > re)
+        nv = math.prod(x[a] for a in range(i) if pos[a] <= re)
+        ncols, nrows = d - i, d - 1 - re
+        m = _tbe_model(nv, cv, rv, ncols, nrows, nrows == 1 and p[-1] + ncols == d - 1, t)
+        if m and (chosen is None or m[0] < chosen[0][0]):
+            chosen = (m, cv, rv)
+    if chosen is None:
+        return None
+    (_, (nf, cf, rf), max_col, max_row, kind), cv, rv = chosen
+    share = lambda v, f: v if f <= 1 else -(-(-(-v // f)) // epb) * epb
+    col, row = share(cv, cf), share(rv, rf)
+    cols = col if kind == "t2f" else min(max_col, col // epb * epb)
+    rows = row if kind == "f2t" else min(max_row, row // epb * epb)
+    if cols == 0 or rows == 0:
+        return None  # SplitColByFactor / SplitRowByFactor fail: scenario 5
+    return cols * rows, min(_TBE_CORES, nf * cf * rf)
+
+
+_TBE_GRID = [([8192, 8192], [1, 0]), ([1024, 4096], [1, 0]), ([4096, 1000], [1, 0]), ([1000, 1024], [1, 0]),
+             ([333, 777], [1, 0]), ([64, 100000], [1, 0]), ([100000, 48], [1, 0]), ([128, 128], [1, 0]),
+             ([16, 8192], [1, 0]), ([8, 1024, 512], [0, 2, 1]), ([8, 1024, 512], [2, 1, 0]),
+             ([8, 1024, 512], [1, 2, 0]), ([8, 1024, 512], [2, 0, 1]), ([3, 1013, 77], [0, 2, 1]),
+             ([64, 197, 64], [0, 2, 1]), ([32, 16, 24], [2, 0, 1]), ([16, 3, 224, 224], [0, 2, 3, 1]),
+             ([16, 3, 224, 224], [0, 3, 1, 2]), ([16, 3, 224, 224], [3, 2, 1, 0]), ([2, 128, 28, 91], [0, 3, 1, 2]),
+             ([3, 7, 11, 13, 1013], [4, 3, 2, 1, 0]), ([2, 4, 8, 16, 32], [0, 1, 2, 4, 3]),
+             ([2, 4, 8, 16, 32], [4, 0, 1, 2, 3]), ([48, 8, 4096], [0, 2, 1]), ([4, 4096, 3], [0, 2, 1]),
+             ([4, 3, 4096], [0, 2, 1])]
+
+
+def test_910b_transpose_takes_the_tbe_tile_of_a_transposed_last_axis():
+    # The default tiling of a 910B Transpose whose last axis moves is TBE's scenario 11 / 7 tile, as
+    # far as UB holds it double-buffered (in and out: 49152 / bytes elements), on the cores its split
+    # gives work (the old model's square tiles: 86 of 88 differ).
+    checked = []
+    for shape, perm in _TBE_GRID:
+        for dtype, ds in (("float16", 2), ("float32", 4), ("int32", 4), ("int64", 8)):
+            ref = _tbe_tile(shape, perm, ds)
+            if ref is None:  # scenarios 5, 6, 10: not transcribed
+                continue
+            t = an.baseline_tiling("Transpose", [shape], dtype, "Ascend910B2", {"perm": perm})
+            checked.append((shape, perm, dtype))
+            assert (t["tileLen"], t["blockDim"]) == (min(ref[0], 49152 // ds), ref[1]), (shape, perm, dtype)
+    assert len(checked) == 88
+    # The 4- and 8-byte reorders convert 128 rows whatever the tile holds (_reorder_s7_b32 / _b64):
+    # int64 [3, 7, 11, 13, 1013] reversed moves 64-row tiles, twice the reorder work an element of
+    # a 2-D int64 transpose's full ones.
+    per_elem = [_transpose_vector_us(s, p, "int64", "Ascend910B2") / math.prod(s)
+                for s, p in (([8192, 8192], [1, 0]), ([3, 7, 11, 13, 1013], [4, 3, 2, 1, 0]))]
+    assert per_elem[1] == pytest.approx(2 * per_elem[0], rel=0.1)
+
+
 @pytest.mark.parametrize("soc, index_bytes", [("Ascend910B2", 4), ("Ascend950PR", 8)])
 def test_gather_elements_reads_the_kernels_index_width(soc, index_bytes):
     # 910B's GatherElementsV2 (ops-nn gather_elements_v2_def.cpp) takes int32 indices only;

@@ -1469,6 +1469,172 @@ int64_t tbe_borrow_side(int64_t kept, int ds) {
   }
   return 1;
 }
+
+// 910B's TBE Transpose with its last axis transposed (op_tiling/transpose.cc SetScenario, canndev
+// 2021; the kernel's _move_data_s11 / _move_data_s7_university in CANN 8.1.RC1 tbe/impl/dynamic/
+// transpose.py) moves tiles of `cols` input-contiguous elements by `rows` output-contiguous ones:
+// a GM->UB copy of `rows` bursts of `run_in` bytes (`in_copies` copy instructions), vnchwconv in
+// UB, a UB->GM copy of bursts of `run_out` bytes; `cores` of the split have work.  One UB buffer
+// (ub_input's halves): the next tile's load waits the reorder, beside the last tile's store.  The
+// 4- and 8-byte reorders (_reorder_s7_b32 / _b64: 16 vnchwconv lanes of 8 rows, 2 x 4 of 4 rows)
+// convert ROW_UNIT = 128 rows whatever the tile holds (`reorder_rows`); the 2-byte one its rows.
+struct TbeTile {
+  int64_t cols = 0, rows = 0, reorder_rows = 0, in_copies = 1, cores = 0;
+  double run_in = 0, run_out = 0;
+};
+
+// Scenario 11 (IsScenario11 / TilingDataScenario11): a 2-D transpose of 2- or 4-byte elements,
+// both axes whole 32-byte blocks: tiles of GetColUnit (176 columns, 192 KB UB; 240 at 248-256 KB)
+// by ROW_UNIT 128 rows, the cores split over columns x rows by CalcCRFactor (the factors whose
+// ratio is nearest the units').
+bool tbe_s11_tile(const std::vector<int64_t>& x, const std::vector<int64_t>& perm, int ds, const Platform& p,
+                  TbeTile& t) {
+  const int64_t epb = 32 / ds;
+  if (x.size() != 2 || perm[0] != 1 || (ds != 2 && ds != 4) || x[0] % epb || x[1] % epb ||
+      x[0] / epb >= 65535 || x[1] / epb >= 65535)
+    return false;
+  t.cols = std::min<int64_t>(int64_t(p.ub) / 32 >= 7936 ? 240 : 176, x[1]);
+  t.rows = std::min<int64_t>(128, x[0]);
+  const int64_t cu = x[1] / t.cols, ru = x[0] / t.rows, cr = p.vector_cores;
+  int64_t cf = cr, rf = 1;  // CalcCRFactor
+  double best = std::abs(double(cr) - double(cu) / ru);
+  for (int64_t i = cr / 2; i >= 1; --i) {
+    const int64_t j = cr / i;
+    if (std::abs(double(i) / j - double(cu) / ru) <= best) best = std::abs(double(i) / j - double(cu) / ru), cf = i, rf = j;
+  }
+  t.cores = std::min(cf, cu) * std::min(rf, ru);
+  t.reorder_rows = ds == 4 ? 128 : t.rows;
+  t.run_in = double(t.cols) * ds;
+  t.run_out = double(t.rows) * ds;
+  return true;
+}
+
+// One of scenario 7's tiling models (transpose.cc Model001..008 for 4-byte elements, _b16 for
+// 2-byte ones, Model002_b64 for 8-byte ones; MakeNCRDecision keeps the lowest priority over the
+// splits DispatchNCR offers): the input's trailing axes (col, cVol), the output's axes after the
+// last of them (row, rVol) and the rest (n, nVol), split over cores by the factors (nf, cf, rf).
+// f2t / t2f: a thin row (col) side moved whole, the other side as UB holds it
+// (CalcVnchwconvPartialUbSize: 3008 2-byte units, Align16).  Returns the priority, 0: none fits.
+struct TbeNcr {
+  int64_t nv = 1, cv = 1, rv = 1, ncols = 0, nrows = 0, last_row = 1;  // last_row: the output's last axis
+  int64_t nf = 1, cf = 1, rf = 1, max_col = 0, max_row = 128;
+  bool f2t = false, t2f = false;
+};
+int tbe_s7_model(TbeNcr& m, int ds, int64_t cores, bool t2f_valid) {
+  const int64_t t = (ds + 1) / 2, full = 256 / std::min<int64_t>(t, 2);  // CalcVnchwconvFullColSize 256, / 2 for b32
+  auto align16 = [](int64_t v, int64_t f) {  // Align16(3008, f, 3008)
+    int64_t r = align_up(v / f, 16);
+    while (r > 0 && r * f > v) r -= 16;
+    return r;
+  };
+  auto set = [&](int64_t a, int64_t b, int64_t c) { m.nf = a, m.cf = b, m.rf = c; };
+  m.max_col = full, m.max_row = 128, m.f2t = m.t2f = false;
+  if (t == 4) {
+    if (m.cv >= 16 && m.rv >= 16 * cores) return m.max_col = 64, set(1, 1, cores), 2;
+    return 0;
+  }
+  const int64_t thin = 64 / t, fat = 256 / t, area = 4096 / t;  // F2T_THRESHOLD_B16 / _B32
+  if (m.nv >= cores && m.cv >= 64 && m.rv >= 64) return set(cores, 1, 1), 1;
+  if (m.cv >= 64 && m.rv >= 64 * cores) return set(1, 1, cores), 2;
+  if (m.cv >= 64 * cores && m.rv >= 64) return set(1, cores, 1), 3;
+  auto split_n = [&](bool cols) {
+    if (m.nv > cores) set(cores, 1, 1);
+    else cols ? set(m.nv, cores / m.nv, 1) : set(m.nv, 1, cores / m.nv);
+  };
+  if (m.ncols == 1 && m.rv < thin && m.cv >= fat) {  // Model004: fat to thin
+    m.f2t = true, m.max_col = align16(3008, m.rv) / std::min<int64_t>(t, 2);
+    if (m.cv >= fat * cores) set(1, cores, 1);
+    else split_n(true);
+    return 4;
+  }
+  if (m.nrows == 1 && t2f_valid && m.cv < thin && m.rv >= fat) {  // Model005: thin to fat
+    m.t2f = true, m.max_row = align16(3008, m.cv) / std::min<int64_t>(t, 2);
+    if (m.rv >= fat * cores) set(1, 1, cores);
+    else split_n(false);
+    return 5;
+  }
+  const int64_t lo = t == 1 ? 32 : 24, lo_few = t == 1 ? 48 : 24;  // Model006
+  if (m.nv >= cores && m.cv >= lo && m.rv >= lo) return set(cores, 1, 1), 6;
+  if (m.nv < cores && m.cv >= lo_few && m.rv >= lo_few) {
+    m.cv > m.rv ? set(m.nv, cores / m.nv, 1) : set(m.nv, 1, cores / m.nv);
+    return 6;
+  }
+  if (m.ncols == 1 && m.rv < thin && m.cv * m.rv >= area)
+    return m.f2t = true, m.max_col = align16(3008, m.rv) / std::min<int64_t>(t, 2), set(cores, 1, 1), 7;
+  if (m.nrows == 1 && t2f_valid && m.cv < thin && m.rv * m.cv >= area)
+    return m.t2f = true, m.max_row = align16(3008, m.cv) / std::min<int64_t>(t, 2), set(cores, 1, 1), 8;
+  return 0;
+}
+
+// Scenario 7 (TilingDataScenario7): DispatchNCR's splits, the chosen model's factors, and the
+// tile a core moves (Split: a core's columns and rows rounded up to whole blocks;
+// SplitColByFactor / SplitRowByFactor: at most max_col x max_row, whole blocks, else the
+// scenario fails to scenario 5).  The kernel's copies on 910B (data_move_pad, _copy_in_pad_loop_*
+// _s7) read the tile's rows in one instruction per run of the output's last axis.
+bool tbe_s7_tile(const std::vector<int64_t>& x, const std::vector<int64_t>& perm, int ds, const Platform& p,
+                 TbeTile& t) {
+  const int64_t dim = int64_t(x.size()), epb = 32 / ds, cores = p.vector_cores;
+  std::vector<int64_t> pos(dim);
+  for (int64_t i = 0; i < dim; ++i) pos[perm[i]] = i;
+  TbeNcr best;
+  int best_pri = 0;
+  for (int64_t i = 1; i < dim; ++i) {  // col: the input's axes i..dim-1
+    int64_t re = -1;
+    for (int64_t a = i; a < dim; ++a) re = std::max(re, pos[a]);
+    if (re >= dim - 1) continue;
+    TbeNcr m;
+    m.ncols = dim - i, m.nrows = dim - 1 - re, m.last_row = x[perm[dim - 1]];
+    for (int64_t a = 0; a < dim; ++a) {
+      if (a >= i) m.cv *= x[a];
+      else if (pos[a] > re) m.rv *= x[a];
+      else m.nv *= x[a];
+    }
+    const bool t2f_valid = m.nrows == 1 && perm[dim - 1] + m.ncols == dim - 1;  // Model005 / 008 IsValid
+    const int pri = tbe_s7_model(m, ds, cores, t2f_valid);
+    if (pri > 0 && (best_pri == 0 || pri < best_pri)) best = m, best_pri = pri;
+  }
+  if (best_pri == 0) return false;
+  const TbeNcr& m = best;
+  auto share = [&](int64_t v, int64_t f) { return f <= 1 ? v : align_up(cdiv(v, f), epb); };
+  const int64_t col = share(m.cv, m.cf), row = share(m.rv, m.rf);
+  t.cols = m.t2f ? col : std::min(m.max_col, col / epb * epb);
+  t.rows = m.f2t ? row : std::min(m.max_row, row / epb * epb);
+  if (t.cols == 0 || t.rows == 0) return false;
+  t.cores = std::min(cores, m.nf * m.cf * m.rf);
+  t.reorder_rows = ds >= 4 && !m.f2t && !m.t2f ? 128 : t.rows;  // the thin kernels reorder otherwise
+  t.run_in = double(m.t2f ? t.rows * t.cols : t.cols) * ds;
+  t.run_out = double(m.f2t ? t.rows * t.cols : t.rows) * ds;
+  t.in_copies = m.t2f || t.rows < m.last_row ? 1 : cdiv(t.rows, m.last_row);
+  return true;
+}
+
+// 910B's TBE kernel, last axis transposed: its tile, bursts, copies and cores (tbe_last_axis_tile).
+// Its one UB buffer is not charged: with the reorder between each load and the next
+// (bufferNum 1, store_beside_load) the 910B2 refit on the fit half fell into other constants,
+// mean |log| 0.065 -> 0.088 (inner split 0.112 -> 0.110); the reorder's per-element cost
+// (Gather, fitted) stands for more than vnchwconv's work, so its overlap is the pipelined one.
+// Nor is each tile's load head (mte2_head) charged to the reorder: inner split 0.110 -> 0.120.
+void take_tbe_tile(VecKernel& k, const TbeTile& t, const Platform& p) {
+  k.run_in = t.run_in, k.run_out = t.run_out;
+  k.baseline_tile = t.cols * t.rows;
+  k.in_streams = int(t.in_copies);
+  if (t.cores < p.vector_cores) k.baseline_block_dim = t.cores;
+}
+
+// The TBE tile of a transposed last axis on 910B, or false where the kernel takes another
+// scenario (not transcribed: the model's square-tile gather stands for it): under 1 KB (scenario 6),
+// 1-byte elements (their b8 scenarios), 2-byte ones whose last two axes swap in small aligned
+// blocks (scenario 10, IsLastTwoAlignedAndTrans), and the splits no model of scenario 7 takes
+// (scenario 5).
+bool tbe_last_axis_tile(const std::vector<int64_t>& x, const std::vector<int64_t>& perm, int ds, const Platform& p,
+                        TbeTile& t) {
+  const size_t r = x.size();
+  if (ds == 1 || r < 2 || numel(x) * ds < 1024) return false;
+  if (ds == 2 && r >= 3 && perm[r - 1] == int64_t(r - 2) && perm[r - 2] == int64_t(r - 1) && x[r - 1] % 16 == 0 &&
+      x[r - 2] % 16 == 0 && x[r - 1] * x[r - 2] < 255 * 16 * 16 && x[r - 2] <= 128)
+    return false;
+  return tbe_s11_tile(x, perm, ds, p, t) || tbe_s7_tile(x, perm, ds, p, t);
+}
 }  // namespace
 
 std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& p) {
@@ -1541,6 +1707,10 @@ std::shared_ptr<OpModel> make_transpose_model(const OpDesc& op, const Platform& 
       k.run_out = run(x[perm[rank - 2]], rank >= 3 ? x[perm[rank - 3]] : 1);
     }
     regroup();
+  } else if (TbeTile t; c220(p) && tbe_last_axis_tile(x, perm, k.ds, p, t)) {
+    gather.per_repeat *= double(t.reorder_rows) / double(t.rows);
+    regroup();
+    take_tbe_tile(k, t, p);
   } else {
     // The last axis changes: a gather of every element in UB (per-element offsets; int64 as
     // two 4-byte lanes), on square tiles.
