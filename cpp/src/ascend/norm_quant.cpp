@@ -1291,8 +1291,29 @@ SwiGlu910b swiglu_910b(const Platform& p, int ds, int64_t rows, int64_t cols) {
   return t;
 }
 
-// SwiGlu's 910B kernel on swiglu_910b's blocks: a unit is one base block (the blocks' mean size: tail
-// blocks are smaller), so a core's loop count is the busiest core's blocks, as the kernel deals them.
+// The padded elements of the busiest core's blocks as SwiGlu's 910B kernel deals them: block i (row-major
+// over rowTileNum x colTileNum) to core i mod blockDim (glu_tiling_kernel.hpp SWIGLU_SINGLE_PROCESS), the
+// last row / column of blocks holding the tail rows / columns (CaclOneTileParam: tailRow*, *TailCol
+// CalLen).  With few blocks a core, the core with whole blocks does several times the blocks' mean (x
+// [7, 3000] fp32: 6 x 1152 outputs on core 0, 2.6x the mean of its 4 blocks).
+double swiglu_busiest_910b(const SwiGlu910b& t, int64_t rows, int64_t cols, int64_t blk) {
+  const int64_t col_tiles = cdiv(cols, t.base_cols), row_tiles = cdiv(rows, t.base_rows);
+  const bool aligned = cols % blk == 0;
+  auto padded = [&](int64_t c) { return aligned ? c : align_up(c, blk); };
+  const int64_t tail_rows = rows - (row_tiles - 1) * t.base_rows;
+  const int64_t tail_cols = padded(cols - (col_tiles - 1) * t.base_cols), base_cols = padded(t.base_cols);
+  std::vector<double> core(size_t(t.cores), 0.0);  // (a block per loop: a few million at most, HBM's size)
+  for (int64_t i = 0; i < t.tiles; ++i) {
+    const int64_t r = i / col_tiles, c = i % col_tiles;
+    core[size_t(i % t.cores)] += double(r + 1 < row_tiles ? t.base_rows : tail_rows) *
+                                 double(c + 1 < col_tiles ? base_cols : tail_cols);
+  }
+  return *std::max_element(core.begin(), core.end());
+}
+
+// SwiGlu's 910B kernel on swiglu_910b's blocks: a unit is one base block, a loop of the kernel (never two
+// a UB tile: unit_per_tile), so a core's loop count is the busiest core's blocks, as the kernel deals
+// them, and a unit's size that core's mean block (swiglu_busiest_910b; tail blocks are smaller).
 // Returns the outputs as UB holds them (rows padded to 32 bytes).
 double swiglu_kernel_910b(VecKernel& k, const Platform& p, bool h16, int64_t rows, int64_t cols) {
   const SwiGlu910b t = swiglu_910b(p, k.ds, rows, cols);
@@ -1305,7 +1326,8 @@ double swiglu_kernel_910b(VecKernel& k, const Platform& p, bool h16, int64_t row
   const int64_t tail = cols % t.base_cols;
   const int64_t padded_cols = aligned ? cols : (cols / t.base_cols) * pad + align_up(tail, blk);
   k.units = t.tiles;
-  k.unit_elems = cdiv(rows * padded_cols, t.tiles);
+  k.unit_elems = int64_t(std::ceil(swiglu_busiest_910b(t, rows, cols, blk) / double(t.per_core)));
+  k.unit_per_tile = true;
   k.in_bytes *= double(cols) / double(padded_cols);
   k.out_bytes *= double(cols) / double(padded_cols);
   k.baseline_tile = t.base_rows * pad;  // tileLength, the queues' size
