@@ -390,11 +390,12 @@ TBE_NODES = {"Exp": 2, "Sigmoid": 3, "Gelu": 3, "Mish": 6, "Maximum": 4}
 TBE_F16_KEPT = {"Exp", "Maximum"}
 
 
-def _tbe_elewise_tiling(op, n, dtype, ub=196608, cores=48):
-    """canndev op_tiling/elewise_v3.cc AllFuseTiling on 910B2 (192 KB UB, 48 AIVs): blockDim, tile, bufferNum."""
+def _tbe_elewise_tiling(op, n, dtype, ub=196608, cores=48, nodes=None, node=None):
+    """canndev op_tiling/elewise_v3.cc AllFuseTiling on 910B2 (192 KB UB, 48 AIVs): blockDim, tile, bufferNum
+    (``nodes`` UB nodes of ``node`` bytes: TBE_NODES's unless given)."""
     ds = {"float32": 4, "int32": 4, "int64": 8}.get(dtype, 2)
-    node = 2 if dtype == "float16" and op in TBE_F16_KEPT else 4
-    nodes = TBE_NODES.get(op)
+    node = node or (2 if dtype == "float16" and op in TBE_F16_KEPT else 4)
+    nodes = nodes or TBE_NODES.get(op)
     if op == "Gcd":  # x1, x2, vgcd and its 3 more nodes (24 for int64), + 1 for two inputs; the input dtype
         node, nodes = ds, 28 if dtype == "int64" else 7
     if n < 32 // ds * cores * 2:  # CalcMultiCore: one core, one pass, no double buffer

@@ -277,6 +277,28 @@ def test_apply_adam_w_on_910b_takes_the_tbe_elementwise_cores():
                 assert t["blockDim"] == want, (dtype, n, amsgrad)
 
 
+def test_apply_adam_w_on_910b_follows_the_tbe_compute_and_elewise_tiling():
+    # CANN 8.1.RC1 tbe/impl/dynamic/apply_adam_w.py under the elewise schedule: 7 coexisting UB nodes
+    # (8 with amsgrad's max_grad_norm), of fp32 (bf16 cast up; fp16 computed in fp16, 2-byte nodes),
+    # passes double-buffered once a core's block outgrows them (elewise_v3.cc DoUbTiling).
+    from test_measured_ops import _tbe_elewise_tiling
+    mismatches = 0
+    for dtype in ("float16", "bfloat16", "float32"):
+        for n in (700, 1600, 10000, 99999, 1000003, 255 * 8193, 1 << 24):
+            for amsgrad in (0, 1):
+                t = an.baseline_tiling("ApplyAdamW", [[n]] * (4 + amsgrad), dtype, SOC, {"amsgrad": amsgrad})
+                want = _tbe_elewise_tiling("ApplyAdamW", n, dtype, nodes=7 + amsgrad, node=2 if dtype == "float16" else 4)
+                mismatches += (t["blockDim"], t["tileLen"], t["bufferNum"]) != want
+    assert mismatches == 0
+    # maximize flips vmuls(grad, 1)'s constant: the same instructions.
+    x = [[1000003]] * 4
+    for dtype in ("float16", "float32"):
+        plain = an.estimate("ApplyAdamW", x, dtype, SOC, an.baseline_tiling("ApplyAdamW", x, dtype, SOC), {})
+        flip = an.estimate("ApplyAdamW", x, dtype, SOC, an.baseline_tiling("ApplyAdamW", x, dtype, SOC),
+                           {"maximize": 1})
+        assert flip.breakdown["vector_us"] == pytest.approx(plain.breakdown["vector_us"])
+
+
 def test_foreach_addcdiv_on_910b_casts_16_bit_tiles_in_pieces():
     # CANN's 910B kernel computes a 16-bit tile in fp32 pieces of (UB - 3056) / 10 / 8 / 4 elements
     # (592; foreach_addcdiv_scalar.cpp AddcDivScalarAdapter), six vector calls a piece each behind a
