@@ -824,18 +824,25 @@ def test_dynamic_quant_910b_follows_cann_tiling_on_a_grid(soc):
 
 def _cann_group_norm_910b(n, c, g, hw, ds, cores=48):
     """CANN's 910B GroupNormSilu tiling (hicann/ops-nn norm/group_norm_silu/op_host/group_norm_silu_tiling.cpp
-    SetBlockTiling, SetTiling): blockDim, and the elements the normalising pass copies at a time (op_kernel
-    group_norm_silu_small_b16.h ComputeSilu: groupD channels of a group; _b16.h, _g16.h: one channel in
-    pieces of processSize 8192; _hw1_b16.h: a group of D)."""
+    SetBlockTiling, SetTiling, SetTilingWithSmallHW): blockDim, and the elements the normalising pass copies at
+    a time (op_kernel group_norm_silu_small_b16.h ComputeSilu: groupD channels of a group; _b16.h, _g16.h: one
+    channel in pieces of processSize 8192; _hw1_b16.h: a group of D in pieces of 8192, ProcessYWithEqualC with
+    a channel a group: a sample's C in pieces of 8192)."""
+    cdiv = lambda a, b: -(-a // b)
     d, groups, blk = c // g, n * g, 32 // ds
-    per_core = -(-groups // cores)
-    block_dim = -(-groups // per_core)
+    per_core = cdiv(groups, cores)
+    block_dim = cdiv(groups, per_core)
     if hw < blk and (hw != 1 or d < blk):
         block_dim = 1
+    if hw == 1 and g == c:  # split by N
+        block_dim = 1 if c % blk else cdiv(n, cdiv(n, cores))
     small = hw >= blk and hw % (8 if ds == 4 else 16) == 0 and hw <= 4096 and c + per_core <= (4000 if ds == 4
                                                                                                  else 2700)
-    piece = min(d, 8192 // hw) * hw if small else d if hw == 1 else min(hw, 8192)
-    return block_dim, -(-piece // blk) * blk  # UB rows are 32-byte aligned
+    if small:
+        piece = min(d, 8192 // hw) * hw
+    else:
+        piece = min(c if g == c else d, 8192) if hw == 1 else min(hw, 8192)
+    return block_dim, cdiv(piece, blk) * blk  # UB rows are 32-byte aligned
 
 
 @pytest.mark.parametrize("x,groups,dtype", [
@@ -854,6 +861,45 @@ def test_group_norm_on_910b_follows_cann_tiling(x, groups, dtype):
     c, hw, ds = x[1], x[2] * (x[3] if len(x) > 3 else 1), 4 if dtype == "float32" else 2
     t = an.baseline_tiling("GroupNormSilu", [x, [c], [c]], dtype, "Ascend910B2", {"num_groups": groups})
     assert (t["blockDim"], t["tileLen"]) == _cann_group_norm_910b(x[0], c, groups, hw, ds)
+
+
+def test_group_norm_on_910b_follows_cann_tiling_on_a_grid():
+    # blockDim and the normalising pass's copy of the model's default tiling against CANN's rule
+    # (_cann_group_norm_910b) over samples, channels, groups (1, a channel each, C over the 2700 / 4000
+    # limits), H W (1, under a block, 16-aligned or not, over 4096 and 8192) and the three dtypes.  Until
+    # round 14: a channel a group with H W = 1 copied 8192 elements, not a sample's C; C = 20000 (the basic
+    # and H W = 1 templates, which keep a block or a group's D of gamma and beta in UB, not all C) had its
+    # tile cut to what UB left beside C gammas and betas; a small-shape group under the search's smallest
+    # tile (16 fp16 elements) was packed with the next (65 + 30 + 15 of 1980 off).
+    misses, n_cases = [], 0
+    for n in (1, 2, 3, 16, 50):
+        for c, g in ((32, 1), (32, 32), (64, 8), (320, 32), (48, 6), (2000, 8), (3000, 8), (4096, 32), (20000, 4),
+                     (96, 3), (257, 1)):
+            for sp in ((1,), (3,), (8,), (16,), (7, 7), (8, 8), (33, 65), (64, 64), (67, 71), (100, 100), (1, 8193),
+                       (8200,)):
+                for dtype in ("float16", "bfloat16", "float32"):
+                    x, hw, ds = [n, c, *sp], math.prod(sp), 4 if dtype == "float32" else 2
+                    t = an.baseline_tiling("GroupNormSilu", [x, [c], [c]], dtype, "Ascend910B2", {"num_groups": g})
+                    want, got = _cann_group_norm_910b(n, c, g, hw, ds), (t["blockDim"], t["tileLen"])
+                    n_cases += 1
+                    if got != want:
+                        misses.append((x, g, dtype, want, got))
+    assert n_cases == 1980 and not misses, misses
+
+
+def test_group_norm_on_910b_h_w_1_reloads_gamma_and_beta_a_group():
+    # group_norm_silu_hw1_b16.h ComputeGroupNormSilu: with H W = 1 each group's D gammas and betas are copied
+    # beside its x (CopyInGammaBeta16) and the group is normalised as vectors (Adds -mean, Muls rstd, Mul gamma,
+    # Add beta, the 16-bit gamma and beta cast up): x twice, gamma and beta once a group, not once a core.
+    x = [64, 512, 1]
+    b = _gn(x, 8)
+    assert b["gm_read_bytes"] >= 4 * 2 * 64 * 512
+    # The small and high-performance templates square and reduce a group of one 8192-element chunk without
+    # adding it into the fp32 accumulators (_b16.h AccumulateXandX2OneLoop: Cast, Mul, two ReduceSums); a
+    # longer group adds every chunk in (AccumulateXandX2MultipleLoop: Cast, Add, Mul, Add): groups of 8 x 1023
+    # and 8 x 1025 elements (the high-performance template) differ by more than their size.
+    one, two = _gn([48, 64, 31, 33], 8)["vector_us"], _gn([48, 64, 25, 41], 8)["vector_us"]
+    assert two > 1.1 * one
 
 
 def _cann_add_rms_norm_dynamic_quant_910b(rows: int, h: int, cores: int, ub: int) -> tuple:

@@ -170,6 +170,9 @@ struct VecKernel {
   double row_scalar_cycles = 0;
   int64_t baseline_tile = 0;        // >0: the operator's own default UB tile (CANN's tiling rule)
   int baseline_buffer_num = 2;      // with baseline_tile: the operator's own bufferNum (1: its queues do not overlap)
+  // With baseline_tile, opt-in (norm_quant.cpp's 910B GroupNorm: a group or a sample a copy):
+  // the tile is kept under the search's smallest, not packed with the next unit's elements.
+  bool baseline_tile_exact = false;
   // Single-buffered (bufferNum 1) kernels whose output queue is apart from the input's: a tile's
   // store runs beside the next tile's load, the load and the vector work in turn (norm_quant.cpp).
   bool store_beside_load = false;

@@ -648,6 +648,109 @@ std::shared_ptr<OpModel> make_rms_norm(const OpDesc& op, const Platform& p) {
 // a chunk of 8192 / (H W) channels at once; the others copy, cast and store each channel on its own.
 constexpr int64_t kGnChunk = 8192;  // [S] group_norm_silu_tiling.cpp DEFAULT_PROCESSSIZE
 
+// CANN's 910B GroupNormSilu templates ([S] group_norm_silu_tiling.cpp SetTiling, SetTilingWithSmallHW; the
+// tiling keys' kernels in op_kernel/group_norm_silu.cpp): H W under a 32-byte block takes the H W = 1
+// template (_hw1_b16.h, _hw1_b32.h) or the basic one (_g16.h, _g32.h); else C + groups a core over
+// 2700 (4000 fp32) the basic one, H W a multiple of 16 (8 fp32) within 4096 the small-shape one
+// (_small_b16.h, _small_b32.h), the rest the high-performance one (_b16.h, _b32.h).
+enum class GnTemplate { kSmall, kHighPerf, kBasic, kHw1 };
+GnTemplate gn_910b_template(int64_t c, int64_t hw, int64_t per_core, int64_t ds) {
+  if (hw < 32 / ds) return hw == 1 ? GnTemplate::kHw1 : GnTemplate::kBasic;
+  if (c + per_core > (ds == 4 ? 4000 : 2700)) return GnTemplate::kBasic;
+  return hw % (ds == 4 ? 8 : 16) == 0 && hw <= 4096 ? GnTemplate::kSmall : GnTemplate::kHighPerf;
+}
+
+// The 910B kernel's vector work on a unit (see group_norm_arch22).
+void gn_910b_program(VecKernel& k, const Platform& p, GnTemplate t, int64_t d, int64_t hw, bool silu,
+                     bool equal_c) {
+  const bool hw1 = t == GnTemplate::kHw1, small = t == GnTemplate::kSmall, basic = t == GnTemplate::kBasic;
+  const bool h16 = k.ds != 4, one_read = small && d * hw <= kGnChunk;
+  stream_in(k, k.ds);
+  if (!one_read) stream_in(k, k.ds);  // the normalising pass reads x again
+  // The statistics pass: a group in one chunk is cast and squared, then reduced (small and
+  // high-performance templates, AccumulateXandX2OneLoop: Cast, Mul, two ReduceSums); a longer one
+  // (and any group in the basic and H W = 1 templates, AccumulateXAndX2) adds each chunk into the
+  // fp32 accumulators (Cast, Add, Mul, Add).
+  if (h16) k.elem_prog.push_back(cast_step(true));
+  const bool accumulate = basic || hw1 || d * hw > kGnChunk;
+  for (const char* a : {"Add", "Mul", "Add"})
+    if (accumulate || std::string(a) == "Mul") k.elem_prog.push_back(api(a));
+  // The normalising pass: per channel Muls, Adds (and, but for the small-shape template's chunks,
+  // the casts and SiLU too: each channel a call of its own).  H W = 1 (CalculateGroupNormSilu):
+  // a group's D channels at once, Adds -mean, Muls rstd, Mul gamma, Add beta, with gamma and beta
+  // loaded beside x and (16-bit) cast up (CopyInGammaBeta16).
+  std::vector<VecStep>& per_channel = hw1 ? k.elem_prog : k.row_loop_prog;
+  std::vector<VecStep>& chunk = small || hw1 ? k.elem_prog : k.row_loop_prog;
+  if (h16 && !one_read) chunk.push_back(cast_step(true));
+  if (hw1) {
+    for (const char* a : {"Adds", "Muls"}) k.elem_prog.push_back(api(a));
+    if (h16) for (int i = 0; i < 2; ++i) k.elem_prog.push_back(cast_step(true));
+  }
+  per_channel.push_back(api(hw1 ? "Mul" : "Muls"));
+  per_channel.push_back(api(hw1 ? "Add" : "Adds"));
+  if (silu) for (const char* a : {"Muls", "Exp", "Adds", "Div"}) chunk.push_back(api(a));
+  if (h16) chunk.push_back(cast_step(false));
+  stream_out(k, k.ds);
+  // Per channel a PipeBarrier after each call; per group the two ReduceSums of a chunk and the
+  // scalar wait for mean and rstd (kRowScalarNorm), spread over the group's D channels.
+  const int64_t barriers = 2 + int64_t(small ? 0 : (h16 ? 2 : 0) + (silu ? 4 : 0));
+  double reduce = 2.0 * vec_cycles({api("WholeReduceSum")}, double(std::min(d * hw, kGnChunk))) * p.vec_cost_scale;
+  // The basic and H W = 1 templates zero both fp32 accumulators over all 8192 elements for every
+  // group, whatever its size ([S] group_norm_silu_g16.h AccumulateXAndX2: Duplicate x1Buf32, x2Buf32
+  // over processSize; _g32.h, _hw1_b16.h, _hw1_b32.h the same; Duplicate priced as Adds, one scalar
+  // operand).
+  if (basic || hw1) reduce += 2.0 * vec_cycles({api("Adds")}, double(kGnChunk)) * p.vec_cost_scale;
+  // The basic template copies the channel's gamma and beta from GM before its x, and the scalar
+  // unit waits for them ([S] group_norm_silu_g16.h ComputeGroupNormSilu, CopyInGammaBeta16: both
+  // copies issued, then each cast and a V_S wait: one GM load latency, GE's first-copy cost
+  // mte2_head, and two scalar waits on the vector unit; _g32.h CopyInGammaBeta32: an MTE2_S wait
+  // after each copy, two latencies in turn), in turn with everything else: x's copy is issued after them.
+  // (H W = 1 and a channel a group: every channel is its own mean, y = beta, no statistics:
+  // ProcessYWithEqualC.)
+  k.row_scalar_cycles = hw1 ? (equal_c ? 0.0 : kRowScalarNorm + reduce)
+                            : kPipeDrain * double(barriers) + (basic && h16 ? 2 * kRowScalarNorm : 0.0) +
+                                  (kRowScalarNorm + reduce) / double(d);
+}
+
+// UB, bufferNum and the gamma / beta operands of the 910B kernel (see group_norm_arch22).
+void gn_910b_buffers(VecKernel& k, GnTemplate t, int64_t d, int64_t c, int64_t cores, bool equal_c) {
+  const int64_t blk = 32 / k.ds;
+  // UB: one x and one y queue, double-buffered, and xBuf32, x1Buf32, x2Buf32 for 16-bit x, x1Buf32 (or
+  // tempX) for fp32 ([S] group_norm_silu_b16.h, _b32.h, _small_*.h, _g16.h, _g32.h Init): 20 bytes an
+  // element of an 8192-element chunk either way.
+  k.ub_buffers = 2;
+  k.temp_fp32 = k.ds == 4 ? 1 : 3;
+  // The small and high-performance templates hold gamma and beta whole in UB (inQueueGamma,
+  // inQueueBeta of C: what keeps C + groups a core within 2700 / 4000); the basic one a 32-byte
+  // block of each, copied for every channel (_g16.h CopyInGammaBeta16, inQueueGamma of a block).
+  k.bcast_bytes = 2.0 * double(c) * k.ds;
+  if (t == GnTemplate::kBasic) {
+    k.bcast_bytes = 2.0 * 32;
+    k.bcast_reload_units = 1;
+  }
+  if (t != GnTemplate::kHw1) return;
+  // H W = 1: every copy is waited for at once (queues of one buffer, group_norm_silu_hw1_b16.h Init,
+  // CopyInX), a group (in pieces of 8192) read for its statistics, the scalar unit waiting for them,
+  // then read again beside its gamma and beta and stored (ProcessGroupNormSilu): two GM load
+  // latencies a group, whatever its size; its store beside the next group's first load.  (The
+  // normalising pass waits for gamma, beta and x in turn, CopyInGammaBeta16 then CopyInX: not
+  // modelled.)  Its queues: x, gamma, beta (a group's D each, reloaded for every group) and y.
+  k.baseline_buffer_num = 1;
+  if (equal_c) {
+    // A channel a group (ProcessYWithSameType): beta copied to y a sample at a time, in pieces of
+    // 8192 channels, never two samples a copy; no gamma.
+    k.baseline_tile = std::min(align_up(c, blk), kGnChunk);
+    k.baseline_tile_exact = true;
+    k.bcast_bytes = 0;
+    return;
+  }
+  k.ub_buffers = 4;
+  k.bcast_bytes = 2.0 * double(d) * k.ds;
+  k.bcast_reload_units = 1;
+  k.baseline_tile = std::min(align_up(d, blk), kGnChunk);
+  k.tile_round_trip = 2 * mte2_head(int(cores), false);
+}
+
 // The 910B kernel above as a VecKernel: a unit is one channel of one sample (H W elements), the
 // per-group work (the two reductions, the rstd through the scalar unit) spread over its D channels.
 // With H W = 1 the kernel (group_norm_silu_hw1_b16.h ProcessGroupNormSilu) works on a group's D
@@ -666,48 +769,12 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
   int64_t cores = cdiv(groups, per_core);
   if (hw < blk && (hw != 1 || d < blk)) cores = 1;
   if (hw == 1 && g == c) cores = c % blk ? 1 : cdiv(n, cdiv(n, p.vector_cores));  // split by N
-  const bool b32 = k.ds == 4, h16 = !b32;
-  const bool small = hw >= blk && hw % (b32 ? 8 : 16) == 0 && hw <= 4096 && c + per_core <= (b32 ? 4000 : 2700);
-  const bool one_read = small && d * hw <= kGnChunk;
-  stream_in(k, k.ds);
-  if (!one_read) stream_in(k, k.ds);  // the normalising pass reads x again
-  // The statistics pass.
-  if (h16) k.elem_prog.push_back(cast_step(true));
-  for (const char* a : {"Add", "Mul", "Add"}) k.elem_prog.push_back(api(a));
-  // The normalising pass: per channel Muls, Adds (and, but for the small-shape template's chunks,
-  // the casts and SiLU too: each channel a call of its own).
-  std::vector<VecStep>& per_channel = hw1 ? k.elem_prog : k.row_loop_prog;
-  std::vector<VecStep>& chunk = small || hw1 ? k.elem_prog : k.row_loop_prog;
-  if (h16 && !one_read) chunk.push_back(cast_step(true));
-  per_channel.push_back(api(hw1 ? "Mul" : "Muls"));
-  per_channel.push_back(api(hw1 ? "Add" : "Adds"));
-  if (silu) for (const char* a : {"Muls", "Exp", "Adds", "Div"}) chunk.push_back(api(a));
-  if (h16) chunk.push_back(cast_step(false));
-  stream_out(k, k.ds);
-  // Per channel a PipeBarrier after each call; per group the two ReduceSums of a chunk and the
-  // scalar wait for mean and rstd (kRowScalarNorm), spread over the group's D channels.  The basic
-  // template (C + groups a core beyond the limits above, or H W under a block) copies the channel's
-  // gamma and beta from GM before its x, and the scalar unit waits for them ([S] group_norm_silu_g16.h
-  // ComputeGroupNormSilu, CopyInGammaBeta16: both copies issued, then each cast and a V_S wait: one
-  // GM load latency, GE's first-copy cost mte2_head, and two scalar waits on the vector unit;
-  // _g32.h CopyInGammaBeta32: an MTE2_S wait after each copy, two latencies in turn), in turn
-  // with everything else: x's copy is issued after them.
-  const bool basic = !small && (hw < blk || c + per_core > (b32 ? 4000 : 2700)) && hw != 1;
+  const GnTemplate t = gn_910b_template(c, hw, per_core, k.ds);
+  const bool b32 = k.ds == 4, small = t == GnTemplate::kSmall, basic = t == GnTemplate::kBasic;
+  gn_910b_program(k, p, t, d, hw, silu, equal_c);
   // A channel under a block still moves one 32-byte block each way (its own DataCopyPad) and
   // takes one in UB.
   if (basic && hw < blk) k.unit_elems = blk;
-  const int64_t barriers = 2 + int64_t(small ? 0 : (h16 ? 2 : 0) + (silu ? 4 : 0));
-  double reduce = 2.0 * vec_cycles({api("WholeReduceSum")}, double(std::min(d * hw, kGnChunk))) * p.vec_cost_scale;
-  // The basic and H W = 1 templates zero both fp32 accumulators over all 8192 elements for every
-  // group, whatever its size ([S] group_norm_silu_g16.h AccumulateXAndX2: Duplicate x1Buf32, x2Buf32
-  // over processSize; _g32.h, _hw1_b16.h, _hw1_b32.h the same; Duplicate priced as Adds, one scalar
-  // operand).
-  if (basic || hw1) reduce += 2.0 * vec_cycles({api("Adds")}, double(kGnChunk)) * p.vec_cost_scale;
-  // (H W = 1 and a channel a group: every channel is its own mean, y = beta, no statistics:
-  // ProcessYWithEqualC.)
-  k.row_scalar_cycles = hw1 ? (equal_c ? 0.0 : kRowScalarNorm + reduce)  // a group's
-                            : kPipeDrain * double(barriers) + (basic && h16 ? 2 * kRowScalarNorm : 0.0) +
-                                  (kRowScalarNorm + reduce) / double(d);
   // The small template's normalising pass: its first load is issued only once the group's mean and
   // rstd are in the scalar unit: one GM load latency a group exposed (GE's first-copy cost,
   // mte2_head), spread over its channels.
@@ -715,8 +782,10 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
   if (basic) k.unit_cycles = (b32 ? 2 : 1) * mte2_head(int(cores), false);
   // The small template's normalising pass copies groupD = min(D, 8192 / (H W)) channels at a time,
   // never past the group's end ([S] group_norm_silu_small_b16.h ComputeSilu / ComputeAlign; the whole
-  // group when it is at most 8192 elements, ComputeWithCopyOnce; _small_b32.h the same).
+  // group when it is at most 8192 elements, ComputeWithCopyOnce; _small_b32.h the same), however small
+  // the group: its copies are the group's, not packed with the next group's.
   k.baseline_tile = small ? std::min(d, kGnChunk / hw) * hw : kGnChunk;
+  k.baseline_tile_exact = small;
   if (!small && !hw1) {
     // The other templates' normalising pass copies one channel at a time, in pieces of at most
     // 8192 elements ([S] group_norm_silu_b16.h ComputeMultipleLoop: CopyInX, CalcSilu, CopyOutY per
@@ -736,22 +805,9 @@ VecKernel group_norm_arch22(const OpDesc& op, const Platform& p, int64_t n, int6
     // 9.05 us with two channels in flight, 10.69 and 9.95 with one).
     k.tile_round_trip = 2 * (mte2_head(int(cores), false) + kMte3Head);
   }
-  // H W = 1: every copy is waited for at once (queues of one buffer, group_norm_silu_hw1_b16.h Init,
-  // CopyInX), a group (in pieces of 8192) read for its statistics, the scalar unit waiting for them,
-  // then read again beside its gamma and beta and stored (ProcessGroupNormSilu): two GM load
-  // latencies a group, whatever its size; its store beside the next group's first load.
-  if (hw1) k.baseline_buffer_num = 1;
-  if (hw1 && !equal_c) {
-    k.baseline_tile = std::min(align_up(d, blk), kGnChunk);
-    k.tile_round_trip = 2 * mte2_head(int(cores), false);
-  }
+  gn_910b_buffers(k, t, d, c, cores, equal_c);
   k.baseline_block_dim = cores;
   k.sweeps_if_split = 1;  // the second read is the stream above, for any tile
-  // UB: one x and one y queue, double-buffered, and xBuf32, x1Buf32, x2Buf32 for 16-bit x, x1Buf32 for
-  // fp32 ([S] group_norm_silu_b16.h, _b32.h, _small_*.h Init): room for an 8192-element chunk.
-  k.ub_buffers = 2;
-  k.temp_fp32 = b32 ? 1 : 3;
-  k.bcast_bytes = 2.0 * double(c) * k.ds;
   return k;
 }
 

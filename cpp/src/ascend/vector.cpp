@@ -493,9 +493,10 @@ class VecModel : public OpModel {
     if (k.baseline_tile > 0) {
       // The operator's own rule (norm_quant.cpp), as far as UB holds it with its bufferNum.  A kernel
       // whose every tile waits a copy round trip (tile_round_trip) keeps a tile under the search's
-      // smallest: a larger one would pack the operator's tiles and hide the round trips it pays.
+      // smallest: a larger one would pack the operator's tiles and hide the round trips it pays (and
+      // so does one that asks for it, baseline_tile_exact).
       const int64_t held = fit.tile(k.baseline_buffer_num) / align * align;
-      const int64_t least = k.tile_round_trip > 0 ? align : s.values[1].front();
+      const int64_t least = k.tile_round_trip > 0 || k.baseline_tile_exact ? align : s.values[1].front();
       tile = std::max<int64_t>(least, std::min(k.baseline_tile / align * align, held));
       add_value(s.values[1], tile);
     }
