@@ -181,8 +181,7 @@ struct VecKernel {
   // kernels that reduce a tile of rows per API call (moe_routing.cpp's MoeGatingTopKSoftmax).
   bool row_waits = true;
   // >= 0: this kernel's wait per row reduction instead of Platform::vec_row_cycles, which is fitted on
-  // the calibrated families (on 910B, TBE's Softmax, a wait per reduce call: near 0 after round 9's
-  // refit).  910B's Ascend C row kernels wait for the scalar unit per row (kVecScalarWait; norm_quant.cpp
+  // the calibrated families (on 910B, TBE's Softmax, a wait per reduce call).  910B's Ascend C row kernels wait for the scalar unit per row (kVecScalarWait; norm_quant.cpp
   // row_kernel).
   double row_wait_cycles = -1.0;
   double row_wait(const Platform& p) const { return row_wait_cycles >= 0 ? row_wait_cycles : p.vec_row_cycles; }
@@ -255,16 +254,6 @@ int64_t tbe_elewise_cores(int64_t n, int ds, int64_t cores);
 // 910B's TBE element-wise tiling of `k` over n elements whose DSL schedule keeps `nodes` UB nodes of
 // node_bytes each (vector.cpp): its default cores, 128-element core blocks, UB factor and buffering.
 void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, const Platform& p);
-// 910B's TBE broadcast tiling of two inputs whose fused shapes are fx, fy (vector.cpp): the fused
-// output, whether it is one of the runtime's special patterns, double buffering, the UB axis and
-// factor, the elements below the UB axis, the UB axis's chunks, a core's passes and the cores.
-struct TbeBroadcastTiling {
-  std::vector<int64_t> out;
-  bool special = false, db = false;
-  int64_t ub_axis = 0, ub_factor = 1, under = 1, chunks = 1, passes = 1, cores = 1;
-};
-TbeBroadcastTiling tbe_broadcast_tiling(const std::vector<int64_t>& fx, const std::vector<int64_t>& fy, int ds,
-                                        int64_t cores, int64_t max_ub, int64_t max_ub_db);
 // A kernel named `kind` streaming op.dtype data; throws when the SoC's vector unit lacks the dtype.
 VecKernel start_kernel(const OpDesc& op, const Platform& p, const std::string& kind);
 // The Ascend C vector pattern's model (blockDim, tileLen, bufferNum[, splitR][, vcBlocks]) of `k`.

@@ -371,10 +371,8 @@ class VecModel : public OpModel {
       }
       // Each row's reductions end in a wait before the row's next step can use the result
       // (VecKernel::row_wait: Platform::vec_row_cycles, fitted per SoC, unless the kernel sets its own).
-      // With rows_per_reduce_call > 1, a tile's rows share the calls, so the waits are per call: 910B's
-      // TBE Softmax, whose refit (round 9) put vec_row_cycles near 0 on 910B2 (950PR: 0): its two fit
-      // records (2048- and 4097-element rows) come within 2% without a per-row wait, single-buffered
-      // as softmax_910b_tiling has them.
+      // With rows_per_reduce_call > 1, a tile's rows share the calls, so the waits are per call (910B's
+      // TBE Softmax, single-buffered as softmax_910b_tiling has it).
       double calls = double(units_core);
       if (k.rows_per_reduce_call > 1 && fits && units_core > 0) {
         const int64_t rt = std::min(rows_tile, units_core), per = k.rows_per_reduce_call;
@@ -626,6 +624,12 @@ int tbe_elewise_nodes(const std::string& kind) {
   return it == nodes.end() ? 0 : it->second;
 }
 
+// The elements of node_bytes each a UB node holds in a TBE schedule whose `nodes` nodes share UB in
+// `buffers` copies, 32-byte aligned (elewise and broadcast schedules alike: UB / buffers / nodes).
+int64_t tbe_node_elems(const Platform& p, int64_t buffers, int nodes, int node_bytes) {
+  return int64_t(p.ub) / buffers / nodes / 32 * 32 / node_bytes;
+}
+
 // The UB nodes of `op` as a 910B TBE kernel (tbe_elewise_nodes) on float data; 0: not one.
 int tbe_kernel_nodes(const OpDesc& op) {
   const bool float_data = op.dtype == "float16" || op.dtype == "bfloat16" || op.dtype == "float32";
@@ -744,7 +748,14 @@ bool tbe_broadcast_special(const std::vector<int64_t>& fx, const std::vector<int
   return fx.size() <= 3 && (key == 1 || key == 12 || key == 121 || key == 2 || key == 21);
 }
 
-}  // namespace
+// 910B's TBE broadcast tiling of two inputs whose fused shapes are fx, fy: the fused output, whether it
+// is one of the runtime's special patterns, double buffering, the UB axis and factor, the elements below
+// the UB axis, the UB axis's chunks, a core's passes and the cores.
+struct TbeBroadcastTiling {
+  std::vector<int64_t> out;
+  bool special = false, db = false;
+  int64_t ub_axis = 0, ub_factor = 1, under = 1, chunks = 1, passes = 1, cores = 1;
+};
 
 // TBE's broadcast tiling of two fused inputs on 910B (broadcast_v3.cc @ 7d77ce32, whose MILAN soc is
 // "Ascend910B"; CANN 8.1.RC1 compiles 910B's broadcast kernels with BroadcastScheduleMl,
@@ -823,8 +834,6 @@ TbeBroadcastTiling tbe_broadcast_tiling(const std::vector<int64_t>& fx, const st
   return t;
 }
 
-namespace {
-
 // 910B's TBE kernels (tbe_elewise_nodes) over their n output elements: their UB nodes, cores, UB
 // factor and double buffering.  Two inputs of different shapes take the broadcast schedule
 // (BroadcastScheduleMl) and its tiling (tbe_broadcast_tiling); the model's tile is the mean of the UB
@@ -845,8 +854,9 @@ void apply_tbe_elewise(VecKernel& k, const OpDesc& op, const std::vector<int64_t
   if (nodes == 0 || same_shapes || op.inputs.size() != 2) return;
   const auto f = tbe_broadcast_fused(op.inputs[0], op.inputs[1], out);
   const int brc_nodes = tbe_broadcast_special(f[0], f[1]) ? 3 : 4;
-  auto room = [&](int64_t buffers) { return int64_t(p.ub) / buffers / brc_nodes / 32 * 32 / node_bytes; };
-  const TbeBroadcastTiling t = tbe_broadcast_tiling(f[0], f[1], k.ds, p.vector_cores, room(1), room(2));
+  const TbeBroadcastTiling t = tbe_broadcast_tiling(f[0], f[1], k.ds, p.vector_cores,
+                                                    tbe_node_elems(p, 1, brc_nodes, node_bytes),
+                                                    tbe_node_elems(p, 2, brc_nodes, node_bytes));
   k.ub_buffers = brc_nodes * node_bytes / k.ds;
   k.temp_fp32 = 0;
   k.baseline_block_dim = t.cores;
@@ -883,12 +893,10 @@ void tbe_elewise_tiling(VecKernel& k, int64_t n, int nodes, int node_bytes, cons
   k.unit_group = 128;  // ELEWISE_REPEAT_NUMS, the schedule's ub_factor_align (4 x 32-byte blocks)
   const int64_t block = cdiv(cdiv(n, p.vector_cores), 128) * 128;
   const int64_t split = node_bytes <= 2 ? 32767 : node_bytes == 4 ? 16383 : 8191;  // SPLIT_FACTORS
-  // A node's elements when UB is shared by `buffers` copies of the nodes, 32-byte aligned.
-  auto node_elems = [&](int64_t buffers) { return int64_t(p.ub) / buffers / nodes / 32 * 32 / node_bytes; };
   int64_t tile = block;
-  if (block > std::min(node_elems(1), split)) {
+  if (block > std::min(tbe_node_elems(p, 1, nodes, node_bytes), split)) {
     k.baseline_buffer_num = 2;
-    const int64_t limit = std::min(node_elems(2), split);
+    const int64_t limit = std::min(tbe_node_elems(p, 2, nodes, node_bytes), split);
     const int64_t even = cdiv(block, cdiv(block, limit));
     tile = cdiv(even, 128) * 128;
     if (tile > limit) tile = even / 128 * 128;
@@ -1020,6 +1028,10 @@ namespace {
 // holds per live tensor (norm_tilingcase.py NormInfo._calc_coexisting_quantities_and_temp_buffer_size, one
 // mode each, run on softmax_v2_compute's dynamic graph): (UB - temps) / tensors, 32-byte aligned.
 enum class NormCase { kNormal, kWorkspace, kReduceTranspose, kAlignedInUb };
+// A NORM case's fp32 elements a tensor: (UB - temps bytes) / tensors, 32-byte aligned.
+int64_t norm_pass_elems(const Platform& p, int64_t temps, int64_t tensors) {
+  return (int64_t(p.ub) - temps) / tensors / 32 * 32 / 4;
+}
 struct NormPass {
   NormCase norm_case;
   int64_t elems;    // fp32 elements a pass holds per tensor (the runtime's ub_size for the case)
@@ -1030,7 +1042,7 @@ NormPass softmax_910b_case(int64_t rows, int64_t row, const std::string& dtype, 
   const bool half = dtype == "float16";
   const int64_t reduce_temps = (8 + (half ? 8 : 10)) * blk;  // reduce_sum; reduce_max fp16 / fp32
   const int64_t bcast_temp = (256 + 1) * blk;                 // the fp32 sum's vnchwconv broadcast
-  auto elems = [&](int64_t temps, int64_t tensors) { return (int64_t(p.ub) - temps) / tensors / blk * blk / 4; };
+  auto elems = [&](int64_t temps, int64_t tensors) { return norm_pass_elems(p, temps, tensors); };
   // COMMON_MODE: 3 tensors, 4 for fp16 (its fp16 row max is broadcast by vnchwconv, one node more).
   const NormPass common{NormCase::kNormal, elems(reduce_temps + bcast_temp, half ? 4 : 3), half ? 4 : 3};
   const int64_t row_al = align_up(row, block);
@@ -1256,9 +1268,9 @@ int64_t softmax_910b_columns(int64_t outer, int64_t R, int64_t inner, int64_t bl
 // The normal case over a non-last axis (its UB split over the columns, its buffering) is not transcribed.
 void softmax_910b_nlast(VecKernel& k, int64_t outer, int64_t R, int64_t inner, const Platform& p) {
   const int64_t blk = 32, block = blk / k.ds;
-  const int64_t common = (int64_t(p.ub) - 16 * blk) / 3 / blk * blk / 4;
+  const int64_t common = norm_pass_elems(p, 16 * blk, 3);
   if (R * std::min(align_up(inner, block), 8 * block) <= common) return;
-  const int64_t ws = (int64_t(p.ub) - 8 * blk) / 4 / blk * blk / 4;
+  const int64_t ws = norm_pass_elems(p, 8 * blk, 4);
   int64_t cols = softmax_910b_columns(outer, R, inner, block, p.vector_cores);
   if (cols == 0) cols = inner;
   cols = std::min(cols, ws / block * block);

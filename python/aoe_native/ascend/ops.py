@@ -53,7 +53,7 @@ _INT64_MAX = 2**63 - 1
 _ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 3: "int8", 6: "int32"}
 # Float attributes that do not change the cost (scalars folded into the kernel).
 # Real-valued attributes: Exp's base, scale and shift reach the native model (its 910B
-# instruction chain, vector.cpp tbe_exp_apis); the others do not change the cost.
+# instruction chain, vector.cpp exp_scalar_apis); the others do not change the cost.
 _FLOAT_ATTRS = {"alpha", "beta", "epsilon", "momentum", "min", "max", "base", "scale", "shift"}
 # Attributes accepted for ONNX compatibility that the model derives itself.
 _IGNORED_ATTRS = {"noop_with_empty_axes", "stash_type"}
