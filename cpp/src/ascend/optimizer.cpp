@@ -265,7 +265,7 @@ namespace {
 // flips the constant: no extra instruction, make_adamw); m: vmul, vadds, vmul, vsub; v: vmul, vadds,
 // vmul, vmul, vsub; var_t: vmuls, vmul, vadds, vmul; (amsgrad: vmax); vmuls, vdiv, vsqrt, vadd;
 // vdiv, vmul, vadd: 21 instructions (22), with the broadcast scalars of b1, b2 and lr vector_dup'd
-// (ASSUMED), fp16 in fp16 lanes without casts.  Costed so (issue 48 round 9) it scored worse on the
+// (ASSUMED), fp16 in fp16 lanes without casts.  Costed so (issue 48 round 10) it scored worse on the
 // inner split of the fit half (910B2 81% within 25%, mean |log| 0.162, against 88% / 0.140 with the
 // model's 14 fp32 steps below): the fp16 record ran 0.57x (fp16 lanes halve its vector work, while
 // 910B2's fp16 record costs 0.74x bf16's per element) and the fp32 pair spread 1.29 / 1.66x.  So the
