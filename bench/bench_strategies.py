@@ -477,10 +477,13 @@ def score_spaces(title: str, spaces: list[Space], ours: list[str], kt: list[str]
                     continue
                 kt_best = best_of(kts, n)
                 target = float(scores[kt_best][n].mean())
+                # (the peer's own 10th percentile, for scale: the bar asks ours to reach its mean)
+                kt_p10 = float(np.percentile(scores[kt_best][n], 10))
                 met = p10 >= target
                 within = "" if met or hi < target else ", the target within the interval"
-                line += f" vs {kt_best} {target:.3f} ({'met' if met else 'not met'}{within})"
+                line += f" vs {kt_best} {target:.3f} ({'met' if met else 'not met'}{within}; its own p10 {kt_p10:.3f})"
                 v.setdefault("kt_best", {})[mode] = [kt_best, target]
+                v.setdefault("kt_best_p10", {})[mode] = kt_p10
                 v.setdefault("p10_met", met)  # graded against the first mode run
             verdict[n] = v
             print(line)

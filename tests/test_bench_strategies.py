@@ -51,3 +51,24 @@ def test_curves_from_before_the_option_are_taken_as_tune_cache_runs(bench, tmp_p
     new = tmp_path / "new.npz"
     np.savez_compressed(new, **{"kt:pso|x@25": np.zeros((2, 3))}, first_seed=np.array(0), kt_same_space=np.array(1))
     assert "kt:pso|x@25" in bench.load_curves(new)
+
+
+def test_the_verdict_gives_the_best_peers_own_10th_percentile_beside_its_mean(datasets, tmp_path, capsys):
+    """auto's bar is its 10th percentile against Kernel Tuner's best mean; the verdict also reports that
+    peer's own 10th percentile, so a reader sees how far the bar sits above the peer's own bad runs.
+    (Peer curves come from `reused`, as `--reuse` gives them: no Kernel Tuner needed.)"""
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("bench_strategies_verdict", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    space = bench.Space.from_cache(datasets / "pnpoly_RTX3090_kerneltuner.json").at_budget(10)
+    rng = np.random.default_rng(0)
+    peers = {"pso": rng.normal(0.2, 0.3, size=(10, 10)), "diff_evo": rng.normal(0.1, 0.3, size=(10, 10))}
+    reused = {f"kt:{s}|{space.name}": c for s, c in peers.items()}
+    _, summary = bench.score_spaces("verdict", [space], ["auto"], list(peers), 10, tmp_path, reused)
+    verdict = summary["auto_vs_best_rival"][space.name]
+    best = max(peers, key=lambda s: peers[s].mean())
+    assert verdict["kt_best"]["same"] == [f"kt:{best}", pytest.approx(peers[best].mean(axis=1).mean())]
+    assert verdict["kt_best_p10"]["same"] == pytest.approx(np.percentile(peers[best].mean(axis=1), 10))
+    assert f"its own p10 {verdict['kt_best_p10']['same']:.3f}" in capsys.readouterr().out
