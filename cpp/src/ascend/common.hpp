@@ -181,8 +181,8 @@ struct VecKernel {
   // kernels that reduce a tile of rows per API call (moe_routing.cpp's MoeGatingTopKSoftmax).
   bool row_waits = true;
   // >= 0: this kernel's wait per row reduction instead of Platform::vec_row_cycles, which is fitted on
-  // the calibrated families (on 910B, TBE's Softmax, a wait per reduce call).  910B's Ascend C row kernels wait for the scalar unit per row (kVecScalarWait; norm_quant.cpp
-  // row_kernel).
+  // the calibrated families (on 910B, TBE's Softmax, a wait per reduce call).  910B's Ascend C row
+  // kernels wait for the scalar unit per row (kVecScalarWait; norm_quant.cpp row_kernel).
   double row_wait_cycles = -1.0;
   double row_wait(const Platform& p) const { return row_wait_cycles >= 0 ? row_wait_cycles : p.vec_row_cycles; }
   // An Ascend C kernel's row waits: kVecScalarWait on 910B; the platform's fitted vec_row_cycles elsewhere.

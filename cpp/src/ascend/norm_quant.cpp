@@ -673,8 +673,8 @@ void gn_910b_program(VecKernel& k, const Platform& p, GnTemplate t, int64_t d, i
   // fp32 accumulators (Cast, Add, Mul, Add).
   if (h16) k.elem_prog.push_back(cast_step(true));
   const bool accumulate = basic || hw1 || d * hw > kGnChunk;
-  for (const char* a : {"Add", "Mul", "Add"})
-    if (accumulate || std::string(a) == "Mul") k.elem_prog.push_back(api(a));
+  if (accumulate) for (const char* a : {"Add", "Mul", "Add"}) k.elem_prog.push_back(api(a));
+  else k.elem_prog.push_back(api("Mul"));  // x squared: the ReduceSums come per group, below
   // The normalising pass: per channel Muls, Adds (and, but for the small-shape template's chunks,
   // the casts and SiLU too: each channel a call of its own).  H W = 1 (CalculateGroupNormSilu):
   // a group's D channels at once, Adds -mean, Muls rstd, Mul gamma, Add beta, with gamma and beta

@@ -148,7 +148,7 @@ def _exp(rid: str, op: str, shapes: list, dtypes: list, attrs: dict) -> Translat
     _need(rid, op, shapes, 1)
     out = {k: float(attrs[k]) for k in ("base", "scale", "shift") if k in attrs}
     base = out.get("base", -1.0)
-    if base <= 0 or math.log(base) == 0.0:
+    if base <= 0 or base == 1.0:
         out["base"] = -1.0
     return op, shapes, dtypes[0], out
 
